@@ -1,0 +1,3 @@
+from cotplan.cli import main
+
+main()

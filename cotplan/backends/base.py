@@ -1,0 +1,225 @@
+"""The one interface every model sits behind, and the records it returns.
+
+A backend does two things the rest of cotplan needs: generate text under a token cap, and give the
+probabilities of a few candidate next tokens. Everything else (budgeted reasoning, permutation
+averaging, the experiments) is built from those two.
+"""
+
+from __future__ import annotations
+
+import abc
+import math
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from cotplan.errors import InputError
+
+__all__ = [
+    "Backend",
+    "Completion",
+    "Message",
+    "NextTokenProbs",
+    "Prompt",
+    "TokenLogprob",
+    "Usage",
+    "validate_prompt",
+]
+
+Message = dict[str, str]
+Prompt = str | Sequence[Message]
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token counts of one call, in the provider's own accounting.
+
+    `reasoning_tokens` and `cached_tokens` are reported the OpenAI way: reasoning tokens are
+    already inside `completion_tokens`, cached tokens already inside `prompt_tokens`.
+    """
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    reasoning_tokens: int = 0
+    cached_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.reasoning_tokens + other.reasoning_tokens,
+            self.cached_tokens + other.cached_tokens,
+        )
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass(frozen=True)
+class TokenLogprob:
+    """One generated token, its log-probability, and the top alternatives at that position."""
+
+    token: str
+    logprob: float
+    top: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True)
+class Completion:
+    """What one `generate` call returned.
+
+    `from_cache` is True when the call cache answered and no request was made (so no cost).
+    """
+
+    text: str
+    finish_reason: str
+    usage: Usage
+    model: str
+    logprobs: tuple[TokenLogprob, ...] | None = None
+    latency_s: float = 0.0
+    from_cache: bool = False
+
+    @property
+    def truncated(self) -> bool:
+        """True when the token cap, not the model, ended the text."""
+        return self.finish_reason == "length"
+
+
+@dataclass(frozen=True)
+class NextTokenProbs:
+    """Probabilities of candidate next tokens.
+
+    `probs` are renormalized over the candidates so they sum to one. `covered_mass` is the raw
+    probability the model gave the candidates together: a small value means the model wanted to
+    say something else, and the renormalized numbers deserve less trust. `raw` keeps the
+    unnormalized probabilities; a candidate outside the top alternatives the endpoint returned
+    has raw probability 0 and is listed in `missing`.
+    """
+
+    probs: dict[str, float]
+    covered_mass: float
+    raw: dict[str, float]
+    missing: tuple[str, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    from_cache: bool = False
+
+    @classmethod
+    def from_logprobs(
+        cls,
+        top: Iterable[tuple[str, float]],
+        candidates: Sequence[str],
+        *,
+        usage: Usage | None = None,
+        from_cache: bool = False,
+    ) -> NextTokenProbs:
+        """Build from (token, logprob) pairs; raises when no candidate got any mass."""
+        best: dict[str, float] = {}
+        for token, logprob in top:
+            # Keep the highest if a server lists one string twice (distinct token ids).
+            if token not in best or logprob > best[token]:
+                best[token] = logprob
+        raw = {c: math.exp(best[c]) if c in best else 0.0 for c in candidates}
+        covered = sum(raw.values())
+        missing = tuple(c for c in candidates if c not in best)
+        if covered <= 0.0:
+            shown = ", ".join(repr(t) for t, _ in sorted(best.items(), key=lambda kv: -kv[1])[:5])
+            raise InputError(
+                f"the model gave none of the candidates {list(candidates)!r} any probability "
+                f"among its top alternatives (it preferred {shown})",
+                field="candidates",
+            )
+        probs = {c: p / covered for c, p in raw.items()}
+        return cls(probs, covered, raw, missing, usage or Usage(), from_cache)
+
+
+def validate_prompt(prompt: Prompt, *, field_name: str = "prompt") -> Prompt:
+    """Reject empty prompts and malformed message lists before any request is made."""
+    if isinstance(prompt, str):
+        if not prompt.strip():
+            raise InputError("must not be empty", field=field_name)
+        return prompt
+    if not isinstance(prompt, Sequence) or len(prompt) == 0:
+        raise InputError("must be a non-empty string or list of messages", field=field_name)
+    for i, message in enumerate(prompt):
+        if not isinstance(message, dict) or "role" not in message or "content" not in message:
+            raise InputError(
+                "each message must be a dict with `role` and `content`",
+                field=f"{field_name}[{i}]",
+            )
+        if message["role"] not in {"system", "user", "assistant", "developer"}:
+            raise InputError(f"unknown role {message['role']!r}", field=f"{field_name}[{i}].role")
+    if not any(str(m["content"]).strip() for m in prompt):
+        raise InputError("all messages are empty", field=field_name)
+    return prompt
+
+
+class Backend(abc.ABC):
+    """A model cotplan can call. Subclasses implement `generate` and `next_token_probs`.
+
+    Capabilities are class attributes so callers can plan before calling:
+    `supports_logprobs` (next-token probabilities are available) and `max_top_logprobs`
+    (how many alternatives one request can return).
+    """
+
+    supports_logprobs: bool = True
+    max_top_logprobs: int = 20
+    #: A name that identifies the model's weights (used in cache keys and cost lookups).
+    model: str = ""
+    #: How many requests this backend serves well at once (used by `map`).
+    default_concurrency: int = 4
+
+    @abc.abstractmethod
+    def generate(
+        self,
+        prompt: Prompt,
+        *,
+        max_tokens: int,
+        temperature: float = 0.0,
+        stop: Sequence[str] | None = None,
+        seed: int | None = None,
+        logprobs: int = 0,
+    ) -> Completion:
+        """Generate at most `max_tokens` tokens after `prompt` (text or chat messages)."""
+
+    @abc.abstractmethod
+    def next_token_probs(self, prompt: Prompt, candidates: Sequence[str]) -> NextTokenProbs:
+        """Probabilities of each single-token candidate as the very next token."""
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens in `text` by this model's tokenizer (default: the model's tiktoken encoding)."""
+        from cotplan.tokens import count_tokens
+
+        return count_tokens(text, self.model)
+
+    def map(
+        self,
+        fn: Callable[[T], R],
+        items: Iterable[T],
+        *,
+        concurrency: int | None = None,
+    ) -> list[R]:
+        """Apply `fn` to every item with bounded concurrency; results keep the input order.
+
+        `fn` usually calls this backend's `generate` or `next_token_probs`; the first error
+        raised by any call is re-raised here after the others finish.
+        """
+        workers = max(1, concurrency or self.default_concurrency)
+        items = list(items)
+        if workers == 1 or len(items) <= 1:
+            return [fn(item) for item in items]
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="cotplan") as pool:
+            return list(pool.map(fn, items))
+
+    def close(self) -> None:  # noqa: B027 - optional hook, most backends hold nothing
+        """Release connections; the backend must not be used afterwards."""
+
+    def __enter__(self) -> Backend:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

@@ -1,0 +1,1 @@
+"""Altair charts, one module per area, all rendering offline (PNG/SVG, inline HTML)."""

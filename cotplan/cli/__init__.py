@@ -1,0 +1,59 @@
+"""The `cotplan` command line: parses arguments, calls the library, prints. No logic lives here.
+
+Library errors become one clear line on stderr and exit status 2. Set `COTPLAN_DEBUG=1` to see
+the full traceback instead.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import typer
+from rich.console import Console
+
+from cotplan.cli import cost, experiment, models, plan, tasks
+from cotplan.errors import CotplanError
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="cotplan",
+    help="Plan chain-of-thought token budgets and measure what reasoning is worth.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(models.app, name="models")
+app.add_typer(cost.app, name="cost")
+app.add_typer(tasks.app, name="tasks")
+app.add_typer(experiment.app, name="experiment")
+plan.register(app)
+
+_stderr = Console(stderr=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the console script."""
+    try:
+        app(args=argv, standalone_mode=False)
+    except CotplanError as exc:
+        if os.environ.get("COTPLAN_DEBUG"):
+            raise
+        _stderr.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        _stderr.print("interrupted")
+        sys.exit(130)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        sys.exit(1)
+    except Exception as exc:
+        # click's own usage errors (bad option, missing argument)
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(2)
+        raise
