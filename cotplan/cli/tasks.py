@@ -1,9 +1,121 @@
-"""`cotplan tasks ...` commands."""
+"""`cotplan tasks ...`: list the built-in families, make calibration files, check files."""
 
 from __future__ import annotations
 
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Annotated
+
 import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from cotplan.tasks import item_to_dict, list_families, load_tasks, make_tasks, save_tasks
 
 __all__ = ["app"]
 
-app = typer.Typer(help="tasks commands", no_args_is_help=True)
+app = typer.Typer(
+    help="Calibration tasks: built-in families and JSONL task files.", no_args_is_help=True
+)
+
+
+def _console() -> Console:
+    return Console(highlight=False)
+
+
+@app.command("list")
+def list_command() -> None:
+    """List the built-in task families, what n means for each, and which suit the demo."""
+    table = Table(title="built-in task families", show_lines=False)
+    table.add_column("family", style="bold")
+    table.add_column("n means")
+    table.add_column("n range", justify="right")
+    table.add_column("answer")
+    table.add_column("demo")
+    table.add_column("description")
+    for info in list_families():
+        table.add_row(
+            info.name,
+            info.n_meaning,
+            f"{info.n_min}-{info.n_max}",
+            info.answer_kind,
+            "yes" if info.demo else "no",
+            info.description,
+        )
+    console = _console()
+    console.print(table)
+    console.print(
+        "demo = reasoning measurably helped the embedded SmolLM2-135M on this family "
+        "(docs/tasks.md has the numbers and the command)."
+    )
+
+
+@app.command("make")
+def make_command(
+    family: Annotated[str, typer.Argument(help="Family name (see `cotplan tasks list`).")],
+    n: Annotated[
+        list[int], typer.Option("--n", help="Size of each item; repeat for several sizes.")
+    ],
+    count: Annotated[int, typer.Option(help="Items per size.")] = 20,
+    seed: Annotated[int, typer.Option(help="Random seed (same seed, same items).")] = 0,
+    out: Annotated[
+        Path | None, typer.Option(help="Write JSONL here; without it, print JSONL to stdout.")
+    ] = None,
+) -> None:
+    """Generate COUNT items of FAMILY at each size n, reproducibly from SEED."""
+    items = [item for size in n for item in make_tasks(family, n=size, count=count, seed=seed)]
+    if out is None:
+        for item in items:
+            typer.echo(json.dumps(item_to_dict(item), ensure_ascii=False))
+        return
+    path = save_tasks(items, out)
+    console = _console()
+    sizes = ", ".join(str(size) for size in n)
+    where = escape(str(path))
+    console.print(
+        f"wrote {len(items)} {family} items (n = {sizes}, seed {seed}) to [bold]{where}[/]"
+    )
+    example = items[0]
+    console.print(
+        f"first: [dim]{escape(str(example.prompt))}[/] -> [green]{escape(example.answer)}[/]"
+    )
+
+
+@app.command("check")
+def check_command(
+    path: Annotated[Path, typer.Argument(help="A JSONL task file.")],
+) -> None:
+    """Validate a task file and summarise it (errors name the line and field)."""
+    items = load_tasks(path)
+    console = _console()
+    console.print(f"[bold]{escape(str(path))}[/]: {len(items)} items, all valid")
+    table = Table(show_header=True)
+    table.add_column("family")
+    table.add_column("items", justify="right")
+    table.add_column("answer kinds")
+    table.add_column("n")
+    by_family: dict[str, list[int | None]] = {}
+    kinds: dict[str, Counter[str]] = {}
+    for item in items:
+        by_family.setdefault(item.family, []).append(item.n)
+        kinds.setdefault(item.family, Counter())[item.kind] += 1
+    for family, sizes in by_family.items():
+        known = sorted({s for s in sizes if s is not None})
+        missing = sum(s is None for s in sizes)
+        shown = ", ".join(map(str, known[:8])) + (" ..." if len(known) > 8 else "")
+        if missing:
+            shown = (shown + "; " if shown else "") + f"{missing} without n (prompt tokens)"
+        table.add_row(
+            family,
+            str(len(sizes)),
+            ", ".join(f"{k} {v}" for k, v in kinds[family].items()),
+            shown,
+        )
+    console.print(table)
+    if any(item.n is None for item in items):
+        console.print(
+            "items without `n` are sized by their prompt's token count when calibrating; "
+            "set `n` to say what size means for your task."
+        )

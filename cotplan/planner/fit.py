@@ -1,0 +1,1321 @@
+"""`BudgetPlanner`: fit how a model's error falls with its reasoning budget, and plan budgets.
+
+The model
+---------
+For an item of size n answered after at most k reasoning tokens, the probability of a wrong
+answer is modelled as
+
+    e(k, n) = e0 + (e_base − e0) · exp(−max(k − k0, 0) / (c · n^α))
+
+- `e0`, the floor: the error no budget removes (the model simply cannot do some items);
+- `e_base`, the error without useful reasoning (k ≤ k0). Issue 4 writes the model with
+  e_base = 1; that cannot describe a task the model sometimes answers right with no reasoning at
+  all (a yes/no question is right half the time by chance), and one such answer at k = 0 would
+  make the likelihood zero. So e_base is fitted by default; `e_base=1.0` restores the issue's form;
+- `k0`, the offset: tokens spent before reasoning starts to pay (restating the question);
+- `c · n^α`, the scale: budget needed per e-fold of improvement. The paper predicts α = 1/2.
+
+Solving e(k*, n) = ε gives the budget for a target error ε:
+
+    k* = k0 + c · n^α · ln((e_base − e0) / (ε − e0))      for e0 < ε < e_base,
+
+k* = 0 when ε ≥ e_base (no reasoning needed) and no k reaches ε ≤ e0 (`InfeasibleTargetError`).
+
+The paper writes k* = c · √n · log(1/ε) without fixing the log base. The model above uses the
+natural log by construction (it comes from exp). In base b the same budget reads
+k* = k0 + c_b · n^α · log_b(...), with c_b = c · ln b: the budget is the same number, only the
+reported constant changes (c_2 ≈ 0.69 c, c_10 ≈ 2.30 c). `log_base` picks the base the reports
+use; `c_` itself always holds the natural-log constant.
+
+How it is fitted
+----------------
+By maximum likelihood on the 0/1 outcomes (rows sharing (n, k) are pooled, which is exact for a
+Bernoulli likelihood), with parameters mapped to unconstrained ones (logit for e0 and e_base,
+softplus for k0, log for c, a scaled logistic for α in [0, 2]), SLSQP with the analytic
+gradient, and several starts. Intervals come from a seeded bootstrap over ITEMS: an item keeps
+all its budgets, so the correlation between one item's answers at different budgets (an easy
+item is right at every budget) is respected. The likelihood itself treats rows as independent;
+that makes the plain likelihood-ratio test too eager, which is why its verdict also needs the
+item-bootstrap test to agree (see `LikelihoodRatioTest`).
+
+Before fitting a curve the planner asks whether accuracy rises with the budget at all: a
+stratified trend test (ranks of the budgets against correctness, within each item; a
+Cochran–Armitage / Mantel test with exact permutation moments). Without a significant rise the
+planner does not invent a benefit: it reports the error as flat, k* = 0 for targets the model
+already meets, and an unattainable target otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, cast
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike, NDArray
+from scipy import optimize, special, stats
+
+from cotplan.errors import InfeasibleTargetError, InputError, NotFittedError
+
+__all__ = [
+    "Budget",
+    "BudgetPlanner",
+    "ConfidenceInterval",
+    "Estimate",
+    "LikelihoodRatioTest",
+    "LogBase",
+    "OptimalBudget",
+    "PlanReport",
+    "Status",
+    "TrendTest",
+]
+
+LogBase = Literal["e", "2", "10"]
+#: What the fit concluded: reasoning `helps`; `no_benefit` (flat error); `hurts`; every answer
+#: right (`all_correct`) or wrong (`all_wrong`); `too_few` data to say; constants `given`.
+Status = Literal["helps", "no_benefit", "hurts", "all_correct", "all_wrong", "too_few", "given"]
+
+_PARAMS = ("e0", "e_base", "k0", "c", "alpha")
+_LOG_BASES: dict[str, float] = {"e": 1.0, "2": math.log(2.0), "10": math.log(10.0)}
+_BASE_LABEL = {"e": "ln", "2": "log2", "10": "log10"}
+_ALPHA_MAX = 2.0
+_CLIP = 1e-12
+_THETA_BOUND = 12.0
+
+
+# --------------------------------------------------------------------------------------------
+# Result records
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ConfidenceInterval:
+    """A two-sided bootstrap percentile interval; NaN ends when it could not be computed."""
+
+    low: float
+    high: float
+
+    def __contains__(self, value: object) -> bool:
+        return isinstance(value, int | float) and self.low <= float(value) <= self.high
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A point estimate with its interval."""
+
+    value: float
+    interval: ConfidenceInterval
+
+
+@dataclass(frozen=True)
+class TrendTest:
+    """Does accuracy rise with the budget? Stratified by item, one-sided.
+
+    `statistic` is a z-score (positive: more correct answers at larger budgets); `p_value`
+    tests "no rise", `p_value_decrease` tests "no fall".
+    """
+
+    statistic: float
+    p_value: float
+    p_value_decrease: float
+    verdict: str
+
+
+@dataclass(frozen=True)
+class LikelihoodRatioTest:
+    """Free α against the paper's α = 1/2, with one degree of freedom.
+
+    `p_value` is the textbook χ² p-value; it assumes independent rows, which answers of one
+    item at several budgets are not, so it rejects too often. `p_value_bootstrap` is the
+    item-bootstrap Wald test of α = 1/2 (robust spread of the bootstrap α's), which respects that
+    clustering. The √n law is called rejected only when both reject.
+    """
+
+    statistic: float
+    df: int
+    p_value: float
+    p_value_bootstrap: float
+    alpha: Estimate
+    verdict: str
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The reasoning budget k* that meets target error `eps` at size `n`.
+
+    `k_star` is the real-valued solution and `tokens` the cap to use (k* rounded up). `low` and
+    `high` bound k* (bootstrap percentiles; `high` is inf when some resamples cannot reach
+    `eps`). `c_in_base` is the model's c expressed for `log_base` (the budget does not depend on
+    the base). `extrapolated` is True when `n` or k* lies outside what was calibrated.
+    `baselines` holds k* by the paper's fixed-α = 1/2 fit and by the through-origin
+    least-squares c (k* = c · √n · ln(1/ε)), for comparison.
+    """
+
+    n: float
+    eps: float
+    k_star: float
+    low: float
+    high: float
+    tokens: int
+    log_base: LogBase
+    c_in_base: float
+    formula: str
+    extrapolated: bool = False
+    note: str = ""
+    baselines: Mapping[str, float] = field(default_factory=dict)
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row: the budget, its interval and the baselines."""
+        row: dict[str, Any] = {
+            "n": self.n,
+            "eps": self.eps,
+            "k_star": self.k_star,
+            "low": self.low,
+            "high": self.high,
+            "tokens": self.tokens,
+            "log_base": self.log_base,
+            "c_in_base": self.c_in_base,
+            "extrapolated": self.extrapolated,
+        }
+        row.update({f"k_star_{name}": value for name, value in self.baselines.items()})
+        return pd.DataFrame([row])
+
+
+@dataclass(frozen=True)
+class OptimalBudget:
+    """The budget that minimises value_of_correct · e(k, n) + price_per_token · k.
+
+    `expected_cost` is that sum at `k`; `cost_without_reasoning` is it at k = 0, so `saving` is
+    what the budget is worth per query. `low`/`high` bound `k` over the bootstrap.
+    """
+
+    n: float
+    k: int
+    low: float
+    high: float
+    expected_error: float
+    expected_cost: float
+    cost_without_reasoning: float
+    value_of_correct: float
+    price_per_token: float
+
+    @property
+    def saving(self) -> float:
+        return self.cost_without_reasoning - self.expected_cost
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row with every field and the saving."""
+        return pd.DataFrame(
+            [
+                {
+                    "n": self.n,
+                    "k": self.k,
+                    "low": self.low,
+                    "high": self.high,
+                    "expected_error": self.expected_error,
+                    "expected_cost": self.expected_cost,
+                    "cost_without_reasoning": self.cost_without_reasoning,
+                    "saving": self.saving,
+                    "value_of_correct": self.value_of_correct,
+                    "price_per_token": self.price_per_token,
+                }
+            ]
+        )
+
+
+@dataclass(frozen=True)
+class PlanReport:
+    """Everything a fit found, for printing (`str(report)`) or tabulating (`to_frame()`)."""
+
+    status: Status
+    verdict: str
+    n_items: int
+    n_rows: int
+    sizes: tuple[int, ...]
+    budgets: tuple[int, ...]
+    log_base: LogBase
+    constants: Mapping[str, Estimate]
+    alpha_half: Mapping[str, Estimate]
+    c_least_squares: Estimate
+    trend: TrendTest | None
+    lrt: LikelihoodRatioTest | None
+    loglik: float
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per (model, parameter): estimate, low, high.
+
+        Models: `fit` (the planner's model), `alpha=1/2` (the paper's fixed exponent),
+        `least squares` (the through-origin c of the paper's code). c is natural-log based;
+        the `c (log base b)` rows give it in the report's base.
+        """
+        scale = _LOG_BASES[self.log_base]
+        rows = []
+        for model, constants in (("fit", self.constants), ("alpha=1/2", self.alpha_half)):
+            for name, est in constants.items():
+                rows.append(_row(model, name, est))
+                if name == "c" and self.log_base != "e":
+                    rows.append(_row(model, f"c (log base {self.log_base})", est, scale))
+        rows.append(_row("least squares", "c", self.c_least_squares))
+        if self.log_base != "e":
+            rows.append(
+                _row("least squares", f"c (log base {self.log_base})", self.c_least_squares, scale)
+            )
+        return pd.DataFrame(rows, columns=["model", "parameter", "estimate", "low", "high"])
+
+    def __str__(self) -> str:
+        lines = [self.verdict, ""]
+        lines.append(
+            f"{self.n_items} items, {self.n_rows} answers; sizes n = {_join(self.sizes)}; "
+            f"budgets k = {_join(self.budgets)}"
+        )
+        if self.constants:
+            lines.append("constants (95% bootstrap intervals unless stated):")
+            for name, est in self.constants.items():
+                lines.append(
+                    f"  {name:>7} = {_fmt(est.value)}  "
+                    f"[{_fmt(est.interval.low)}, {_fmt(est.interval.high)}]"
+                )
+        if self.trend is not None:
+            lines.append(self.trend.verdict)
+        if self.lrt is not None:
+            lines.append(self.lrt.verdict)
+        return "\n".join(lines)
+
+
+def _row(model: str, name: str, est: Estimate, scale: float = 1.0) -> dict[str, Any]:
+    return {
+        "model": model,
+        "parameter": name,
+        "estimate": est.value * scale,
+        "low": est.interval.low * scale,
+        "high": est.interval.high * scale,
+    }
+
+
+def _fmt(x: float) -> str:
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return f"{x:.3g}"
+
+
+def _join(values: Sequence[int]) -> str:
+    return (
+        ", ".join(str(v) for v in values)
+        if len(values) <= 8
+        else (f"{values[0]}, {values[1]}, ..., {values[-1]} ({len(values)} values)")
+    )
+
+
+_NAN_CI = ConfidenceInterval(math.nan, math.nan)
+
+
+# --------------------------------------------------------------------------------------------
+# The likelihood
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Cells:
+    """Calibration pooled by (n, k): successes and trials per cell (weights allowed)."""
+
+    n: NDArray[np.float64]
+    k: NDArray[np.float64]
+    logn: NDArray[np.float64]
+    successes: NDArray[np.float64]
+    trials: NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class _Fit:
+    params: NDArray[np.float64]  # natural: e0, e_base, k0, c, alpha
+    loglik: float
+
+
+def _softplus(x: float) -> float:
+    return float(np.logaddexp(0.0, x))
+
+
+def _softplus_inv(y: float) -> float:
+    y = max(y, 1e-9)
+    return y + math.log(-math.expm1(-y))
+
+
+def _to_natural(theta: NDArray[np.float64]) -> NDArray[np.float64]:
+    return np.array(
+        [
+            special.expit(theta[0]),
+            special.expit(theta[1]),
+            _softplus(float(theta[2])),
+            math.exp(theta[3]),
+            _ALPHA_MAX * special.expit(theta[4]),
+        ]
+    )
+
+
+def _to_theta(params: NDArray[np.float64]) -> NDArray[np.float64]:
+    e0, eb, k0, c, alpha = (float(p) for p in params)
+    # Fixed values (e_base = 1) may lie beyond the optimiser's bounds; free ones are clipped
+    # to the bounds by the caller.
+    lim = 1.0 - 1e-12
+    return np.array(
+        [
+            special.logit(min(max(e0, 1 - lim), lim)),
+            special.logit(min(max(eb, 1 - lim), lim)),
+            _softplus_inv(k0),
+            math.log(max(c, 1e-300)),
+            special.logit(min(max(alpha / _ALPHA_MAX, 1 - lim), lim)),
+        ]
+    )
+
+
+def _error(params: NDArray[np.float64], n: ArrayLike, k: ArrayLike) -> NDArray[np.float64]:
+    e0, eb, k0, c, alpha = (float(p) for p in params)
+    n_arr = np.asarray(n, dtype=float)
+    k_arr = np.asarray(k, dtype=float)
+    scale = c * n_arr**alpha
+    out: NDArray[np.float64] = e0 + (eb - e0) * np.exp(-np.maximum(k_arr - k0, 0.0) / scale)
+    return out
+
+
+def _negloglik_and_grad(
+    theta: NDArray[np.float64], cells: _Cells
+) -> tuple[float, NDArray[np.float64]]:
+    t0, t1, t2, t3, t4 = theta
+    e0 = special.expit(t0)
+    eb = special.expit(t1)
+    k0 = _softplus(float(t2))
+    c = math.exp(t3)
+    alpha = _ALPHA_MAX * special.expit(t4)
+    scale = c * np.exp(alpha * cells.logn)
+    u = np.maximum(cells.k - k0, 0.0)
+    z = u / scale
+    decay = np.exp(-z)
+    e = np.clip(e0 + (eb - e0) * decay, _CLIP, 1.0 - _CLIP)
+    failures = cells.trials - cells.successes
+    loglik = float(np.sum(cells.successes * np.log1p(-e) + failures * np.log(e)))
+    dl_de = failures / e - cells.successes / (1.0 - e)
+    gap = eb - e0
+    de_dtheta = np.stack(
+        [
+            (1.0 - decay) * e0 * (1.0 - e0),
+            decay * eb * (1.0 - eb),
+            np.where(u > 0, gap * decay / scale, 0.0) * special.expit(t2),
+            gap * decay * z,
+            gap * decay * z * cells.logn * alpha * (1.0 - alpha / _ALPHA_MAX),
+        ]
+    )
+    return -loglik, -(de_dtheta @ dl_de)
+
+
+def _theta_bounds(k_max: float) -> list[tuple[float, float]]:
+    b = _THETA_BOUND
+    return [
+        (-b, b),
+        (-b, b),
+        (-b, _softplus_inv(max(k_max, 1.0))),
+        (math.log(1e-6), math.log(1e6)),
+        (-b, b),
+    ]
+
+
+def _maximise(
+    cells: _Cells,
+    starts: Sequence[NDArray[np.float64]],
+    fixed: Mapping[int, float],
+    k_max: float,
+) -> _Fit:
+    """Best of several SLSQP runs; `fixed` maps parameter index -> natural value."""
+    free = [i for i in range(5) if i not in fixed]
+    bounds = _theta_bounds(k_max)
+    best: _Fit | None = None
+    for start in starts:
+        params = np.array(start, dtype=float)
+        for i, value in fixed.items():
+            params[i] = value
+        theta_full = _to_theta(params)
+        x0 = np.clip(theta_full[free], [bounds[i][0] for i in free], [bounds[i][1] for i in free])
+
+        def objective(
+            x: NDArray[np.float64], theta_full: NDArray[np.float64] = theta_full
+        ) -> tuple[float, NDArray[np.float64]]:
+            theta = theta_full.copy()
+            theta[free] = x
+            value, grad = _negloglik_and_grad(theta, cells)
+            return value, grad[free]
+
+        with warnings.catch_warnings():
+            # Overflow in exp() at extreme trial points is harmless (clipped below).
+            warnings.simplefilter("ignore", RuntimeWarning)
+            result = optimize.minimize(
+                objective,
+                x0,
+                jac=True,
+                # SLSQP, not L-BFGS-B: on a busy machine L-BFGS-B's BLAS calls on 5-vectors
+                # cost milliseconds each (thread hand-offs); SLSQP was 10-50x faster here.
+                method="SLSQP",
+                bounds=[bounds[i] for i in free],
+                options={"maxiter": 500, "ftol": 1e-9},
+            )
+        theta = theta_full.copy()
+        theta[free] = result.x
+        fit = _Fit(_to_natural(theta), -float(result.fun))
+        for i, value in fixed.items():
+            fit.params[i] = value
+        if best is None or fit.loglik > best.loglik:
+            best = fit
+    assert best is not None
+    return best
+
+
+# --------------------------------------------------------------------------------------------
+# The estimator
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Data:
+    item: NDArray[np.intp]  # item index per row
+    n: NDArray[np.float64]
+    k: NDArray[np.float64]
+    y: NDArray[np.float64]
+    cell: NDArray[np.intp]  # (n, k) cell index per row
+    cell_n: NDArray[np.float64]
+    cell_k: NDArray[np.float64]
+    n_items: int
+
+
+def _check_fraction(value: object, name: str, *, closed_high: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float | np.number):
+        raise InputError(f"must be a number between 0 and 1, got {value!r}", field=name)
+    x = float(value)
+    ok = 0.0 < x <= 1.0 if closed_high else 0.0 < x < 1.0
+    if not ok:
+        interval = "(0, 1]" if closed_high else "(0, 1)"
+        raise InputError(f"must be in {interval}, got {x:g}", field=name)
+    return x
+
+
+def _check_log_base(value: object) -> LogBase:
+    key = str(value).strip().lower()
+    if key in {"2.0", "10.0"}:
+        key = key[:-2]
+    if key not in _LOG_BASES:
+        raise InputError(f"must be 'e', '2' or '10', got {value!r}", field="log_base")
+    return cast(LogBase, key)
+
+
+def _check_positive(value: object, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float | np.number):
+        raise InputError(f"must be a positive number, got {value!r}", field=name)
+    x = float(value)
+    if not (x > 0 and math.isfinite(x)):
+        raise InputError(f"must be a positive number, got {x:g}", field=name)
+    return x
+
+
+def _validate_frame(raw_frame: object) -> _Data:
+    if isinstance(raw_frame, pd.DataFrame):
+        frame = raw_frame
+    else:
+        try:
+            frame = pd.DataFrame(cast(Any, raw_frame))
+        except (TypeError, ValueError) as exc:
+            raise InputError(
+                f"must be a DataFrame (or records) with columns item, n, k, correct: {exc}",
+                field="calibration",
+            ) from exc
+    missing = [c for c in ("item", "n", "k", "correct") if c not in frame.columns]
+    if missing:
+        raise InputError(
+            f"missing column(s) {', '.join(missing)}; a calibration frame needs "
+            "item, n, k, correct",
+            field="calibration",
+        )
+    if len(frame) == 0:
+        raise InputError("has no rows", field="calibration")
+
+    def rows_where(mask: NDArray[np.bool_]) -> str:
+        bad = list(np.flatnonzero(mask)[:5])
+        more = "" if mask.sum() <= 5 else f" and {int(mask.sum()) - 5} more"
+        return f"row(s) {', '.join(map(str, bad))}{more}"
+
+    if frame["item"].isna().any():
+        raise InputError(f"missing in {rows_where(frame['item'].isna().to_numpy())}", field="item")
+    arrays: dict[str, NDArray[np.float64]] = {}
+    for name, low in (("n", 1.0), ("k", 0.0)):
+        raw = frame[name]
+        if raw.dtype == bool:
+            raise InputError("must hold integers, not booleans", field=name)
+        values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+        bad = ~np.isfinite(values) | (values != np.round(values)) | (values < low)
+        if bad.any():
+            what = "positive integers" if name == "n" else "non-negative integers"
+            raise InputError(f"must hold {what}; bad {rows_where(bad)}", field=name)
+        arrays[name] = values
+    raw_y = frame["correct"]
+    y = pd.to_numeric(raw_y.astype(object), errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    bad_y = ~np.isin(y, (0.0, 1.0))
+    if bad_y.any():
+        raise InputError(
+            f"must hold True/False or 1/0 (drop failed calls first); bad {rows_where(bad_y)}",
+            field="correct",
+        )
+    item_codes, _ = pd.factorize(frame["item"], sort=False)
+    pairs = pd.MultiIndex.from_arrays([arrays["n"], arrays["k"]])
+    cell_codes, cell_index = pd.factorize(pairs, sort=True)
+    cell_n = np.array([p[0] for p in cell_index], dtype=float)
+    cell_k = np.array([p[1] for p in cell_index], dtype=float)
+    return _Data(
+        item=item_codes.astype(np.intp),
+        n=arrays["n"],
+        k=arrays["k"],
+        y=y,
+        cell=cell_codes.astype(np.intp),
+        cell_n=cell_n,
+        cell_k=cell_k,
+        n_items=int(item_codes.max()) + 1,
+    )
+
+
+def _cells(data: _Data, weights: NDArray[np.float64] | None = None) -> _Cells:
+    w = np.ones_like(data.y) if weights is None else weights
+    size = len(data.cell_n)
+    trials = np.bincount(data.cell, weights=w, minlength=size).astype(float)
+    successes = np.bincount(data.cell, weights=w * data.y, minlength=size).astype(float)
+    keep = trials > 0
+    return _Cells(
+        n=data.cell_n[keep],
+        k=data.cell_k[keep],
+        logn=np.log(data.cell_n[keep]),
+        successes=successes[keep],
+        trials=trials[keep],
+    )
+
+
+def _trend_test(data: _Data) -> TrendTest:
+    """Stratified Cochran–Armitage trend test: budget rank vs correctness within items."""
+    budgets = np.unique(data.k)
+    score = np.searchsorted(budgets, data.k).astype(float)
+    frame = pd.DataFrame({"item": data.item, "x": score, "y": data.y})
+    grouped = frame.groupby("item")
+    t = grouped["y"].transform("size").to_numpy(dtype=float)
+    m = grouped["y"].transform("sum").to_numpy(dtype=float)
+    x_mean = grouped["x"].transform("mean").to_numpy(dtype=float)
+    observed = float(np.sum(score * data.y))
+    expected = float(np.sum(x_mean * m / t))
+    # Permutation variance within each item: m(T − m) / (T(T − 1)) · Σ (x − x̄)².
+    with np.errstate(invalid="ignore", divide="ignore"):
+        factor = np.where(t > 1, m * (t - m) / (t * (t - 1)), 0.0)
+    sq = (score - x_mean) ** 2
+    # `factor` is per item but repeated on each row; Σ over rows of factor·(x − x̄)² is exact.
+    variance = float(np.sum(factor * sq))
+    if variance <= 0:
+        z, p_up, p_down = 0.0, 1.0, 1.0
+    else:
+        z = (observed - expected) / math.sqrt(variance)
+        p_up, p_down = float(stats.norm.sf(z)), float(stats.norm.cdf(z))
+    if variance <= 0:
+        text = "trend test: no item changed its answer across budgets, so nothing to test"
+    else:
+        text = (
+            f"trend test within items: z = {z:.2f} (positive when accuracy rises with the "
+            f"budget); p = {p_up:.2g} for a rise, {p_down:.2g} for a fall"
+        )
+    return TrendTest(z, p_up, p_down, text)
+
+
+def _percentile(values: NDArray[np.float64], confidence: float) -> ConfidenceInterval:
+    """Percentile interval that tolerates infinite draws (no interpolation across them)."""
+    finite_or_inf = values[~np.isnan(values)]
+    if len(finite_or_inf) == 0:
+        return _NAN_CI
+    tail = (1.0 - confidence) / 2.0
+    ordered = np.sort(finite_or_inf)
+    lo = ordered[math.floor(tail * (len(ordered) - 1))]
+    hi = ordered[math.ceil((1.0 - tail) * (len(ordered) - 1))]
+    return ConfidenceInterval(float(lo), float(hi))
+
+
+def _k_star(params: NDArray[np.float64], n: float, eps: float) -> float:
+    """k* for one parameter vector: 0 if already met, inf if unattainable."""
+    e0, eb, k0, c, alpha = (float(p) for p in params)
+    if eps >= eb:
+        return 0.0
+    if eps <= e0:
+        return math.inf
+    return float(k0 + c * n**alpha * math.log((eb - e0) / (eps - e0)))
+
+
+def _k_star_ls(c_ls: float, n: float, eps: float) -> float:
+    return c_ls * math.sqrt(n) * math.log(1.0 / eps)
+
+
+def _c_least_squares(cells: _Cells) -> float:
+    """The paper code's c: regress k on x = √n · ln(1/ε̂) through the origin.
+
+    ε̂ is each (n, k) cell's error with half a success and half a failure added, so cells with
+    no errors still give a finite x; cells at k = 0 carry no information about c and are left
+    out.
+    """
+    use = cells.k > 0
+    if not use.any():
+        return math.nan
+    err = (cells.trials[use] - cells.successes[use] + 0.5) / (cells.trials[use] + 1.0)
+    x = np.sqrt(cells.n[use]) * np.log(1.0 / err)
+    w = cells.trials[use]
+    denominator = float(np.sum(w * x * x))
+    if denominator <= 0:
+        return math.nan
+    return float(np.sum(w * x * cells.k[use]) / denominator)
+
+
+def _optimal_k(params: NDArray[np.float64], n: float, value: float, price: float) -> float:
+    """Argmin over integer k ≥ 0 of value · e(k, n) + price · k (closed form, then round)."""
+    e0, eb, k0, c, alpha = (float(p) for p in params)
+    gain = value * (eb - e0)
+    scale = c * n**alpha
+    if not (gain > 0 and scale > 0 and math.isfinite(scale)) or gain <= price * scale:
+        return 0.0
+    k_cont = k0 + scale * math.log(gain / (price * scale))
+    candidates = np.array([0.0, math.floor(k_cont), math.ceil(k_cont)])
+    costs = value * _error(params, n, candidates) + price * candidates
+    return float(candidates[int(np.argmin(costs))])
+
+
+class BudgetPlanner:
+    """Fit e(k, n) on a calibration frame and plan reasoning budgets from it.
+
+    Parameters
+    ----------
+    eps : the default target error for `budget` (the share of answers allowed to be wrong).
+    log_base : "e", "2" or "10": the base in which reports express c (see the module
+        docstring; the budget itself does not depend on it).
+    alpha : "fit" to estimate the exponent α in [0, 2], or a number to fix it (0.5 is the
+        paper's √n law). With one size n only, α cannot be fitted and 1/2 is used.
+    e_base : "fit", or the error without reasoning fixed (1.0 is issue 4's exact model; 0.5
+        suits a yes/no task answered at chance).
+    n_bootstrap : item-bootstrap resamples for the intervals (0: no intervals).
+    confidence : level of the intervals.
+    significance : level of the trend and likelihood-ratio tests.
+    min_items : fewer items than this is "too few to fit".
+    random_state : seed of the bootstrap.
+
+    After `fit`: `e0_`, `e_base_`, `k0_`, `c_`, `alpha_`, `intervals_` (name ->
+    ConfidenceInterval), `loglik_`, `alpha_half_` (name -> value for the α = 1/2 fit),
+    `alpha_half_loglik_`, `c_least_squares_`, `trend_`, `lrt_` (None with one size), `status_`,
+    `verdict_`, `bootstrap_` (a frame of the resampled constants), `sizes_`, `budgets_`,
+    `n_items_`.
+    """
+
+    def __init__(
+        self,
+        eps: float = 0.1,
+        *,
+        log_base: LogBase | str = "e",
+        alpha: float | Literal["fit"] = "fit",
+        e_base: float | Literal["fit"] = "fit",
+        n_bootstrap: int = 200,
+        confidence: float = 0.95,
+        significance: float = 0.05,
+        min_items: int = 8,
+        random_state: int = 0,
+    ) -> None:
+        self.eps = eps
+        self.log_base = log_base
+        self.alpha = alpha
+        self.e_base = e_base
+        self.n_bootstrap = n_bootstrap
+        self.confidence = confidence
+        self.significance = significance
+        self.min_items = min_items
+        self.random_state = random_state
+
+    # -- parameters ---------------------------------------------------------------------------
+
+    def get_params(self) -> dict[str, Any]:
+        """The constructor parameters (scikit-learn convention)."""
+        return {
+            "eps": self.eps,
+            "log_base": self.log_base,
+            "alpha": self.alpha,
+            "e_base": self.e_base,
+            "n_bootstrap": self.n_bootstrap,
+            "confidence": self.confidence,
+            "significance": self.significance,
+            "min_items": self.min_items,
+            "random_state": self.random_state,
+        }
+
+    def __repr__(self) -> str:
+        defaults = BudgetPlanner().get_params()
+        changed = {k: v for k, v in self.get_params().items() if v != defaults[k]}
+        return f"BudgetPlanner({', '.join(f'{k}={v!r}' for k, v in changed.items())})"
+
+    def _validated_params(self) -> dict[str, Any]:
+        checked: dict[str, Any] = {}
+        checked["eps"] = _check_fraction(self.eps, "eps")
+        checked["log_base"] = _check_log_base(self.log_base)
+        if self.alpha == "fit":
+            checked["alpha"] = None
+        else:
+            if isinstance(self.alpha, bool) or not isinstance(self.alpha, int | float):
+                raise InputError(
+                    f"must be 'fit' or a number in [0, 2], got {self.alpha!r}", field="alpha"
+                )
+            if not 0.0 <= float(self.alpha) <= _ALPHA_MAX:
+                raise InputError(f"must be in [0, 2], got {self.alpha:g}", field="alpha")
+            checked["alpha"] = float(self.alpha)
+        if self.e_base == "fit":
+            checked["e_base"] = None
+        else:
+            checked["e_base"] = _check_fraction(self.e_base, "e_base", closed_high=True)
+        for name, low in (("n_bootstrap", 0), ("min_items", 2)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise InputError(f"must be an integer ≥ {low}, got {value!r}", field=name)
+            checked[name] = value
+        checked["confidence"] = _check_fraction(self.confidence, "confidence")
+        checked["significance"] = _check_fraction(self.significance, "significance")
+        if isinstance(self.random_state, bool) or not isinstance(self.random_state, int):
+            raise InputError(
+                f"must be an integer seed, got {self.random_state!r}", field="random_state"
+            )
+        checked["random_state"] = self.random_state
+        return checked
+
+    # -- fitting ------------------------------------------------------------------------------
+
+    def fit(self, calibration: pd.DataFrame | Any) -> BudgetPlanner:
+        """Fit the constants on a calibration frame (columns item, n, k, correct); returns self.
+
+        Other columns are ignored. `k` is the budget CAP each answer was given. Degenerate
+        calibrations (too few items, one budget, every answer right or wrong, no rise in
+        accuracy) do not raise: `status_` and `verdict_` say what can and cannot be planned.
+        """
+        p = self._validated_params()
+        data = _validate_frame(calibration)
+        self._p = p
+        self._data = data
+        self.n_items_ = data.n_items
+        self.n_rows_ = len(data.y)
+        self.sizes_ = tuple(int(v) for v in np.unique(data.n))
+        self.budgets_ = tuple(int(v) for v in np.unique(data.k))
+        self.trend_: TrendTest | None = None
+        self.lrt_: LikelihoodRatioTest | None = None
+        self.mle_: dict[str, float] = {}
+        nan_params = np.full(5, math.nan)
+        self._set_constants(nan_params, {}, math.nan)
+        self._set_half(nan_params, {}, math.nan)
+        self.c_least_squares_ = math.nan
+        self.intervals_c_least_squares_ = _NAN_CI
+        self.bootstrap_ = pd.DataFrame(columns=list(_PARAMS))
+        self._draws = np.empty((0, 5))
+        self._half_draws = np.empty((0, 5))
+        self._ls_draws = np.empty(0)
+        self._constant = False
+
+        if data.n_items < p["min_items"]:
+            return self._degenerate(
+                "too_few",
+                f"too few items to fit: {data.n_items} (at least {p['min_items']} needed; "
+                "`min_items` sets this)",
+            )
+        if len(self.budgets_) < 2:
+            return self._degenerate(
+                "too_few",
+                f"one budget only (k = {self.budgets_[0]}): nothing shows what reasoning buys; "
+                "calibrate at several budgets, including 0",
+            )
+        accuracy = float(data.y.mean())
+        k_max = self.budgets_[-1]
+        self.trend_ = _trend_test(data)
+        if accuracy == 1.0:
+            upper = 1.0 - (1.0 - p["confidence"]) ** (1.0 / len(data.y))
+            return self._flat(
+                "all_correct",
+                0.0,
+                f"no measurable benefit from reasoning: k* = 0 (all {len(data.y)} answers were "
+                f"right at every budget from k = {self.budgets_[0]}; error ≤ {upper:.2g} at "
+                f"{p['confidence']:.0%} confidence)",
+            )
+        if accuracy == 0.0:
+            return self._flat(
+                "all_wrong",
+                1.0,
+                f"no answer was right at any budget up to k = {k_max}: the floor e0 = 1 makes "
+                "every target ε < 1 unattainable with this model at these budgets",
+            )
+        cells = _cells(data)
+        free_alpha = p["alpha"] is None and len(self.sizes_) >= 2
+        alpha_fixed = p["alpha"] if p["alpha"] is not None else 0.5
+        fixed: dict[int, float] = {}
+        if p["e_base"] is not None:
+            fixed[1] = p["e_base"]
+        fixed_primary = dict(fixed) if free_alpha else {**fixed, 4: alpha_fixed}
+        starts = self._starts(cells, free_alpha=free_alpha, alpha=alpha_fixed)
+        primary = _maximise(cells, starts, fixed_primary, k_max)
+        half = (
+            primary
+            if not free_alpha and alpha_fixed == 0.5
+            else _maximise(cells, [*starts, primary.params], {**fixed, 4: 0.5}, k_max)
+        )
+        self.mle_ = dict(zip(_PARAMS, (float(v) for v in primary.params), strict=True))
+        self.c_least_squares_ = _c_least_squares(cells)
+
+        trend = self.trend_
+        if trend.p_value >= p["significance"]:
+            if trend.p_value_decrease < p["significance"]:
+                lowest = data.k == data.k.min()
+                e_first = 1.0 - float(data.y[lowest].mean())
+                return self._flat(
+                    "hurts",
+                    e_first,
+                    f"reasoning hurts: accuracy falls as the budget grows (trend test p = "
+                    f"{trend.p_value_decrease:.2g}); k* = 0, error {e_first:.2f} at the smallest "
+                    f"budget k = {self.budgets_[0]}",
+                    from_lowest=True,
+                )
+            pooled = 1.0 - accuracy
+            return self._flat(
+                "no_benefit",
+                pooled,
+                f"no measurable benefit from reasoning: k* = 0 (error {pooled:.2f} at every "
+                f"budget up to k = {k_max}; trend test p = {trend.p_value:.2g} for a rise)",
+            )
+
+        self._set_constants(primary.params, {}, primary.loglik)
+        self._set_half(half.params, {}, half.loglik)
+        self._bootstrap(data, primary, half, fixed_primary, fixed, k_max)
+        if free_alpha:
+            self.lrt_ = self._likelihood_ratio(primary, half)
+        self.status_: Status = "helps"
+        self.verdict_ = self._helps_verdict(free_alpha, p)
+        return self
+
+    def _starts(
+        self, cells: _Cells, *, free_alpha: bool, alpha: float
+    ) -> list[NDArray[np.float64]]:
+        err = 1.0 - cells.successes / cells.trials
+        k_min, k_max = cells.k.min(), cells.k.max()
+        e_first = float(np.clip(np.average(err[cells.k == k_min]), 0.05, 0.95))
+        e_last = float(np.clip(np.average(err[cells.k == k_max]), 0.01, 0.95))
+        if e_last >= e_first:
+            e_last = e_first / 2
+        positive = cells.k[cells.k > 0]
+        k_small = float(positive.min()) if positive.size else 1.0
+        k_mid = float(np.median(positive)) if positive.size else 1.0
+        alphas = [0.5, 0.25, 1.0] if free_alpha else [alpha]
+        starts = []
+        for a in alphas:
+            n_typ = float(np.exp(np.mean(cells.logn))) ** a
+            for c_mult in (0.2, 1.0, 5.0):
+                for k0 in (0.0, 0.5 * k_small):
+                    c = max(k_mid / math.log(2.0) / n_typ * c_mult, 1e-3)
+                    starts.append(np.array([e_last, e_first, k0, c, a]))
+        return starts
+
+    def _set_constants(
+        self, params: NDArray[np.float64], intervals: Mapping[str, ConfidenceInterval], ll: float
+    ) -> None:
+        self._params = np.asarray(params, dtype=float)
+        self.e0_, self.e_base_, self.k0_, self.c_, self.alpha_ = (float(v) for v in params)
+        self.intervals_ = {name: intervals.get(name, _NAN_CI) for name in _PARAMS}
+        self.loglik_ = ll
+
+    def _set_half(
+        self, params: NDArray[np.float64], intervals: Mapping[str, ConfidenceInterval], ll: float
+    ) -> None:
+        self._half_params = np.asarray(params, dtype=float)
+        self.alpha_half_ = dict(zip(_PARAMS, (float(v) for v in params), strict=True))
+        self.alpha_half_intervals_ = {name: intervals.get(name, _NAN_CI) for name in _PARAMS}
+        self.alpha_half_loglik_ = ll
+
+    def _degenerate(self, status: Status, verdict: str) -> BudgetPlanner:
+        self.status_ = status
+        self.verdict_ = verdict
+        return self
+
+    def _flat(
+        self, status: Status, error: float, verdict: str, *, from_lowest: bool = False
+    ) -> BudgetPlanner:
+        """A constant-error model: reasoning is not credited with any effect."""
+        self._constant = True
+        data = self._data
+        p = self._p
+        params = np.array([error, error, 0.0, math.nan, math.nan])
+        intervals: dict[str, ConfidenceInterval] = {}
+        if p["n_bootstrap"] > 0 and status not in {"all_correct", "all_wrong"}:
+            rng = np.random.default_rng(p["random_state"])
+            rows = data.k == data.k.min() if from_lowest else np.ones_like(data.y, dtype=bool)
+            draws = np.empty(p["n_bootstrap"])
+            for b in range(p["n_bootstrap"]):
+                w = rng.multinomial(data.n_items, np.full(data.n_items, 1.0 / data.n_items))
+                rw = w[data.item][rows]
+                draws[b] = 1.0 - np.sum(rw * data.y[rows]) / max(np.sum(rw), 1e-12)
+            ci = _percentile(draws, p["confidence"])
+            intervals = {"e0": ci, "e_base": ci}
+            self._draws = np.column_stack(
+                [draws, draws, np.zeros_like(draws), np.full_like(draws, np.nan), draws * np.nan]
+            )
+            self.bootstrap_ = pd.DataFrame(self._draws, columns=list(_PARAMS))
+        elif status in {"all_correct", "all_wrong"}:
+            point = ConfidenceInterval(error, error)
+            intervals = {"e0": point, "e_base": point}
+        ll = float(np.sum(special.xlogy(data.y, 1 - error) + special.xlogy(1 - data.y, error)))
+        self._set_constants(params, intervals, ll)
+        self.status_ = status
+        unattainable = error > 0 and p["eps"] < error
+        if unattainable and status not in {"all_wrong"}:
+            verdict += (
+                f"; the target ε = {p['eps']:g} is unattainable (attainable: ε ≥ {error:.2f})"
+            )
+        self.verdict_ = verdict
+        return self
+
+    def _bootstrap(
+        self,
+        data: _Data,
+        primary: _Fit,
+        half: _Fit,
+        fixed_primary: Mapping[int, float],
+        fixed: Mapping[int, float],
+        k_max: float,
+    ) -> None:
+        p = self._p
+        if p["n_bootstrap"] == 0:
+            return
+        rng = np.random.default_rng(p["random_state"])
+        draws = np.empty((p["n_bootstrap"], 5))
+        half_draws = np.empty((p["n_bootstrap"], 5))
+        ls_draws = np.empty(p["n_bootstrap"])
+        probs = np.full(data.n_items, 1.0 / data.n_items)
+        for b in range(p["n_bootstrap"]):
+            counts = rng.multinomial(data.n_items, probs).astype(float)
+            cells = _cells(data, counts[data.item])
+            # One start, at the full-data optimum: a resample's optimum lies near it.
+            fit = _maximise(cells, [primary.params], fixed_primary, k_max)
+            draws[b] = fit.params
+            if half is primary:
+                half_draws[b] = fit.params
+            else:
+                half_draws[b] = _maximise(cells, [half.params], {**fixed, 4: 0.5}, k_max).params
+            ls_draws[b] = _c_least_squares(cells)
+        self._draws, self._half_draws, self._ls_draws = draws, half_draws, ls_draws
+        self.bootstrap_ = pd.DataFrame(draws, columns=list(_PARAMS))
+        conf = p["confidence"]
+        intervals = {
+            name: (
+                ConfidenceInterval(primary.params[i], primary.params[i])
+                if i in fixed_primary
+                else _percentile(draws[:, i], conf)
+            )
+            for i, name in enumerate(_PARAMS)
+        }
+        self.intervals_ = intervals
+        self.alpha_half_intervals_ = {
+            name: _percentile(half_draws[:, i], conf) for i, name in enumerate(_PARAMS)
+        }
+        self.intervals_c_least_squares_ = _percentile(ls_draws, conf)
+
+    def _likelihood_ratio(self, free: _Fit, half: _Fit) -> LikelihoodRatioTest:
+        p = self._p
+        statistic = max(2.0 * (free.loglik - half.loglik), 0.0)
+        p_chi2 = float(stats.chi2.sf(statistic, 1))
+        alpha_hat = float(free.params[4])
+        interval = self.intervals_["alpha"]
+        p_boot = math.nan
+        if len(self._draws):
+            q75, q25 = np.percentile(self._draws[:, 4], [75, 25])
+            robust_sd = (q75 - q25) / 1.349
+            if robust_sd > 0:
+                p_boot = float(stats.chi2.sf(((alpha_hat - 0.5) / robust_sd) ** 2, 1))
+            elif alpha_hat == 0.5:
+                p_boot = 1.0
+            else:
+                p_boot = 0.0
+        sig = p["significance"]
+        ci_text = (
+            f"α = {alpha_hat:.2f} ({p['confidence']:.0%} CI {_fmt(interval.low)} to "
+            f"{_fmt(interval.high)})"
+        )
+        tests = f"likelihood-ratio p = {p_chi2:.2g}, item-bootstrap p = {_fmt(p_boot)}"
+        plain_rejects = p_chi2 < sig
+        boot_rejects = not math.isnan(p_boot) and p_boot < sig
+        if plain_rejects and boot_rejects:
+            verdict = f"the √n law does not hold for this task: {ci_text}; {tests}"
+        elif plain_rejects or boot_rejects:
+            verdict = (
+                f"the √n law is in doubt: {ci_text}; {tests} (the tests disagree; the "
+                "bootstrap one allows for answers of one item being alike)"
+            )
+        else:
+            verdict = f"consistent with the √n law (α = 1/2): {ci_text}; {tests}"
+            if interval.high - interval.low > 1.0:
+                verdict += "; but the interval is wide: calibrate over a wider range of n"
+        return LikelihoodRatioTest(
+            statistic, 1, p_chi2, p_boot, Estimate(alpha_hat, interval), verdict
+        )
+
+    def _helps_verdict(self, free_alpha: bool, p: Mapping[str, Any]) -> str:
+        parts = [
+            f"reasoning helps: error falls from {self.e_base_:.2f} without reasoning to a floor "
+            f"e0 = {self.e0_:.2f}"
+        ]
+        if free_alpha:
+            parts.append(f"the budget scale grows as n^{self.alpha_:.2f}")
+        elif p["alpha"] is None:
+            parts.append(
+                f"one size only (n = {self.sizes_[0]}): too few sizes to fit α; fixed α = 1/2 used"
+            )
+        else:
+            parts.append(f"α fixed at {self.alpha_:g}")
+        # A curve that has already reached its floor at the smallest positive budget is known
+        # only as "a step before that budget": k* below it is not resolved.
+        positive = [k for k in self.budgets_ if k > 0]
+        if positive:
+            gap = self.e_base_ - self.e0_
+            remaining = (self.predict_error(np.array(self.sizes_), positive[0]) - self.e0_) / gap
+            if np.all(remaining < 0.05):
+                parts.append(
+                    f"the budgets are too coarse to resolve the curve: the floor is reached by "
+                    f"k = {positive[0]}, so budgets below it are not resolved"
+                )
+        eps = p["eps"]
+        if eps <= self.e0_:
+            parts.append(
+                f"the floor e0 = {self.e0_:.2f} makes ε = {eps:g} unattainable "
+                f"(attainable: ε > {self.e0_:.2f})"
+            )
+        return "; ".join(parts)
+
+    # -- using the fit ------------------------------------------------------------------------
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "status_"):
+            raise NotFittedError(
+                "this BudgetPlanner is not fitted yet: call `fit(calibration_frame)` first"
+            )
+        if self.status_ == "too_few":
+            raise InputError(
+                f"cannot plan from this calibration: {self.verdict_}", field="calibration"
+            )
+
+    def predict_error(self, n: ArrayLike, k: ArrayLike) -> Any:
+        """The modelled error rate at size `n` and budget `k` (scalars or broadcastable arrays).
+
+        Returns a float for scalar input, else an array; always within [min, max] of e0 and
+        e_base.
+        """
+        self._check_fitted()
+        n_arr = np.asarray(n, dtype=float)
+        k_arr = np.asarray(k, dtype=float)
+        if np.any(~np.isfinite(n_arr)) or np.any(n_arr <= 0):
+            raise InputError("must be positive", field="n")
+        if np.any(np.isnan(k_arr)) or np.any(k_arr < 0):
+            raise InputError("must be non-negative", field="k")
+        if self._constant:
+            out = np.full(np.broadcast(n_arr, k_arr).shape, self.e0_)
+        else:
+            out = _error(self._params, n_arr, k_arr)
+        return float(out) if out.ndim == 0 else out
+
+    def budget(self, n: float, eps: float | None = None) -> Budget:
+        """k*: the reasoning budget at which the modelled error at size `n` reaches `eps`.
+
+        Raises `InfeasibleTargetError` (with `attainable`) when `eps` is at or below the floor
+        e0, and `InputError` for `eps` outside (0, 1) or a non-positive `n`.
+        """
+        self._check_fitted()
+        n_val = _check_positive(n, "n")
+        eps_val = self._p["eps"] if eps is None else _check_fraction(eps, "eps")
+        log_base = self._p["log_base"]
+        e0 = self.e0_
+        # A flat error is met exactly at ε = e0; the fitted curve only approaches its floor.
+        unattainable = eps_val < e0 if self._constant else eps_val <= e0
+        if unattainable:
+            if self.status_ == "all_wrong":
+                reason = f"no answer was right at any budget up to k = {self.budgets_[-1]}"
+            elif self._constant:
+                reason = (
+                    f"reasoning showed no measurable benefit (error {e0:.3f} at every budget up "
+                    f"to k = {self.budgets_[-1]})"
+                )
+            else:
+                reason = f"the error floor of this model on this task is e0 = {e0:.3f}"
+            bound = "≥" if self._constant else ">"
+            attainable = f"; attainable: ε {bound} {e0:.3f}" if e0 < 1 else ""
+            raise InfeasibleTargetError(
+                f"ε = {eps_val:g} is unattainable: {reason}{attainable}",
+                field="eps",
+                attainable=e0,
+            )
+        if self._constant:
+            k_star = 0.0
+            draws = np.array([0.0 if eps_val >= d[0] else math.inf for d in self._draws])
+        else:
+            k_star = _k_star(self._params, n_val, eps_val)
+            draws = np.array([_k_star(d, n_val, eps_val) for d in self._draws])
+        if len(draws):
+            ci = _percentile(draws, self._p["confidence"])
+        elif self._constant:  # every answer right: nothing left to resample
+            ci = ConfidenceInterval(0.0, 0.0)
+        else:
+            ci = _NAN_CI
+        scale = _LOG_BASES[log_base]
+        c_in_base = self.c_ * scale
+        baselines: dict[str, float] = {}
+        if not self._constant:
+            baselines["alpha_half"] = _k_star(self._half_params, n_val, eps_val)
+            if math.isfinite(self.c_least_squares_):
+                baselines["least_squares"] = _k_star_ls(self.c_least_squares_, n_val, eps_val)
+        extrapolated, notes = False, []
+        if self.status_ != "given" and not (self.sizes_[0] <= n_val <= self.sizes_[-1]):
+            extrapolated = True
+            notes.append(
+                f"n = {n_val:g} is outside the calibrated sizes {self.sizes_[0]}–{self.sizes_[-1]}"
+            )
+        if self.status_ != "given" and k_star > self.budgets_[-1]:
+            extrapolated = True
+            notes.append(f"k* is beyond the largest calibrated budget ({self.budgets_[-1]})")
+        if k_star == 0.0 and not self._constant:
+            notes.append(f"ε = {eps_val:g} is met without reasoning (e_base = {self.e_base_:.2f})")
+        label = _BASE_LABEL[log_base]
+        if self._constant:
+            formula = f"k* = 0 (the error stays at {e0:.3g} whatever the budget)"
+        else:
+            formula = (
+                f"k* = {self.k0_:.3g} + {c_in_base:.3g} · {n_val:g}^{self.alpha_:.3g} · "
+                f"{label}(({self.e_base_:.3g} − {e0:.3g}) / ({eps_val:g} − {e0:.3g}))"
+            )
+        return Budget(
+            n=n_val,
+            eps=eps_val,
+            k_star=k_star,
+            low=ci.low,
+            high=ci.high,
+            tokens=math.ceil(k_star - 1e-9),
+            log_base=log_base,
+            c_in_base=c_in_base,
+            formula=formula,
+            extrapolated=extrapolated,
+            note="; ".join(notes),
+            baselines=baselines,
+        )
+
+    def optimal(self, n: float, value_of_correct: float, price_per_token: float) -> OptimalBudget:
+        """The budget minimising value_of_correct · e(k, n) + price_per_token · k per query.
+
+        `value_of_correct` is what a right answer is worth (what a wrong one costs) and
+        `price_per_token` the price of one reasoning token, in the same currency.
+        """
+        self._check_fitted()
+        n_val = _check_positive(n, "n")
+        value = _check_positive(value_of_correct, "value_of_correct")
+        price = _check_positive(price_per_token, "price_per_token")
+        if self._constant:
+            k = 0.0
+            draws = np.zeros(len(self._draws))
+        else:
+            k = _optimal_k(self._params, n_val, value, price)
+            draws = np.array([_optimal_k(d, n_val, value, price) for d in self._draws])
+        ci = _percentile(draws, self._p["confidence"]) if len(draws) else _NAN_CI
+        error = float(self.predict_error(n_val, k))
+        base = float(self.predict_error(n_val, 0.0))
+        return OptimalBudget(
+            n=n_val,
+            k=int(k),
+            low=ci.low,
+            high=ci.high,
+            expected_error=error,
+            expected_cost=value * error + price * k,
+            cost_without_reasoning=value * base,
+            value_of_correct=value,
+            price_per_token=price,
+        )
+
+    def report(self) -> PlanReport:
+        """What the fit found: constants with intervals, baselines, tests and the verdict."""
+        if not hasattr(self, "status_"):
+            raise NotFittedError(
+                "this BudgetPlanner is not fitted yet: call `fit(calibration_frame)` first"
+            )
+        p = self._p
+        constants = {}
+        half = {}
+        if self.status_ not in {"too_few"}:
+            constants = {
+                name: Estimate(float(v), self.intervals_[name])
+                for name, v in zip(_PARAMS, self._params, strict=True)
+            }
+            if not self._constant:
+                half = {
+                    name: Estimate(self.alpha_half_[name], self.alpha_half_intervals_[name])
+                    for name in _PARAMS
+                }
+        return PlanReport(
+            status=self.status_,
+            verdict=self.verdict_,
+            n_items=self.n_items_,
+            n_rows=self.n_rows_,
+            sizes=self.sizes_,
+            budgets=self.budgets_,
+            log_base=p["log_base"],
+            constants=constants,
+            alpha_half=half,
+            c_least_squares=Estimate(self.c_least_squares_, self.intervals_c_least_squares_),
+            trend=self.trend_,
+            lrt=self.lrt_,
+            loglik=self.loglik_,
+        )
+
+    # -- constants from elsewhere -------------------------------------------------------------
+
+    @classmethod
+    def from_constants(
+        cls,
+        *,
+        c: float,
+        alpha: float = 0.5,
+        e0: float = 0.0,
+        k0: float = 0.0,
+        e_base: float = 1.0,
+        eps: float = 0.1,
+        log_base: LogBase | str = "e",
+    ) -> BudgetPlanner:
+        """A planner with given constants instead of fitted ones (e.g. the paper's c).
+
+        `c` is read in `log_base`, as a paper reports it: `from_constants(c=1.2, log_base="2")`
+        plans k* = 1.2 · √n · log2(1/ε). No intervals, tests or calibration ranges.
+        """
+        planner = cls(eps, log_base=log_base, alpha=alpha, n_bootstrap=0)
+        p = planner._validated_params()
+        c_nat = _check_positive(c, "c") / _LOG_BASES[p["log_base"]]
+        if not 0.0 <= e0 < 1.0:
+            raise InputError(f"must be in [0, 1), got {e0:g}", field="e0")
+        if not e0 < e_base <= 1.0:
+            raise InputError(f"must be in (e0, 1], got {e_base:g}", field="e_base")
+        if not (k0 >= 0 and math.isfinite(k0)):
+            raise InputError(f"must be ≥ 0, got {k0:g}", field="k0")
+        planner._p = p
+        planner._constant = False
+        planner._set_constants(np.array([e0, e_base, k0, c_nat, float(alpha)]), {}, math.nan)
+        planner._set_half(np.array([e0, e_base, k0, c_nat, 0.5]), {}, math.nan)
+        planner._draws = np.empty((0, 5))
+        planner._half_draws = np.empty((0, 5))
+        planner.c_least_squares_ = math.nan
+        planner.intervals_c_least_squares_ = _NAN_CI
+        planner.bootstrap_ = pd.DataFrame(columns=list(_PARAMS))
+        planner.trend_ = None
+        planner.lrt_ = None
+        planner.n_items_ = 0
+        planner.n_rows_ = 0
+        planner.sizes_ = ()
+        planner.budgets_ = ()
+        planner.status_ = "given"
+        planner.verdict_ = "constants given, not fitted"
+        return planner

@@ -1,0 +1,380 @@
+"""BudgetPlanner: recovery of planted constants, the budget formula, tests, and validation.
+
+Synthetic calibrations are drawn from the model itself, so the truth is known. Each check uses a
+fixed seed, so it is deterministic; the tolerances were set from 200 replicate fits (sd of α̂
+0.11, of ê0 0.012 at 60 items per size) and 40 bootstrap replicates (coverage 0.93-0.98 for
+nominal 95%): see benchmarks/planner_recovery.py.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import optimize
+
+from cotplan.errors import InfeasibleTargetError, InputError, NotFittedError
+from cotplan.planner import Budget, BudgetPlanner, OptimalBudget, PlanReport
+from cotplan.planner import fit as fit_module
+
+TRUTH = {"e0": 0.1, "e_base": 1.0, "k0": 5.0, "c": 2.0, "alpha": 0.5}
+
+
+def synth(
+    seed: int,
+    *,
+    e0: float = 0.1,
+    e_base: float = 1.0,
+    k0: float = 5.0,
+    c: float = 2.0,
+    alpha: float = 0.5,
+    sizes: tuple[int, ...] = (4, 8, 16, 32),
+    budgets: tuple[int, ...] = (0, 4, 8, 16, 32, 64, 128),
+    items: int = 60,
+) -> pd.DataFrame:
+    """Every item answered once at every budget, wrong with probability e(k, n)."""
+    rng = np.random.default_rng(seed)
+    n = np.repeat(np.array(sizes), items * len(budgets))
+    item = np.repeat(np.arange(len(sizes) * items), len(budgets))
+    k = np.tile(np.array(budgets), len(sizes) * items)
+    error = e0 + (e_base - e0) * np.exp(-np.maximum(k - k0, 0) / (c * n**alpha))
+    return pd.DataFrame(
+        {
+            "item": [f"it{i}" for i in item],
+            "n": n,
+            "k": k,
+            "correct": rng.random(len(k)) >= error,
+            "reasoning_tokens": k // 2,  # extra columns are ignored
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def planted() -> BudgetPlanner:
+    return BudgetPlanner(eps=0.2).fit(synth(0))
+
+
+def test_fit_returns_self_and_recovers_planted_constants(planted: BudgetPlanner) -> None:
+    assert planted.status_ == "helps"
+    assert planted.verdict_.startswith("reasoning helps")
+    for name, value in TRUTH.items():
+        interval = planted.intervals_[name]
+        if name == "e_base":  # the truth sits on the boundary; the estimate hugs it
+            assert interval.high > 0.999
+            continue
+        assert value in interval, (name, interval)
+    assert abs(planted.alpha_ - 0.5) < 0.3
+    assert abs(planted.e0_ - 0.1) < 0.04
+    assert planted.lrt_ is not None
+    assert planted.lrt_.p_value > 0.05
+    assert planted.lrt_.verdict.startswith("consistent with the √n law")
+    assert planted.trend_ is not None
+    assert planted.trend_.p_value < 1e-10
+    assert planted.sizes_ == (4, 8, 16, 32)
+    assert planted.budgets_[-1] == 128
+    assert planted.bootstrap_.shape == (200, 5)
+
+
+def test_a_different_exponent_is_detected() -> None:
+    frame = synth(8, alpha=1.0, c=1.0, sizes=(2, 8, 32, 64), budgets=(0, 8, 16, 32, 64, 128, 256))
+    planner = BudgetPlanner(n_bootstrap=100).fit(frame)
+    assert 1.0 in planner.intervals_["alpha"]
+    assert planner.lrt_ is not None
+    assert planner.lrt_.p_value < 1e-3
+    assert planner.lrt_.p_value_bootstrap < 1e-3
+    assert planner.lrt_.verdict.startswith("the √n law does not hold")
+
+
+def test_budget_solves_the_model(planted: BudgetPlanner) -> None:
+    budget = planted.budget(16)
+    assert isinstance(budget, Budget)
+    assert budget.eps == 0.2
+    assert budget.n == 16
+    assert planted.predict_error(16, budget.k_star) == pytest.approx(0.2, abs=1e-9)
+    assert budget.tokens == math.ceil(budget.k_star)
+    assert budget.low <= budget.k_star <= budget.high
+    assert budget.baselines.keys() == {"alpha_half", "least_squares"}
+    assert not budget.extrapolated
+    assert planted.budget(16, eps=0.3).k_star < budget.k_star
+    assert planted.budget(1000).extrapolated
+    frame = budget.to_frame()
+    assert list(frame["k_star"]) == [budget.k_star]
+    assert "k_star_alpha_half" in frame.columns
+
+
+def test_log_base_changes_the_reported_c_not_the_budget() -> None:
+    frame = synth(1)
+    by_base = {
+        base: BudgetPlanner(eps=0.2, log_base=base, n_bootstrap=0).fit(frame).budget(8)
+        for base in ("e", "2", "10")
+    }
+    assert by_base["2"].k_star == pytest.approx(by_base["e"].k_star)
+    assert by_base["2"].c_in_base == pytest.approx(by_base["e"].c_in_base * math.log(2))
+    assert by_base["10"].c_in_base == pytest.approx(by_base["e"].c_in_base * math.log(10))
+    assert "log2(" in by_base["2"].formula
+    assert "ln(" in by_base["e"].formula
+
+
+def test_paper_worked_example_in_both_log_bases() -> None:
+    # Cor 4.6: c = sqrt(α / (H·ΔB)) = sqrt(5 / 18); n = 100, ε = 0.1 -> 17.5 (log2), 12.1 (ln).
+    c = math.sqrt(5 / 18)
+    log2 = BudgetPlanner.from_constants(c=c, log_base="2", eps=0.1).budget(100)
+    ln = BudgetPlanner.from_constants(c=c, log_base="e", eps=0.1).budget(100)
+    assert log2.k_star == pytest.approx(17.5, abs=0.05)
+    assert ln.k_star == pytest.approx(12.1, abs=0.05)
+    assert math.isnan(ln.low)
+    assert not ln.extrapolated
+
+
+def test_target_at_or_below_the_floor_is_infeasible(planted: BudgetPlanner) -> None:
+    with pytest.raises(
+        InfeasibleTargetError, match=r"`eps`: ε = 0.05 is unattainable: .*floor"
+    ) as info:
+        planted.budget(8, eps=0.05)
+    assert info.value.attainable == pytest.approx(planted.e0_)
+    with pytest.raises(InfeasibleTargetError):
+        planted.budget(8, eps=planted.e0_)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"eps": 0.0}, r"`eps`: must be in \(0, 1\), got 0"),
+        ({"eps": 1.0}, r"`eps`: must be in \(0, 1\), got 1"),
+        ({"eps": "0.1"}, r"`eps`: must be a number between 0 and 1"),
+        ({"n": 0}, r"`n`: must be a positive number, got 0"),
+        ({"n": -4}, r"`n`: must be a positive number"),
+    ],
+)
+def test_budget_validates_its_arguments(
+    planted: BudgetPlanner, kwargs: dict[str, object], message: str
+) -> None:
+    args: dict[str, object] = {"n": 8, **kwargs}
+    with pytest.raises(InputError, match=message):
+        planted.budget(**args)  # type: ignore[arg-type]
+
+
+def test_predict_error_scalars_arrays_and_bounds(planted: BudgetPlanner) -> None:
+    assert isinstance(planted.predict_error(8, 0), float)
+    assert planted.predict_error(8, 0) == pytest.approx(planted.e_base_)
+    grid = planted.predict_error(np.array([[4], [32]]), np.arange(0, 400, 10))
+    assert grid.shape == (2, 40)
+    assert np.all(np.diff(grid, axis=1) <= 1e-15)
+    assert np.all(grid >= planted.e0_ - 1e-12)
+    assert np.all(grid <= planted.e_base_ + 1e-12)
+    assert np.all(grid[1] >= grid[0] - 1e-12)  # larger n, slower decay
+    with pytest.raises(InputError, match=r"`k`: must be non-negative"):
+        planted.predict_error(8, -1)
+
+
+def test_optimal_matches_a_brute_force_search(planted: BudgetPlanner) -> None:
+    for value, price in [(1.0, 1e-3), (10.0, 1e-3), (1.0, 0.5), (0.01, 1e-3)]:
+        best = planted.optimal(16, value_of_correct=value, price_per_token=price)
+        assert isinstance(best, OptimalBudget)
+        ks = np.arange(0, 2000)
+        costs = value * planted.predict_error(16, ks) + price * ks
+        assert best.k == int(ks[np.argmin(costs)])
+        assert best.expected_cost == pytest.approx(costs.min())
+        assert best.saving >= 0
+    assert planted.optimal(16, 1.0, 0.5).k == 0  # tokens dearer than the whole gain
+    with pytest.raises(InputError, match=r"`price_per_token`: must be a positive number"):
+        planted.optimal(16, 1.0, 0)
+
+
+def test_report_tabulates_fit_and_baselines(planted: BudgetPlanner) -> None:
+    report = planted.report()
+    assert isinstance(report, PlanReport)
+    frame = report.to_frame()
+    assert set(frame["model"]) == {"fit", "alpha=1/2", "least squares"}
+    alpha_half = frame[(frame.model == "alpha=1/2") & (frame.parameter == "alpha")]
+    assert float(alpha_half["estimate"].iloc[0]) == 0.5
+    text = str(report)
+    assert planted.verdict_ in text
+    assert "√n law" in text
+    assert "trend test" in text
+    assert planted.c_least_squares_ > 0  # the through-origin baseline ignores e0 and k0
+    assert planted.alpha_half_["alpha"] == 0.5
+
+
+def test_report_in_log_base_2_adds_converted_c() -> None:
+    planner = BudgetPlanner(log_base="2", n_bootstrap=0).fit(synth(2))
+    frame = planner.report().to_frame()
+    c2 = frame[(frame.model == "fit") & (frame.parameter == "c (log base 2)")]["estimate"]
+    assert float(c2.iloc[0]) == pytest.approx(planner.c_ * math.log(2))
+
+
+def test_bootstrap_is_seeded() -> None:
+    frame = synth(3, items=20)
+    a = BudgetPlanner(n_bootstrap=30, random_state=5).fit(frame)
+    b = BudgetPlanner(n_bootstrap=30, random_state=5).fit(frame)
+    c = BudgetPlanner(n_bootstrap=30, random_state=6).fit(frame)
+    assert a.intervals_ == b.intervals_
+    assert a.intervals_ != c.intervals_
+
+
+def test_fixed_alpha_and_fixed_e_base() -> None:
+    frame = synth(4)
+    half = BudgetPlanner(alpha=0.5, n_bootstrap=0).fit(frame)
+    assert half.alpha_ == 0.5
+    assert "α fixed at 0.5" in half.verdict_
+    fixed = BudgetPlanner(e_base=1.0, n_bootstrap=20).fit(frame)
+    assert fixed.e_base_ == 1.0
+    assert fixed.intervals_["e_base"].low == fixed.intervals_["e_base"].high
+
+
+def test_chance_level_without_reasoning_is_fitted_not_forced_to_one() -> None:
+    # A yes/no task: half right with no reasoning. Forcing e_base = 1 (issue 4's form) bends
+    # the exponent; fitting e_base recovers the truth.
+    frame = synth(6, e_base=0.5, e0=0.05, k0=0.0, c=3.0)
+    fitted = BudgetPlanner(n_bootstrap=50).fit(frame)
+    assert 0.5 in fitted.intervals_["e_base"]
+    assert 0.5 in fitted.intervals_["alpha"]
+    assert fitted.budget(8, eps=0.6).k_star == 0.0
+    assert "met without reasoning" in fitted.budget(8, eps=0.6).note
+
+
+def test_one_size_only_uses_alpha_half() -> None:
+    planner = BudgetPlanner(n_bootstrap=20).fit(synth(5, sizes=(8,)))
+    assert planner.alpha_ == 0.5
+    assert planner.lrt_ is None
+    assert "too few sizes to fit α; fixed α = 1/2 used" in planner.verdict_
+    assert planner.budget(8).k_star > 0
+
+
+def test_no_benefit_is_reported_not_invented() -> None:
+    frame = synth(7)
+    frame["correct"] = np.random.default_rng(0).random(len(frame)) < 0.4
+    planner = BudgetPlanner(eps=0.7).fit(frame)
+    assert planner.status_ == "no_benefit"
+    assert planner.verdict_.startswith("no measurable benefit from reasoning: k* = 0")
+    assert planner.budget(8).k_star == 0.0
+    assert planner.optimal(8, 100.0, 1e-6).k == 0
+    assert planner.predict_error(8, 1000) == pytest.approx(1 - frame["correct"].mean())
+    assert math.isnan(planner.c_)
+    assert math.isnan(planner.alpha_)
+    with pytest.raises(InfeasibleTargetError, match=r"no measurable benefit") as info:
+        planner.budget(8, eps=0.3)
+    assert info.value.attainable == pytest.approx(planner.e0_)
+
+
+def test_reasoning_that_hurts_is_called_so() -> None:
+    planner = BudgetPlanner().fit(synth(2, e_base=0.2, e0=0.8))
+    assert planner.status_ == "hurts"
+    assert planner.verdict_.startswith("reasoning hurts")
+    assert planner.budget(8, eps=0.5).k_star == 0.0
+
+
+@pytest.mark.parametrize(
+    ("correct", "status", "verdict"),
+    [
+        (True, "all_correct", r"no measurable benefit from reasoning: k\* = 0 \(all 112"),
+        (False, "all_wrong", r"the floor e0 = 1 makes every target ε < 1 unattainable"),
+    ],
+)
+def test_all_right_or_all_wrong(correct: bool, status: str, verdict: str) -> None:
+    frame = synth(3, items=4)
+    frame["correct"] = correct
+    planner = BudgetPlanner().fit(frame)
+    assert planner.status_ == status
+    assert pytest.approx(planner.e0_) == (0.0 if correct else 1.0)
+    import re
+
+    assert re.search(verdict, planner.verdict_)
+    if correct:
+        assert planner.budget(16, eps=0.01).k_star == 0.0
+    else:
+        with pytest.raises(InfeasibleTargetError, match=r"no answer was right"):
+            planner.budget(16, eps=0.5)
+
+
+@pytest.mark.parametrize(
+    ("frame", "verdict"),
+    [
+        (synth(0, items=1), r"too few items to fit: 4 \(at least 8 needed"),
+        (synth(0, budgets=(64,)), r"one budget only \(k = 64\)"),
+    ],
+)
+def test_too_little_data_gives_a_verdict_then_refuses_to_plan(
+    frame: pd.DataFrame, verdict: str
+) -> None:
+    planner = BudgetPlanner().fit(frame)
+    assert planner.status_ == "too_few"
+    assert pytest.approx(0) != planner.verdict_
+    import re
+
+    assert re.search(verdict, planner.verdict_)
+    with pytest.raises(InputError, match=r"`calibration`: cannot plan from this calibration"):
+        planner.budget(8)
+    assert planner.report().constants == {}
+
+
+def test_not_fitted() -> None:
+    planner = BudgetPlanner()
+    for call in (lambda: planner.budget(8), lambda: planner.predict_error(8, 8), planner.report):
+        with pytest.raises(NotFittedError, match=r"not fitted yet: call `fit"):
+            call()
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda f: f.drop(columns=["k"]), r"`calibration`: missing column\(s\) k"),
+        (lambda f: f.iloc[:0], r"`calibration`: has no rows"),
+        (lambda f: f.assign(n=0), r"`n`: must hold positive integers; bad row\(s\) 0, 1, 2"),
+        (lambda f: f.assign(k=f["k"] - 0.5), r"`k`: must hold non-negative integers"),
+        (lambda f: f.assign(correct=2), r"`correct`: must hold True/False or 1/0"),
+        (lambda f: f.assign(correct=np.nan), r"`correct`: must hold True/False or 1/0"),
+        (lambda f: f.assign(item=None), r"`item`: missing in row\(s\) 0"),
+        (lambda f: f.assign(n=True), r"`n`: must hold integers, not booleans"),
+    ],
+)
+def test_bad_frames_name_the_column(mutate: object, message: str) -> None:
+    frame = mutate(synth(0, items=2))  # type: ignore[operator]
+    with pytest.raises(InputError, match=message):
+        BudgetPlanner().fit(frame)
+
+
+def test_records_are_accepted_too() -> None:
+    records = synth(0, items=3).to_dict("records")
+    assert BudgetPlanner(n_bootstrap=0).fit(records).n_rows_ == len(records)
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"alpha": 3.0}, r"`alpha`: must be in \[0, 2\], got 3"),
+        ({"alpha": "free"}, r"`alpha`: must be 'fit' or a number"),
+        ({"log_base": "3"}, r"`log_base`: must be 'e', '2' or '10', got '3'"),
+        ({"e_base": 0.0}, r"`e_base`: must be in \(0, 1\]"),
+        ({"n_bootstrap": -1}, r"`n_bootstrap`: must be an integer ≥ 0"),
+        ({"confidence": 95}, r"`confidence`: must be in \(0, 1\)"),
+        ({"min_items": 1}, r"`min_items`: must be an integer ≥ 2"),
+        ({"random_state": None}, r"`random_state`: must be an integer seed"),
+    ],
+)
+def test_bad_parameters_are_caught_at_fit(params: dict[str, object], message: str) -> None:
+    planner = BudgetPlanner(**params)  # type: ignore[arg-type]
+    with pytest.raises(InputError, match=message):
+        planner.fit(synth(0, items=2))
+
+
+def test_repr_shows_changed_parameters() -> None:
+    assert repr(BudgetPlanner()) == "BudgetPlanner()"
+    assert repr(BudgetPlanner(0.05, alpha=0.5)) == "BudgetPlanner(eps=0.05, alpha=0.5)"
+
+
+def test_analytic_gradient_matches_finite_differences() -> None:
+    data = fit_module._validate_frame(synth(0, items=10))
+    cells = fit_module._cells(data)
+    for params in ([0.1, 0.9, 3.0, 2.0, 0.5], [0.3, 0.6, 0.5, 5.0, 1.2], [0.05, 0.99, 12, 1, 0.1]):
+        theta = fit_module._to_theta(np.array(params, dtype=float))
+        error = optimize.check_grad(
+            lambda t: fit_module._negloglik_and_grad(t, cells)[0],
+            lambda t: fit_module._negloglik_and_grad(t, cells)[1],
+            theta,
+            epsilon=1e-7,
+        )
+        scale = np.linalg.norm(fit_module._negloglik_and_grad(theta, cells)[1])
+        assert error < 1e-4 * max(float(scale), 1.0)
