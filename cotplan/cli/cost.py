@@ -1,9 +1,355 @@
-"""`cotplan cost ...` commands."""
+"""`cotplan cost prices|call|project`: the price table, one call's cost, spend projections."""
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import date
+from decimal import Decimal
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import pandas as pd
 import typer
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from cotplan.errors import InputError
 
 __all__ = ["app"]
 
-app = typer.Typer(help="cost commands", no_args_is_help=True)
+app = typer.Typer(help="API prices, call costs and spend projections.", no_args_is_help=True)
+_console = Console()
+_stderr = Console(stderr=True)
+
+T = TypeVar("T")
+
+
+@contextmanager
+def _warnings_to_stderr() -> Iterator[None]:
+    """Show the library's warnings (stale prices, for one) as one clear line each."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    seen: set[str] = set()
+    for warning in caught:
+        text = str(warning.message)
+        if text not in seen:
+            seen.add(text)
+            _stderr.print(f"[bold yellow]warning:[/] {text}", highlight=False)
+
+
+def _run(fn: Callable[[], T]) -> T:
+    with _warnings_to_stderr():
+        return fn()
+
+
+def _date(value: str | None, name: str) -> date | None:
+    if value is None:
+        return None
+    text = value.strip()
+    try:
+        return date.fromisoformat(text if len(text) > 7 else f"{text}-01")
+    except ValueError:
+        raise InputError(f"{value!r} is not a date (YYYY-MM-DD or YYYY-MM)", field=name) from None
+
+
+def _money(value: Any, places: int = 2) -> str:
+    if value is None or (isinstance(value, float) and value != value):
+        return ""
+    return f"${float(value):,.{places}f}"
+
+
+_BILLING_WORDS = {"in_completion": "in completion", "separate": "apart", "none": "none"}
+
+
+def _rate(value: Decimal | None) -> str:
+    return "" if value is None else f"{value:f}"
+
+
+Opt = typer.Option
+
+
+@app.command("prices")
+def prices_(
+    provider: Annotated[str | None, Opt("--provider", help="Show one provider only.")] = None,
+    model: Annotated[str | None, Opt("--model", help="Show one model only.")] = None,
+    file: Annotated[
+        Path | None, Opt("--prices", help="A price file (CSV/JSON/TOML) to override or add rows.")
+    ] = None,
+    csv: Annotated[Path | None, Opt("--csv", help="Also write the table to this CSV.")] = None,
+) -> None:
+    """The price table, USD per million tokens, with the date and source of every price."""
+    from cotplan.pricing.table import STALE_AFTER_DAYS, price_table
+
+    table = price_table(file)
+    rows = list(table.rows)
+    if provider:
+        rows = [r for r in rows if r.provider.lower() == provider.lower()]
+        if not rows:
+            known = ", ".join(sorted({r.provider for r in table.rows}))
+            raise InputError(f"no prices for {provider!r}; providers: {known}", field="provider")
+    if model:
+        name = table.resolve(model)
+        rows = [r for r in rows if r.model == name]
+    if csv:
+        frame = table.to_frame()
+        frame[frame["model"].isin({r.model for r in rows})].to_csv(csv, index=False)
+    # Two narrow tables rather than one wide one: both stay readable in an 80-column terminal.
+    money = Table(title="API prices, USD per 1M tokens", box=box.SIMPLE_HEAD, pad_edge=False)
+    money.add_column("model", no_wrap=True)
+    for column in ("input", "cached", "write", "output", "batch", "long >"):
+        money.add_column(column, justify="right", no_wrap=True)
+    facts = Table(title="Billing rules and sources", box=box.SIMPLE_HEAD, pad_edge=False)
+    for column in ("model", "reasoning", "from", "read on", "source"):
+        facts.add_column(column, no_wrap=True)
+    # Sources are listed under the tables, whole, so a URL is never folded across lines.
+    sources: dict[str, int] = {}
+    provider_seen = None
+    for row in rows:
+        if row.provider != provider_seen:
+            money.add_row(f"[bold]{row.provider}[/]")
+            facts.add_row(f"[bold]{row.provider}[/]")
+            provider_seen = row.provider
+        number = sources.setdefault(row.source_url, len(sources) + 1)
+        read_on = str(row.as_of)
+        if row.is_stale():
+            read_on = f"[bold red]{read_on}, stale ({row.age_days()} days)[/]"
+        long = "" if row.long_context_threshold is None else f"{row.long_context_threshold:,}"
+        money.add_row(
+            f"  {row.model}", _rate(row.input_per_mtok), _rate(row.cached_input_per_mtok),
+            _rate(row.cache_write_per_mtok), _rate(row.output_per_mtok),
+            f"{row.batch_discount * 100:.0f}%", long,
+        )  # fmt: skip
+        since = "" if row.effective_from is None else str(row.effective_from)
+        facts.add_row(f"  {row.model}", _BILLING_WORDS[row.reasoning_billing], since, read_on,
+                      f"[{number}]")  # fmt: skip
+    _console.print(money)
+    _console.print(facts)
+    for url, number in sources.items():
+        _console.print(f"[{number}] {url}", highlight=False, markup=False, soft_wrap=True)
+    _console.print(
+        "write: cache write. batch: discount for batch calls. long >: above this many prompt "
+        "tokens the whole call pays the long-context rates. from: a scheduled price. "
+        "Reasoning 'in completion' is already in the completion count (never added again); "
+        "'apart' is reported separately and billed once at the output rate. A price read "
+        f"over {STALE_AFTER_DAYS} days ago is stale. A model not listed is an error, never "
+        "free: add it with --prices FILE or COTPLAN_PRICES.",
+        highlight=False,
+    )
+
+
+@app.command("call")
+def call(
+    model: Annotated[str, typer.Argument(help="Model name, e.g. gpt-6.2-sol.")],
+    prompt_tokens: Annotated[int, Opt("--prompt-tokens", help="All prompt tokens.")],
+    completion_tokens: Annotated[
+        int, Opt("--completion-tokens", help="Completion tokens as the provider reports them.")
+    ],
+    reasoning_tokens: Annotated[int, Opt("--reasoning-tokens", help="Reasoning tokens.")] = 0,
+    cached_tokens: Annotated[
+        int, Opt("--cached-tokens", help="Prompt tokens read from the cache.")
+    ] = 0,
+    cache_write_tokens: Annotated[
+        int, Opt("--cache-write-tokens", help="Prompt tokens written to the cache.")
+    ] = 0,
+    batch: Annotated[bool, Opt("--batch", help="Sent through the batch API.")] = False,
+    on: Annotated[str | None, Opt("--on", help="Price in effect on this date.")] = None,
+    file: Annotated[Path | None, Opt("--prices", help="A price file to override rows.")] = None,
+) -> None:
+    """The exact cost of one call, line by line, by the provider's own counting rule."""
+    from cotplan.pricing.cost import call_cost
+    from cotplan.pricing.table import price_table
+
+    when = _date(on, "on")
+    cost = _run(
+        lambda: call_cost(
+            model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+            reasoning_tokens=reasoning_tokens, cached_tokens=cached_tokens,
+            cache_write_tokens=cache_write_tokens, batch=batch, on=when,
+            table=price_table(file),
+        )
+    )  # fmt: skip
+    out = Table(title=f"{cost.model} ({cost.provider}): one call")
+    for column, justify in (("item", "left"), ("tokens", "right"), ("USD per 1M", "right"),
+                            ("USD", "right")):  # fmt: skip
+        out.add_column(column, justify=justify)  # type: ignore[arg-type]
+    r = cost.rates
+    items = (
+        ("input", cost.input_tokens, r.input, cost.input_usd),
+        ("cached input", cost.cached_tokens, r.cached_input, cost.cached_input_usd),
+        ("cache write", cost.cache_write_tokens, r.cache_write, cost.cache_write_usd),
+        ("output", cost.output_tokens, r.output, cost.output_usd),
+        ("reasoning", cost.reasoning_tokens, r.output, cost.reasoning_usd),
+    )
+    for item, tokens, rate, usd in items:
+        out.add_row(item, f"{tokens:,}", _rate(rate), f"{usd:f}")
+    if cost.batch:
+        out.add_row("batch discount", "", "", f"{cost.batch_discount_usd:f}")
+    all_tokens = cost.prompt_tokens + cost.output_tokens + cost.reasoning_tokens
+    out.add_row("[bold]total[/]", f"{all_tokens:,}", "", f"[bold]{cost.usd:f}[/]")
+    _console.print(out)
+    notes = [f"price read {cost.as_of} from {cost.source_url}"]
+    if cost.long_context:
+        notes.append("the prompt is above the long-context threshold: long rates apply")
+    _console.print("; ".join(notes), highlight=False)
+
+
+def _tokens_from_options(
+    sample: Path | None,
+    prompt_mean: float | None,
+    prompt_sd: float,
+    output_mean: float | None,
+    output_sd: float,
+    reasoning_mean: float,
+    reasoning_sd: float,
+    n_observed: int | None,
+) -> Any:
+    from cotplan.pricing.projection import EmpiricalTokens, ParametricTokens
+
+    if sample is not None:
+        if prompt_mean is not None or output_mean is not None:
+            raise InputError("give --sample or --prompt-mean/--output-mean, not both",
+                             field="sample")  # fmt: skip
+        try:
+            frame = pd.read_csv(sample)
+        except FileNotFoundError:
+            raise InputError("file not found", field="sample", source=str(sample)) from None
+        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+            raise InputError(f"not a readable CSV: {exc}", field="sample",
+                             source=str(sample)) from exc  # fmt: skip
+        return EmpiricalTokens.from_frame(frame)
+    if prompt_mean is None or output_mean is None:
+        raise InputError(
+            "give a token sample (--sample FILE.csv) or --prompt-mean and --output-mean",
+            field="sample",
+        )
+    return ParametricTokens(prompt_mean, prompt_sd, output_mean, output_sd, reasoning_mean,
+                            reasoning_sd, n_observed)  # fmt: skip
+
+
+def _projection_table(frame: pd.DataFrame, title: str, periods: tuple[str, ...]) -> Table:
+    out = Table(title=title)
+    for column, justify in (("period", "left"), ("queries", "right"), ("mean", "right"),
+                            ("P10", "right"), ("P50", "right"), ("P90", "right")):  # fmt: skip
+        out.add_column(column, justify=justify)  # type: ignore[arg-type]
+    chosen = frame[frame["period"].isin(periods)]
+    for record in chosen.to_dict("records"):
+        bold = record["period"] in ("year", "total")
+        cells = [str(record["label"]), f"{record['queries']:,.0f}", _money(record["mean_usd"]),
+                 _money(record["p10_usd"]), _money(record["p50_usd"]),
+                 _money(record["p90_usd"])]  # fmt: skip
+        out.add_row(*[f"[bold]{c}[/]" if bold else c for c in cells])
+    return out
+
+
+@app.command("project")
+def project(
+    model: Annotated[str, typer.Argument(help="Model to project (the baseline).")],
+    queries_per_day: Annotated[
+        float | None, Opt("--queries-per-day", help="Queries a day.")
+    ] = None,
+    queries_per_month: Annotated[
+        float | None, Opt("--queries-per-month", help="Or a month.")
+    ] = None,
+    growth: Annotated[float, Opt("--growth", help="Growth rate, e.g. 0.05 for 5%.")] = 0.0,
+    growth_per: Annotated[str, Opt("--growth-per", help="'month' or 'year'.")] = "month",
+    months: Annotated[int, Opt("--months", help="Horizon in months.")] = 12,
+    start: Annotated[str | None, Opt("--start", help="First month, YYYY-MM.")] = None,
+    volume_cv: Annotated[float, Opt("--volume-cv", help="Volume uncertainty (CV).")] = 0.0,
+    sample: Annotated[
+        Path | None,
+        Opt(
+            "--sample",
+            help="CSV of observed calls: prompt_tokens, completion_tokens, "
+            "reasoning_tokens (reasoning inside completion).",
+        ),
+    ] = None,
+    prompt_mean: Annotated[float | None, Opt("--prompt-mean", help="Mean prompt tokens.")] = None,
+    prompt_sd: Annotated[float, Opt("--prompt-sd", help="Spread of prompt tokens.")] = 0.0,
+    output_mean: Annotated[float | None, Opt("--output-mean", help="Mean answer tokens.")] = None,
+    output_sd: Annotated[float, Opt("--output-sd", help="Spread of answer tokens.")] = 0.0,
+    reasoning_mean: Annotated[float, Opt("--reasoning-mean", help="Mean reasoning.")] = 0.0,
+    reasoning_sd: Annotated[float, Opt("--reasoning-sd", help="Spread of reasoning.")] = 0.0,
+    n_observed: Annotated[int | None, Opt("--n-observed", help="Calls behind the means.")] = None,
+    cap: Annotated[int | None, Opt("--cap", help="Cap reasoning tokens per call.")] = None,
+    permutations: Annotated[int, Opt("--permutations", help="Calls per answer.")] = 1,
+    cache_hit_rate: Annotated[float, Opt("--cache-hit-rate", help="Share of prompt cached.")] = 0.0,
+    batch_share: Annotated[float, Opt("--batch-share", help="Share of calls in batch.")] = 0.0,
+    compare_model: Annotated[
+        list[str] | None, Opt("--compare-model", help="Also project this model (repeatable).")
+    ] = None,
+    compare_cap: Annotated[
+        list[int] | None, Opt("--compare-cap", help="Also project this cap (repeatable).")
+    ] = None,
+    draws: Annotated[int, Opt("--draws", help="Monte Carlo draws.")] = 100_000,
+    seed: Annotated[int, Opt("--seed", help="Random seed.")] = 0,
+    out: Annotated[Path | None, Opt("--out", help="Write CSV, XLSX and PNG files here.")] = None,
+    file: Annotated[Path | None, Opt("--prices", help="A price file to override rows.")] = None,
+) -> None:
+    """Daily, monthly and annual spend with P10/P50/P90, and savings between scenarios."""
+    from cotplan.pricing.projection import Scenario, Workload, compare_scenarios
+    from cotplan.pricing.table import price_table
+
+    workload = Workload(
+        queries_per_day=queries_per_day, queries_per_month=queries_per_month,
+        growth_rate=growth, growth_per=growth_per, horizon_months=months,
+        start=_date(start, "start"), volume_cv=volume_cv,
+    )  # fmt: skip
+    tokens = _tokens_from_options(sample, prompt_mean, prompt_sd, output_mean, output_sd,
+                                  reasoning_mean, reasoning_sd, n_observed)  # fmt: skip
+    table = price_table(file)
+
+    def scenario(name_model: str, k: int | None) -> Scenario:
+        label = table.resolve(name_model) + ("" if k is None else f", cap {k}")
+        return Scenario(label, name_model, policy=k, permutations=permutations,
+                        cache_hit_rate=cache_hit_rate, batch_share=batch_share)  # fmt: skip
+
+    scenarios = [scenario(model, cap)]
+    scenarios += [scenario(other, cap) for other in compare_model or []]
+    scenarios += [scenario(model, k) for k in compare_cap or []]
+    comparison = _run(
+        lambda: compare_scenarios(workload, tokens, scenarios, draws=draws, seed=seed, table=table)
+    )
+    base = comparison.projections[comparison.baseline]
+    frame = base.frame
+    title = f"{comparison.baseline}: projected spend (USD)"
+    _console.print(_projection_table(frame, title, ("month", "year", "total")))
+    day = frame[frame["period"] == "day"].iloc[0]
+    _console.print(
+        f"first month's average day: {_money(day['mean_usd'])} (P10 {_money(day['p10_usd'])}, "
+        f"P90 {_money(day['p90_usd'])}); cost per query {_money(base.per_query_usd, 6)}; "
+        f"{draws:,} draws, seed {seed}",
+        highlight=False,
+    )
+    if len(scenarios) > 1:
+        cmp = Table(title=f"Scenarios over the horizon (baseline: {comparison.baseline})")
+        for column in ("scenario", "per query", "mean", "P10", "P90", "savings", "savings %",
+                       "savings P10", "savings P90"):  # fmt: skip
+            cmp.add_column(column, justify="left" if column == "scenario" else "right")
+        for rec in comparison.frame.to_dict("records"):
+            cmp.add_row(
+                str(rec["scenario"]), _money(rec["usd_per_query"], 6),
+                _money(rec["total_mean_usd"]), _money(rec["total_p10_usd"]),
+                _money(rec["total_p90_usd"]), _money(rec["savings_mean_usd"]),
+                f"{rec['savings_pct']:.1f}%", _money(rec["savings_p10_usd"]),
+                _money(rec["savings_p90_usd"]),
+            )  # fmt: skip
+        _console.print(cmp)
+    if out is not None:
+        from cotplan.charts.costs import save_chart
+
+        out.mkdir(parents=True, exist_ok=True)
+        written = [out / "projection.csv", out / "projection.xlsx", out / "projection.png"]
+        base.to_csv(written[0])
+        base.to_excel(written[1])
+        save_chart(base.chart(), written[2])
+        if len(scenarios) > 1:
+            extra = [out / "comparison.csv", out / "comparison.xlsx", out / "comparison.png"]
+            comparison.to_csv(extra[0])
+            comparison.to_excel(extra[1])
+            save_chart(comparison.chart(), extra[2])
+            written += extra
+        _console.print("wrote " + ", ".join(str(p) for p in written), highlight=False)

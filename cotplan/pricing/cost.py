@@ -1,0 +1,306 @@
+"""What one call costs, in exact decimal dollars, by each provider's own counting rule.
+
+Providers disagree on what `completion_tokens` holds. OpenAI and Anthropic count reasoning
+("thinking") tokens inside it, so they must not be added again; Gemini reports them apart
+(``thoughtsTokenCount``), so they are added once, at the output rate. The price row's
+`reasoning_billing` says which rule applies. Cached and cache-written tokens are part of the
+prompt: they are priced at their own rates and not again at the full input rate.
+
+`call_cost` takes counts as the provider reports them. `cost_of_completion` takes a cotplan
+`Completion`, whose `Usage` always follows the OpenAI convention (reasoning inside completion,
+cached inside prompt), whatever the provider. `cost_of_text` estimates a call before it is made.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import date
+from decimal import Decimal
+from numbers import Integral
+from typing import Any
+
+import pandas as pd
+
+from cotplan.backends.base import Completion
+from cotplan.errors import InputError
+from cotplan.pricing.table import PriceRow, PriceTable, Rates, price_table
+
+__all__ = ["CallCost", "call_cost", "cost_of_completion", "cost_of_text"]
+
+_MILLION = Decimal(1_000_000)
+_ZERO = Decimal(0)
+
+
+@dataclass(frozen=True)
+class CallCost:
+    """The cost of one call and where each dollar comes from.
+
+    Every amount is an exact `Decimal` in USD. The line items are at list price;
+    `batch_discount_usd` (zero or negative) takes the batch discount off their sum, and `usd` is
+    the total. `output_tokens` are the visible answer tokens and `reasoning_tokens` the hidden
+    ones, whatever the provider's convention was.
+    """
+
+    model: str
+    provider: str
+    usd: Decimal
+    input_usd: Decimal
+    cached_input_usd: Decimal
+    cache_write_usd: Decimal
+    output_usd: Decimal
+    reasoning_usd: Decimal
+    batch_discount_usd: Decimal
+    input_tokens: int
+    cached_tokens: int
+    cache_write_tokens: int
+    output_tokens: int
+    reasoning_tokens: int
+    rates: Rates
+    batch: bool
+    as_of: date
+    source_url: str
+    from_cache: bool = False
+
+    @property
+    def prompt_tokens(self) -> int:
+        """All prompt tokens: uncached, cached and cache-written."""
+        return self.input_tokens + self.cached_tokens + self.cache_write_tokens
+
+    @property
+    def long_context(self) -> bool:
+        """True when the prompt crossed the model's long-context threshold."""
+        return self.rates.long_context
+
+    def __float__(self) -> float:
+        return float(self.usd)
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per line item (tokens, USD per million, USD) and a total row; exact Decimals."""
+        rows: list[dict[str, Any]] = [
+            {"item": "input", "tokens": self.input_tokens, "usd_per_mtok": self.rates.input,
+             "usd": self.input_usd},
+            {"item": "cached input", "tokens": self.cached_tokens,
+             "usd_per_mtok": self.rates.cached_input, "usd": self.cached_input_usd},
+            {"item": "cache write", "tokens": self.cache_write_tokens,
+             "usd_per_mtok": self.rates.cache_write, "usd": self.cache_write_usd},
+            {"item": "output", "tokens": self.output_tokens, "usd_per_mtok": self.rates.output,
+             "usd": self.output_usd},
+            {"item": "reasoning", "tokens": self.reasoning_tokens,
+             "usd_per_mtok": self.rates.output, "usd": self.reasoning_usd},
+            {"item": "batch discount", "tokens": None, "usd_per_mtok": None,
+             "usd": self.batch_discount_usd},
+            {"item": "total", "tokens": self.prompt_tokens + self.output_tokens
+             + self.reasoning_tokens, "usd_per_mtok": None, "usd": self.usd},
+        ]  # fmt: skip
+        frame = pd.DataFrame(rows, columns=["item", "tokens", "usd_per_mtok", "usd"])
+        frame["tokens"] = frame["tokens"].astype("Int64")
+        frame.attrs.update(
+            model=self.model, provider=self.provider, as_of=self.as_of.isoformat(),
+            source_url=self.source_url, batch=self.batch, long_context=self.long_context,
+            from_cache=self.from_cache,
+        )  # fmt: skip
+        return frame
+
+
+def _count(value: Any, name: str) -> int:
+    """A token count: a whole, non-negative, finite number (not a bool)."""
+    if isinstance(value, bool) or value is None:
+        raise InputError(f"must be a whole number of tokens, got {value!r}", field=name)
+    if isinstance(value, Integral):
+        number = int(value)
+    elif isinstance(value, float | Decimal):
+        if isinstance(value, float) and not math.isfinite(value):
+            raise InputError(f"must be a finite number of tokens, got {value!r}", field=name)
+        if isinstance(value, Decimal) and not value.is_finite():
+            raise InputError(f"must be a finite number of tokens, got {value!r}", field=name)
+        if value != int(value):
+            raise InputError(f"must be a whole number of tokens, got {value!r}", field=name)
+        number = int(value)
+    else:
+        raise InputError(f"must be a whole number of tokens, got {value!r}", field=name)
+    if number < 0:
+        raise InputError(f"must not be negative, got {value!r}", field=name)
+    return number
+
+
+def _price(
+    row: PriceRow,
+    *,
+    prompt_tokens: int,
+    completion_tokens: int,
+    reasoning_tokens: int,
+    cached_tokens: int,
+    cache_write_tokens: int,
+    batch: bool,
+    reasoning_in_completion: bool,
+    from_cache: bool = False,
+) -> CallCost:
+    if cached_tokens + cache_write_tokens > prompt_tokens:
+        raise InputError(
+            f"cached ({cached_tokens}) plus cache-written ({cache_write_tokens}) tokens exceed "
+            f"`prompt_tokens` ({prompt_tokens}); both are counted inside the prompt",
+            field="cached_tokens",
+        )
+    if reasoning_in_completion:
+        if reasoning_tokens > completion_tokens:
+            raise InputError(
+                f"{reasoning_tokens} exceeds `completion_tokens` ({completion_tokens}); for "
+                f"{row.model} reasoning tokens are already counted inside completion_tokens",
+                field="reasoning_tokens",
+            )
+        visible = completion_tokens - reasoning_tokens
+    else:
+        visible = completion_tokens
+    uncached = prompt_tokens - cached_tokens - cache_write_tokens
+    rates = row.rates(prompt_tokens)
+
+    def usd(tokens: int, rate: Decimal) -> Decimal:
+        return Decimal(tokens) * rate / _MILLION
+
+    items = (
+        usd(uncached, rates.input),
+        usd(cached_tokens, rates.cached_input),
+        usd(cache_write_tokens, rates.cache_write),
+        usd(visible, rates.output),
+        usd(reasoning_tokens, rates.output),
+    )
+    subtotal = sum(items, _ZERO)
+    discount = -(subtotal * row.batch_discount) if batch else _ZERO
+    total = subtotal + discount
+    if from_cache:
+        # The call cache answered: no request was made, so nothing was billed.
+        items = (_ZERO,) * 5
+        discount = total = _ZERO
+    return CallCost(
+        model=row.model,
+        provider=row.provider,
+        usd=total,
+        input_usd=items[0],
+        cached_input_usd=items[1],
+        cache_write_usd=items[2],
+        output_usd=items[3],
+        reasoning_usd=items[4],
+        batch_discount_usd=discount,
+        input_tokens=uncached,
+        cached_tokens=cached_tokens,
+        cache_write_tokens=cache_write_tokens,
+        output_tokens=visible,
+        reasoning_tokens=reasoning_tokens,
+        rates=rates,
+        batch=batch,
+        as_of=row.as_of,
+        source_url=row.source_url,
+        from_cache=from_cache,
+    )
+
+
+def call_cost(
+    model: str,
+    *,
+    prompt_tokens: int,
+    completion_tokens: int,
+    reasoning_tokens: int = 0,
+    cached_tokens: int = 0,
+    cache_write_tokens: int = 0,
+    batch: bool = False,
+    on: date | None = None,
+    table: PriceTable | None = None,
+) -> CallCost:
+    """The USD cost of one call, from token counts as the provider reports them.
+
+    For a model billed ``in_completion`` (OpenAI, Anthropic) `reasoning_tokens` are already
+    inside `completion_tokens` and are not added again; for ``separate`` (Gemini) they are
+    added once at the output rate. `cached_tokens` and `cache_write_tokens` are parts of
+    `prompt_tokens` priced at the cached and cache-write rates instead of the input rate. A
+    prompt above the model's long-context threshold moves the whole call to the long rates.
+    `batch` applies the model's batch discount. `on` picks the price in effect on that date
+    (default today); `table` defaults to `price_table()` (shipped table plus `COTPLAN_PRICES`).
+    """
+    prompt = _count(prompt_tokens, "prompt_tokens")
+    completion = _count(completion_tokens, "completion_tokens")
+    reasoning = _count(reasoning_tokens, "reasoning_tokens")
+    cached = _count(cached_tokens, "cached_tokens")
+    written = _count(cache_write_tokens, "cache_write_tokens")
+    row = (table or price_table()).lookup(model, on=on)
+    return _price(
+        row,
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        reasoning_tokens=reasoning,
+        cached_tokens=cached,
+        cache_write_tokens=written,
+        batch=bool(batch),
+        reasoning_in_completion=row.reasoning_billing != "separate",
+    )
+
+
+def cost_of_completion(
+    completion: Completion,
+    *,
+    batch: bool = False,
+    on: date | None = None,
+    table: PriceTable | None = None,
+) -> CallCost:
+    """The cost of a call already made, from `completion.usage` and `completion.model`.
+
+    cotplan's `Usage` counts reasoning inside completion tokens for every provider, so nothing
+    is added twice. A completion the call cache answered (`from_cache`) cost nothing.
+    """
+    if not isinstance(completion, Completion):
+        raise InputError(
+            f"must be a cotplan Completion, got {type(completion).__name__}", field="completion"
+        )
+    usage = completion.usage
+    row = (table or price_table()).lookup(completion.model, on=on)
+    return _price(
+        row,
+        prompt_tokens=_count(usage.prompt_tokens, "usage.prompt_tokens"),
+        completion_tokens=_count(usage.completion_tokens, "usage.completion_tokens"),
+        reasoning_tokens=_count(usage.reasoning_tokens, "usage.reasoning_tokens"),
+        cached_tokens=_count(usage.cached_tokens, "usage.cached_tokens"),
+        cache_write_tokens=0,
+        batch=bool(batch),
+        reasoning_in_completion=True,
+        from_cache=completion.from_cache,
+    )
+
+
+def cost_of_text(
+    model: str,
+    prompt: str | Sequence[Mapping[str, Any]],
+    expected_output_tokens: int,
+    *,
+    expected_reasoning_tokens: int = 0,
+    cached_tokens: int = 0,
+    batch: bool = False,
+    tokenizer: Any = None,
+    on: date | None = None,
+    table: PriceTable | None = None,
+) -> CallCost:
+    """Estimate a call before making it: the prompt's tokens are counted, the rest expected.
+
+    The prompt (text or chat messages) is counted with `cotplan.tokens.count_tokens` using
+    `tokenizer` (a model name or a `Backend`; default `model`). For a provider whose tokenizer
+    cotplan cannot run offline, pass the closest one and treat the count as an estimate.
+    `expected_output_tokens` are visible answer tokens; `expected_reasoning_tokens` hidden
+    reasoning tokens on top of them.
+    """
+    from cotplan.tokens import count_tokens
+
+    output = _count(expected_output_tokens, "expected_output_tokens")
+    reasoning = _count(expected_reasoning_tokens, "expected_reasoning_tokens")
+    cached = _count(cached_tokens, "cached_tokens")
+    row = (table or price_table()).lookup(model, on=on)
+    prompt_tokens = count_tokens(prompt, tokenizer if tokenizer is not None else model)
+    return _price(
+        row,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=output + reasoning,
+        reasoning_tokens=reasoning,
+        cached_tokens=cached,
+        cache_write_tokens=0,
+        batch=bool(batch),
+        reasoning_in_completion=True,
+    )

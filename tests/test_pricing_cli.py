@@ -1,0 +1,82 @@
+"""`cotplan cost prices|call|project` through the real command line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from cotplan.cli import app, main
+
+runner = CliRunner()
+
+
+def run(*args: str) -> str:
+    result = runner.invoke(app, ["cost", *args], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_prices_lists_dates_and_sources(tmp_path: Path) -> None:
+    out = run("prices", "--provider", "anthropic", "--csv", str(tmp_path / "p.csv"))
+    assert "claude-opus-5-5" in out
+    assert "https://platform.claude.com/docs/en/about-claude/pricing" in out
+    assert "gpt-6.2-sol" not in out
+    written = pd.read_csv(tmp_path / "p.csv")
+    assert set(written["provider"]) == {"anthropic"}
+    assert {"as_of", "source_url", "age_days"} <= set(written.columns)
+
+
+def test_call_prints_the_breakdown_and_total() -> None:
+    out = run("call", "gpt-6.2-sol", "--prompt-tokens", "10000", "--completion-tokens", "3000",
+              "--reasoning-tokens", "2000", "--cached-tokens", "4000", "--on", "2026-11-29",
+              "--batch")  # fmt: skip
+    assert "batch discount" in out
+    assert "0.0212" in out
+    assert "price read 2026-11-29" in out
+
+
+def test_unknown_model_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["cost", "call", "gpt-4o", "--prompt-tokens", "1", "--completion-tokens", "1"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "unknown model 'gpt-4o'" in err
+    assert "closest known" in err
+
+
+def test_bad_option_value_names_the_field(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["cost", "project", "gpt-6.2-sol", "--queries-per-day", "-3", "--prompt-mean",
+              "100", "--output-mean", "10"])  # fmt: skip
+    assert info.value.code == 2
+    assert "`queries_per_day`: must not be negative" in capsys.readouterr().err
+
+
+def test_project_with_a_sample_compares_and_writes_files(tmp_path: Path) -> None:
+    sample = tmp_path / "calls.csv"
+    pd.DataFrame(
+        {"prompt_tokens": [800, 1200, 950, 1500], "completion_tokens": [900, 2100, 400, 3000],
+         "reasoning_tokens": [700, 1800, 250, 2600]}
+    ).to_csv(sample, index=False)  # fmt: skip
+    out = run("project", "gpt-6.2-sol", "--queries-per-month", "30000", "--start", "2026-12",
+              "--months", "3", "--sample", str(sample), "--compare-cap", "256",
+              "--compare-model", "gpt-6-luna", "--draws", "2000", "--out",
+              str(tmp_path / "out"))  # fmt: skip
+    assert "total (2026-12 to 2027-02)" in out
+    assert "gpt-6.2-sol, cap 256" in out
+    assert "savings" in out
+    names = sorted(p.name for p in (tmp_path / "out").iterdir())
+    assert names == ["comparison.csv", "comparison.png", "comparison.xlsx", "projection.csv",
+                     "projection.png", "projection.xlsx"]  # fmt: skip
+    comparison = pd.read_csv(tmp_path / "out" / "comparison.csv")
+    assert list(comparison["scenario"]) == ["gpt-6.2-sol", "gpt-6-luna", "gpt-6.2-sol, cap 256"]
+    assert (comparison["savings_mean_usd"].iloc[1:] > 0).all()
+
+
+def test_project_needs_a_token_distribution(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["cost", "project", "gpt-6.2-sol", "--queries-per-day", "10"])
+    assert "`sample`: give a token sample" in capsys.readouterr().err
