@@ -67,7 +67,7 @@ def test_project_with_a_sample_compares_and_writes_files(tmp_path: Path) -> None
               str(tmp_path / "out"))  # fmt: skip
     assert "total (2026-12 to 2027-02)" in out
     assert "gpt-6.2-sol, cap 256" in out
-    assert "savings" in out
+    assert "saved %" in out
     names = sorted(p.name for p in (tmp_path / "out").iterdir())
     assert names == ["comparison.csv", "comparison.png", "comparison.xlsx", "projection.csv",
                      "projection.png", "projection.xlsx"]  # fmt: skip

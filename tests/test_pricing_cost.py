@@ -229,3 +229,25 @@ def test_cost_adds_up_over_calls(model: str, a: dict[str, int], b: dict[str, int
         + call_cost(model, on=ON, table=TABLE, **b).usd
     )
     assert total == parts
+
+
+# --- the real embedded model ---------------------------------------------------------------------
+
+
+@pytest.mark.model
+def test_a_real_local_completion_is_priced_at_its_deliberate_zero(local_backend: object) -> None:
+    from cotplan.backends.local import LocalBackend
+
+    assert isinstance(local_backend, LocalBackend)
+    prompt = "Q: What is 2 + 3?\nA:"
+    done = local_backend.generate(prompt, max_tokens=8)
+    assert done.model.startswith("smollm2-135m-instruct@")
+    c = cost_of_completion(done, on=ON)
+    assert c.model == "smollm2-135m-instruct"
+    assert c.usd == 0
+    assert c.prompt_tokens == done.usage.prompt_tokens > 0
+    assert c.output_tokens == done.usage.completion_tokens
+    # Before a call, the prompt is counted by the model's own tokenizer.
+    before = cost_of_text(local_backend.model, prompt, 8, tokenizer=local_backend, on=ON)
+    assert before.prompt_tokens == done.usage.prompt_tokens
+    assert before.usd == 0

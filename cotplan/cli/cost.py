@@ -59,7 +59,9 @@ def _date(value: str | None, name: str) -> date | None:
 def _money(value: Any, places: int = 2) -> str:
     if value is None or (isinstance(value, float) and value != value):
         return ""
-    return f"${float(value):,.{places}f}"
+    number = float(value)
+    sign = "-" if number < 0 else ""
+    return f"{sign}${abs(number):,.{places}f}"
 
 
 _BILLING_WORDS = {"in_completion": "in completion", "separate": "apart", "none": "none"}
@@ -325,17 +327,20 @@ def project(
         highlight=False,
     )
     if len(scenarios) > 1:
-        cmp = Table(title=f"Scenarios over the horizon (baseline: {comparison.baseline})")
-        for column in ("scenario", "per query", "mean", "P10", "P90", "savings", "savings %",
-                       "savings P10", "savings P90"):  # fmt: skip
-            cmp.add_column(column, justify="left" if column == "scenario" else "right")
+        cmp = Table(
+            title=f"Scenarios over the horizon, USD (baseline: {comparison.baseline})",
+            box=box.SIMPLE_HEAD, pad_edge=False,
+        )  # fmt: skip
+        cmp.add_column("scenario", min_width=12)
+        for column in ("per 1k q", "mean", "P10..P90", "saved", "saved %", "saved P10..P90"):
+            cmp.add_column(column, justify="right", no_wrap=True)
         for rec in comparison.frame.to_dict("records"):
             cmp.add_row(
-                str(rec["scenario"]), _money(rec["usd_per_query"], 6),
-                _money(rec["total_mean_usd"]), _money(rec["total_p10_usd"]),
-                _money(rec["total_p90_usd"]), _money(rec["savings_mean_usd"]),
-                f"{rec['savings_pct']:.1f}%", _money(rec["savings_p10_usd"]),
-                _money(rec["savings_p90_usd"]),
+                str(rec["scenario"]), f"{1000 * rec['usd_per_query']:,.2f}",
+                f"{rec['total_mean_usd']:,.0f}",
+                f"{rec['total_p10_usd']:,.0f}..{rec['total_p90_usd']:,.0f}",
+                f"{rec['savings_mean_usd']:,.0f}", f"{rec['savings_pct']:.1f}%",
+                f"{rec['savings_p10_usd']:,.0f}..{rec['savings_p90_usd']:,.0f}",
             )  # fmt: skip
         _console.print(cmp)
     if out is not None:
