@@ -1238,6 +1238,67 @@ class BudgetPlanner:
             price_per_token=price,
         )
 
+    def observed_errors(self) -> pd.DataFrame:
+        """The calibration pooled by (n, k): answers, wrong answers, and the error rate."""
+        self._check_fitted()
+        if self.status_ == "given":
+            return pd.DataFrame(columns=["n", "k", "answers", "wrong", "error"])
+        cells = _cells(self._data)
+        wrong = cells.trials - cells.successes
+        return pd.DataFrame(
+            {
+                "n": cells.n.astype(int),
+                "k": cells.k.astype(int),
+                "answers": cells.trials.astype(int),
+                "wrong": wrong.astype(int),
+                "error": wrong / cells.trials,
+            }
+        )
+
+    def error_curve(
+        self, sizes: Sequence[float] | None = None, budgets: ArrayLike | None = None
+    ) -> pd.DataFrame:
+        """Modelled error over a grid of budgets for each size, with pointwise bootstrap bands.
+
+        Defaults: the calibrated sizes, and 101 budgets from 0 to 1.25 × the largest calibrated
+        budget. Columns n, k, error, low, high (low/high NaN without bootstrap).
+        """
+        self._check_fitted()
+        ns = np.asarray(sizes if sizes is not None else self.sizes_, dtype=float)
+        if budgets is None:
+            top = 1.25 * self.budgets_[-1] if self.budgets_ else 100.0
+            ks = np.linspace(0.0, max(top, 1.0), 101)
+        else:
+            ks = np.asarray(budgets, dtype=float)
+        frames = []
+        conf = self._p["confidence"]
+        for n in ns:
+            error = np.atleast_1d(self.predict_error(n, ks)).astype(float)
+            low = np.full_like(error, np.nan)
+            high = np.full_like(error, np.nan)
+            if len(self._draws) and not self._constant:
+                grid = np.array([_error(d, n, ks) for d in self._draws])
+                tail = 100 * (1 - conf) / 2
+                low, high = np.nanpercentile(grid, [tail, 100 - tail], axis=0)
+            elif len(self._draws):
+                ci = _percentile(self._draws[:, 0], conf)
+                low, high = np.full_like(error, ci.low), np.full_like(error, ci.high)
+            frames.append(pd.DataFrame({"n": n, "k": ks, "error": error, "low": low, "high": high}))
+        return pd.concat(frames, ignore_index=True)
+
+    def budget_table(
+        self, sizes: Sequence[float] | None = None, eps: float | None = None
+    ) -> pd.DataFrame:
+        """`budget(n, eps)` for several sizes, one row each (see `Budget.to_frame`).
+
+        Defaults: the calibrated sizes. Raises like `budget` when `eps` is unattainable.
+        """
+        self._check_fitted()
+        ns = list(sizes) if sizes is not None else list(self.sizes_)
+        if not ns:
+            raise InputError("give the sizes to plan for", field="sizes")
+        return pd.concat([self.budget(n, eps).to_frame() for n in ns], ignore_index=True)
+
     def report(self) -> PlanReport:
         """What the fit found: constants with intervals, baselines, tests and the verdict."""
         if not hasattr(self, "status_"):

@@ -1,0 +1,143 @@
+"""Charts of a fitted `BudgetPlanner`: the error curves against the calibration, and k* by size.
+
+Both take the fitted planner and return an Altair chart; save with `chart.save("x.png")` (PNG and
+SVG render offline through vl-convert) or `chart.save("x.html", inline=True)`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from cotplan.errors import InfeasibleTargetError
+
+if TYPE_CHECKING:
+    from cotplan.planner.fit import BudgetPlanner
+
+__all__ = ["budget_chart", "calibration_chart"]
+
+
+def calibration_chart(planner: BudgetPlanner, *, title: str | None = None) -> Any:
+    """Observed error rate per (n, k) as points, the fitted e(k, n) as lines with bootstrap
+    bands, one colour per size n. The verdict is the subtitle."""
+    import altair as alt
+
+    observed = planner.observed_errors()
+    curve = planner.error_curve()
+    curve["n"] = curve["n"].astype(int)
+    color = alt.Color("n:O", title="size n", scale=alt.Scale(scheme="viridis"))
+    x = alt.X("k:Q", title="reasoning budget k (tokens, cap)")
+    y_title = "error rate"
+    band = (
+        alt.Chart(curve.dropna(subset=["low", "high"]))
+        .mark_area(opacity=0.15)
+        .encode(x=x, y=alt.Y("low:Q", title=y_title), y2="high:Q", color=color)
+    )
+    line = (
+        alt.Chart(curve)
+        .mark_line()
+        .encode(
+            x=x,
+            y=alt.Y("error:Q", title=y_title, scale=alt.Scale(domain=[0, 1])),
+            color=color,
+        )
+    )
+    points = (
+        alt.Chart(observed)
+        .mark_circle(opacity=0.9)
+        .encode(
+            x=x,
+            y=alt.Y("error:Q", title=y_title),
+            color=color,
+            size=alt.Size("answers:Q", title="answers", scale=alt.Scale(range=[20, 200])),
+            tooltip=["n:O", "k:Q", "answers:Q", "wrong:Q", alt.Tooltip("error:Q", format=".2f")],
+        )
+    )
+    layers = [line, points] if curve["low"].isna().all() else [band, line, points]
+    heading = title or "Error against reasoning budget: calibration (points) and fit (lines)"
+    return (
+        alt.layer(*layers)
+        .properties(
+            title=alt.TitleParams(heading, subtitle=_wrap(planner.verdict_)),
+            width=560,
+            height=320,
+        )
+        .resolve_scale(size="independent")
+    )
+
+
+def budget_chart(
+    planner: BudgetPlanner,
+    *,
+    sizes: Sequence[float] | None = None,
+    eps: float | None = None,
+    title: str | None = None,
+) -> Any:
+    """k* against n (log scale) with its bootstrap interval, next to the paper's α = 1/2 fit
+    and the through-origin least-squares c. Sizes default to a grid over the calibrated range;
+    an unattainable `eps` gives an empty chart whose subtitle says why."""
+    import altair as alt
+
+    if sizes is None:
+        low, high = (planner.sizes_[0], planner.sizes_[-1]) if planner.sizes_ else (1, 100)
+        sizes = sorted({float(v) for v in np.geomspace(max(low, 1), max(high, 2), 25)})
+    rows: list[dict[str, Any]] = []
+    note = planner.verdict_
+    for n in sizes:
+        try:
+            budget = planner.budget(n, eps)
+        except InfeasibleTargetError as exc:
+            note = str(exc)
+            rows = []
+            break
+        rows.append(
+            {"n": n, "model": "fit", "k": budget.k_star, "low": budget.low, "high": budget.high}
+        )
+        for name, label in (("alpha_half", "α = 1/2 fit"), ("least_squares", "least-squares c")):
+            if name in budget.baselines and math.isfinite(budget.baselines[name]):
+                rows.append({"n": n, "model": label, "k": budget.baselines[name]})
+    frame = pd.DataFrame(rows, columns=["n", "model", "k", "low", "high"])
+    target = planner.eps if eps is None else eps
+    x = alt.X("n:Q", title="size n", scale=alt.Scale(type="log", domain=[min(sizes), max(sizes)]))
+    y_title = f"k* for ε = {target:g} (tokens)"
+    y = alt.Y("k:Q", title=y_title)
+    color = alt.Color("model:N", title="model")
+    fit_rows = frame[(frame["model"] == "fit") & np.isfinite(frame["high"].astype(float))]
+    band = (
+        alt.Chart(fit_rows)
+        .mark_area(opacity=0.2)
+        .encode(x=x, y=alt.Y("low:Q", title=y_title), y2="high:Q")
+    )
+    lines = (
+        alt.Chart(frame)
+        .mark_line(point=True)
+        .encode(
+            x=x,
+            y=y,
+            color=color,
+            tooltip=["n:Q", "model:N", alt.Tooltip("k:Q", format=".1f")],
+        )
+    )
+    heading = title or "Reasoning budget k* by size"
+    return alt.layer(band, lines).properties(
+        title=alt.TitleParams(heading, subtitle=_wrap(note)), width=560, height=300
+    )
+
+
+def _wrap(text: str, width: int = 95) -> list[str]:
+    """Split a long verdict into subtitle lines."""
+    lines: list[str] = []
+    current = ""
+    for word in text.split():
+        if current and len(current) + 1 + len(word) > width:
+            lines.append(current)
+            current = word
+        else:
+            current = f"{current} {word}".strip()
+    if current:
+        lines.append(current)
+    return lines[:4]
