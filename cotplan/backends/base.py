@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import abc
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
-from cotplan.errors import InputError
+from cotplan.errors import InputError, ResponseFormatError
 
 __all__ = [
     "Backend",
@@ -133,6 +133,10 @@ class NextTokenProbs:
                 f"among its top alternatives (it preferred {shown})",
                 field="candidates",
             )
+        if covered > 1.0 + 1e-4:
+            raise ResponseFormatError(
+                f"the endpoint's probabilities for {list(candidates)!r} add up to {covered:.4f} > 1"
+            )
         probs = {c: p / covered for c, p in raw.items()}
         return cls(probs, covered, raw, missing, usage or Usage(), from_cache)
 
@@ -146,14 +150,15 @@ def validate_prompt(prompt: Prompt, *, field_name: str = "prompt") -> Prompt:
     if not isinstance(prompt, Sequence) or len(prompt) == 0:
         raise InputError("must be a non-empty string or list of messages", field=field_name)
     for i, message in enumerate(prompt):
-        if not isinstance(message, dict) or "role" not in message or "content" not in message:
+        if not isinstance(message, Mapping) or "role" not in message or "content" not in message:
             raise InputError(
                 "each message must be a dict with `role` and `content`",
                 field=f"{field_name}[{i}]",
             )
         if message["role"] not in {"system", "user", "assistant", "developer"}:
             raise InputError(f"unknown role {message['role']!r}", field=f"{field_name}[{i}].role")
-    if not any(str(m["content"]).strip() for m in prompt):
+    messages = cast(Sequence[Mapping[str, Any]], prompt)
+    if not any(str(m["content"]).strip() for m in messages):
         raise InputError("all messages are empty", field=field_name)
     return prompt
 

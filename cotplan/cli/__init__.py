@@ -11,8 +11,9 @@ import sys
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
-from cotplan.cli import cost, experiment, models, plan, tasks
+from cotplan.cli import cost, demo, experiment, models, plan, tasks
 from cotplan.errors import CotplanError
 
 __all__ = ["app", "main"]
@@ -29,31 +30,23 @@ app.add_typer(cost.app, name="cost")
 app.add_typer(tasks.app, name="tasks")
 app.add_typer(experiment.app, name="experiment")
 plan.register(app)
+demo.register(app)
 
 _stderr = Console(stderr=True)
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point of the console script."""
+    """Entry point of the console script.
+
+    Typer handles usage errors itself (exit 2); cotplan's own errors become one line and exit 2.
+    """
     try:
-        app(args=argv, standalone_mode=False)
+        app(args=argv)
     except CotplanError as exc:
         if os.environ.get("COTPLAN_DEBUG"):
             raise
-        _stderr.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True)
+        _stderr.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
         sys.exit(2)
     except KeyboardInterrupt:
         _stderr.print("interrupted")
         sys.exit(130)
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
-    except typer.Abort:
-        sys.exit(1)
-    except Exception as exc:
-        # click's own usage errors (bad option, missing argument)
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(2)
-        raise

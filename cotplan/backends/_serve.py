@@ -1,0 +1,56 @@
+"""Child process that runs llama.cpp's OpenAI-compatible server (through xllamacpp).
+
+Run as `python -m cotplan.backends._serve --model PATH --port N ...` by `LocalModel`. A separate
+process keeps a native crash from taking the caller down, lets the caller kill it cleanly, and
+lets tests simulate a crash. It exits when its parent dies, so no server is ever left behind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--ctx", type=int, default=4096)
+    parser.add_argument("--parallel", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=0)
+    args = parser.parse_args()
+
+    import xllamacpp
+
+    params = xllamacpp.CommonParams()
+    params.model.path = args.model
+    params.hostnames = ["127.0.0.1"]  # loopback only, never beyond
+    params.port = args.port
+    params.n_parallel = args.parallel
+    params.n_ctx = args.ctx * args.parallel  # llama.cpp splits n_ctx across slots
+    params.cache_prompt = True
+    # Each keep-alive client connection holds one HTTP thread; llama.cpp's default pool is sized
+    # by cores, so two clients on a 2-core machine could starve a third.
+    params.n_threads_http = max(16, 4 * args.parallel)
+    if args.threads > 0:
+        params.cpuparams.n_threads = args.threads
+        params.cpuparams_batch.n_threads = args.threads
+    server = xllamacpp.Server(params)  # returns once the model is loaded and the port is bound
+
+    parent = os.getppid()
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    print(f"cotplan-serve ready on {server.listening_address}", file=sys.stderr, flush=True)
+    while not stop.wait(0.5):
+        if os.getppid() != parent:  # orphaned: the caller died without stopping us
+            break
+    # Exiting the interpreter while native server threads run can hang; leave at once.
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,258 @@
+"""The embedded default model: llama.cpp serving a GGUF on 127.0.0.1, reached like any API.
+
+`LocalModel` starts the server in a child process on a free loopback port and hands out
+backends that go through exactly the same `OpenAICompatibleBackend` code that talks to OpenAI or
+vLLM; only the tokenizer (the server's /tokenize endpoint) and crash reporting are added.
+
+    with LocalModel() as model:
+        backend = model.backend()
+        print(backend.generate("The capital of France is", max_tokens=5).text)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+import httpx2 as httpx
+
+from cotplan import paths
+from cotplan.backends.cache import CallCache
+from cotplan.backends.models import DEFAULT_MODEL, locate
+from cotplan.backends.openai_compat import OpenAICompatibleBackend
+from cotplan.errors import (
+    BackendError,
+    InputError,
+    LocalServerError,
+    ServerUnreachableError,
+)
+
+__all__ = ["LocalBackend", "LocalModel", "default_cache"]
+
+CacheChoice = CallCache | None | Literal["default"]
+
+
+def default_cache() -> CallCache | None:
+    """The user's call cache, or None when `COTPLAN_CACHE=off`."""
+    if os.environ.get("COTPLAN_CACHE", "").lower() in {"off", "0", "false", "no"}:
+        return None
+    return CallCache(paths.cache_path())
+
+
+def resolve_cache(cache: CacheChoice) -> CallCache | None:
+    return default_cache() if cache == "default" else cache
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _port_in_use(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+    return False
+
+
+class LocalModel:
+    """A llama.cpp server for one GGUF model, on 127.0.0.1, in a child process.
+
+    Parameters
+    ----------
+    model:
+        A known model name (default ``smollm2-135m-instruct``) or a path to a GGUF file.
+    port:
+        The loopback port; None picks a free one.
+    n_ctx:
+        Context length per parallel slot.
+    parallel:
+        Requests the server decodes at once (slots).
+    threads:
+        CPU threads for llama.cpp (0: its default, all cores).
+    start_timeout:
+        Seconds to wait for the model to load and the port to answer.
+    """
+
+    def __init__(
+        self,
+        model: str = DEFAULT_MODEL,
+        *,
+        port: int | None = None,
+        n_ctx: int = 4096,
+        parallel: int = 2,
+        threads: int = 0,
+        start_timeout: float = 60.0,
+    ) -> None:
+        if port is not None and not (0 < port < 65536):
+            raise InputError(f"must be in 1..65535, got {port!r}", field="port")
+        if n_ctx < 64:
+            raise InputError(f"must be at least 64, got {n_ctx!r}", field="n_ctx")
+        if parallel < 1:
+            raise InputError(f"must be at least 1, got {parallel!r}", field="parallel")
+        self.model = model
+        self.port = port
+        self.n_ctx = n_ctx
+        self.parallel = parallel
+        self.threads = threads
+        self.start_timeout = start_timeout
+        self.path: Path | None = None
+        self.model_id = ""
+        self._process: subprocess.Popen[bytes] | None = None
+        self._log_path: Path | None = None
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    @property
+    def base_url(self) -> str:
+        if self.port is None:
+            raise LocalServerError("the local model is not started")
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> LocalModel:
+        """Load the model and wait until the server answers; idempotent."""
+        if self.running:
+            return self
+        self.path, self.model_id = locate(self.model)
+        port = self.port or _free_port()
+        if _port_in_use(port):
+            raise LocalServerError(f"port {port} on 127.0.0.1 is already in use; pick another")
+        self.port = port
+        logs = paths.home() / "logs"
+        logs.mkdir(exist_ok=True)
+        self._log_path = logs / f"llama-server-{port}.log"
+        command = [
+            sys.executable, "-m", "cotplan.backends._serve", "--model", str(self.path),
+            "--port", str(port), "--ctx", str(self.n_ctx), "--parallel", str(self.parallel),
+            "--threads", str(self.threads),
+        ]  # fmt: skip
+        with open(self._log_path, "wb") as log:
+            self._process = subprocess.Popen(
+                command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            )
+        self._wait_ready()
+        return self
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self.start_timeout
+        url = f"http://127.0.0.1:{self.port}/health"
+        while time.monotonic() < deadline:
+            if self._process is None or self._process.poll() is not None:
+                code = None if self._process is None else self._process.returncode
+                self._process = None
+                raise LocalServerError(
+                    f"the llama.cpp server for {self.path} exited during start-up (exit code "
+                    f"{code}); last log lines: {self.log_tail()}"
+                )
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(url, timeout=1.0).status_code == 200:
+                    return
+            time.sleep(0.1)
+        self.stop()
+        raise LocalServerError(
+            f"the llama.cpp server did not answer within {self.start_timeout:.0f} s; "
+            f"last log lines: {self.log_tail()}"
+        )
+
+    def log_tail(self, lines: int = 5) -> str:
+        """The last lines the server wrote, for error messages."""
+        if self._log_path is None or not self._log_path.exists():
+            return "(no log)"
+        text = self._log_path.read_text(errors="replace").strip().splitlines()
+        keep = [line for line in text if "error" in line.lower() or "fail" in line.lower()]
+        return " | ".join((keep or text)[-lines:]) or "(empty log)"
+
+    def stop(self) -> None:
+        """Stop the server and wait for it to exit; idempotent."""
+        process, self._process = self._process, None
+        if process is None or process.poll() is not None:
+            return
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+
+    def __enter__(self) -> LocalModel:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.stop()
+
+    # -- what callers use -----------------------------------------------------------------------
+
+    def backend(self, *, cache: CacheChoice = "default", max_retries: int = 2) -> LocalBackend:
+        """A Backend for this server, through the OpenAI-compatible client."""
+        self.start()
+        return LocalBackend(self, cache=resolve_cache(cache), max_retries=max_retries)
+
+    def tokenize(self, text: str) -> list[int]:
+        """Token ids of `text` by the model's own tokenizer (no BOS)."""
+        try:
+            response = httpx.post(
+                f"http://127.0.0.1:{self.port}/tokenize",
+                json={"content": text, "add_special": False},
+                timeout=30.0,
+            )
+            response.raise_for_status()
+            return [int(t) for t in response.json()["tokens"]]
+        except httpx.HTTPError as exc:
+            self.raise_if_dead()
+            raise ServerUnreachableError(f"tokenize failed on {self.base_url}: {exc}") from exc
+
+    def raise_if_dead(self) -> None:
+        """Turn a dead child process into a clear `LocalServerError`."""
+        process = self._process
+        if process is not None and process.poll() is not None:
+            self._process = None
+            raise LocalServerError(
+                f"the embedded llama.cpp server died (exit code {process.returncode}); "
+                f"last log lines: {self.log_tail()}"
+            )
+
+
+class LocalBackend(OpenAICompatibleBackend):
+    """The OpenAI-compatible client pointed at a `LocalModel`, with its tokenizer."""
+
+    def __init__(
+        self, server: LocalModel, *, cache: CallCache | None, max_retries: int = 2
+    ) -> None:
+        self.server = server
+        super().__init__(
+            server.model_id,
+            base_url=server.base_url,
+            cache=cache,
+            # The weights' checksum, not the port, identifies this model in the cache.
+            cache_namespace=f"local:{server.model_id}",
+            text_completions=True,
+            tokenizer=lambda text: len(server.tokenize(text)),
+            max_top_logprobs=20,
+            max_retries=max_retries,
+            concurrency=server.parallel,
+        )
+
+    def _send(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return super()._send(operation, params)
+        except BackendError:
+            self.server.raise_if_dead()
+            raise

