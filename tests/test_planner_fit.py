@@ -378,3 +378,33 @@ def test_analytic_gradient_matches_finite_differences() -> None:
         )
         scale = np.linalg.norm(fit_module._negloglik_and_grad(theta, cells)[1])
         assert error < 1e-4 * max(float(scale), 1.0)
+
+
+def test_items_seen_at_one_budget_each_are_tested_within_sizes() -> None:
+    frame = synth(11, items=140)
+    # Keep one budget per item: a between-items design.
+    rng = np.random.default_rng(0)
+    keep = frame.groupby("item", group_keys=False).apply(
+        lambda g: g.iloc[[rng.integers(len(g))]], include_groups=False
+    )
+    one_each = frame.loc[keep.index]
+    planner = BudgetPlanner(n_bootstrap=0).fit(one_each)
+    assert planner.status_ == "helps"
+    assert planner.trend_ is not None
+    assert "within sizes" in planner.trend_.verdict
+
+
+def test_trend_test_has_its_nominal_false_alarm_rate() -> None:
+    # 400 calibrations where the budget does nothing: about 5% should reject at the 5% level.
+    rng = np.random.default_rng(1)
+    rejections = 0
+    for _ in range(400):
+        base = synth(0, items=10, sizes=(4, 8))
+        easy = rng.random(base["item"].nunique()) < 0.5  # items differ, budgets do not
+        item_index = base["item"].str[2:].astype(int).to_numpy()
+        p = np.where(easy[item_index], 0.8, 0.3)
+        base["correct"] = rng.random(len(base)) < p
+        data = fit_module._validate_frame(base)
+        rejections += fit_module._trend_test(data).p_value < 0.05
+    # Binomial(400, 0.05): mean 20, sd 4.4; [8, 34] holds with probability > 0.99.
+    assert 8 <= rejections <= 34

@@ -382,34 +382,40 @@ def _error(params: NDArray[np.float64], n: ArrayLike, k: ArrayLike) -> NDArray[n
     return out
 
 
+def _expit(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
+
+
 def _negloglik_and_grad(
     theta: NDArray[np.float64], cells: _Cells
 ) -> tuple[float, NDArray[np.float64]]:
-    t0, t1, t2, t3, t4 = theta
-    e0 = special.expit(t0)
-    eb = special.expit(t1)
-    k0 = _softplus(float(t2))
+    # Scalar math on the five parameters, numpy only on the cells: this runs thousands of
+    # times per bootstrap, and numpy's per-call overhead on scalars dominated.
+    t0, t1, t2, t3, t4 = (float(v) for v in theta)
+    e0 = _expit(t0)
+    eb = _expit(t1)
+    k0 = _softplus(t2)
     c = math.exp(t3)
-    alpha = _ALPHA_MAX * special.expit(t4)
+    a_unit = _expit(t4)
+    alpha = _ALPHA_MAX * a_unit
     scale = c * np.exp(alpha * cells.logn)
     u = np.maximum(cells.k - k0, 0.0)
     z = u / scale
     decay = np.exp(-z)
-    e = np.clip(e0 + (eb - e0) * decay, _CLIP, 1.0 - _CLIP)
-    failures = cells.trials - cells.successes
-    loglik = float(np.sum(cells.successes * np.log1p(-e) + failures * np.log(e)))
-    dl_de = failures / e - cells.successes / (1.0 - e)
     gap = eb - e0
-    de_dtheta = np.stack(
-        [
-            (1.0 - decay) * e0 * (1.0 - e0),
-            decay * eb * (1.0 - eb),
-            np.where(u > 0, gap * decay / scale, 0.0) * special.expit(t2),
-            gap * decay * z,
-            gap * decay * z * cells.logn * alpha * (1.0 - alpha / _ALPHA_MAX),
-        ]
-    )
-    return -loglik, -(de_dtheta @ dl_de)
+    e = np.clip(e0 + gap * decay, _CLIP, 1.0 - _CLIP)
+    failures = cells.trials - cells.successes
+    loglik = float(cells.successes @ np.log1p(-e) + failures @ np.log(e))
+    dl_de = failures / e - cells.successes / (1.0 - e)
+    g_decay = gap * decay * dl_de  # ∂ℓ/∂decay-weighted terms shared below
+    grad = np.empty(5)
+    grad[0] = float(((1.0 - decay) @ dl_de) * e0 * (1.0 - e0))
+    grad[1] = float((decay @ dl_de) * eb * (1.0 - eb))
+    grad[2] = float(np.sum(np.where(u > 0, g_decay / scale, 0.0)) * _expit(t2))
+    gz = g_decay * z
+    grad[3] = float(np.sum(gz))
+    grad[4] = float((gz @ cells.logn) * alpha * (1.0 - a_unit))
+    return -loglik, -grad
 
 
 def _theta_bounds(k_max: float) -> list[tuple[float, float]]:
@@ -428,6 +434,7 @@ def _maximise(
     starts: Sequence[NDArray[np.float64]],
     fixed: Mapping[int, float],
     k_max: float,
+    ftol: float = 1e-9,
 ) -> _Fit:
     """Best of several SLSQP runs; `fixed` maps parameter index -> natural value."""
     free = [i for i in range(5) if i not in fixed]
@@ -459,7 +466,7 @@ def _maximise(
                 # cost milliseconds each (thread hand-offs); SLSQP was 10-50x faster here.
                 method="SLSQP",
                 bounds=[bounds[i] for i in free],
-                options={"maxiter": 500, "ftol": 1e-9},
+                options={"maxiter": 500, "ftol": ftol},
             )
         theta = theta_full.copy()
         theta[free] = result.x
@@ -598,34 +605,39 @@ def _cells(data: _Data, weights: NDArray[np.float64] | None = None) -> _Cells:
 
 
 def _trend_test(data: _Data) -> TrendTest:
-    """Stratified Cochran–Armitage trend test: budget rank vs correctness within items."""
+    """Stratified Cochran–Armitage trend test of budget rank against correctness.
+
+    Strata are items when most items were answered at several budgets (the usual calibration:
+    each item is its own control, so easy and hard items do not blur the trend); otherwise
+    (each item at one budget) the sizes n, so a harder size is not mistaken for a budget effect.
+    """
     budgets = np.unique(data.k)
     score = np.searchsorted(budgets, data.k).astype(float)
-    frame = pd.DataFrame({"item": data.item, "x": score, "y": data.y})
-    grouped = frame.groupby("item")
+    frame = pd.DataFrame({"item": data.item, "n": data.n, "x": score, "y": data.y})
+    repeated = frame.groupby("item")["x"].nunique().gt(1).mean() >= 0.5
+    stratum = "item" if repeated else "n"
+    grouped = frame.groupby(stratum)
     t = grouped["y"].transform("size").to_numpy(dtype=float)
     m = grouped["y"].transform("sum").to_numpy(dtype=float)
     x_mean = grouped["x"].transform("mean").to_numpy(dtype=float)
     observed = float(np.sum(score * data.y))
     expected = float(np.sum(x_mean * m / t))
-    # Permutation variance within each item: m(T − m) / (T(T − 1)) · Σ (x − x̄)².
+    # Permutation variance within each stratum: m(T − m) / (T(T − 1)) · Σ (x − x̄)²; the
+    # factor is repeated on each row of its stratum, so summing over rows is exact.
     with np.errstate(invalid="ignore", divide="ignore"):
         factor = np.where(t > 1, m * (t - m) / (t * (t - 1)), 0.0)
-    sq = (score - x_mean) ** 2
-    # `factor` is per item but repeated on each row; Σ over rows of factor·(x − x̄)² is exact.
-    variance = float(np.sum(factor * sq))
+    variance = float(np.sum(factor * (score - x_mean) ** 2))
+    where = "within items" if repeated else "within sizes (items seen at one budget each)"
     if variance <= 0:
-        z, p_up, p_down = 0.0, 1.0, 1.0
-    else:
-        z = (observed - expected) / math.sqrt(variance)
-        p_up, p_down = float(stats.norm.sf(z)), float(stats.norm.cdf(z))
-    if variance <= 0:
-        text = "trend test: no item changed its answer across budgets, so nothing to test"
-    else:
-        text = (
-            f"trend test within items: z = {z:.2f} (positive when accuracy rises with the "
-            f"budget); p = {p_up:.2g} for a rise, {p_down:.2g} for a fall"
+        return TrendTest(
+            0.0, 1.0, 1.0, f"trend test {where}: no answer changed with the budget; nothing to test"
         )
+    z = (observed - expected) / math.sqrt(variance)
+    p_up, p_down = float(stats.norm.sf(z)), float(stats.norm.cdf(z))
+    text = (
+        f"trend test {where}: z = {z:.2f} (positive when accuracy rises with the budget); "
+        f"p = {p_up:.2g} for a rise, {p_down:.2g} for a fall"
+    )
     return TrendTest(z, p_up, p_down, text)
 
 
@@ -998,7 +1010,7 @@ class BudgetPlanner:
             counts = rng.multinomial(data.n_items, probs).astype(float)
             cells = _cells(data, counts[data.item])
             # One start, at the full-data optimum: a resample's optimum lies near it.
-            fit = _maximise(cells, [primary.params], fixed_primary, k_max)
+            fit = _maximise(cells, [primary.params], fixed_primary, k_max, ftol=1e-7)
             draws[b] = fit.params
             if half is primary:
                 half_draws[b] = fit.params
