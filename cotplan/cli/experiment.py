@@ -1,9 +1,415 @@
-"""`cotplan experiment ...` commands."""
+"""`cotplan experiment ...`: run the paper's experiments on a backend or an exact reference.
+
+Each command runs one experiment with the `--quick` preset (seconds) or the full one (the
+paper's grid), shows a progress bar, prints the side-by-side table against the paper, and saves
+CSV tables and PNG charts in a report folder.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import datetime as _dt
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
 
-__all__ = ["app"]
+from cotplan import paths
+from cotplan.errors import InputError
+from cotplan.experiments import (
+    PRESETS,
+    BackendPredictor,
+    BetaBernoulli,
+    ClippedMLE,
+    Oracle,
+    Predictor,
+    Recency,
+    kt,
+    laplace,
+    planned_predictions,
+)
+from cotplan.experiments._common import RunInfo, fmt
 
-app = typer.Typer(help="experiment commands", no_args_is_help=True)
+__all__ = ["app", "exact_predictor"]
+
+app = typer.Typer(
+    help="Reproduce the paper's experiments on a model or an exact reference.",
+    no_args_is_help=True,
+)
+_console = Console()
+
+BACKEND_HELP = (
+    "'local' (the embedded model), 'local:PATH', 'openai:MODEL' (add --base-url for any "
+    "OpenAI-compatible server), or an exact reference: 'laplace', 'kt', 'mle', 'beta:A,B', "
+    "'recency:DECAY', 'oracle:P'."
+)
+
+
+def exact_predictor(spec: str) -> Predictor | None:
+    """The exact reference a `--backend` spec names, or None when it names a model backend."""
+    name, _, arg = spec.strip().lower().partition(":")
+    try:
+        if name == "laplace" and not arg:
+            return laplace()
+        if name == "kt" and not arg:
+            return kt()
+        if name == "mle":
+            return ClippedMLE(float(arg)) if arg else ClippedMLE()
+        if name == "beta":
+            a, b = (float(x) for x in arg.split(","))
+            return BetaBernoulli(a, b)
+        if name == "recency":
+            return Recency(float(arg)) if arg else Recency()
+        if name == "oracle":
+            return Oracle(float(arg))
+    except ValueError as exc:
+        raise InputError(f"cannot read {spec!r}: {exc}", field="backend") from exc
+    return None
+
+
+@contextlib.contextmanager
+def _open_predictor(
+    spec: str, base_url: str | None, instruction: str, concurrency: int | None
+) -> Iterator[Predictor]:
+    exact = exact_predictor(spec)
+    if exact is not None:
+        yield exact
+        return
+    from cotplan.backends.connect import connect
+
+    with connect(spec, base_url=base_url) as backend:
+        yield BackendPredictor(backend, instruction=instruction, concurrency=concurrency)
+
+
+def _out_folder(out: Path | None, name: str, predictor: Predictor) -> Path:
+    if out is not None:
+        return out
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", predictor.name).strip("-")[:40] or "predictor"
+    return paths.home() / "reports" / f"{name}-{stamp}-{slug}"
+
+
+@contextlib.contextmanager
+def _progress() -> Iterator[Callable[[str, int], Callable[[int], None] | None]]:
+    """A stage factory for the library: one progress bar per stage with predictions to read."""
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=_console, transient=False) as bar:
+
+        def stage(name: str, total: int) -> Callable[[int], None] | None:
+            if total <= 0:
+                return None
+            task = bar.add_task(name, total=total)
+            return lambda done: bar.advance(task, done)
+
+        yield stage
+
+
+def _print_rows(frame: Any, title: str) -> None:
+    table = Table(title=title, show_lines=False)
+    for column in ("claim", "paper", "measured", "interval", "verdict"):
+        table.add_column(column, overflow="fold")
+    for row in frame.itertuples():
+        colour = {"reproduced": "green", "not reproduced": "red"}.get(row.verdict, "yellow")
+        flag = " ⚠" if row.breaks_limit else ""
+        table.add_row(
+            escape(row.claim),
+            escape(row.paper),
+            escape(str(row.measured)),
+            escape(str(row.interval)),
+            f"[{colour}]{row.verdict}{flag}[/]",
+        )
+    _console.print(table)
+
+
+def _print_run(run: RunInfo) -> None:
+    if run.exact:
+        _console.print(f"{run.predictor}: exact reference, no model requests ({run.wall_s:.1f} s)")
+        return
+    _console.print(
+        f"{escape(run.predictor)}: {run.requests} model requests, {run.cache_hits} cache hits, "
+        f"{run.predictions} predictions in {run.wall_s:.1f} s; mean covered mass "
+        f"{fmt(run.mean_covered_mass)}"
+        + (f"; {run.missing_candidates} with a candidate missing" if run.missing_candidates else "")
+    )
+
+
+def _saved(files: list[Path]) -> None:
+    folder = files[0].parent if files else Path(".")
+    _console.print(f"saved {len(files)} files in {escape(str(folder))}")
+
+
+Opt = typer.Option
+Backend = Annotated[str, Opt("--backend", "-b", help=BACKEND_HELP)]
+BaseUrl = Annotated[str | None, Opt("--base-url", help="Endpoint of an OpenAI-compatible server.")]
+Quick = Annotated[
+    bool, Opt("--quick/--full", help="Quick preset (seconds) or the paper's full grid.")
+]
+Seed = Annotated[int, Opt("--seed", help="Seed of every random draw.")]
+Out = Annotated[
+    Path | None, Opt("--out", "-o", help="Report folder (default: COTPLAN_HOME/reports/...).")
+]
+Charts = Annotated[bool, Opt("--charts/--no-charts", help="Save PNG charts.")]
+Instruction = Annotated[str, Opt("--instruction", help="Text before the bits in each prompt.")]
+Concurrency = Annotated[int | None, Opt("--concurrency", help="Sequences scored at once.")]
+
+
+def _preset(name: str, quick: bool) -> dict[str, Any]:
+    return dict(PRESETS["quick" if quick else "full"][name])
+
+
+@app.command()
+def martingale(
+    backend: Backend = "local",
+    base_url: BaseUrl = None,
+    quick: Quick = False,
+    design: Annotated[
+        str, Opt(help="'nested' (one pass per sequence) or 'independent'.")
+    ] = "nested",
+    n_sequences: Annotated[int | None, Opt(help="Sequences per n (preset if omitted).")] = None,
+    seed: Seed = 0,
+    out: Out = None,
+    charts: Charts = True,
+    instruction: Instruction = "",
+    concurrency: Concurrency = None,
+) -> None:
+    """The martingale gap Δ̂n with its A·log n/n + B fit, beside the exact Bayes reference."""
+    from cotplan.experiments import martingale_gap
+
+    params = _preset("martingale", quick)
+    params["design"] = design
+    if n_sequences is not None:
+        params["n_sequences"] = n_sequences
+    with (
+        _open_predictor(backend, base_url, instruction, concurrency) as predictor,
+        _progress() as st,
+    ):
+        result = martingale_gap(
+            predictor,
+            seed=seed,
+            progress=st("martingale", planned_predictions("martingale", params)),
+            **params,
+        )
+    fits = result.fits_frame()
+    _console.print(
+        fits[["predictor", "form", "A", "A_low", "A_high", "B", "r2", "adj_r2"]].to_string(
+            index=False
+        )
+    )
+    _print_rows(result.versus_paper(), "Martingale gap vs the paper")
+    _print_run(result.run)
+    _saved(result.save(_out_folder(out, "martingale", predictor), charts=charts))
+
+
+@app.command()
+def debias(
+    backend: Backend = "local",
+    base_url: BaseUrl = None,
+    quick: Quick = False,
+    source: Annotated[
+        Path | None,
+        Opt("--from", help="A saved martingale folder or martingale_per_sequence.csv to reuse."),
+    ] = None,
+    all_positions: Annotated[bool, Opt(help="Use every position of a nested run.")] = False,
+    seed: Seed = 0,
+    out: Out = None,
+    charts: Charts = True,
+    instruction: Instruction = "",
+    concurrency: Concurrency = None,
+) -> None:
+    """Find, fit and remove the periodic positional part of the per-position gaps."""
+    from cotplan.experiments import martingale_gap, positional_debias, read_gaps
+
+    params = _preset("debias", quick)
+    if source is not None:
+        result = positional_debias(read_gaps(source), seed=seed, **params)
+        name = "gaps"
+        folder = out or paths.home() / "reports" / f"debias-{_dt.datetime.now():%Y%m%d-%H%M%S}"
+    else:
+        mparams = _preset("martingale", quick)
+        with (
+            _open_predictor(backend, base_url, instruction, concurrency) as predictor,
+            _progress() as st,
+        ):
+            gaps = martingale_gap(
+                predictor,
+                seed=seed,
+                progress=st("martingale", planned_predictions("martingale", mparams)),
+                **mparams,
+            )
+        _print_run(gaps.run)
+        result = positional_debias(gaps, seed=seed, all_positions=all_positions, **params)
+        name = predictor.name
+        folder = _out_folder(out, "debias", predictor)
+        gaps.save(folder, charts=charts)
+    _console.print(
+        f"{escape(name)}: period {result.period:.2f} (detected {result.detected_period:.2f}, "
+        f"p = {fmt(result.p_value)}), harmonics explain {fmt(result.explained)}, variance "
+        f"change {fmt(result.variance_change)}, position R² {fmt(result.r2_before)} -> "
+        f"{fmt(result.r2_after)}"
+    )
+    _print_rows(result.versus_paper(), "Positional debiasing vs the paper")
+    _saved(result.save(folder, charts=charts))
+
+
+@app.command()
+def order(
+    backend: Backend = "local",
+    base_url: BaseUrl = None,
+    quick: Quick = False,
+    n_orderings: int | None = typer.Option(
+        None, help="Orderings per multiset (preset if omitted)."
+    ),
+    seed: Seed = 0,
+    out: Out = None,
+    charts: Charts = True,
+    instruction: Instruction = "",
+    concurrency: Concurrency = None,
+) -> None:
+    """Spread of P(next = 1) over orderings of one multiset, versus orderings averaged."""
+    from cotplan.experiments import order_variance
+
+    params = _preset("order", quick)
+    if n_orderings is not None:
+        params["n_orderings"] = n_orderings
+    with (
+        _open_predictor(backend, base_url, instruction, concurrency) as predictor,
+        _progress() as st,
+    ):
+        result = order_variance(
+            predictor,
+            seed=seed,
+            progress=st("orderings", planned_predictions("order", params)),
+            **params,
+        )
+    _console.print(result.to_frame().to_string(index=False))
+    _print_rows(result.versus_paper(), "Order variance vs the paper")
+    _print_run(result.run)
+    _saved(result.save(_out_folder(out, "order", predictor), charts=charts))
+
+
+@app.command()
+def entropy(
+    backend: Backend = "local",
+    base_url: BaseUrl = None,
+    quick: Quick = False,
+    p: Annotated[str | None, Opt("--p", help="Bernoulli p, or 'prior' (p ~ Beta(1,1)).")] = None,
+    n_max: Annotated[int | None, Opt(help="Sequence length (preset if omitted).")] = None,
+    seed: Seed = 0,
+    out: Out = None,
+    charts: Charts = True,
+    instruction: Instruction = "",
+    concurrency: Concurrency = None,
+) -> None:
+    """Cross-entropy per position against H(p), beside Laplace, KT, the MLE and the Bayes limit."""
+    from cotplan.experiments import entropy_efficiency, laplace_threshold_table
+
+    params = _preset("entropy", quick)
+    if p is not None:
+        try:
+            params["p"] = None if p.lower() == "prior" else float(p)
+        except ValueError as exc:
+            raise InputError(f"must be a number or 'prior', got {p!r}", field="p") from exc
+    if n_max is not None:
+        params["n_max"] = n_max
+    with (
+        _open_predictor(backend, base_url, instruction, concurrency) as predictor,
+        _progress() as st,
+    ):
+        result = entropy_efficiency(
+            predictor,
+            seed=seed,
+            progress=st("positions", planned_predictions("entropy", params)),
+            **params,
+        )
+    _console.print(result.first_n_frame().to_string(index=False))
+    _console.print("Laplace, exact, per p (first n at 99% efficiency):")
+    _console.print(laplace_threshold_table().to_string(index=False))
+    _print_rows(result.versus_paper(), "Compression efficiency vs the paper")
+    for flag in result.flags:
+        _console.print(f"[red]limit broken:[/] {escape(flag)}")
+    _print_run(result.run)
+    _saved(result.save(_out_folder(out, "entropy", predictor), charts=charts))
+
+
+@app.command()
+def falck(
+    backend: Backend = "local",
+    base_url: BaseUrl = None,
+    quick: Quick = False,
+    n_paths: Annotated[
+        int | None, Opt(help="Sampled paths per setting (preset if omitted).")
+    ] = None,
+    seed: Seed = 0,
+    out: Out = None,
+    charts: Charts = True,
+    instruction: Instruction = "",
+    concurrency: Concurrency = None,
+) -> None:
+    """Falck et al.'s T1, T2, T3 martingale checks with bands from the exact Bayes reference."""
+    from cotplan.experiments import falck_tests
+
+    params = _preset("falck", quick)
+    if n_paths is not None:
+        params["n_paths"] = n_paths
+    with (
+        _open_predictor(backend, base_url, instruction, concurrency) as predictor,
+        _progress() as st,
+    ):
+        result = falck_tests(
+            predictor,
+            seed=seed,
+            progress=st("paths", planned_predictions("falck", params)),
+            **params,
+        )
+    _console.print(
+        result.t1t2[["theta", "n", "N", "T1", "T1_low", "T1_high", "T1_outside"]].to_string(
+            index=False
+        )
+    )
+    _console.print(result.t3.to_string(index=False))
+    _print_rows(result.versus_paper(), "Falck et al.'s checks")
+    _print_run(result.run)
+    _saved(result.save(_out_folder(out, "falck", predictor), charts=charts))
+
+
+@app.command()
+def report(
+    backend: Backend = "local",
+    base_url: BaseUrl = None,
+    quick: Quick = False,
+    only: Annotated[
+        str | None,
+        Opt(help="Comma-separated experiments (martingale,debias,order,entropy,falck)."),
+    ] = None,
+    seed: Seed = 0,
+    out: Out = None,
+    charts: Charts = True,
+    instruction: Instruction = "",
+    concurrency: Concurrency = None,
+) -> None:
+    """Every headline number of the paper beside what this backend gives, with verdicts."""
+    from cotplan.experiments import EXPERIMENTS, reproduction_report
+
+    chosen = tuple(e.strip() for e in only.split(",")) if only else EXPERIMENTS
+    with (
+        _open_predictor(backend, base_url, instruction, concurrency) as predictor,
+        _progress() as st,
+    ):
+        result = reproduction_report(
+            predictor, "quick" if quick else "full", seed, experiments=chosen, stage=st
+        )
+    _print_rows(result.to_frame(), f"Reproduction report: {result.predictor}")
+    counts = ", ".join(f"{v} {k}" for k, v in sorted(result.counts().items()))
+    _console.print(f"{counts}; {result.requests} model requests in total")
+    _saved(result.save(_out_folder(out, "report", predictor), charts=charts))

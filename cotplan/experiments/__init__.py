@@ -1,1 +1,127 @@
-"""TODO"""
+"""The paper's experiments and the exact Bayesian references they are read against.
+
+Building blocks: exchangeable binary sequences (`balanced_sequences`, `beta_bernoulli_sequences`,
+...), one predictor interface (`Predictor`: P(next = 1 | prefix)) with exact references
+(`BetaBernoulli`, `laplace`, `kt`, `ClippedMLE`, `Oracle`), planted-effect predictors
+(`PositionalBias`, `Recency`) and a model backend (`BackendPredictor`).
+
+Experiments, each returning a result with `to_frame()`, `chart()`, `versus_paper()` and
+`save(folder)`: `martingale_gap`, `falck_tests`, `order_variance`, `positional_debias`,
+`entropy_efficiency`; and `reproduction_report`, which runs them all.
+"""
+
+from cotplan.experiments._common import Interval, ReportRow, RunInfo
+from cotplan.experiments.debias import PAPER_DEBIAS, DebiasResult, HarmonicFit, positional_debias
+from cotplan.experiments.entropy import (
+    ENTROPY_FULL,
+    ENTROPY_QUICK,
+    PAPER_ENTROPY,
+    EntropyResult,
+    bayes_limit,
+    binary_entropy,
+    entropy_efficiency,
+    expected_curve,
+    laplace_threshold_table,
+)
+from cotplan.experiments.falck import FALCK_FULL, FALCK_QUICK, FalckResult, falck_tests
+from cotplan.experiments.martingale import (
+    MARTINGALE_FULL,
+    MARTINGALE_QUICK,
+    PAPER_MARTINGALE,
+    GapData,
+    GapFit,
+    MartingaleResult,
+    martingale_gap,
+    paper_grid,
+    read_gaps,
+)
+from cotplan.experiments.order import (
+    ORDER_FULL,
+    ORDER_QUICK,
+    PAPER_ORDER,
+    V2_ORDER_VARIANCE,
+    OrderResult,
+    order_variance,
+)
+from cotplan.experiments.predictors import (
+    BackendPredictor,
+    BetaBernoulli,
+    ClippedMLE,
+    Oracle,
+    PositionalBias,
+    Predictor,
+    Recency,
+    SupportsPromptLogprobs,
+    kt,
+    laplace,
+)
+from cotplan.experiments.report import (
+    EXPERIMENTS,
+    PRESETS,
+    ReproductionReport,
+    planned_predictions,
+    reproduction_report,
+)
+from cotplan.experiments.sequences import (
+    balanced_sequences,
+    bernoulli_sequences,
+    beta_bernoulli_sequences,
+    random_orderings,
+)
+
+__all__ = [
+    "ENTROPY_FULL",
+    "ENTROPY_QUICK",
+    "EXPERIMENTS",
+    "FALCK_FULL",
+    "FALCK_QUICK",
+    "MARTINGALE_FULL",
+    "MARTINGALE_QUICK",
+    "ORDER_FULL",
+    "ORDER_QUICK",
+    "PAPER_DEBIAS",
+    "PAPER_ENTROPY",
+    "PAPER_MARTINGALE",
+    "PAPER_ORDER",
+    "PRESETS",
+    "V2_ORDER_VARIANCE",
+    "BackendPredictor",
+    "BetaBernoulli",
+    "ClippedMLE",
+    "DebiasResult",
+    "EntropyResult",
+    "FalckResult",
+    "GapData",
+    "GapFit",
+    "HarmonicFit",
+    "Interval",
+    "MartingaleResult",
+    "Oracle",
+    "OrderResult",
+    "PositionalBias",
+    "Predictor",
+    "Recency",
+    "ReportRow",
+    "ReproductionReport",
+    "RunInfo",
+    "SupportsPromptLogprobs",
+    "balanced_sequences",
+    "bayes_limit",
+    "bernoulli_sequences",
+    "beta_bernoulli_sequences",
+    "binary_entropy",
+    "entropy_efficiency",
+    "expected_curve",
+    "falck_tests",
+    "kt",
+    "laplace",
+    "laplace_threshold_table",
+    "martingale_gap",
+    "order_variance",
+    "paper_grid",
+    "planned_predictions",
+    "positional_debias",
+    "random_orderings",
+    "read_gaps",
+    "reproduction_report",
+]

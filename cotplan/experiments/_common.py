@@ -1,0 +1,166 @@
+"""Records shared by all experiments: intervals, report rows, run accounting, saving."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+
+from cotplan.experiments.predictors import BackendPredictor, Predictor
+
+__all__ = [
+    "NOT_REPRODUCED",
+    "NOT_TESTABLE",
+    "REPRODUCED",
+    "Interval",
+    "ReportRow",
+    "RunInfo",
+    "Snapshot",
+    "Verdict",
+    "ensure_folder",
+    "fmt",
+    "rows_frame",
+    "run_info",
+    "snapshot",
+]
+
+Verdict = Literal["reproduced", "not reproduced", "not testable here"]
+REPRODUCED: Verdict = "reproduced"
+NOT_REPRODUCED: Verdict = "not reproduced"
+NOT_TESTABLE: Verdict = "not testable here"
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A confidence interval (percentile bootstrap unless the field's docs say otherwise)."""
+
+    low: float
+    high: float
+    level: float = 0.95
+
+    def __contains__(self, value: object) -> bool:
+        return isinstance(value, int | float) and self.low <= value <= self.high
+
+    def overlaps(self, low: float, high: float) -> bool:
+        return self.low <= high and low <= self.high
+
+    def __str__(self) -> str:
+        return f"[{fmt(self.low)}, {fmt(self.high)}]"
+
+
+@dataclass(frozen=True)
+class ReportRow:
+    """One headline claim: the paper's number beside the measured one and the theoretical limit.
+
+    `breaks_limit` is True when a reported or measured number is impossible under the stated
+    limit (for example, beating the Bayes mixture in expectation under its own prior).
+    """
+
+    experiment: str
+    claim: str
+    paper: str
+    measured: float | None
+    interval: Interval | None
+    limit: str
+    verdict: Verdict
+    why: str
+    breaks_limit: bool = False
+    measured_text: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "experiment": self.experiment,
+            "claim": self.claim,
+            "paper": self.paper,
+            "measured": self.measured_text or fmt(self.measured),
+            "interval": "" if self.interval is None else str(self.interval),
+            "limit": self.limit,
+            "verdict": self.verdict,
+            "why": self.why,
+            "breaks_limit": self.breaks_limit,
+        }
+
+
+def rows_frame(rows: list[ReportRow]) -> pd.DataFrame:
+    """The side-by-side table: one row per claim."""
+    return pd.DataFrame([r.as_dict() for r in rows])
+
+
+def fmt(value: float | None, digits: int = 3) -> str:
+    """A compact number: 3 significant digits, no exponent for everyday magnitudes."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    if value == 0:
+        return "0"
+    magnitude = abs(value)
+    if 1e-3 <= magnitude < 1e5:
+        return f"{value:.{digits}g}" if magnitude < 1 else f"{value:.{max(digits, 4)}g}"
+    return f"{value:.{digits - 1}e}"
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """What a run cost: requests to the model, predictions read, wall time, covered mass."""
+
+    predictor: str
+    exact: bool
+    requests: int
+    predictions: int
+    cache_hits: int
+    mean_covered_mass: float
+    missing_candidates: int
+    wall_s: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A predictor's counters at the start of a run (see `run_info`)."""
+
+    requests: int
+    cache_hits: int
+    predictions: int
+    missing: int
+    started: float
+
+
+def snapshot(predictor: Predictor) -> Snapshot:
+    """Remember the counters now, so `run_info` reports only this run's share."""
+    if isinstance(predictor, BackendPredictor):
+        return Snapshot(
+            predictor.requests_made,
+            predictor.cache_hits,
+            predictor.predictions,
+            predictor.missing_candidates,
+            time.perf_counter(),
+        )
+    return Snapshot(0, 0, 0, 0, time.perf_counter())
+
+
+def run_info(predictor: Predictor, before: Snapshot) -> RunInfo:
+    """Accounting for one experiment run on `predictor` since `before`."""
+    wall = time.perf_counter() - before.started
+    if isinstance(predictor, BackendPredictor):
+        return RunInfo(
+            predictor.name,
+            False,
+            predictor.requests_made - before.requests,
+            predictor.predictions - before.predictions,
+            predictor.cache_hits - before.cache_hits,
+            predictor.covered_mass_since(before.predictions),
+            predictor.missing_candidates - before.missing,
+            wall,
+        )
+    return RunInfo(predictor.name, predictor.exact, 0, 0, 0, float("nan"), 0, wall)
+
+
+def ensure_folder(folder: str | Path) -> Path:
+    path = Path(folder).expanduser()
+    path.mkdir(parents=True, exist_ok=True)
+    return path

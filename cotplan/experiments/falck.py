@@ -1,0 +1,372 @@
+"""Falck, Wang & Holmes's martingale checks (ICML 2024) on sampled continuation paths.
+
+Condition the predictor on n i.i.d. Bernoulli(θ) observations, sample K continuation paths of
+length N from its own predictive (z_t = 1 iff U_t < P(1 | context, z_<t), seeded uniforms), and
+compare path statistics with their distribution under the exact Bayes reference given the same
+context (bands from `n_null` simulated sets of K paths):
+
+- T1: mean over paths of (mean of z in the first half − in the second half). A martingale
+  predictive gives 0 in expectation: a drift means the predictive is not stable under its own
+  samples.
+- T2: within-path autocorrelation differences acf[k+1] − acf[1], k = 1..5. For exchangeable
+  (conditionally i.i.d.) paths every lag has the same expected autocorrelation, so the
+  differences are 0 up to the finite-length bias the bands include. (The paper notes write
+  acf[k] − acf[0]; the lag-0 autocorrelation is 1 by definition, so we read index 0 as the
+  first lag.)
+- T3: epistemic uncertainty, the IQR across paths of each path's mean, for growing n, against
+  the Bayes posterior's and the fractional posteriors' (as if n/2 or 2n observations); a
+  Bayesian's shrinks like n^−1/2.
+
+Bands are corrected for the number of settings tested (Bonferroni), so a family-wise false
+alarm rate of 5% holds under the Bayes reference.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from cotplan.errors import InputError
+from cotplan.experiments._common import (
+    NOT_REPRODUCED,
+    REPRODUCED,
+    Interval,
+    ReportRow,
+    RunInfo,
+    ensure_folder,
+    fmt,
+    rows_frame,
+    run_info,
+    snapshot,
+)
+from cotplan.experiments._stats import percentile_interval
+from cotplan.experiments.predictors import (
+    BetaBernoulli,
+    FloatArray,
+    Predictor,
+    ProgressFn,
+    laplace,
+)
+from cotplan.experiments.sequences import Bits, bernoulli_sequences
+
+if TYPE_CHECKING:
+    import altair as alt
+
+__all__ = [
+    "FALCK_FULL",
+    "FALCK_QUICK",
+    "FalckResult",
+    "falck_tests",
+    "path_statistics",
+]
+
+FALCK_QUICK: dict[str, Any] = {
+    "thetas": (0.3,), "ns": (20,), "ratios": (0.5, 2.0), "n_paths": 12,
+    "t3_ns": (20, 50), "t3_length": 16, "n_null": 500,
+}  # fmt: skip
+FALCK_FULL: dict[str, Any] = {
+    "thetas": (0.3, 0.5, 0.7), "ns": (20, 50, 100), "ratios": (0.5, 2.0), "n_paths": 20,
+    "t3_ns": (20, 50, 100, 200, 400), "t3_length": 50, "n_null": 2000,
+}  # fmt: skip
+
+LAGS = 5
+
+
+def _acf(paths: Bits, max_lag: int) -> FloatArray:
+    """Within-path autocorrelation at lags 1..max_lag, NaN for constant paths or too-short ones."""
+    z = paths.astype(float)
+    centred = z - z.mean(axis=-1, keepdims=True)
+    denom = np.sum(centred**2, axis=-1)
+    out = np.full((*z.shape[:-1], max_lag), np.nan)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for lag in range(1, max_lag + 1):
+            if lag < z.shape[-1]:
+                num = np.sum(centred[..., :-lag] * centred[..., lag:], axis=-1)
+                out[..., lag - 1] = np.where(denom > 0, num / denom, np.nan)
+    return out
+
+
+def path_statistics(paths: Bits) -> tuple[FloatArray, FloatArray]:
+    """T1 and T2 (k = 1..5) over the last two axes (paths, steps); leading axes are kept."""
+    z = paths.astype(float)
+    half = z.shape[-1] // 2
+    t1 = (z[..., :half].mean(axis=-1) - z[..., half:].mean(axis=-1)).mean(axis=-1)
+    acf = _acf(paths, LAGS + 1)
+    with np.errstate(invalid="ignore"):
+        diffs = acf[..., 1:] - acf[..., :1]
+        valid = np.isfinite(diffs)
+        t2 = np.where(valid, diffs, 0.0).sum(axis=-2) / np.maximum(valid.sum(axis=-2), 1)
+    t2 = np.where(valid.sum(axis=-2) > 0, t2, np.nan)
+    return np.asarray(t1, dtype=float), np.asarray(t2, dtype=float)
+
+
+def _iqr(values: FloatArray) -> FloatArray:
+    q75, q25 = np.percentile(values, [75, 25], axis=-1)
+    return np.asarray(q75 - q25, dtype=float)
+
+
+@dataclass(frozen=True)
+class FalckResult:
+    """T1/T2 per setting with Bayes bands, and T3 spread of path means versus n.
+
+    `t1t2` has one row per (θ, n, N): T1 with its band and whether it falls outside, and
+    T2_k with theirs. `t3` has one row per n: the predictor's IQR of path means, the Bayes
+    band, and the fractional posteriors' IQRs. `t3_slope` is the fitted log-log slope of the
+    predictor's IQR against n (Bayes: about −0.5).
+    """
+
+    predictor: str
+    reference: str
+    n_paths: int
+    n_null: int
+    alpha: float
+    t1t2: pd.DataFrame
+    t3: pd.DataFrame
+    t3_slope: float
+    t3_slope_ci: Interval
+    t3_bayes_slope: float
+    run: RunInfo
+
+    @property
+    def t1_violations(self) -> int:
+        return int(self.t1t2["T1_outside"].sum())
+
+    @property
+    def t2_violations(self) -> int:
+        cols = [f"T2_{k}_outside" for k in range(1, LAGS + 1)]
+        return int(self.t1t2[cols].to_numpy().sum())
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.t1t2.copy()
+
+    def paper_rows(self) -> list[ReportRow]:
+        settings = len(self.t1t2)
+        t2_tests = int(self.t1t2[[f"T2_{k}" for k in range(1, LAGS + 1)]].notna().to_numpy().sum())
+        slope_ok = self.t3_bayes_slope in self.t3_slope_ci
+        t3_out = int(self.t3["outside"].sum()) if len(self.t3) else 0
+        t3_ok = slope_ok and t3_out == 0
+        band = f"Bayes ({self.reference}) bands, family-wise α = {self.alpha:g} (Bonferroni)"
+        return [
+            ReportRow(
+                "falck",
+                "sampled paths violate the martingale property (T1, claim 1)",
+                "violation",
+                float(self.t1_violations),
+                None,
+                band,
+                REPRODUCED if self.t1_violations else NOT_REPRODUCED,
+                f"{self.t1_violations} of {settings} settings outside the band "
+                f"({self.n_paths} paths each)",
+                measured_text=f"{self.t1_violations}/{settings} outside",
+            ),
+            ReportRow(
+                "falck",
+                "sampled paths are not exchangeable (T2 autocorrelation)",
+                "violation",
+                float(self.t2_violations),
+                None,
+                band,
+                REPRODUCED if self.t2_violations else NOT_REPRODUCED,
+                f"{self.t2_violations} of {t2_tests} lag differences outside the band",
+                measured_text=f"{self.t2_violations}/{t2_tests} outside",
+            ),
+            ReportRow(
+                "falck",
+                "the implicit posterior shrinks like the Bayes posterior (T3, claim 3)",
+                "converges",
+                self.t3_slope,
+                self.t3_slope_ci,
+                f"Bayes: IQR of path means ∝ n^{fmt(self.t3_bayes_slope)} (about n^−0.5)",
+                REPRODUCED if t3_ok else NOT_REPRODUCED,
+                "log-log slope of the spread of path means over n = "
+                + ", ".join(str(int(n)) for n in self.t3["n"])
+                + (
+                    "; the Bayes slope lies in the interval"
+                    if slope_ok
+                    else "; the Bayes slope lies outside the interval"
+                )
+                + f"; {t3_out} of {len(self.t3)} spreads outside the Bayes band (short paths add "
+                "sampling spread that does not shrink with n, so the slope has little power)",
+            ),
+        ]
+
+    def versus_paper(self) -> pd.DataFrame:
+        return rows_frame(self.paper_rows())
+
+    def chart(self) -> alt.TopLevelMixin:
+        from cotplan.charts.experiments import falck_chart
+
+        return falck_chart(self)
+
+    def save(self, folder: str | Path, *, charts: bool = True) -> list[Path]:
+        out = ensure_folder(folder)
+        written = []
+        for name, frame in (
+            ("falck_t1t2.csv", self.t1t2),
+            ("falck_t3.csv", self.t3),
+            ("falck_vs_paper.csv", self.versus_paper()),
+        ):
+            frame.to_csv(out / name, index=False)
+            written.append(out / name)
+        if charts:
+            self.chart().save(str(out / "falck.png"))
+            written.append(out / "falck.png")
+        return written
+
+
+def _band(null: FloatArray, level: float) -> tuple[float, float]:
+    finite = null[np.isfinite(null)]
+    if finite.size == 0:
+        return math.nan, math.nan
+    tail = (1 - level) / 2 * 100
+    low, high = np.percentile(finite, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def falck_tests(
+    predictor: Predictor,
+    thetas: Sequence[float] = (0.3, 0.5, 0.7),
+    ns: Sequence[int] = (20, 50, 100),
+    ratios: Sequence[float] = (0.5, 2.0),
+    n_paths: int = 20,
+    seed: int = 0,
+    *,
+    t3_ns: Sequence[int] = (20, 50, 100, 200, 400),
+    t3_theta: float = 0.3,
+    t3_length: int = 50,
+    n_null: int = 2000,
+    reference: Predictor | None = None,
+    alpha: float = 0.05,
+    n_boot: int = 1000,
+    progress: ProgressFn | None = None,
+) -> FalckResult:
+    """Run T1 and T2 for every (θ, n, N = ratio·n), and T3 over `t3_ns`.
+
+    The reference (Laplace by default) must be cheap: it is sampled `n_null` times per setting.
+    """
+    if n_paths < 4:
+        raise InputError(f"must be >= 4, got {n_paths}", field="n_paths")
+    if n_null < 100:
+        raise InputError(f"must be >= 100, got {n_null}", field="n_null")
+    if any(not 0 < t < 1 for t in thetas) or not 0 < t3_theta < 1:
+        raise InputError("must lie in (0, 1)", field="thetas")
+    if any(int(n) < 1 for n in (*ns, *t3_ns)):
+        raise InputError("must be positive", field="ns")
+    if t3_length < 2:
+        raise InputError(f"must be >= 2, got {t3_length}", field="t3_length")
+    ref = reference or laplace()
+    settings = [
+        (float(t), int(n), max(4, round(r * n)), float(r))
+        for t in thetas for n in ns for r in ratios
+    ]  # fmt: skip
+    if not settings and not t3_ns:
+        raise InputError("nothing to run", field="ns")
+    root = np.random.SeedSequence(seed)
+    streams = root.spawn(len(settings) + len(t3_ns))
+    m_t1 = max(1, len(settings))
+    m_t2 = max(1, len(settings) * LAGS)
+    before = snapshot(predictor)
+    rows = []
+    for (theta, n, length, ratio), stream in zip(settings, streams[: len(settings)], strict=True):
+        rng = np.random.default_rng(stream)
+        context = bernoulli_sequences(theta, n, 1, rng)[0].tolist()
+        paths = predictor.sample_paths(context, rng.random((n_paths, length)), progress=progress)
+        t1, t2 = path_statistics(paths)
+        null = ref.sample_paths(context, rng.random((n_null * n_paths, length)))
+        null_t1, null_t2 = path_statistics(null.reshape(n_null, n_paths, length))
+        row: dict[str, Any] = {
+            "theta": theta, "n": n, "N": length, "ratio": ratio,
+            "context_ones": int(sum(context)), "T1": float(t1),
+        }  # fmt: skip
+        low, high = _band(null_t1, 1 - alpha / m_t1)
+        row.update(T1_low=low, T1_high=high, T1_outside=bool(not low <= t1 <= high))
+        row["T1_p"] = _two_sided_p(null_t1, float(t1))
+        for k in range(LAGS):
+            value = float(t2[k])
+            low, high = _band(null_t2[:, k], 1 - alpha / m_t2)
+            row[f"T2_{k + 1}"] = value
+            row[f"T2_{k + 1}_low"] = low
+            row[f"T2_{k + 1}_high"] = high
+            row[f"T2_{k + 1}_outside"] = bool(math.isfinite(value) and not low <= value <= high)
+        rows.append(row)
+    t3_rows = []
+    model_means = []
+    for n, stream in zip(t3_ns, streams[len(settings) :], strict=True):
+        rng = np.random.default_rng(stream)
+        context = bernoulli_sequences(t3_theta, int(n), 1, rng)[0].tolist()
+        paths = predictor.sample_paths(context, rng.random((n_paths, t3_length)), progress=progress)
+        means = paths.mean(axis=1)
+        model_means.append(means)
+        null = ref.sample_paths(context, rng.random((n_null * n_paths, t3_length)))
+        null_iqr = _iqr(null.reshape(n_null, n_paths, t3_length).mean(axis=2))
+        ones = float(sum(context))
+        row = {
+            "n": int(n),
+            "context_ones": int(ones),
+            "iqr": float(_iqr(means)),
+            "bayes_iqr": float(np.mean(null_iqr)),
+        }
+        row["bayes_low"], row["bayes_high"] = _band(null_iqr, 1 - alpha / max(1, len(t3_ns)))
+        row["outside"] = bool(not row["bayes_low"] <= row["iqr"] <= row["bayes_high"])
+        for label, scale in (("half_n", 0.5), ("double_n", 2.0)):
+            a, b = _prior(ref)
+            frac = BetaBernoulli(a + scale * ones, b + scale * (n - ones))
+            sims = frac.sample_paths([], rng.random((n_null * n_paths, t3_length)))
+            row[f"iqr_{label}"] = float(
+                np.mean(_iqr(sims.reshape(n_null, n_paths, t3_length).mean(axis=2)))
+            )
+        t3_rows.append(row)
+    info = run_info(predictor, before)
+    t3 = pd.DataFrame(t3_rows)
+    slope, slope_ci, bayes_slope = math.nan, Interval(math.nan, math.nan), math.nan
+    if len(t3_ns) >= 2:
+        x = np.log(np.asarray(t3_ns, dtype=float))
+        slope = _loglog(x, t3["iqr"].to_numpy())
+        bayes_slope = _loglog(x, t3["bayes_iqr"].to_numpy())
+        rng = np.random.default_rng(np.random.SeedSequence([seed, 6]))
+        boot = []
+        for _ in range(n_boot):
+            iqrs = [float(_iqr(m[rng.integers(0, m.size, m.size)])) for m in model_means]
+            boot.append(_loglog(x, np.asarray(iqrs)))
+        slope_ci = percentile_interval(np.asarray(boot))
+    return FalckResult(
+        predictor=predictor.name,
+        reference=ref.name,
+        n_paths=n_paths,
+        n_null=n_null,
+        alpha=alpha,
+        t1t2=pd.DataFrame(rows),
+        t3=t3,
+        t3_slope=slope,
+        t3_slope_ci=slope_ci,
+        t3_bayes_slope=bayes_slope,
+        run=info,
+    )
+
+
+def _prior(ref: Predictor) -> tuple[float, float]:
+    if isinstance(ref, BetaBernoulli):
+        return ref.a, ref.b
+    return 1.0, 1.0
+
+
+def _loglog(x: FloatArray, y: FloatArray) -> float:
+    ok = y > 0
+    if ok.sum() < 2:
+        return math.nan
+    return float(np.polyfit(x[ok], np.log(y[ok]), 1)[0])
+
+
+def _two_sided_p(null: FloatArray, value: float) -> float:
+    finite = null[np.isfinite(null)]
+    if finite.size == 0 or not math.isfinite(value):
+        return math.nan
+    upper = (1 + np.sum(finite >= value)) / (1 + finite.size)
+    lower = (1 + np.sum(finite <= value)) / (1 + finite.size)
+    return float(min(1.0, 2 * min(upper, lower)))

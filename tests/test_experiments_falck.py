@@ -1,0 +1,58 @@
+"""Falck et al.'s checks: a Bayesian passes at the nominal rate, a recency-biased one fails."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cotplan.errors import InputError
+from cotplan.experiments.falck import FALCK_QUICK, falck_tests, path_statistics
+from cotplan.experiments.predictors import Recency, kt, laplace
+
+SMALL = {
+    "thetas": (0.3, 0.7),
+    "ns": (20, 50),
+    "ratios": (0.5, 2.0),
+    "n_paths": 20,
+    "t3_ns": (20, 100, 400),
+    "t3_length": 100,
+    "n_null": 400,
+}
+
+
+def test_path_statistics_of_constant_and_alternating_paths() -> None:
+    drift = np.array([[[1, 1, 1, 1, 0, 0, 0, 0]] * 3])
+    t1, t2 = path_statistics(drift)
+    assert t1[0] == pytest.approx(1.0)
+    alternating = np.array([[[0, 1] * 8] * 4])
+    _, t2 = path_statistics(alternating)
+    assert t2[0, 0] > 1.5  # lag 2 correlates +0.9, lag 1 −0.9: far from exchangeable
+
+
+@pytest.mark.parametrize("reference", [laplace(), kt()])
+def test_a_bayesian_passes(reference) -> None:  # type: ignore[no-untyped-def]
+    r = falck_tests(reference, seed=1, **SMALL)
+    assert r.t1_violations == 0
+    assert r.t2_violations == 0
+    assert not r.t3["outside"].any()
+    assert r.versus_paper().iloc[0]["verdict"] == "not reproduced"
+
+
+def test_a_recency_biased_predictor_fails_t1_and_t3() -> None:
+    r = falck_tests(Recency(0.8), seed=1, **SMALL)
+    assert r.t1_violations >= 1
+    assert r.t3["outside"].any()  # its uncertainty does not shrink with n
+    assert r.versus_paper().iloc[2]["verdict"] == "not reproduced"
+
+
+def test_quick_preset_shape() -> None:
+    r = falck_tests(laplace(), **FALCK_QUICK)
+    assert len(r.t1t2) == 2
+    assert list(r.t3["n"]) == [20, 50]
+
+
+def test_validation() -> None:
+    with pytest.raises(InputError, match="`n_paths`: must be >= 4"):
+        falck_tests(laplace(), n_paths=2)
+    with pytest.raises(InputError, match="`n_null`: must be >= 100"):
+        falck_tests(laplace(), n_null=10)

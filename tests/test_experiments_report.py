@@ -1,0 +1,65 @@
+"""The reproduction report: rows for every headline claim, verdicts, markdown, saved files."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from cotplan.errors import InputError
+from cotplan.experiments.predictors import Recency, laplace
+from cotplan.experiments.report import (
+    PRESETS,
+    cot_example_rows,
+    planned_predictions,
+    reproduction_report,
+)
+
+
+def test_cot_worked_example_arithmetic() -> None:
+    row = cot_example_rows()[0]
+    assert row.measured == pytest.approx(math.sqrt(500 / 18) * math.log2(10))
+    assert row.measured_text == "17.5 (log2) / 12.1 (ln)"
+    assert row.verdict == "not reproduced"
+
+
+def test_planned_predictions_match_the_presets() -> None:
+    quick = PRESETS["quick"]
+    assert planned_predictions("martingale", quick["martingale"]) == 10 * 32
+    assert planned_predictions("martingale", {**quick["martingale"], "design": "independent"}) == (
+        10 * 16 * 2
+    )
+    assert planned_predictions("order", quick["order"]) == 64
+    assert planned_predictions("entropy", quick["entropy"]) == 8 * 40
+    assert planned_predictions("falck", quick["falck"]) == 12 * (10 + 40) + 12 * 16 * 2
+    # The paper's grid: as many predictions as the paper's API calls (19,000).
+    assert planned_predictions("martingale", PRESETS["full"]["martingale"]) == 100 * 190
+
+
+def test_report_on_a_recency_biased_predictor(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    stages: list[tuple[str, int]] = []
+
+    def stage(name: str, total: int) -> None:
+        stages.append((name, total))
+
+    report = reproduction_report(Recency(0.9), "quick", stage=stage)
+    frame = report.to_frame()
+    assert set(frame["experiment"]) == {"martingale", "debias", "order", "entropy", "falck", "cot"}
+    assert set(frame["verdict"]) <= {"reproduced", "not reproduced", "not testable here"}
+    assert frame["why"].str.len().min() > 10
+    assert [s for s, _ in stages] == ["martingale", "debias", "order", "entropy", "falck"]
+    markdown = report.to_markdown()
+    assert "| martingale | coefficient A of log n/n | 0.182 ± 0.021 |" in markdown
+    assert "Total model requests: 0." in markdown
+    files = report.save(tmp_path, charts=False)
+    assert (tmp_path / "report.md").exists()
+    assert len(files) > 15
+
+
+def test_report_subset_and_validation() -> None:
+    report = reproduction_report(laplace(), "quick", experiments=["order"])
+    assert set(report.to_frame()["experiment"]) == {"order", "cot"}
+    with pytest.raises(InputError, match="`preset`: must be one of"):
+        reproduction_report(laplace(), "huge")
+    with pytest.raises(InputError, match="`experiments`: unknown"):
+        reproduction_report(laplace(), "quick", experiments=["tarot"])
