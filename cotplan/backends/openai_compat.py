@@ -206,6 +206,7 @@ class OpenAICompatibleBackend(Backend):
             base_url is not None if text_completions is None else text_completions
         )
         self.cache = cache
+        self.max_retries = max_retries
         self.cache_namespace = cache_namespace or (base_url or "https://api.openai.com/v1")
         self.extra_body = dict(extra_body or {})
         self._tokenizer = tokenizer
@@ -381,7 +382,7 @@ class OpenAICompatibleBackend(Backend):
         with self._stats_lock:
             self.stats.requests += 1
         started = time.perf_counter()
-        raw = self._send(operation, params)
+        raw = self._send_with_format_retries(operation, params)
         latency = time.perf_counter() - started
         if self.cache is not None:
             self.cache.put(
@@ -392,6 +393,18 @@ class OpenAICompatibleBackend(Backend):
                 response={"response": raw, "latency_s": latency},
             )
         return raw, latency, False
+
+    def _send_with_format_retries(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
+        # The SDK retries status codes and broken connections, but not a 200 whose body is cut
+        # short (seen from overloaded gateways); such an answer is as transient as a 503.
+        for attempt in range(self.max_retries + 1):
+            try:
+                return self._send(operation, params)
+            except ResponseFormatError:
+                if attempt == self.max_retries:
+                    raise
+                time.sleep(min(0.25 * 2**attempt, 4.0))
+        raise AssertionError("unreachable")
 
     def _send(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
         where = self.base_url or "api.openai.com"
@@ -418,7 +431,8 @@ class OpenAICompatibleBackend(Backend):
             raise APIStatusError(
                 f"{where} answered {exc.status_code}: {detail}", status_code=exc.status_code
             ) from exc
-        except openai.APIResponseValidationError as exc:
+        except (openai.APIResponseValidationError, ValueError) as exc:
+            # ValueError covers json.JSONDecodeError from a truncated body.
             raise ResponseFormatError(f"{where} sent a response we cannot parse: {exc}") from exc
         except openai.OpenAIError as exc:  # any other SDK failure
             raise BackendError(f"{where}: {exc}") from exc

@@ -1,0 +1,194 @@
+"""Test helpers that are part of the public API: a fault-injecting proxy for OpenAI-style servers.
+
+`FaultProxy` sits on 127.0.0.1 in front of a real server (usually the embedded llama.cpp one) and,
+at seeded rates, answers with a 500, a 429 with Retry-After, a response slower than the client's
+timeout, a dropped connection, or a 200 whose JSON is cut short. Everything else is forwarded
+unchanged. It counts what reached the real server per request body, so a test can prove that a
+resumed run asked nothing twice.
+
+    with LocalModel() as server, FaultProxy(server.base_url, rate=0.2, seed=1) as proxy:
+        backend = OpenAICompatibleBackend(server.model_id, base_url=proxy.base_url)
+        ...
+        proxy.stats.faults  # {"500": 7, "429": 5, ...}
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import random
+import socket
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx2 as httpx
+
+from cotplan.errors import InputError
+
+__all__ = ["FAULT_KINDS", "FaultProxy", "ProxyStats"]
+
+#: The faults the proxy can inject, in the order a draw picks them.
+FAULT_KINDS = ("500", "429", "slow", "drop", "truncate")
+
+
+@dataclass
+class ProxyStats:
+    """What the proxy saw: requests in, faults injected by kind, bodies forwarded upstream."""
+
+    received: int = 0
+    faults: Counter[str] = field(default_factory=Counter)
+    forwarded: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def forwarded_total(self) -> int:
+        return sum(self.forwarded.values())
+
+    @property
+    def max_forwards_of_one_request(self) -> int:
+        return max(self.forwarded.values(), default=0)
+
+
+class FaultProxy:
+    """A loopback HTTP proxy that injects faults at a seeded rate.
+
+    Parameters
+    ----------
+    upstream:
+        The real server's base URL, e.g. ``http://127.0.0.1:8080/v1``; must be on loopback.
+    rate:
+        Probability that a request gets a fault instead of a faithful answer.
+    kinds:
+        Which faults to draw from (uniformly); default all of `FAULT_KINDS`.
+    seed:
+        Seeds the fault draws, so a failing run can be replayed.
+    slow_seconds:
+        How long a "slow" fault waits before answering (set it above the client's timeout).
+    """
+
+    def __init__(
+        self,
+        upstream: str,
+        *,
+        rate: float = 0.2,
+        kinds: tuple[str, ...] = FAULT_KINDS,
+        seed: int = 0,
+        slow_seconds: float = 3.0,
+        retry_after: float = 0.0,
+    ) -> None:
+        parts = urlsplit(upstream)
+        if parts.hostname not in {"127.0.0.1", "localhost", "::1"}:
+            raise InputError("the fault proxy only fronts loopback servers", field="upstream")
+        if not 0.0 <= rate <= 1.0:
+            raise InputError(f"must be in [0, 1], got {rate!r}", field="rate")
+        unknown = set(kinds) - set(FAULT_KINDS)
+        if unknown or not kinds:
+            raise InputError(f"must be a non-empty subset of {FAULT_KINDS}", field="kinds")
+        self.upstream_origin = f"{parts.scheme}://{parts.netloc}"
+        self.prefix = parts.path.rstrip("/")
+        self.rate = rate
+        self.kinds = kinds
+        self.slow_seconds = slow_seconds
+        self.retry_after = retry_after
+        self.stats = ProxyStats()
+        self._random = random.Random(seed)
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+        self._client = httpx.Client(timeout=httpx.Timeout(600.0, connect=5.0))
+
+    @property
+    def base_url(self) -> str:
+        if self._server is None:
+            raise RuntimeError("the proxy is not started")
+        return f"http://127.0.0.1:{self._server.server_address[1]}{self.prefix}"
+
+    def _draw(self) -> str | None:
+        with self._lock:
+            self.stats.received += 1
+            if self._random.random() >= self.rate:
+                return None
+            kind = self._random.choice(self.kinds)
+            self.stats.faults[kind] += 1
+            return kind
+
+    def _forward(self, method: str, path: str, body: bytes, headers: dict[str, str]) -> Any:
+        digest = hashlib.sha256(method.encode() + path.encode() + body).hexdigest()
+        with self._lock:
+            self.stats.forwarded[digest] += 1
+        return self._client.request(
+            method, self.upstream_origin + path, content=body, headers=headers
+        )
+
+    def start(self) -> FaultProxy:
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _handle(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                body = self.rfile.read(length) if length else b""
+                fault = proxy._draw()
+                if fault == "drop":
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                if fault in {"500", "429"}:
+                    payload = b'{"error": {"message": "injected fault"}}'
+                    self.send_response(int(fault))
+                    if fault == "429":
+                        self.send_header("retry-after", f"{proxy.retry_after:g}")
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                    return
+                if fault == "slow":
+                    time.sleep(proxy.slow_seconds)
+                forward_headers = {
+                    k: v
+                    for k, v in self.headers.items()
+                    if k.lower() in {"content-type", "accept", "authorization"}
+                }
+                try:
+                    upstream = proxy._forward(self.command, self.path, body, forward_headers)
+                except httpx.HTTPError:
+                    self.send_error(502, "upstream unreachable")
+                    return
+                content = upstream.content
+                if fault == "truncate":
+                    content = content[: max(1, len(content) // 2)]
+                self.send_response(upstream.status_code)
+                self.send_header("content-type", upstream.headers.get("content-type", "text/plain"))
+                self.send_header("content-length", str(len(content)))
+                self.end_headers()
+                # A client that gave up on a slow answer has closed the socket: that is the point.
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    self.wfile.write(content)
+
+            do_GET = do_POST = _handle
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        self._client.close()
+
+    def __enter__(self) -> FaultProxy:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()

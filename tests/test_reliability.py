@@ -1,0 +1,112 @@
+"""Faults, crashes and resumption, against the real embedded model behind a fault proxy."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from cotplan.backends.cache import CallCache
+from cotplan.backends.local import LocalModel
+from cotplan.backends.openai_compat import OpenAICompatibleBackend
+from cotplan.errors import InputError
+from cotplan.testing import FaultProxy
+
+pytestmark = pytest.mark.model
+
+PROMPTS = [" ".join("01"[(i * 7919 >> b) & 1] for b in range(10)) + " " for i in range(16)]
+
+
+def _client(model: LocalModel, url: str, cache: CallCache | None = None) -> OpenAICompatibleBackend:
+    return OpenAICompatibleBackend(
+        model.model_id,
+        base_url=url,
+        cache=cache,
+        cache_namespace=f"local:{model.model_id}",
+        text_completions=True,
+        timeout=2.0,
+        max_retries=8,
+    )
+
+
+def _scores(backend: OpenAICompatibleBackend) -> list[tuple[float, str]]:
+    out = []
+    for prompt in PROMPTS:
+        probs = backend.next_token_probs(prompt, ["0", "1"])
+        text = backend.generate(prompt, max_tokens=3).text
+        out.append((round(probs.probs["1"], 6), text))
+    return out
+
+
+def test_twenty_percent_faults_do_not_change_results(local_model: LocalModel) -> None:
+    clean = _scores(_client(local_model, local_model.base_url))
+    with FaultProxy(local_model.base_url, rate=0.2, seed=7, slow_seconds=3.0) as proxy:
+        backend = _client(local_model, proxy.base_url)
+        faulty = _scores(backend)
+    assert faulty == clean
+    assert sum(proxy.stats.faults.values()) > 0
+    assert backend.stats.retries >= sum(proxy.stats.faults.values())
+    assert set(proxy.stats.faults) >= {"500", "429", "drop", "truncate"}
+
+
+def test_the_proxy_only_fronts_loopback() -> None:
+    with pytest.raises(InputError, match="loopback"):
+        FaultProxy("http://10.0.0.1:8000/v1")
+
+
+def test_sigkilled_run_resumes_from_the_cache_without_asking_twice(
+    local_model: LocalModel, tmp_path: Path
+) -> None:
+    cache_file = tmp_path / "calls.sqlite"
+    script = tmp_path / "run.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import sys
+            from cotplan.backends.cache import CallCache
+            from cotplan.backends.openai_compat import OpenAICompatibleBackend
+            prompts = {PROMPTS!r}
+            backend = OpenAICompatibleBackend(
+                {local_model.model_id!r}, base_url=sys.argv[1], text_completions=True,
+                cache=CallCache({str(cache_file)!r}),
+                cache_namespace="local:{local_model.model_id}",
+            )
+            for i, prompt in enumerate(prompts):
+                p = backend.next_token_probs(prompt, ["0", "1"]).probs["1"]
+                print(i, repr(p), flush=True)
+            """
+        )
+    )
+    with FaultProxy(local_model.base_url, rate=0.0) as proxy:
+        env = dict(os.environ)
+        first = subprocess.Popen(
+            [sys.executable, str(script), proxy.base_url],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        assert first.stdout is not None
+        for _ in range(8):
+            first.stdout.readline()
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+        resumed = subprocess.run(
+            [sys.executable, str(script), proxy.base_url],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=True,
+        )
+    assert proxy.stats.max_forwards_of_one_request == 1
+    assert proxy.stats.forwarded_total == len(PROMPTS)
+    uninterrupted = _client(local_model, local_model.base_url)
+    expected = [
+        f"{i} {uninterrupted.next_token_probs(p, ['0', '1']).probs['1']!r}"
+        for i, p in enumerate(PROMPTS)
+    ]
+    assert resumed.stdout.strip().splitlines() == expected
