@@ -1,0 +1,43 @@
+"""`cotplan lab`: JupyterLab on the explanatory notebooks, on 127.0.0.1 only."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import typer
+
+from cotplan.errors import ConfigError, InputError
+
+__all__ = ["lab_command", "register"]
+
+
+def lab_command(notebooks: Path, port: int, open_browser: bool) -> list[str]:
+    """The JupyterLab command line: loopback only, root allowed where we run as root."""
+    if not notebooks.is_dir():
+        raise InputError(f"{notebooks} is not a folder", field="notebooks")
+    if importlib.util.find_spec("jupyterlab") is None:
+        raise ConfigError("JupyterLab is not installed: pip install 'cotplan[dev]'")
+    command = [
+        sys.executable, "-m", "jupyter", "lab", "--ip=127.0.0.1", f"--port={port}",
+        f"--notebook-dir={notebooks.resolve()}",
+    ]  # fmt: skip
+    if not open_browser:
+        command.append("--no-browser")
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        command.append("--allow-root")
+    return command
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def lab(
+        notebooks: Path = typer.Option(Path("notebooks"), help="The notebooks folder."),
+        port: int = typer.Option(8888, help="Port on 127.0.0.1."),
+        browser: bool = typer.Option(False, help="Open a browser."),
+    ) -> None:
+        """Open JupyterLab on the notebooks, listening on 127.0.0.1 only."""
+        raise typer.Exit(subprocess.call(lab_command(notebooks, port, browser)))
