@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import itertools
 import math
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 
@@ -141,3 +143,20 @@ def test_brier_and_calibration_error_by_hand() -> None:
     perfect = np.array([[1.0, 0.0], [0.0, 1.0]])
     assert brier_score(perfect, [0, 1]) == 0.0
     assert expected_calibration_error(perfect, [0, 1]) == 0.0
+
+
+def test_spread_chart_renders_offline(tmp_path: Path) -> None:
+    from cotplan.charts.costs import save_chart
+    from cotplan.charts.permutation import spread_chart
+
+    frame = pd.DataFrame(
+        {
+            "schedule": ["random"] * 3 + ["balanced"] * 3 + ["reference"] * 3,
+            "m": [1, 4, 16] * 3,
+            "sd": [0.2, 0.1, 0.05, 0.2, 0.01, 0.004, 0.2, 0.1, 0.05],
+        }
+    )
+    path = save_chart(spread_chart(frame), tmp_path / "spread.svg")
+    assert "<svg" in path.read_text()
+    with pytest.raises(InputError, match=r"`frame`: needs columns \['sd'\]"):
+        spread_chart(frame.drop(columns="sd"))
