@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from cotplan.cli import cost, demo, experiment, lab, models, plan, tasks
+from cotplan.cli import answer, cost, demo, experiment, lab, models, plan, tasks
 from cotplan.errors import CotplanError
 
 __all__ = ["app", "main"]
@@ -31,6 +31,7 @@ app.add_typer(tasks.app, name="tasks")
 app.add_typer(experiment.app, name="experiment")
 plan.register(app)
 demo.register(app)
+answer.register(app)
 lab.register(app)
 
 _stderr = Console(stderr=True)
