@@ -1,0 +1,329 @@
+"""Apply a plan on held-out items and compare it with uncapped reasoning.
+
+`run_plan(backend, planner, items, eps)` answers each held-out item twice: with its planned
+budget k*(n, ε) and "uncapped" (a cap high enough that the model stops on its own, 512 tokens
+by default). Both use `budgeted_answers`, so with greedy decoding one reasoning run per item
+serves both, and the planned answer is exactly what a call capped at k* returns.
+
+`compare_answers` puts any set of policies answered on the same items side by side against a
+baseline: accuracy with Wilson intervals, mean tokens and cost, and, paired over items by a
+seeded bootstrap, the accuracy retained, the accuracy change and the share of reasoning tokens
+saved, each with its interval. The savings benchmark (`benchmarks/planner_savings.py`) uses it
+for its fixed caps and prompt-stated budgets too.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, cast
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from cotplan.backends.base import Backend
+from cotplan.errors import InputError
+from cotplan.generate.budgeted import BudgetedAnswer, CoTPrompt, Mode, answers_frame
+from cotplan.planner.calibrate import _answer_items, _check_items, _stat
+from cotplan.planner.fit import Budget, BudgetPlanner, ConfidenceInterval
+from cotplan.tasks.item import TaskItem
+from cotplan.tasks.size import item_size
+
+__all__ = [
+    "NO_BENEFIT_STATUSES",
+    "PlanRun",
+    "compare_answers",
+    "plan_budgets",
+    "run_plan",
+    "wilson_interval",
+]
+
+#: Planner verdicts under which reasoning is not credited with any effect: the plan is k* = 0.
+NO_BENEFIT_STATUSES = frozenset({"no_benefit", "hurts", "all_correct", "all_wrong"})
+
+
+def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> ConfidenceInterval:
+    """Wilson score interval of a binomial proportion (NaN ends when n = 0)."""
+    if n <= 0:
+        return ConfidenceInterval(math.nan, math.nan)
+    if not 0 <= successes <= n:
+        raise InputError(f"must be between 0 and n = {n}, got {successes}", field="successes")
+    z = float(stats.norm.ppf(0.5 + confidence / 2.0))
+    p = successes / n
+    denominator = 1.0 + z * z / n
+    centre = (p + z * z / (2 * n)) / denominator
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
+    return ConfidenceInterval(max(0.0, centre - half), min(1.0, centre + half))
+
+
+def _percentile(values: np.ndarray[Any, Any], confidence: float) -> tuple[float, float]:
+    finite = values[np.isfinite(values)]
+    if finite.size == 0:
+        return math.nan, math.nan
+    tail = 100 * (1 - confidence) / 2
+    low, high = np.percentile(finite, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def compare_answers(
+    answers: Mapping[str, Sequence[BudgetedAnswer]],
+    *,
+    baseline: str,
+    confidence: float = 0.95,
+    n_bootstrap: int = 2000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """One row per policy, in the order given, against `baseline` on the same items.
+
+    Columns: policy, items, correct, accuracy (with `accuracy_low`/`accuracy_high`, Wilson),
+    mean `reasoning_tokens`, `answer_tokens`, `prompt_tokens` and `completion_tokens` per item,
+    `cost_usd` (total, list price), and paired item-bootstrap estimates against the baseline:
+    `accuracy_retained` (accuracy / baseline accuracy), `accuracy_change` (difference),
+    `tokens_ratio` (mean reasoning tokens / the baseline's) and `tokens_saved` (1 − ratio),
+    each with `_low`/`_high`.
+    """
+    if baseline not in answers:
+        raise InputError(f"{baseline!r} is not one of {list(answers)}", field="baseline")
+    if isinstance(n_bootstrap, bool) or not isinstance(n_bootstrap, int) or n_bootstrap < 0:
+        raise InputError(f"must be a whole number ≥ 0, got {n_bootstrap!r}", field="n_bootstrap")
+    order = [a.item for a in answers[baseline]]
+    if len(set(order)) != len(order) or not order:
+        raise InputError("the baseline must answer each item exactly once", field="answers")
+
+    def by_item(name: str, rows: Sequence[BudgetedAnswer]) -> dict[str, BudgetedAnswer]:
+        table = {a.item: a for a in rows}
+        if sorted(table) != sorted(order) or len(rows) != len(order):
+            raise InputError(
+                f"policy {name!r} must answer the same items as {baseline!r}, once each",
+                field="answers",
+            )
+        return table
+
+    aligned = {name: by_item(name, rows) for name, rows in answers.items()}
+    correct = {
+        name: np.array([table[i].correct for i in order], dtype=float)
+        for name, table in aligned.items()
+    }
+    reasoning = {
+        name: np.array([table[i].reasoning_tokens for i in order], dtype=float)
+        for name, table in aligned.items()
+    }
+    rng = np.random.default_rng(seed)
+    resamples = rng.integers(0, len(order), size=(n_bootstrap, len(order)))
+    base_acc = correct[baseline][resamples].mean(axis=1) if n_bootstrap else np.empty(0)
+    base_tok = reasoning[baseline][resamples].mean(axis=1) if n_bootstrap else np.empty(0)
+    rows = []
+    for name, table in aligned.items():
+        items = [table[i] for i in order]
+        hits = int(correct[name].sum())
+        wilson = wilson_interval(hits, len(items), confidence)
+        acc = hits / len(items)
+        acc_base = float(correct[baseline].mean())
+        tok = float(reasoning[name].mean())
+        tok_base = float(reasoning[baseline].mean())
+        costs = [a.cost_usd for a in items]
+        row: dict[str, Any] = {
+            "policy": name,
+            "items": len(items),
+            "correct": hits,
+            "accuracy": acc,
+            "accuracy_low": wilson.low,
+            "accuracy_high": wilson.high,
+            "reasoning_tokens": tok,
+            "answer_tokens": float(np.mean([a.answer_tokens for a in items])),
+            "prompt_tokens": float(np.mean([a.prompt_tokens for a in items])),
+            "completion_tokens": float(np.mean([a.completion_tokens for a in items])),
+            "cost_usd": math.nan if any(math.isnan(c) for c in costs) else float(sum(costs)),
+            "accuracy_retained": acc / acc_base if acc_base > 0 else math.nan,
+            "accuracy_change": acc - acc_base,
+            "tokens_ratio": tok / tok_base if tok_base > 0 else math.nan,
+        }
+        row["tokens_saved"] = 1.0 - row["tokens_ratio"]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            sample_acc = correct[name][resamples].mean(axis=1) if n_bootstrap else np.empty(0)
+            sample_tok = reasoning[name][resamples].mean(axis=1) if n_bootstrap else np.empty(0)
+            retained = np.where(base_acc > 0, sample_acc / base_acc, np.nan)
+            ratio = np.where(base_tok > 0, sample_tok / base_tok, np.nan)
+        for column, draws in (
+            ("accuracy_retained", retained),
+            ("accuracy_change", sample_acc - base_acc),
+            ("tokens_ratio", ratio),
+            ("tokens_saved", 1.0 - ratio),
+        ):
+            row[f"{column}_low"], row[f"{column}_high"] = _percentile(draws, confidence)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def plan_budgets(
+    planner: BudgetPlanner, sizes: Iterable[int], eps: float | None = None
+) -> dict[int, Budget | None]:
+    """k*(n, ε) for each size; None where the planner credits reasoning with no effect
+    (`NO_BENEFIT_STATUSES`: the plan is then k* = 0). Raises `InfeasibleTargetError` when ε
+    cannot be reached at some size."""
+    status = getattr(planner, "status_", None)
+    out: dict[int, Budget | None] = {}
+    for n in sorted(set(sizes)):
+        out[n] = None if status in NO_BENEFIT_STATUSES else planner.budget(n, eps)
+    return out
+
+
+@dataclass(frozen=True)
+class PlanRun:
+    """A plan applied to held-out items next to uncapped reasoning.
+
+    `comparison` is `compare_answers` for the policies "planned" and "uncapped" (baseline).
+    `frame` has one row per answer (the `BudgetedAnswer` fields plus `policy`). `plan` has one
+    row per size: k* (real), the cap used (`tokens`), its interval and notes. `status` and
+    `verdict` are the planner's.
+    """
+
+    comparison: pd.DataFrame
+    frame: pd.DataFrame
+    plan: pd.DataFrame
+    eps: float
+    uncapped: int
+    model: str
+    status: str
+    verdict: str
+    requests: int = 0
+    cache_hits: int = 0
+    answers: Mapping[str, tuple[BudgetedAnswer, ...]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+
+    def to_frame(self) -> pd.DataFrame:
+        """The comparison table (a copy)."""
+        return self.comparison.copy()
+
+    def row(self, policy: str) -> pd.Series:
+        """The comparison row of `policy` ("planned" or "uncapped")."""
+        table = self.comparison.set_index("policy")
+        if policy not in table.index:
+            raise InputError(f"must be one of {list(table.index)}, got {policy!r}", field="policy")
+        return cast(pd.Series, table.loc[policy])
+
+    @property
+    def tokens_saved(self) -> float:
+        """Share of the uncapped reasoning tokens the plan did not spend."""
+        return float(self.row("planned")["tokens_saved"])
+
+    @property
+    def accuracy_change(self) -> float:
+        """Planned accuracy minus uncapped accuracy."""
+        return float(self.row("planned")["accuracy_change"])
+
+    def chart(self) -> Any:
+        """Accuracy (with Wilson intervals) against mean reasoning tokens, one point per
+        policy."""
+        return comparison_chart(self.comparison, title=f"Plan (ε = {self.eps:g}) vs uncapped")
+
+
+def comparison_chart(comparison: pd.DataFrame, *, title: str = "Policies") -> Any:
+    """Accuracy with its interval against mean reasoning tokens per item, one point per policy
+    (a `compare_answers` frame)."""
+    import altair as alt
+
+    x = alt.X("reasoning_tokens:Q", title="mean reasoning tokens per item")
+    y_title = "accuracy (95% Wilson interval)"
+    base = alt.Chart(comparison)
+    bars = base.mark_rule().encode(
+        x=x, y=alt.Y("accuracy_low:Q", title=y_title), y2="accuracy_high:Q", color="policy:N"
+    )
+    points = base.mark_point(filled=True, size=90).encode(
+        x=x,
+        y=alt.Y("accuracy:Q", title=y_title, scale=alt.Scale(domain=[0, 1])),
+        color=alt.Color("policy:N", title="policy"),
+        tooltip=[
+            "policy:N",
+            alt.Tooltip("accuracy:Q", format=".2f"),
+            alt.Tooltip("reasoning_tokens:Q", format=".1f"),
+        ],
+    )
+    return alt.layer(bars, points).properties(title=title, width=480, height=300)
+
+
+def run_plan(
+    backend: Backend,
+    planner: BudgetPlanner,
+    items: Iterable[TaskItem],
+    eps: float | None = None,
+    *,
+    uncapped: int = 512,
+    concurrency: int | None = None,
+    progress: bool = True,
+    answer_tokens: int = 16,
+    mode: Mode | Literal["auto"] = "auto",
+    prompt: CoTPrompt | None = None,
+    confidence: float = 0.95,
+    n_bootstrap: int = 2000,
+    seed: int = 0,
+) -> PlanRun:
+    """Answer held-out `items` at the planned k*(n, ε) and uncapped; compare (see module doc).
+
+    `eps` defaults to the planner's. Planned budgets above `uncapped` are capped there.
+    Raises `InfeasibleTargetError` when ε is below what the model reaches at some size.
+    """
+    chosen = _check_items(items)
+    if isinstance(uncapped, bool) or not isinstance(uncapped, int) or uncapped < 1:
+        raise InputError(f"must be a positive whole number, got {uncapped!r}", field="uncapped")
+    target = float(planner.eps if eps is None else eps)
+    sizes = {item.id: item_size(item, counter=backend.count_tokens) for item in chosen}
+    budgets = plan_budgets(planner, sizes.values(), target)
+    caps = {n: min(b.tokens, uncapped) if b is not None else 0 for n, b in budgets.items()}
+    requests0 = _stat(backend, "requests")
+    hits0 = _stat(backend, "cache_hits")
+    answers = _answer_items(
+        backend,
+        chosen,
+        lambda item: sorted({caps[sizes[item.id]], uncapped}),
+        description="running the plan",
+        concurrency=concurrency,
+        progress=progress,
+        answer_tokens=answer_tokens,
+        mode=mode,
+        prompt=prompt,
+    )
+    planned: list[BudgetedAnswer] = []
+    free: list[BudgetedAnswer] = []
+    for item in chosen:
+        mine = [a for a in answers if a.item == item.id]
+        cap = caps[sizes[item.id]]
+        planned.append(next(a for a in mine if a.k == cap))
+        free.append(next(a for a in mine if a.k == uncapped))
+    by_policy = {"planned": tuple(planned), "uncapped": tuple(free)}
+    comparison = compare_answers(
+        by_policy, baseline="uncapped", confidence=confidence, n_bootstrap=n_bootstrap, seed=seed
+    )
+    frame = pd.concat(
+        [answers_frame(rows).assign(policy=name) for name, rows in by_policy.items()],
+        ignore_index=True,
+    )
+    plan_rows = []
+    for n, budget in budgets.items():
+        plan_rows.append(
+            {
+                "n": n,
+                "items": sum(1 for s in sizes.values() if s == n),
+                "k_star": budget.k_star if budget is not None else 0.0,
+                "low": budget.low if budget is not None else 0.0,
+                "high": budget.high if budget is not None else 0.0,
+                "tokens": caps[n],
+                "note": (budget.note if budget is not None else "reasoning not credited: k* = 0"),
+            }
+        )
+    return PlanRun(
+        comparison=comparison,
+        frame=frame,
+        plan=pd.DataFrame(plan_rows),
+        eps=target,
+        uncapped=uncapped,
+        model=answers[0].model if answers else backend.model,
+        status=str(getattr(planner, "status_", "")),
+        verdict=str(getattr(planner, "verdict_", "")),
+        requests=_stat(backend, "requests") - requests0,
+        cache_hits=_stat(backend, "cache_hits") - hits0,
+        answers=by_policy,
+    )

@@ -1,0 +1,100 @@
+"""One reasoning budget translated into each provider's parameters, and the cap check."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cotplan.backends.budgets import (
+    BUDGET_RULES,
+    budget_params,
+    check_cap,
+    rule_for,
+)
+from cotplan.errors import InputError
+
+
+def test_plain_output_cap_is_max_tokens() -> None:
+    params = budget_params("openai", 64)
+    assert params.params == {"max_tokens": 64}
+    assert params.cap == 64
+    assert params.exact
+    assert params.visible_reasoning
+
+
+def test_zero_budget_sends_no_reasoning_cap() -> None:
+    assert budget_params("llama.cpp", 0).params == {}
+
+
+def test_openai_reasoning_models_cap_reasoning_plus_answer_and_pick_an_effort() -> None:
+    params = budget_params("openai-reasoning", 500, answer_tokens=20)
+    assert params.params["max_completion_tokens"] == 520
+    assert params.params["reasoning_effort"] == "low"
+    assert "max_tokens" not in params.params
+    assert not params.exact  # an effort level is not a token count
+    assert budget_params("openai-reasoning", 0).params["reasoning_effort"] == "minimal"
+    assert budget_params("openai-reasoning", 5000).params["reasoning_effort"] == "medium"
+    assert budget_params("openai-reasoning", 50_000).params["reasoning_effort"] == "high"
+
+
+def test_anthropic_thinking_budget_has_a_floor_of_1024() -> None:
+    big = budget_params("anthropic", 2000, answer_tokens=16)
+    assert big.params == {
+        "thinking": {"type": "enabled", "budget_tokens": 2000},
+        "max_tokens": 2016,
+    }
+    assert big.params["thinking"]["budget_tokens"] < big.params["max_tokens"]
+    small = budget_params("anthropic", 300)
+    assert small.params["thinking"] == {"type": "disabled"}
+    assert small.params["max_tokens"] == 300
+    assert small.visible_reasoning
+    assert any("below Anthropic's minimum" in note for note in small.notes)
+    assert budget_params("anthropic", 0).params["thinking"] == {"type": "disabled"}
+
+
+def test_gemini_thinking_budget_is_soft_and_nested() -> None:
+    params = budget_params("gemini", 256)
+    assert params.params == {"thinking_config": {"thinking_budget": 256}}
+    assert not params.exact
+    assert any("hint" in note for note in params.notes)
+    assert budget_params("gemini", 0).params == {"thinking_config": {"thinking_budget": 0}}
+
+
+@given(k=st.integers(0, 100_000), answer=st.integers(1, 64))
+def test_every_rule_allows_at_least_the_budget(k: int, answer: int) -> None:
+    for name in BUDGET_RULES:
+        params = budget_params(name, k, answer_tokens=answer)
+        assert params.cap >= k or name == "gemini"
+        assert params.k == k
+
+
+def test_cap_check_flags_an_overrun() -> None:
+    assert check_cap(32, 32).held
+    over = check_cap(32, 40, rule="gemini")
+    assert not over.held
+    assert over.overrun == 8
+    assert "gemini provider overran the budget: 40 tokens for k = 32" in over.note
+
+
+def test_bad_input_names_the_field() -> None:
+    with pytest.raises(InputError, match="`provider`: unknown provider 'bard'"):
+        budget_params("bard", 10)
+    with pytest.raises(InputError, match="`k`: must be a whole number of tokens"):
+        budget_params("openai", -1)
+    with pytest.raises(InputError, match="`k`: must be a whole number of tokens"):
+        budget_params("openai", True)  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="`used`"):
+        check_cap(3, -2)
+
+
+class _Endpoint:
+    def __init__(self, base_url: str | None, reasoning: bool = False) -> None:
+        self.base_url = base_url
+        self.reasoning = reasoning
+
+
+def test_rule_for_a_backend() -> None:
+    assert rule_for(_Endpoint(None)).name == "openai"
+    assert rule_for(_Endpoint(None, reasoning=True)).name == "openai-reasoning"
+    assert rule_for(_Endpoint("http://localhost:8000/v1")).name == "vllm"

@@ -1,0 +1,151 @@
+"""Calibration grids, the calibration file, Wilson intervals and the paired policy comparison.
+
+Pure parts only; runs on the real model are in test_planner_calibrate_model.py.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cotplan.errors import InputError
+from cotplan.generate import BudgetedAnswer
+from cotplan.planner.calibrate import (
+    CALIBRATION_COLUMNS,
+    Calibration,
+    default_budgets,
+    load_calibration,
+    paper_budgets,
+)
+from cotplan.planner.run import compare_answers, wilson_interval
+
+
+def test_default_grid_is_zero_plus_powers_of_two() -> None:
+    assert default_budgets() == [0, 8, 16, 32, 64, 128]
+    assert default_budgets(100) == [0, 8, 16, 32, 64, 100]
+    assert default_budgets(4) == [0, 4]
+    with pytest.raises(InputError, match="`max_budget`: must be a positive whole number"):
+        default_budgets(0)
+
+
+def test_paper_grid_follows_algorithm_1() -> None:
+    grid = paper_budgets(100)
+    assert grid[0] == 0
+    assert grid[-1] == 100  # 10 * sqrt(100)
+    assert grid == sorted(set(grid))
+    # ceil(20 ln 100) = 93 log-spaced values in [1, 100]; rounding merges the small ones.
+    assert 30 < len(grid) - 1 <= 93
+    ratios = np.diff(np.log(grid[1:]))
+    assert ratios[-10:].max() < 0.1  # log-spaced: fine steps at the top
+    assert paper_budgets(16, count=4) == [0, 1, 3, 12, 40]
+
+
+@given(n=st.integers(1, 10_000))
+@settings(max_examples=60)
+def test_paper_grid_stays_in_range(n: int) -> None:
+    grid = paper_budgets(n)
+    assert grid[0] == 0
+    assert all(1 <= k <= math.ceil(10 * math.sqrt(n)) for k in grid[1:])
+    assert grid == sorted(set(grid))
+
+
+def test_paper_grid_validates() -> None:
+    with pytest.raises(InputError, match="`n`: must be a positive whole number"):
+        paper_budgets(0)
+    with pytest.raises(InputError, match="`count`"):
+        paper_budgets(10, count=0)
+
+
+def _frame() -> pd.DataFrame:
+    rows = []
+    for i in range(4):
+        for k in (0, 16):
+            rows.append(
+                {c: None for c in CALIBRATION_COLUMNS}
+                | {"item": f"q{i}", "family": "parity", "n": 4, "k": k, "correct": k > 0 or i == 0,
+                   "reasoning_tokens": k, "answer_tokens": 2, "truncated": k > 0,
+                   "cost_usd": 0.0}
+            )  # fmt: skip
+    return pd.DataFrame(rows, columns=list(CALIBRATION_COLUMNS))
+
+
+def test_calibration_round_trips_through_csv(tmp_path: Path) -> None:
+    calibration = Calibration(frame=_frame(), model="m")
+    path = calibration.to_csv(tmp_path / "deep" / "calibration.csv")
+    loaded = load_calibration(path)
+    assert loaded.budgets == [0, 16]
+    assert loaded.sizes == [4]
+    assert list(loaded.frame["item"]) == list(calibration.frame["item"])
+    accuracy = loaded.accuracy()
+    assert accuracy.loc[4, 0] == pytest.approx(0.25)
+    assert accuracy.loc[4, 16] == pytest.approx(1.0)
+    summary = loaded.summary()
+    assert list(summary.columns[:3]) == ["n", "k", "answers"]
+    assert summary["reasoning_tokens"].tolist() == [0.0, 16.0]
+
+
+def test_load_calibration_names_what_is_wrong(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="`calibration`: no such file"):
+        load_calibration(tmp_path / "nope.csv")
+    bad = tmp_path / "bad.csv"
+    bad.write_text("item,n,correct\nq1,4,True\n")
+    with pytest.raises(InputError, match=r"bad.csv, `calibration`: missing column\(s\) k"):
+        load_calibration(bad)
+
+
+def test_wilson_interval_matches_the_textbook() -> None:
+    # 8 of 10 at 95%: 0.4902 to 0.9433 (Wilson score, z = 1.96).
+    ci = wilson_interval(8, 10)
+    assert ci.low == pytest.approx(0.4902, abs=1e-4)
+    assert ci.high == pytest.approx(0.9433, abs=1e-4)
+    zero = wilson_interval(0, 10)
+    assert zero.low == 0.0
+    assert 0.25 < zero.high < 0.35
+    assert math.isnan(wilson_interval(0, 0).low)
+    with pytest.raises(InputError, match="`successes`"):
+        wilson_interval(11, 10)
+
+
+def _answer(item: str, k: int, correct: bool, reasoning: int) -> BudgetedAnswer:
+    return BudgetedAnswer(
+        item=item, family="f", n=4, k=k, expected="1", extracted="1" if correct else "0",
+        correct=correct, reasoning="", answer_text="", truncated=False, forced=False,
+        prompt_tokens=20, question_tokens=20, reasoning_tokens=reasoning, answer_tokens=2,
+        cost_usd=0.0, latency_s=0.1, answer_prob=math.nan, cap_held=True, overrun=0,
+        from_cache=False, calls=2, model="m", mode="template",
+    )  # fmt: skip
+
+
+def test_compare_answers_pairs_policies_by_item() -> None:
+    items = [f"q{i}" for i in range(20)]
+    base = [_answer(i, 512, j % 5 != 0, 100) for j, i in enumerate(items)]  # 16 / 20 right
+    half = [_answer(i, 32, j % 5 != 0 and j != 1, 30) for j, i in enumerate(items)]  # 15 / 20
+    table = compare_answers({"planned": half, "uncapped": base}, baseline="uncapped", seed=1)
+    planned = table.set_index("policy").loc["planned"]
+    assert planned["accuracy"] == pytest.approx(0.75)
+    assert planned["accuracy_retained"] == pytest.approx(0.75 / 0.8)
+    assert planned["tokens_ratio"] == pytest.approx(0.3)
+    assert planned["tokens_saved"] == pytest.approx(0.7)
+    # Every item spent exactly 30 vs 100 tokens: the paired interval has no width.
+    assert planned["tokens_saved_low"] == pytest.approx(0.7)
+    assert planned["tokens_saved_high"] == pytest.approx(0.7)
+    assert planned["accuracy_change_low"] <= -0.05 <= planned["accuracy_change_high"]
+    assert planned["accuracy_change_high"] <= 0.0  # never better on any resample
+    baseline = table.set_index("policy").loc["uncapped"]
+    assert baseline["accuracy_retained"] == 1.0
+    assert baseline["tokens_saved"] == 0.0
+
+
+def test_compare_answers_needs_the_same_items() -> None:
+    base = [_answer("a", 512, True, 10), _answer("b", 512, True, 10)]
+    other = [_answer("a", 8, True, 5)]
+    with pytest.raises(InputError, match="`answers`: policy 'x' must answer the same items"):
+        compare_answers({"x": other, "uncapped": base}, baseline="uncapped")
+    with pytest.raises(InputError, match="`baseline`: 'nope' is not one of"):
+        compare_answers({"uncapped": base}, baseline="nope")
