@@ -93,3 +93,15 @@ def test_bad_spec_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> 
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
     assert "`p`: must lie in (0, 1)" in err
+
+
+def test_table_shows_limit_and_verdict(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    result = runner.invoke(
+        app,
+        ["experiment", "entropy", "-b", "laplace", "--quick", "-o", str(tmp_path), "--no-charts"],
+        env={"COLUMNS": "240"},
+    )
+    assert result.exit_code == 0, result.output
+    assert "efficiency 0.9567 at n = 20, 99% first at n = 97" in result.output
+    assert "not reproduced" in result.output
+    assert "Laplace is the Bayes-optimal predictor" in result.output

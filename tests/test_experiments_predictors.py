@@ -154,3 +154,9 @@ def test_parse_prompt_logprobs_positions() -> None:
     assert [m for _, m, _ in parsed] == [False, False, True]
     with pytest.raises(ResponseFormatError, match="expected 4 bit tokens"):
         parse_bit_positions(tokens, 4, style="space-separated")
+
+
+def test_backend_needs_an_instruction_for_the_empty_prefix() -> None:
+    assert not BackendPredictor(_RecordingBackend()).can_score_empty
+    assert BackendPredictor(_RecordingBackend(), instruction="Bits:\n").can_score_empty
+    assert laplace().can_score_empty

@@ -117,7 +117,7 @@ def _progress() -> Iterator[Callable[[str, int], Callable[[int], None] | None]]:
 
 def _print_rows(frame: Any, title: str) -> None:
     table = Table(title=title, show_lines=False)
-    for column in ("claim", "paper", "measured", "interval", "verdict"):
+    for column in ("claim", "paper", "measured", "interval", "limit", "verdict"):
         table.add_column(column, overflow="fold")
     for row in frame.itertuples():
         colour = {"reproduced": "green", "not reproduced": "red"}.get(row.verdict, "yellow")
@@ -127,6 +127,7 @@ def _print_rows(frame: Any, title: str) -> None:
             escape(row.paper),
             escape(str(row.measured)),
             escape(str(row.interval)),
+            escape(row.limit),
             f"[{colour}]{row.verdict}{flag}[/]",
         )
     _console.print(table)
@@ -335,6 +336,12 @@ def entropy(
     _console.print(result.first_n_frame().to_string(index=False))
     _console.print("Laplace, exact, per p (first n at 99% efficiency):")
     _console.print(laplace_threshold_table().to_string(index=False))
+    limit = result.limit
+    _console.print(
+        f"Bayes mixture under a uniform prior (the best any predictor can do in expectation): "
+        f"efficiency {limit['efficiency_at_n']:.4f} at n = 20, 99% first at n = "
+        f"{fmt(limit['first_n'])}"
+    )
     _print_rows(result.versus_paper(), "Compression efficiency vs the paper")
     for flag in result.flags:
         _console.print(f"[red]limit broken:[/] {escape(flag)}")

@@ -371,9 +371,14 @@ def entropy_efficiency(
         refs.append(Oracle(p))
     lengths = list(range(n_max))
     before = snapshot(predictor)
-    losses: dict[str, FloatArray] = {
-        predictor.name: _losses(predictor.prefix_probs(bits, lengths, progress=progress), p_rows)
-    }
+    if predictor.can_score_empty:
+        q_mine = predictor.prefix_probs(bits, lengths, progress=progress)
+    else:
+        # A bare model prompt cannot be empty: position 1 gets the uniform guess 1/2, which is
+        # also what Laplace, KT and the MLE predict there, so no curve is favoured.
+        rest = predictor.prefix_probs(bits, lengths[1:], progress=progress)
+        q_mine = np.column_stack([np.full(n_sequences, 0.5), rest])
+    losses: dict[str, FloatArray] = {predictor.name: _losses(q_mine, p_rows)}
     info = run_info(predictor, before)
     for ref in refs:
         if ref.name not in losses:

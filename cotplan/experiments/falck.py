@@ -67,8 +67,8 @@ __all__ = [
 ]
 
 FALCK_QUICK: dict[str, Any] = {
-    "thetas": (0.3,), "ns": (20,), "ratios": (0.5, 2.0), "n_paths": 12,
-    "t3_ns": (20, 50), "t3_length": 16, "n_null": 500,
+    "thetas": (0.3,), "ns": (20,), "ratios": (0.5, 2.0), "n_paths": 8,
+    "t3_ns": (20, 50), "t3_length": 12, "n_null": 500,
 }  # fmt: skip
 FALCK_FULL: dict[str, Any] = {
     "thetas": (0.3, 0.5, 0.7), "ns": (20, 50, 100), "ratios": (0.5, 2.0), "n_paths": 20,

@@ -36,10 +36,12 @@ import pandas as pd
 from cotplan.errors import InputError
 from cotplan.experiments._common import (
     NOT_REPRODUCED,
+    NOT_TESTABLE,
     REPRODUCED,
     Interval,
     ReportRow,
     RunInfo,
+    Verdict,
     ensure_folder,
     fmt,
     rows_frame,
@@ -255,8 +257,6 @@ class MartingaleResult:
         log_wins = delta_aic >= 2.0 and self.log_preferred_share >= 0.95
         ref_delta = self.ref_fit_inverse.chi2 - self.ref_fit_log.chi2
         crossing = _negative_crossing(a_paper, b_paper)
-        a_overlap = self.fit_log.A_ci.overlaps(a_paper - a_err, a_paper + a_err)
-        b_overlap = self.fit_log.B_ci.overlaps(b_paper - b_err, b_paper + b_err)
         model_note = f"the paper measured {PAPER_MARTINGALE['model']}; this is {self.predictor}"
         return [
             ReportRow(
@@ -283,13 +283,7 @@ class MartingaleResult:
                 self.fit_log.A_ci,
                 f"exact Bayes ({self.reference}): A = {fmt(self.ref_fit_log.A)} "
                 f"{self.ref_fit_log.A_ci}",
-                REPRODUCED if a_overlap else NOT_REPRODUCED,
-                (
-                    "the interval overlaps the paper's"
-                    if a_overlap
-                    else "the interval misses the paper's"
-                )
-                + f"; {model_note}",
+                *_value_verdict(self.fit_log.A_ci, a_paper, a_err, model_note),
             ),
             ReportRow(
                 "martingale",
@@ -299,13 +293,7 @@ class MartingaleResult:
                 self.fit_log.B_ci,
                 "a mean |gap| cannot be negative: the paper's fit crosses 0 at n ≈ "
                 f"{fmt(crossing)}, so it cannot hold far beyond its grid",
-                REPRODUCED if b_overlap else NOT_REPRODUCED,
-                (
-                    "the interval overlaps the paper's"
-                    if b_overlap
-                    else "the interval misses the paper's"
-                )
-                + f"; {model_note}",
+                *_value_verdict(self.fit_log.B_ci, b_paper, b_err, model_note),
             ),
             ReportRow(
                 "martingale",
@@ -346,6 +334,22 @@ class MartingaleResult:
             self.chart().save(str(out / "martingale.png"))
             written.append(out / "martingale.png")
         return written
+
+
+def _value_verdict(ci: Interval, paper: float, err: float, note: str) -> tuple[Verdict, str]:
+    """Reproduced when the interval overlaps the paper's; untestable when it is too wide to say.
+
+    An interval more than four times as wide as the paper's ± band would "overlap" almost any
+    value, so the preset was too small to tell.
+    """
+    if ci.high - ci.low > 8 * err:
+        return NOT_TESTABLE, (
+            f"the interval is {fmt(ci.high - ci.low)} wide, more than 4x the paper's ±{err}: "
+            f"too imprecise at this preset (use the full grid); {note}"
+        )
+    if ci.overlaps(paper - err, paper + err):
+        return REPRODUCED, f"the interval overlaps the paper's; {note}"
+    return NOT_REPRODUCED, f"the interval misses the paper's; {note}"
 
 
 def _negative_crossing(a: float, b: float) -> float:

@@ -71,6 +71,11 @@ class Predictor(abc.ABC):
         """Model requests made so far (answered by the server, cache hits excluded)."""
         return 0
 
+    @property
+    def can_score_empty(self) -> bool:
+        """Whether P(next = 1 | empty prefix) is defined (a model needs an instruction for it)."""
+        return True
+
     @abc.abstractmethod
     def prob_one(self, prefixes: Sequence[Sequence[int]]) -> FloatArray:
         """P(next = 1 | prefix) for each prefix, as a float array of the same length."""
@@ -454,6 +459,10 @@ class BackendPredictor(Predictor):
     @property
     def requests_made(self) -> int:
         return self._requests
+
+    @property
+    def can_score_empty(self) -> bool:
+        return bool(self.instruction.strip())
 
     @property
     def cache_hits(self) -> int:
