@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from cotplan.errors import InputError
 from cotplan.generate import BudgetedAnswer
+from cotplan.planner import BudgetPlanner
 from cotplan.planner.calibrate import (
     CALIBRATION_COLUMNS,
     Calibration,
@@ -23,7 +24,7 @@ from cotplan.planner.calibrate import (
     load_calibration,
     paper_budgets,
 )
-from cotplan.planner.run import compare_answers, wilson_interval
+from cotplan.planner.run import compare_answers, relative_target, wilson_interval
 
 
 def test_default_grid_is_zero_plus_powers_of_two() -> None:
@@ -149,3 +150,19 @@ def test_compare_answers_needs_the_same_items() -> None:
         compare_answers({"x": other, "uncapped": base}, baseline="uncapped")
     with pytest.raises(InputError, match="`baseline`: 'nope' is not one of"):
         compare_answers({"uncapped": base}, baseline="nope")
+
+
+def test_relative_target_leaves_a_share_of_the_gain() -> None:
+    planner = BudgetPlanner.from_constants(c=2.0, e0=0.2, e_base=0.6, eps=0.5)
+    assert relative_target(planner, 0.25) == pytest.approx(0.30)
+    assert relative_target(planner, 0.5) == pytest.approx(0.40)
+    flat = BudgetPlanner(0.5, n_bootstrap=0).fit(
+        pd.DataFrame(
+            {"item": [f"q{i}" for i in range(10) for _ in (0, 8)],
+             "n": 4, "k": [0, 8] * 10, "correct": [i % 2 == 0 for i in range(10) for _ in (0, 8)]}
+        )
+    )  # fmt: skip
+    assert flat.status_ == "no_benefit"
+    assert relative_target(flat) == pytest.approx(0.5)
+    with pytest.raises(InputError, match="`remaining`: must be in"):
+        relative_target(planner, 1.0)

@@ -1,11 +1,397 @@
-"""`cotplan calibrate`, `cotplan plan`, `cotplan run`: top-level planner commands."""
+"""`cotplan calibrate`, `cotplan plan`, `cotplan run`: top-level planner commands.
+
+Each command parses its options, calls the library (`cotplan.planner`), prints with rich and
+writes its artefacts (CSV, PNG) into a report folder: `--out`, by default `reports/<timestamp>/`
+for `calibrate` and the calibration's own folder for `plan` and `run`.
+"""
 
 from __future__ import annotations
 
-import typer
+import math
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any
 
-__all__ = ["register"]
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from cotplan.errors import InputError
+
+__all__ = [
+    "build_items",
+    "parse_ints",
+    "print_budgets",
+    "print_calibration",
+    "print_comparison",
+    "print_report",
+    "register",
+    "report_folder",
+    "save_chart",
+]
+
+console = Console()
+
+Family = Annotated[
+    str | None, typer.Option(help="A built-in task family (see `cotplan tasks list`).")
+]
+TasksFile = Annotated[Path | None, typer.Option(help="A JSONL task file instead of a family.")]
+Sizes = Annotated[list[str] | None, typer.Option("--n", help="Sizes, e.g. --n 4,8.")]
+Count = Annotated[int, typer.Option(help="Items per size (built-in families).")]
+BackendSpec = Annotated[str, typer.Option(help="'local', 'local:PATH' or 'openai:MODEL'.")]
+BaseUrl = Annotated[str | None, typer.Option(help="An OpenAI-compatible endpoint.")]
+Concurrency = Annotated[int | None, typer.Option(help="Items answered at once.")]
+ShowProgress = Annotated[bool, typer.Option(help="Show a progress bar.")]
+CalibrationFile = Annotated[
+    Path, typer.Option(help="calibration.csv written by `cotplan calibrate`.")
+]
+LogBaseOption = Annotated[str, typer.Option(help="Base in which c is reported: e, 2 or 10.")]
+AlphaOption = Annotated[str, typer.Option(help="'fit' or a fixed exponent (0.5: the paper).")]
+Bootstrap = Annotated[int, typer.Option(help="Item-bootstrap resamples for the intervals.")]
+OutNextToCalibration = Annotated[
+    Path | None, typer.Option(help="Report folder (default: the calibration's folder).")
+]
+
+
+# ------------------------------------------------------------------------------------------
+# Shared helpers (also used by `cotplan demo`)
+
+
+def parse_ints(values: Sequence[str] | None, name: str) -> list[int]:
+    """`["4,8", "16"]` -> [4, 8, 16]; names the option in errors."""
+    out: list[int] = []
+    for value in values or ():
+        for part in str(value).split(","):
+            part = part.strip()
+            if not part:
+                continue
+            try:
+                out.append(int(part))
+            except ValueError:
+                raise InputError(f"must be whole numbers, got {part!r}", field=name) from None
+    return out
+
+
+def report_folder(out: Path | None, default: Path | None = None) -> Path:
+    """The folder to write into: `out`, else `default`, else `reports/<timestamp>/`."""
+    folder = out or default or Path("reports") / datetime.now().strftime("%Y%m%d-%H%M%S")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def build_items(
+    family: str | None, tasks: Path | None, sizes: list[int], count: int, seed: int
+) -> list[Any]:
+    """Items from a built-in family (each size, `count` items) or from a JSONL task file."""
+    from cotplan.tasks import load_tasks, make_tasks
+
+    if (family is None) == (tasks is None):
+        raise InputError("give exactly one of --family and --tasks", field="family")
+    if tasks is not None:
+        return list(load_tasks(tasks))
+    assert family is not None
+    if not sizes:
+        raise InputError("give at least one size, e.g. --n 4,8", field="n")
+    return [item for n in sizes for item in make_tasks(family, n=n, count=count, seed=seed)]
+
+
+def save_chart(chart: Any, path: Path) -> Path | None:
+    """Save an Altair chart as PNG; a rendering failure is reported, not fatal."""
+    try:
+        chart.save(str(path))
+    except Exception as exc:  # vl-convert failures should not lose the CSVs already written
+        console.print(f"[yellow]could not render {path.name}: {exc}[/]")
+        return None
+    return path
+
+
+def _fmt(x: float, digits: int = 2) -> str:
+    if isinstance(x, float) and math.isnan(x):
+        return "–"
+    if isinstance(x, float) and math.isinf(x):
+        return "∞"
+    return f"{x:.{digits}f}"
+
+
+def _pct(x: float) -> str:
+    return "–" if math.isnan(x) else f"{x:.0%}"
+
+
+def print_calibration(
+    calibration: Any, *, title: str = "Calibration: accuracy by size and budget"
+) -> None:
+    """Accuracy per (n, k) with the mean reasoning tokens spent at each budget."""
+    summary = calibration.summary()
+    budgets = sorted(int(k) for k in summary["k"].unique())
+    table = Table(title=title)
+    table.add_column("n", justify="right")
+    for k in budgets:
+        table.add_column(f"k={k}", justify="right")
+    for n, rows in summary.groupby("n"):
+        cells = []
+        for k in budgets:
+            hit = rows[rows["k"] == k]
+            if hit.empty:
+                cells.append("")
+                continue
+            r = hit.iloc[0]
+            cells.append(f"{r['accuracy']:.2f} ({r['reasoning_tokens']:.0f} tok)")
+        table.add_row(str(n), *cells)
+    console.print(table)
+    answers = len(calibration.frame)
+    items = calibration.frame["item"].nunique()
+    console.print(
+        f"{items} items x {len(budgets)} budgets = {answers} answers; cells: accuracy (mean "
+        f"reasoning tokens spent); {calibration.requests} requests, {calibration.cache_hits} "
+        "answered by the call cache"
+    )
+    for note in calibration.notes:
+        console.print(f"[yellow]note:[/] {note}")
+
+
+def print_report(planner: Any) -> None:
+    """The verdict and the constants with their intervals."""
+    report = planner.report()
+    console.print(f"[bold]verdict:[/] {report.verdict}")
+    if report.constants:
+        table = Table(title="Fitted constants (95% item-bootstrap intervals)")
+        for column in ("constant", "estimate", "interval", "meaning"):
+            table.add_column(
+                column, justify="left" if column in ("constant", "meaning") else "right"
+            )
+        meaning = {
+            "e0": "error floor no budget removes",
+            "e_base": "error without useful reasoning",
+            "k0": "tokens before reasoning pays",
+            "c": "tokens per e-fold of error, per n^α",
+            "alpha": "how the budget grows with n (paper: 1/2)",
+        }
+        for name, est in report.constants.items():
+            interval = f"[{_fmt(est.interval.low)}, {_fmt(est.interval.high)}]"
+            table.add_row(name, _fmt(est.value, 3), interval, meaning.get(name, ""))
+        console.print(table)
+    for line in (
+        report.trend.verdict if report.trend else None,
+        report.lrt.verdict if report.lrt else None,
+    ):
+        if line:
+            console.print(f"  {line}")
+
+
+def print_budgets(budgets: Sequence[Any], eps: float) -> None:
+    """k* per size, with its interval and the cap to use."""
+    table = Table(title=f"Planned budget k* for target error ε = {eps:g}")
+    for column in ("n", "k*", "interval", "cap (tokens)", "note"):
+        table.add_column(column, justify="left" if column == "note" else "right")
+    for budget in budgets:
+        table.add_row(
+            f"{budget.n:g}",
+            _fmt(budget.k_star, 1),
+            f"[{_fmt(budget.low, 1)}, {_fmt(budget.high, 1)}]",
+            str(budget.tokens),
+            budget.note,
+        )
+    console.print(table)
+    if budgets and getattr(budgets[0], "formula", ""):
+        console.print(f"  {budgets[0].formula}")
+
+
+def print_comparison(run: Any, *, title: str | None = None) -> None:
+    """Planned vs uncapped: accuracy with intervals, tokens, cost, and the paired savings."""
+    comparison = run.comparison
+    table = Table(
+        title=title or f"Held-out items: plan (ε = {run.eps:g}) vs uncapped (cap {run.uncapped})"
+    )
+    for column in (
+        "policy",
+        "items",
+        "accuracy [95% CI]",
+        "reasoning tok",
+        "answer tok",
+        "cost (USD)",
+    ):
+        table.add_column(column, justify="left" if column == "policy" else "right")
+    for _, r in comparison.iterrows():
+        table.add_row(
+            str(r["policy"]),
+            str(int(r["items"])),
+            f"{r['accuracy']:.2f} [{r['accuracy_low']:.2f}, {r['accuracy_high']:.2f}]",
+            f"{r['reasoning_tokens']:.1f}",
+            f"{r['answer_tokens']:.1f}",
+            _fmt(float(r["cost_usd"]), 6),
+        )
+    console.print(table)
+    planned = comparison.set_index("policy").loc["planned"]
+    console.print(
+        f"plan vs uncapped: reasoning tokens saved {planned['tokens_saved']:.0%} "
+        f"[{_pct(planned['tokens_saved_low'])}, {_pct(planned['tokens_saved_high'])}], "
+        f"accuracy change {planned['accuracy_change']:+.2f} "
+        f"[{planned['accuracy_change_low']:+.2f}, {planned['accuracy_change_high']:+.2f}] "
+        "(paired item bootstrap, 95%)"
+    )
+
+
+# ------------------------------------------------------------------------------------------
+# Commands
 
 
 def register(app: typer.Typer) -> None:
     """Add the planner's commands to the top-level app."""
+
+    @app.command()
+    def calibrate(
+        family: Family = None,
+        tasks: TasksFile = None,
+        n: Sizes = None,
+        count: Count = 12,
+        seed: Annotated[int, typer.Option(help="Seed of the generated items.")] = 0,
+        budgets: Annotated[
+            str, typer.Option(help="Reasoning budgets, comma-separated, or 'paper'.")
+        ] = "0,8,16,32,64,128",
+        backend: BackendSpec = "local",
+        base_url: BaseUrl = None,
+        concurrency: Concurrency = None,
+        answer_tokens: Annotated[int, typer.Option(help="Cap of the answer phase.")] = 16,
+        out: Annotated[
+            Path | None, typer.Option(help="Report folder (default reports/<time>/).")
+        ] = None,
+        progress: ShowProgress = True,
+    ) -> None:
+        """Answer items at several reasoning budgets and save the calibration table."""
+        from cotplan.backends import connect
+        from cotplan.planner.calibrate import calibrate as run_calibration
+
+        items = build_items(family, tasks, parse_ints(n, "n"), count, seed)
+        grid: Any = "paper" if budgets.strip() == "paper" else parse_ints([budgets], "budgets")
+        folder = report_folder(out)
+        with connect(backend, base_url=base_url) as model:
+            result = run_calibration(
+                model,
+                items,
+                grid,
+                concurrency=concurrency,
+                progress=progress,
+                answer_tokens=answer_tokens,
+            )
+        path = result.to_csv(folder / "calibration.csv")
+        print_calibration(result)
+        console.print(f"wrote {path}")
+
+    @app.command()
+    def plan(
+        calibration: CalibrationFile,
+        eps: Annotated[float, typer.Option(help="Target error rate (share of wrong answers).")],
+        n: Annotated[
+            list[str] | None, typer.Option("--n", help="Sizes to plan for, e.g. --n 6,40.")
+        ] = None,
+        log_base: LogBaseOption = "e",
+        alpha: AlphaOption = "fit",
+        bootstrap: Bootstrap = 200,
+        seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = 0,
+        out: OutNextToCalibration = None,
+    ) -> None:
+        """Fit the budget model on a calibration and print k* for the sizes asked."""
+        _, planner = _fit(calibration, eps, log_base, alpha, bootstrap, seed)
+        sizes = parse_ints(n, "n") or list(planner.sizes_)
+        print_report(planner)
+        budgets = [planner.budget(size, eps) for size in sizes]
+        print_budgets(budgets, eps)
+        folder = report_folder(out, calibration.parent)
+        _write_plan(folder, planner, budgets, eps)
+        console.print(f"wrote {folder}/plan.csv, constants.csv, calibration.png, budget.png")
+
+    @app.command()
+    def run(
+        calibration: CalibrationFile,
+        eps: Annotated[float, typer.Option(help="Target error rate the plan is made for.")],
+        family: Family = None,
+        tasks: TasksFile = None,
+        n: Sizes = None,
+        count: Count = 12,
+        seed: Annotated[
+            int, typer.Option(help="Seed of the held-out items (not the calibration's).")
+        ] = 1,
+        uncapped: Annotated[int, typer.Option(help="The cap that stands for 'uncapped'.")] = 512,
+        log_base: LogBaseOption = "e",
+        alpha: AlphaOption = "fit",
+        bootstrap: Bootstrap = 200,
+        backend: BackendSpec = "local",
+        base_url: BaseUrl = None,
+        concurrency: Concurrency = None,
+        out: OutNextToCalibration = None,
+        progress: ShowProgress = True,
+    ) -> None:
+        """Apply the plan on held-out items and compare with uncapped reasoning."""
+        from cotplan.backends import connect
+        from cotplan.planner.run import run_plan
+
+        frame, planner = _fit(calibration, eps, log_base, alpha, bootstrap, 0)
+        sizes = parse_ints(n, "n") or list(planner.sizes_)
+        items = build_items(family, tasks, sizes, count, seed)
+        items, dropped = drop_seen(items, frame)
+        if dropped:
+            console.print(
+                f"[yellow]note:[/] dropped {dropped} held-out item(s) seen in calibration"
+            )
+        with connect(backend, base_url=base_url) as model:
+            result = run_plan(
+                model,
+                planner,
+                items,
+                eps,
+                uncapped=uncapped,
+                concurrency=concurrency,
+                progress=progress,
+            )
+        print_comparison(result)
+        folder = report_folder(out, calibration.parent)
+        _write_run(folder, result)
+        console.print(f"wrote {folder}/run.csv, comparison.csv, comparison.png")
+
+
+def drop_seen(items: list[Any], calibration: Any) -> tuple[list[Any], int]:
+    """Held-out items minus those whose id or prompt the calibration already used."""
+    seen_ids = set(calibration["item"].astype(str))
+    kept = [item for item in items if item.id not in seen_ids]
+    return kept, len(items) - len(kept)
+
+
+def _fit(
+    calibration: Path, eps: float, log_base: str, alpha: str, bootstrap: int, seed: int
+) -> tuple[Any, Any]:
+    from cotplan.planner import BudgetPlanner
+    from cotplan.planner.calibrate import load_calibration
+
+    loaded = load_calibration(calibration)
+    alpha_value: Any = alpha
+    if alpha != "fit":
+        try:
+            alpha_value = float(alpha)
+        except ValueError:
+            raise InputError(f"must be 'fit' or a number, got {alpha!r}", field="alpha") from None
+    planner = BudgetPlanner(
+        eps, log_base=log_base, alpha=alpha_value, n_bootstrap=bootstrap, random_state=seed
+    ).fit(loaded.frame)
+    return loaded.frame, planner
+
+
+def _write_plan(folder: Path, planner: Any, budgets: Sequence[Any], eps: float) -> None:
+    import pandas as pd
+
+    from cotplan.charts.planner import budget_chart, calibration_chart
+
+    pd.concat([b.to_frame() for b in budgets], ignore_index=True).to_csv(
+        folder / "plan.csv", index=False
+    )
+    planner.report().to_frame().to_csv(folder / "constants.csv", index=False)
+    save_chart(calibration_chart(planner), folder / "calibration.png")
+    if planner.status_ == "helps":
+        save_chart(budget_chart(planner, eps=eps), folder / "budget.png")
+
+
+def _write_run(folder: Path, result: Any) -> None:
+    result.frame.to_csv(folder / "run.csv", index=False)
+    result.comparison.to_csv(folder / "comparison.csv", index=False)
+    result.plan.to_csv(folder / "run_plan.csv", index=False)
+    save_chart(result.chart(), folder / "comparison.png")

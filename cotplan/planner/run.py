@@ -36,6 +36,7 @@ __all__ = [
     "PlanRun",
     "compare_answers",
     "plan_budgets",
+    "relative_target",
     "run_plan",
     "wilson_interval",
 ]
@@ -155,6 +156,24 @@ def compare_answers(
             row[f"{column}_low"], row[f"{column}_high"] = _percentile(draws, confidence)
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def relative_target(planner: BudgetPlanner, remaining: float = 0.25) -> float:
+    """An absolute target error from the paper's relative one: ε = e0 + remaining · (e_base −
+    e0), i.e. `remaining` of the improvement reasoning can buy is left unclaimed (rounded up to
+    a hundredth so it stays attainable). Where reasoning is not credited (`NO_BENEFIT_STATUSES`)
+    it is the flat error itself."""
+    if not 0.0 < remaining < 1.0:
+        raise InputError(f"must be in (0, 1), got {remaining!r}", field="remaining")
+    status = getattr(planner, "status_", None)
+    if status is None:
+        raise InputError("fit the planner first", field="planner")
+    if status == "too_few":
+        raise InputError(f"cannot plan from this calibration: {planner.verdict_}", field="planner")
+    if status in NO_BENEFIT_STATUSES:
+        return min(0.99, math.ceil(max(planner.e0_, 0.01) * 100) / 100)
+    eps = planner.e0_ + remaining * (planner.e_base_ - planner.e0_)
+    return min(0.99, math.ceil(eps * 100 - 1e-9) / 100)
 
 
 def plan_budgets(

@@ -1,0 +1,125 @@
+"""`cotplan calibrate`, `cotplan plan`, `cotplan run` and `cotplan demo` through the real CLI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from cotplan.cli import app, main
+from cotplan.cli.plan import parse_ints
+from cotplan.errors import InputError
+
+runner = CliRunner()
+
+
+def planted_calibration(path: Path, seed: int = 0) -> Path:
+    """Answers drawn from the planner's own model (e0 = 0.1, e_base = 0.9, k0 = 0, c = 3,
+    α = 1/2) at sizes 4 and 8: reasoning helps, so the fit has something to find."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for n in (4, 8):
+        for i in range(30):
+            for k in (0, 4, 8, 16, 32, 64):
+                error = 0.1 + 0.8 * np.exp(-k / (3.0 * np.sqrt(n)))
+                rows.append(
+                    {"item": f"parity-n{n}-s9-{i:04d}", "n": n, "k": k,
+                     "correct": bool(rng.random() >= error)}
+                )  # fmt: skip
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+def test_parse_ints_accepts_commas_and_repeats() -> None:
+    assert parse_ints(["4,8", "16"], "n") == [4, 8, 16]
+    assert parse_ints(None, "n") == []
+    with pytest.raises(InputError, match="`n`: must be whole numbers, got 'x'"):
+        parse_ints(["4,x"], "n")
+
+
+def test_plan_prints_constants_and_k_star_and_writes_artefacts(tmp_path: Path) -> None:
+    calibration = planted_calibration(tmp_path / "calibration.csv")
+    result = runner.invoke(
+        app,
+        ["plan", "--calibration", str(calibration), "--eps", "0.3", "--n", "4,16",
+         "--bootstrap", "30"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "reasoning helps" in result.output
+    assert "Fitted constants" in result.output
+    assert "target error ε = 0.3" in result.output
+    plan = pd.read_csv(tmp_path / "plan.csv")
+    assert plan["n"].tolist() == [4, 16]
+    # k* grows with n, and at n = 4 it is near the planted 3 · 2 · ln(0.8 / 0.2) = 8.3.
+    assert plan["k_star"].iloc[1] > plan["k_star"].iloc[0]
+    assert 4 < plan["k_star"].iloc[0] < 16
+    constants = pd.read_csv(tmp_path / "constants.csv")
+    assert {"e0", "e_base", "k0", "c", "alpha"} <= set(constants["parameter"])
+    assert (tmp_path / "calibration.png").stat().st_size > 1000
+    assert (tmp_path / "budget.png").stat().st_size > 1000
+
+
+def test_an_unattainable_target_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("COTPLAN_DEBUG", raising=False)
+    calibration = planted_calibration(tmp_path / "calibration.csv")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["plan", "--calibration", str(calibration), "--eps", "0.01", "--bootstrap", "0"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "error:" in err
+    assert "unattainable" in err
+    assert len(err.strip().splitlines()) <= 2  # one message (rich may wrap it)
+
+
+def test_calibrate_needs_a_family_or_a_task_file(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("COTPLAN_DEBUG", raising=False)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["calibrate", "--n", "4"])
+    assert exit_info.value.code == 2
+    assert "give exactly one of --family and --tasks" in capsys.readouterr().err
+
+
+def test_plan_names_a_missing_calibration(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("COTPLAN_DEBUG", raising=False)
+    with pytest.raises(SystemExit):
+        main(["plan", "--calibration", str(tmp_path / "none.csv"), "--eps", "0.2"])
+    assert "`calibration`: no such file" in capsys.readouterr().err
+
+
+@pytest.mark.model
+def test_calibrate_then_run_on_the_embedded_model(tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    result = runner.invoke(
+        app,
+        ["calibrate", "--family", "parity", "--n", "4", "--count", "2", "--budgets", "0,4",
+         "--out", str(out), "--no-progress"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    frame = pd.read_csv(out / "calibration.csv")
+    assert len(frame) == 4
+    assert sorted(frame["k"].unique()) == [0, 4]
+    assert "Calibration: accuracy" in result.output
+    assert "requests" in result.output
+
+    planted = planted_calibration(tmp_path / "planted.csv")
+    result = runner.invoke(
+        app,
+        ["run", "--calibration", str(planted), "--eps", "0.5", "--family", "parity", "--n", "4",
+         "--count", "2", "--uncapped", "8", "--bootstrap", "0", "--out", str(out),
+         "--no-progress"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    comparison = pd.read_csv(out / "comparison.csv")
+    assert comparison["policy"].tolist() == ["planned", "uncapped"]
+    assert (comparison["items"] == 2).all()
+    assert "plan vs uncapped" in result.output
+    assert (out / "run.csv").exists()
