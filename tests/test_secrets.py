@@ -1,0 +1,79 @@
+"""API keys never reach disk or messages: a real run through the CLI is scanned for its key."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cotplan.backends.local import LocalModel
+
+pytestmark = pytest.mark.model
+
+SECRET = "sk-cotplan-canary-7f3a9c1e5b2d4f60a8e1"
+
+
+def _run(args: list[str], home: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COTPLAN_HOME": str(home), "OPENAI_API_KEY": SECRET}
+    env.pop("COTPLAN_DEBUG", None)
+    return subprocess.run(
+        [sys.executable, "-m", "cotplan", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=600,
+    )
+
+
+def test_a_calibration_run_writes_the_key_nowhere(local_model: LocalModel, tmp_path: Path) -> None:
+    home, out = tmp_path / "home", tmp_path / "out"
+    result = _run(
+        [
+            "calibrate",
+            "--family",
+            "arithmetic",
+            "--n",
+            "2",
+            "--count",
+            "2",
+            "--budgets",
+            "0,8",
+            "--backend",
+            f"openai:{local_model.model_id}",
+            "--base-url",
+            local_model.base_url,
+            "--out",
+            str(out),
+            "--no-progress",
+        ],
+        home,
+        tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    written = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert any(p.suffix == ".sqlite" for p in written), "the run should have used the cache"
+    assert any(p.suffix == ".csv" for p in written), "the run should have written its report"
+    for path in written:
+        assert SECRET.encode() not in path.read_bytes(), f"the key leaked into {path}"
+    assert SECRET not in result.stdout + result.stderr
+    for path in written:
+        if path.suffix == ".sqlite":
+            assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_a_rejected_key_is_not_echoed(tmp_path: Path) -> None:
+    # Nothing listens on port 9: the error must name the endpoint, never the key.
+    result = _run(
+        ["demo", "--backend", "openai:some-model", "--base-url", "http://127.0.0.1:9/v1"],
+        tmp_path / "home",
+        tmp_path,
+    )
+    assert result.returncode == 2
+    assert "127.0.0.1:9" in result.stderr
+    assert SECRET not in result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
