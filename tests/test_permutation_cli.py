@@ -89,3 +89,19 @@ def test_a_missing_file_is_named(tmp_path: Path) -> None:
     result = runner.invoke(app, ["answer", str(tmp_path / "nope.csv"), "--query", "x"])
     assert isinstance(result.exception, InputError)
     assert "nope.csv" in str(result.exception)
+
+
+def test_the_real_cli_turns_bad_input_into_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cotplan.cli import main
+
+    monkeypatch.delenv("COTPLAN_DEBUG", raising=False)
+    path = tmp_path / "one.jsonl"
+    path.write_text(json.dumps(EXAMPLES[0]) + "\n", encoding="utf-8")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["answer", str(path), "--query", "x"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "error:" in err
+    assert "need at least two examples to reorder, found 1" in err

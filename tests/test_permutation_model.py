@@ -171,3 +171,20 @@ def test_every_ordering_pool_agrees_with_permutation_average(local_backend: Loca
         template=item.template,
     )  # fmt: skip
     np.testing.assert_allclose(result.per_ordering, pool.lookup(result.orderings), rtol=1e-3)
+
+
+def test_a_chat_endpoint_scores_single_tokens_and_samples_longer_choices(
+    local_model: LocalModel,
+) -> None:
+    backend = local_model.backend(cache=None)
+    backend.text_completions = False  # the same model through /v1/chat/completions
+    examples = [Example("Statue of Liberty", "New York"), Example("Fenway Park", "Boston")]
+    with pytest.raises(CapabilityError, match=r"chat endpoint cannot score multi-token"):
+        permutation_average(backend, examples, "Empire State Building", ["New York", "Newark"],
+                            m=2, method="logprobs")  # fmt: skip
+    sampled = permutation_average(
+        backend, examples, "Empire State Building", ["New York", "Newark"], m=2, samples=2
+    )
+    assert sampled.method == "sampled"
+    assert any("chat endpoint" in note for note in sampled.notes)
+    assert sampled.calls == 4

@@ -531,13 +531,24 @@ def permutation_average(
             terminator=template.terminator,
         )
         run.method = run.plan.method
-        if run.plan.terminated:
-            notes.append(
-                "a choice's tokens are a prefix of another's: every choice is scored with "
-                f"the terminator {template.terminator!r} appended"
+        if run.plan.method == "continuation" and not text_mode:
+            # A chat endpoint cannot be made to continue its own reply from a given prefix, so
+            # the later tokens of a multi-token choice cannot be scored there.
+            why = (
+                "a chat endpoint cannot score multi-token or shared-first-token choices "
+                "(use single-token choices or a text-completion endpoint)"
             )
-        if run.plan.tokenizer == "none":
-            notes.append("no tokenizer for this model: each choice is taken as one token")
+            if method == "logprobs":
+                raise CapabilityError(f"{backend.model}: {why}")
+            run.switch_to_sampling(why)
+        else:
+            if run.plan.terminated:
+                notes.append(
+                    "a choice's tokens are a prefix of another's: every choice is scored with "
+                    f"the terminator {template.terminator!r} appended"
+                )
+            if run.plan.tokenizer == "none":
+                notes.append("no tokenizer for this model: each choice is taken as one token")
 
     scores: list[PromptScore] = []
     stop_reason = f"reached m = {m}"

@@ -21,9 +21,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from cotplan.backends.base import Backend
-from cotplan.errors import InputError
+from cotplan.errors import CapabilityError, InputError
 from cotplan.generate.fewshot import DEFAULT_TEMPLATE, Example, FewShotTemplate, check_choices
 from cotplan.generate.schedules import IntArray, Schedule, make_orderings
 from cotplan.generate.scoring import FloatArray, plan_candidates, score_prompt
@@ -84,6 +85,8 @@ def score_every_ordering(
     orderings = np.array(list(itertools.permutations(range(n))), dtype=np.int64)
     prompts = [template.prompt([examples[i] for i in row], query) for row in orderings]
     text_mode = bool(getattr(backend, "text_completions", True))
+    if not backend.supports_logprobs:
+        raise CapabilityError(f"{backend.model} returns no logprobs")
     plan = plan_candidates(
         backend,
         prompts[0],
@@ -91,6 +94,10 @@ def score_every_ordering(
         answer_prefix=template.answer_prefix if text_mode else "",
         terminator=template.terminator,
     )
+    if plan.method == "continuation" and not text_mode:
+        raise CapabilityError(
+            f"{backend.model}: a chat endpoint cannot score multi-token choices by continuation"
+        )
     scores = backend.map(lambda p: score_prompt(backend, p, plan), prompts, concurrency=concurrency)
     return OrderingPool(
         orderings,
@@ -142,7 +149,7 @@ class SlopeFit:
 
 
 def loglog_slope(
-    m_values: Sequence[float], values: Sequence[float], confidence: float = 0.95
+    m_values: npt.ArrayLike, values: npt.ArrayLike, confidence: float = 0.95
 ) -> SlopeFit:
     """Fit a power law y ∝ m^slope on log-log axes (points with y <= 0 are left out)."""
     from scipy import stats
@@ -159,7 +166,7 @@ def loglog_slope(
                     float(fit.intercept), len(x))  # fmt: skip
 
 
-def brier_score(probs: FloatArray, truth: Sequence[int]) -> float:
+def brier_score(probs: FloatArray, truth: npt.ArrayLike) -> float:
     """Multi-class Brier score: mean over items of Σ_c (p_c - 1[c = truth])² (0 best, 2 worst)."""
     p = np.asarray(probs, dtype=float)
     onehot = np.zeros_like(p)
@@ -167,7 +174,7 @@ def brier_score(probs: FloatArray, truth: Sequence[int]) -> float:
     return float(np.mean(np.sum((p - onehot) ** 2, axis=1)))
 
 
-def expected_calibration_error(probs: FloatArray, truth: Sequence[int], bins: int = 10) -> float:
+def expected_calibration_error(probs: FloatArray, truth: npt.ArrayLike, bins: int = 10) -> float:
     """Top-label ECE: Σ_b (n_b/N)·|accuracy_b - confidence_b| over equal-width confidence bins."""
     p = np.asarray(probs, dtype=float)
     confidence = p.max(axis=1)
@@ -182,9 +189,9 @@ def expected_calibration_error(probs: FloatArray, truth: Sequence[int], bins: in
     return float(total)
 
 
-def matching_m(target: float, m_values: Sequence[int], spread: Sequence[float]) -> int | None:
+def matching_m(target: float, m_values: npt.ArrayLike, spread: npt.ArrayLike) -> int | None:
     """The smallest m whose spread is at or below `target` (None when none is)."""
-    for m, value in zip(m_values, spread, strict=True):
+    for m, value in zip(np.asarray(m_values), np.asarray(spread, dtype=float), strict=True):
         if math.isfinite(value) and value <= target:
             return int(m)
     return None
