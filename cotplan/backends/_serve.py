@@ -21,6 +21,7 @@ def main() -> None:
     parser.add_argument("--ctx", type=int, default=4096)
     parser.add_argument("--parallel", type=int, default=2)
     parser.add_argument("--threads", type=int, default=0)
+    parser.add_argument("--poll", type=int, default=0)
     args = parser.parse_args()
 
     import xllamacpp
@@ -35,6 +36,11 @@ def main() -> None:
     # Each keep-alive client connection holds one HTTP thread; llama.cpp's default pool is sized
     # by cores, so two clients on a 2-core machine could starve a third.
     params.n_threads_http = max(16, 4 * args.parallel)
+    # llama.cpp's worker threads busy-wait between steps by default (poll 50). On a small
+    # machine shared with other work that collapses throughput when a spinning thread is
+    # descheduled; poll 0 makes them sleep instead.
+    params.cpuparams.poll = args.poll
+    params.cpuparams_batch.poll = args.poll
     if args.threads > 0:
         params.cpuparams.n_threads = args.threads
         params.cpuparams_batch.n_threads = args.threads

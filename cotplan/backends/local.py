@@ -79,7 +79,10 @@ class LocalModel:
     parallel:
         Requests the server decodes at once (slots).
     threads:
-        CPU threads for llama.cpp (0: its default, all cores).
+        CPU threads for llama.cpp. None (the default) leaves one core free: when another
+        process competes for the cores, a descheduled llama.cpp worker stalls every step and
+        using all cores becomes many times slower than leaving one free
+        (`benchmarks/local_threads.py --busy 1` prints the comparison).
     start_timeout:
         Seconds to wait for the model to load and the port to answer.
     """
@@ -91,7 +94,7 @@ class LocalModel:
         port: int | None = None,
         n_ctx: int = 4096,
         parallel: int = 2,
-        threads: int = 0,
+        threads: int | None = None,
         start_timeout: float = 60.0,
     ) -> None:
         if port is not None and not (0 < port < 65536):
@@ -104,7 +107,7 @@ class LocalModel:
         self.port = port
         self.n_ctx = n_ctx
         self.parallel = parallel
-        self.threads = threads
+        self.threads = max(1, (os.cpu_count() or 2) - 1) if threads is None else threads
         self.start_timeout = start_timeout
         self.path: Path | None = None
         self.model_id = ""

@@ -1,0 +1,63 @@
+"""How many llama.cpp threads the embedded model should use, idle and with the CPU contended.
+
+For each thread count: 20 one-token `next_token_probs` requests and one 64-token generation.
+`--busy N` starts N busy-looping processes first, as other work on a shared machine would.
+This is why `LocalModel` leaves one core free by default.
+
+    .venv/bin/python benchmarks/local_threads.py [--busy 1] [--threads 1,2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import time
+
+from rich.console import Console
+from rich.table import Table
+
+from cotplan.backends.local import LocalModel
+
+
+def _burn() -> None:
+    while True:
+        pass
+
+
+def measure(threads: int) -> tuple[float, float]:
+    with LocalModel(threads=threads, parallel=1) as model:
+        backend = model.backend(cache=None)
+        backend.generate("warm up", max_tokens=2)
+        started = time.perf_counter()
+        for i in range(20):
+            prompt = " ".join("01"[(i >> j) & 1] for j in range(12)) + " "
+            backend.next_token_probs(prompt, ["0", "1"])
+        probs_s = time.perf_counter() - started
+        started = time.perf_counter()
+        backend.generate("Write a story about a cat:", max_tokens=64)
+        return probs_s, time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--busy", type=int, default=0, help="busy processes to start first")
+    parser.add_argument("--threads", default="1,2", help="thread counts to compare")
+    args = parser.parse_args()
+    burners = [multiprocessing.Process(target=_burn, daemon=True) for _ in range(args.busy)]
+    for burner in burners:
+        burner.start()
+    try:
+        table = Table(title=f"llama.cpp threads, {args.busy} busy process(es) alongside")
+        for column in ("threads", "20 next_token_probs (s)", "64-token generation (s)"):
+            table.add_column(column, justify="right")
+        for threads in (int(t) for t in args.threads.split(",")):
+            probs_s, generate_s = measure(threads)
+            table.add_row(str(threads), f"{probs_s:.2f}", f"{generate_s:.2f}")
+        Console().print(table)
+    finally:
+        for burner in burners:
+            burner.terminate()
+
+
+if __name__ == "__main__":
+    main()
