@@ -104,8 +104,9 @@ def main() -> None:
     scored = time.perf_counter() - start
     calls = sum(p.calls for _, p in pools)
     n = args.examples
-    print(f"{len(pools)} questions x {math.factorial(n)} orderings = {calls} one-token requests "
-          f"({scored:.0f} s); families {', '.join(args.families)}; n = {n} examples")  # fmt: skip
+    print(f"{len(pools)} questions x {math.factorial(n)} orderings = {calls} one-token requests; "
+          f"families {', '.join(args.families)}; n = {n} examples")  # fmt: skip
+    print(f"scored in {scored:.0f} s")
 
     # 1. Spread of the average versus m.
     m_values = list(range(1, max(SHOWN_M) + 1))
@@ -122,39 +123,56 @@ def main() -> None:
             )
     rms = {s: np.sqrt(np.mean(np.square(v), axis=0)) for s, v in sd.items()}
     reference = np.sqrt(np.mean(sigma2) / np.array(m_values))
+    # m distinct orderings drawn uniformly without replacement from all N = n! of them: the
+    # finite-population correction, exact. Balanced cycles never repeat an ordering within a
+    # pass either, so this column separates "not repeating" from "balancing positions".
+    population = math.factorial(n)
+    fpc = np.sqrt(np.clip((population - np.array(m_values)) / (population - 1), 0.0, None))
+    distinct = reference * fpc
     for i, m in enumerate(m_values):
         for schedule in ("random", "balanced"):
             rows.append({"schedule": schedule, "m": m, "sd": rms[schedule][i]})
         rows.append({"schedule": "reference", "m": m, "sd": reference[i]})
+        if m <= population:
+            rows.append({"schedule": "random, distinct", "m": m, "sd": distinct[i]})
     spread = pd.DataFrame(rows)
     spread["variance"] = spread["sd"] ** 2
 
+    def show(value: float, width: int, places: int) -> str:
+        # Below 1e-9 the spread is exactly zero up to rounding: every ordering was used.
+        return f"{0.0 if value < 1e-9 else value:{width}.{places}f}"
+
     print("\n1. Spread of the m-ordering average over seeds (root mean square over questions)")
-    print("   sd = standard deviation of P̄_m, var = its variance; σ/√m = independent orderings")
-    header = (f"{'m':>3} {'sd random':>10} {'sd balanced':>12} {'σ/√m':>8} "
-              f"{'var random':>11} {'var balanced':>13} {'sd ratio r/b':>13}")  # fmt: skip
+    print("   sd = standard deviation of P̄_m, var = its variance. σ/√m: independent random")
+    print("   orderings (the paper's scheme). distinct: m different orderings out of all")
+    print(f"   {population} (exact, finite-population correction), to separate not repeating")
+    print("   from balancing positions.")
+    header = (f"{'m':>3} {'sd random':>10} {'σ/√m':>7} {'distinct':>9} {'sd balanced':>12} "
+              f"{'var random':>11} {'var balanced':>13} {'sd r/b':>7}")  # fmt: skip
     print(header)
     for m in SHOWN_M:
         i = m - 1
         r, b = rms["random"][i], rms["balanced"][i]
-        ratio = f"{r / b:13.1f}" if b > 0 else f"{'inf':>13}"
-        print(f"{m:>3} {r:10.4f} {b:12.4f} {reference[i]:8.4f} {r * r:11.6f} {b * b:13.6f}{ratio}")
+        ratio = f"{r / b:7.1f}" if b > 1e-9 else f"{'inf':>7}"
+        d = show(distinct[i], 9, 4) if m <= population else f"{'':>9}"
+        print(f"{m:>3} {r:10.4f} {reference[i]:7.4f} {d} {show(b, 12, 4)} {r * r:11.6f} "
+              f"{show(b * b, 13, 6)} {ratio}")  # fmt: skip
 
     # 2. Slopes on log-log axes.
     print("\n2. Log-log slopes of the spread, m = 1..20 (OLS; points share replicates, so the")
     print("   intervals are optimistic). Paper: sd ∝ m^-0.48 (95% CI -0.52..-0.44).")
     fit_m = np.arange(1, 21)
-    whole = np.arange(n, 21, n)
     fits = {
         "random": loglog_slope(fit_m, rms["random"][:20]),
         "balanced": loglog_slope(fit_m, rms["balanced"][:20]),
-        f"balanced, whole cycles (m = {n}, {2 * n}, ...)": loglog_slope(
-            whole, rms["balanced"][whole - 1]
-        ),
     }
     for name, fit in fits.items():
-        print(f"   {name:<38} sd slope {fit.slope:+.3f} ({fit.low:+.3f}..{fit.high:+.3f}); "
+        print(f"   {name:<9} sd slope {fit.slope:+.3f} ({fit.low:+.3f}..{fit.high:+.3f}); "
               f"variance slope {2 * fit.slope:+.3f}")  # fmt: skip
+    print(
+        f"   (balanced is not a power law: it drops at whole cycles of {n} and reaches 0 once all"
+    )
+    print(f"   {population} orderings are used, at m = {population})")
 
     # 3. Calls to match random at m = 20.
     target = rms["random"][19]
@@ -167,10 +185,19 @@ def main() -> None:
     drop = target / rms["random"][0]
     print(f"\n3. Random at m = 20 has sd {target:.4f}: x{1 / drop:.1f} below m = 1 (sd "
           f"-{1 - drop:.0%}, variance -{1 - drop**2:.0%}).")  # fmt: skip
+    by_distinct = matching_m(target, m_values[:population], distinct[:population])
+    print(f"   m distinct random orderings reach it at m = {by_distinct}.")
     print(f"   Balanced reaches it at m = {matched} (pooled; 1 call per ordering, so {matched} "
-          f"calls instead of 20); per question: median {np.median(found) if found else 'n/a'}, "
-          f"max {max(found) if found else 'n/a'}, never within {max(SHOWN_M)}: "
+          "calls instead of 20);")  # fmt: skip
+    print(f"   per question: median {np.median(found) if found else 'n/a'}, max "
+          f"{max(found) if found else 'n/a'}, not within {max(SHOWN_M)}: "
           f"{len(per_item) - len(found)} of {len(per_item)}")  # fmt: skip
+
+    one_cycle = rms["balanced"][n - 1] ** 2 / distinct[n - 1] ** 2
+    print(f"   After one balanced cycle (m = {n}) the variance is {one_cycle:.0%} of that of {n} "
+          "distinct random orderings:")  # fmt: skip
+    print(f"   position effects that cancel within a cycle are about {1 - one_cycle:.0%} of the "
+          "order variance.")  # fmt: skip
 
     # 4. Quality of single-order versus averaged answers.
     truth = np.array([item.choices.index(item.answer) for item, _ in pools])

@@ -53,6 +53,9 @@ GOOD: dict[str, Any] = {"examples": EXAMPLES, "query": "fine", "choices": ["posi
         ({"template": "Q: {input}"}, r"`template`: must be a FewShotTemplate"),
         ({"min_m": 1, "target_width": 0.5}, r"`min_m`: must be an integer >= 2"),
         ({"check_every": 0, "target_width": 0.5}, r"`check_every`: must be an integer >= 1"),
+        ({"k": -1}, r"`k`: must be an integer >= 0"),
+        ({"k": 8, "method": "sampled"}, r"`method`: must be auto with budgeted reasoning"),
+        ({"answer_tokens": 0}, r"`answer_tokens`: must be an integer >= 1"),
     ],
 )
 def test_bad_input_is_named_and_no_request_is_made(change: dict[str, Any], match: str) -> None:

@@ -1,8 +1,11 @@
 """Permutation averaging on the real embedded model (SmolLM2-135M under llama.cpp).
 
 Each test makes a handful of one-token requests. Probabilities from two requests for the same
-prompt are compared with a 1e-3 relative tolerance: llama.cpp may batch a request with another
-slot's, which moves the last digits of a float, not the third.
+prompt are compared with a 1% relative tolerance (`REL`): llama.cpp computes a prompt slightly
+differently when part of it comes from its prompt cache or is batched with another slot's
+request, and relative differences up to 0.5% were seen between such calls here. A wrong
+ordering, candidate or chain moves these probabilities by far more (0.70 against 0.90 between
+two orderings of the same item).
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from cotplan.generate.schedules import make_orderings, position_counts
 from cotplan.generate.scoring import plan_candidates
 
 pytestmark = pytest.mark.model
+
+REL = 1e-2
 
 ITEM = make_fewshot_tasks("sentiment", n_examples=4, count=1, seed=0)[0]
 
@@ -61,8 +66,8 @@ def test_balanced_average_over_one_cycle(local_backend: LocalBackend) -> None:
     assert result.usage.prompt_tokens == sum(local_backend.count_tokens(p) for p in prompts)
     # The same number through the backend's own next-token API.
     direct = local_backend.next_token_probs(prompts[0], [" positive", " negative"])
-    assert result.per_ordering[0, 0] == pytest.approx(direct.probs[" positive"], rel=1e-3)
-    assert result.covered_mass[0] == pytest.approx(direct.covered_mass, rel=1e-3)
+    assert result.per_ordering[0, 0] == pytest.approx(direct.probs[" positive"], rel=REL)
+    assert result.covered_mass[0] == pytest.approx(direct.covered_mass, rel=REL)
     frame = result.to_frame()
     assert list(frame["choice"]) == ["positive", "negative"]
     assert frame.attrs["calls"] == 4
@@ -93,8 +98,8 @@ def test_multi_token_choices_are_chained(local_backend: LocalBackend) -> None:
     new = first[" New"]
     raw = np.array([new * after_new.get(" York", 0.0), new * after_new.get("ark", 0.0),
                     first.get(" Boston", 0.0)])  # fmt: skip
-    np.testing.assert_allclose(result.per_ordering[0], raw / raw.sum(), rtol=1e-3)
-    assert result.covered_mass[0] == pytest.approx(raw.sum(), rel=1e-3)
+    np.testing.assert_allclose(result.per_ordering[0], raw / raw.sum(), rtol=REL)
+    assert result.covered_mass[0] == pytest.approx(raw.sum(), rel=REL)
     # One request for the prompt and one after the shared " New" per ordering.
     assert result.calls == 4
 
@@ -170,7 +175,7 @@ def test_every_ordering_pool_agrees_with_permutation_average(local_backend: Loca
         local_backend, item.examples, item.query, item.choices, m=3, schedule="balanced",
         template=item.template,
     )  # fmt: skip
-    np.testing.assert_allclose(result.per_ordering, pool.lookup(result.orderings), rtol=1e-3)
+    np.testing.assert_allclose(result.per_ordering, pool.lookup(result.orderings), rtol=REL)
 
 
 def test_a_chat_endpoint_scores_single_tokens_and_samples_longer_choices(
@@ -188,3 +193,32 @@ def test_a_chat_endpoint_scores_single_tokens_and_samples_longer_choices(
     assert sampled.method == "sampled"
     assert any("chat endpoint" in note for note in sampled.notes)
     assert sampled.calls == 4
+
+
+def test_budgeted_reasoning_per_ordering_is_counted_in_calls_tokens_and_cost(
+    local_backend: LocalBackend,
+) -> None:
+    from cotplan.generate.budgeted import budgeted_answer
+    from cotplan.tasks.item import TaskItem
+
+    result = permutation_average(
+        local_backend, ITEM.examples, ITEM.query, ITEM.choices, m=2, schedule="random",
+        template=ITEM.template, k=8,
+    )  # fmt: skip
+    assert result.method == "budgeted"
+    assert result.k == 8
+    assert any("at most 8 reasoning tokens" in note for note in result.notes)
+    # The same forced answer as budgeted_answer gives for the first ordering's prompt.
+    prompt = ITEM.template.prompt([ITEM.examples[i] for i in result.orderings[0]], ITEM.query)
+    item = TaskItem(id="x", prompt=prompt, answer=ITEM.choices[0], kind="choice",
+                    choices=ITEM.choices, family="permutation")  # fmt: skip
+    direct = budgeted_answer(local_backend, item, 8)
+    expected = np.full(2, 1 / 3)
+    if direct.extracted is not None:
+        expected = np.where(np.array(ITEM.choices) == direct.extracted, 2 / 3, 1 / 3)
+    np.testing.assert_allclose(result.per_ordering[0], expected)
+    # Reasoning + answer request per ordering; never more than k reasoning tokens each.
+    assert result.calls == 2 * direct.calls
+    assert 0 < result.usage.reasoning_tokens <= 2 * 8
+    assert result.usage.prompt_tokens > 2 * direct.question_tokens
+    assert result.cost_usd == Decimal(0)

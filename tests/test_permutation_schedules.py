@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -52,6 +53,18 @@ def test_williams_square_balances_neighbours_for_even_sizes(half: int) -> None:
     pairs = [(int(a), int(b)) for row in square for a, b in itertools.pairwise(row)]
     assert sorted(pairs) == sorted((a, b) for a in range(n) for b in range(n) if a != b)
     assert all(sorted(col) == list(range(n)) for col in square.T.tolist())
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(2, 5), seed=seeds, extra=st.integers(0, 2))
+def test_balanced_cycles_do_not_repeat_until_every_ordering_was_used(
+    n: int, seed: int, extra: int
+) -> None:
+    passes = math.factorial(n - 1)  # distinct cycles
+    rows = make_orderings(n, n * (passes + extra), "balanced", seed=seed)
+    first_pass = {tuple(row) for row in rows[: n * passes].tolist()}
+    assert len(first_pass) == math.factorial(n)  # every ordering exactly once
+    assert (position_counts(rows) == passes + extra).all()
 
 
 def test_williams_sequence_zigzags() -> None:

@@ -79,14 +79,15 @@ def spread_chart(frame: pd.DataFrame, *, title: str | None = None) -> Any:
     """Spread (standard deviation of the average) versus m, log-log, one line per schedule.
 
     `frame` needs columns ``schedule``, ``m`` and ``sd``; a ``reference`` schedule (σ/√m) is
-    drawn dashed when present.
+    drawn dashed when present. Spreads that are zero up to rounding are left out.
     """
     import altair as alt
 
     missing = {"schedule", "m", "sd"} - set(frame.columns)
     if missing:
         raise InputError(f"needs columns {sorted(missing)}", field="frame")
-    data = frame[frame["sd"] > 0].copy()
+    # A spread that is zero up to rounding (every ordering used) has no place on log axes.
+    data = frame[frame["sd"] > 1e-6 * float(frame["sd"].max())].copy()
     x = alt.X("m:Q", title="orderings m", scale=alt.Scale(type="log"))
     y = alt.Y("sd:Q", title="standard deviation of the average", scale=alt.Scale(type="log"))
     color = alt.Color("schedule:N", title="schedule")

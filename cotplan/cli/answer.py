@@ -68,6 +68,7 @@ def _as_json(result: Any) -> dict[str, Any]:
         "completion_tokens": result.usage.completion_tokens,
         "cost_usd": None if result.cost_usd is None else str(result.cost_usd),
         "model": result.model,
+        "k": result.k,
         "orderings": result.orderings.tolist(),
         "per_ordering": result.per_ordering.tolist(),
         "notes": list(result.notes),
@@ -180,6 +181,10 @@ def register(app: typer.Typer) -> None:
             bool, Opt("--settle", help="Stop once the leader's interval clears the others'.")
         ] = False,
         confidence: Annotated[float, Opt("--confidence", help="Interval level.")] = 0.95,
+        k: Annotated[
+            int | None,
+            Opt("--k", help="Budgeted CoT: reason at most K tokens per ordering, then answer."),
+        ] = None,
         as_json: Annotated[bool, Opt("--json", help="Print one JSON object instead.")] = False,
         chart: Annotated[
             Path | None, Opt("--chart", help="Save the orderings chart (.png/.svg/.html).")
@@ -224,6 +229,7 @@ def register(app: typer.Typer) -> None:
                 target_width=target_width,
                 stop_when_settled=settle,
                 confidence=confidence,
+                k=k,
             )
         if chart is not None:
             from cotplan.charts.costs import save_chart

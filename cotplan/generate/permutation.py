@@ -19,7 +19,8 @@ How to read the uncertainty (all over orderings, for this one query):
   ``banded`` the orderings are independent draws and the interval is Student's t over orderings.
   ``balanced`` orderings are not independent: within a Latin-square cycle they are chosen to
   cancel position effects. With at least `MIN_CYCLES_FOR_CYCLE_INTERVAL` complete cycles the
-  interval is t over cycle means (cycles are independent: each relabels the examples afresh);
+  interval is t over cycle means (cycles are exchangeable: each relabels the examples, drawn
+  without replacement among the distinct cycles, so the interval is conservative);
   with fewer it is the t interval over orderings as if they were independent, which is
   conservative (too wide) when position effects are additive, and says so in `interval_method`.
 - Adaptive stopping (`target_width`, `stop_when_settled`) looks at the interval repeatedly; the
@@ -40,6 +41,7 @@ import pandas as pd
 
 from cotplan.backends.base import Backend, Completion, Usage
 from cotplan.errors import CapabilityError, InputError, UnknownModelError
+from cotplan.generate.budgeted import CoTPrompt
 from cotplan.generate.fewshot import (
     DEFAULT_TEMPLATE,
     Example,
@@ -60,6 +62,7 @@ from cotplan.generate.scoring import (
     NoLogprobsError,
     PromptScore,
     ScoringMethod,
+    budgeted_prompt,
     plan_candidates,
     sample_prompt,
     score_prompt,
@@ -143,7 +146,8 @@ def summarize_orderings(
         method: IntervalMethod = "cycles"
         description = (
             f"t over {complete} complete Latin-square cycles of {cycle} orderings "
-            "(cycles are independent; orderings within one are not)"
+            "(cycle means are exchangeable, orderings within a cycle are not; conservative: "
+            "cycles are drawn without replacement)"
         )
     elif m >= 2:
         se = sd / math.sqrt(m)
@@ -191,8 +195,9 @@ class AnswerDistribution:
     ci:
         `confidence` interval for each averaged probability (see the module docstring).
     method:
-        ``first_token``, ``continuation`` (chained next-token probabilities) or ``sampled``
-        (answer frequencies; no logprobs).
+        ``first_token``, ``continuation`` (chained next-token probabilities), ``sampled``
+        (answer frequencies; no logprobs) or ``budgeted`` (forced answers after at most `k`
+        reasoning tokens, as votes).
     covered_mass:
         Per ordering, the raw probability the model gave the candidates together (for
         ``sampled``: the share of samples that named a candidate).
@@ -203,7 +208,11 @@ class AnswerDistribution:
         Orderings used, the most allowed, and why scoring stopped.
     calls, cached_calls, usage, cost_usd:
         Requests made (including those the call cache answered), cache answers, summed token
-        usage, and the exact cost in USD (None when the model has no price).
+        usage, and the exact cost in USD (None when the model has no price). They cover the
+        orderings actually used: for cost projections, one query costs `m` orderings
+        (`cotplan.pricing.project_costs(..., permutations=result.m)`).
+    k:
+        The reasoning cap of budgeted CoT, or None.
     """
 
     choices: tuple[str, ...]
@@ -233,6 +242,7 @@ class AnswerDistribution:
     model: str
     query: str
     notes: tuple[str, ...] = field(default=())
+    k: int | None = None
 
     @property
     def stopped_early(self) -> bool:
@@ -267,7 +277,7 @@ class AnswerDistribution:
             schedule=self.schedule, seed=self.seed, method=self.method,
             interval_method=self.interval_method, confidence=self.confidence,
             stop_reason=self.stop_reason, calls=self.calls, cached_calls=self.cached_calls,
-            prompt_tokens=self.usage.prompt_tokens,
+            k=self.k, prompt_tokens=self.usage.prompt_tokens,
             completion_tokens=self.usage.completion_tokens,
             cost_usd=None if self.cost_usd is None else str(self.cost_usd),
             mean_covered_mass=self.mean_covered_mass,
@@ -333,6 +343,9 @@ class _Run:
     max_answer_tokens: int | None
     answer_prefix: str
     notes: list[str]
+    k: int | None = None
+    answer_tokens: int = 16
+    cot_prompt: CoTPrompt | None = None
 
     def prompt(self, order: Sequence[int]) -> str:
         return self.template.prompt([self.examples[i] for i in order], self.query)
@@ -360,6 +373,18 @@ class _Run:
         )
 
     def score(self, index: int, order: Sequence[int]) -> PromptScore:
+        if self.method == "budgeted":
+            assert self.k is not None
+            return budgeted_prompt(
+                self.backend,
+                self.prompt(order),
+                self.choices,
+                k=self.k,
+                item_id=f"ordering-{index}",
+                smoothing=self.smoothing,
+                answer_tokens=self.answer_tokens,
+                cot_prompt=self.cot_prompt,
+            )
         if self.method == "sampled":
             return self.sample(index, order)
         assert self.plan is not None
@@ -390,6 +415,39 @@ def _cost(completions: Iterable[Completion]) -> tuple[Decimal | None, str | None
     return total, None
 
 
+@dataclass(frozen=True)
+class _Accounts:
+    calls: int
+    cached_calls: int
+    usage: Usage
+    cost: Decimal | None
+    note: str | None
+
+
+def _accounts(scores: Sequence[PromptScore]) -> _Accounts:
+    """Calls, tokens and cost of every ordering scored (and only those)."""
+    completions = [c for s in scores for c in s.completions]
+    cost, note = _cost(completions)
+    calls = len(completions)
+    cached = sum(c.from_cache for c in completions)
+    usage = sum((c.usage for c in completions), Usage())
+    for answer in (a for s in scores for a in s.answers):
+        calls += answer.calls
+        cached += answer.calls if answer.from_cache else 0
+        usage = usage + Usage(
+            prompt_tokens=answer.prompt_tokens,
+            completion_tokens=answer.completion_tokens,
+            reasoning_tokens=answer.reasoning_tokens,
+        )
+        if math.isnan(answer.cost_usd):
+            cost, note = None, f"no cost: {answer.cost_note}"
+        elif cost is not None and not answer.from_cache:
+            # budgeted_answer prices replays at list price; here, as for every other call,
+            # what the call cache answered cost nothing.
+            cost += Decimal(repr(answer.cost_usd))
+    return _Accounts(calls, cached, usage, cost, note)
+
+
 def permutation_average(
     backend: Backend,
     examples: Sequence[Example | tuple[str, str] | dict[str, str]],
@@ -413,6 +471,9 @@ def permutation_average(
     confidence: float = 0.95,
     interval: Literal["auto", "orderings", "cycles"] = "auto",
     concurrency: int | None = None,
+    k: int | None = None,
+    answer_tokens: int = 16,
+    cot_prompt: CoTPrompt | None = None,
 ) -> AnswerDistribution:
     """Score `choices` for `query` under up to `m` orderings of `examples` and average.
 
@@ -449,6 +510,12 @@ def permutation_average(
         The interval's level, and ``auto``/``orderings``/``cycles`` (see the module docstring).
     concurrency:
         Orderings scored at once (default: the backend's own).
+    k, answer_tokens, cot_prompt:
+        Budgeted chain of thought: with `k` set, each ordering's answer is the forced answer of
+        `cotplan.generate.budgeted.budgeted_answer` after at most `k` reasoning tokens (greedy),
+        capped at `answer_tokens`, with `cot_prompt`'s wording. The per-ordering probabilities
+        are then that answer as one vote, add-`smoothing` smoothed (``method="budgeted"``), and
+        calls, tokens and cost add up the reasoning and answer requests of every ordering used.
     """
     examples_ = as_examples(examples)
     if not isinstance(query, str) or not query.strip():
@@ -477,6 +544,15 @@ def permutation_average(
         target_width = _probability(target_width, "target_width", open_low=False)
     if interval not in ("auto", "orderings", "cycles"):
         raise InputError(f"must be auto, orderings or cycles, got {interval!r}", field="interval")
+    if k is not None:
+        k = _positive_int(k, "k", 0)
+        if method != "auto":
+            raise InputError(
+                f"must be auto with budgeted reasoning (k = {k}): each ordering's forced answer "
+                f"is a vote, not {method}",
+                field="method",
+            )
+    answer_tokens = _positive_int(answer_tokens, "answer_tokens")
     n = len(examples_)
     cycle = cycle_length(schedule, n)
     if interval == "cycles" and cycle is None:
@@ -511,8 +587,17 @@ def permutation_average(
         max_answer_tokens=max_answer_tokens,
         answer_prefix=template.answer_prefix if text_mode else "",
         notes=notes,
+        k=k,
+        answer_tokens=answer_tokens,
+        cot_prompt=cot_prompt,
     )
-    if method == "sampled":
+    if k is not None:
+        run.method = "budgeted"
+        notes.append(
+            f"budgeted CoT: each ordering's answer is the forced answer after at most {k} "
+            f"reasoning tokens, counted as one vote (add-{smoothing:g} smoothing), not a logprob"
+        )
+    elif method == "sampled":
         run.method = "sampled"
         notes.append(
             f"sampled on request: smoothed answer frequencies from {samples} samples per "
@@ -565,7 +650,7 @@ def permutation_average(
                 )
             )
         except (CapabilityError, NoLogprobsError) as exc:
-            if method != "auto" or run.method == "sampled" or scores:
+            if method != "auto" or run.method in ("sampled", "budgeted") or scores:
                 raise
             run.switch_to_sampling(str(exc))
             continue
@@ -583,12 +668,19 @@ def permutation_average(
 
     probs = np.array([s.probs for s in scores])
     summary = summarize_orderings(probs, cycle=cycle, confidence=confidence, interval=interval)
-    completions = [c for s in scores for c in s.completions]
-    cost, cost_note = _cost(completions)
-    if cost_note:
-        notes.append(cost_note)
+    accounts = _accounts(scores)
+    if accounts.note:
+        notes.append(accounts.note)
     missing = np.array([s.missing for s in scores]).sum(axis=0)
-    if run.method != "sampled" and missing.any():
+    answers = [a for s in scores for a in s.answers]
+    if answers:
+        forced = sum(a.forced for a in answers)
+        mean_reasoning = float(np.mean([a.reasoning_tokens for a in answers]))
+        notes.append(
+            f"budgeted CoT, k = {k}: {forced} of {len(answers)} orderings hit the cap and were "
+            f"forced to answer; {mean_reasoning:.1f} reasoning tokens per ordering on average"
+        )
+    if run.method in ("first_token", "continuation") and missing.any():
         names = ", ".join(f"{c!r} in {int(k)}" for c, k in zip(choices_, missing, strict=True) if k)
         notes.append(
             f"outside the top {backend.max_top_logprobs} alternatives (raw probability taken "
@@ -596,9 +688,12 @@ def permutation_average(
         )
     unmatched = sum(len(s.unmatched) for s in scores)
     if unmatched:
-        notes.append(f"{unmatched} sampled answers named none of the choices")
-    usage = sum((c.usage for c in completions), Usage())
+        notes.append(f"{unmatched} answers named none of the choices")
     leader = int(np.argmax(summary.mean))
+    tied = [c for c, p in zip(choices_, summary.mean, strict=True)
+            if math.isclose(p, summary.mean[leader], rel_tol=1e-12)]  # fmt: skip
+    if len(tied) > 1:
+        notes.append(f"{tied} tie; the answer is the first of them")
     assert run.method is not None
 
     def per_choice(values: FloatArray) -> dict[str, float]:
@@ -628,13 +723,14 @@ def permutation_average(
         m=len(scores),
         m_max=m,
         stop_reason=stop_reason,
-        calls=len(completions),
-        cached_calls=sum(c.from_cache for c in completions),
-        usage=usage,
-        cost_usd=cost,
+        calls=accounts.calls,
+        cached_calls=accounts.cached_calls,
+        usage=accounts.usage,
+        cost_usd=accounts.cost,
         model=backend.model,
         query=query,
         notes=tuple(notes),
+        k=k,
     )
 
 

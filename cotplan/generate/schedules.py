@@ -15,8 +15,12 @@ placed at position ``p``). Three schedules:
   cyclic Williams design (rows ``(w + r) mod n`` with ``w = 0, 1, n-1, 2, n-2, ...``): for an
   even number of examples each ordered pair of examples is also adjacent exactly once per cycle,
   which balances "what came just before" as well. Every cycle relabels the examples with a
-  fresh random permutation and shuffles its rows, so cycles are independent of each other
-  (the unit for the interval over cycles) and a partial cycle is a random subset of one.
+  random permutation and shuffles its rows, so a partial cycle is a random subset of one.
+  Relabellings that differ by a cyclic shift give the same rows, so there are (n-1)! distinct
+  cycles; they are drawn without replacement until all were used (then a new pass starts), so
+  no ordering is scored twice within a pass and (n-1)! cycles are exactly all n! orderings.
+  Cycles are therefore exchangeable draws without replacement from a finite set: the interval
+  over cycle means ignores that finite-population correction, which makes it conservative.
 
 Every schedule is prefix-stable: the first m' rows of ``make_orderings(n, m, ...)`` are
 ``make_orderings(n, m', ...)``, so stopping early never changes the orderings already scored.
@@ -168,9 +172,21 @@ def make_orderings(
             )
     else:
         square = latin_square(n)
+        # Relabelling σ and σ∘(x + s mod n) give the same set of rows, so there are (n-1)!
+        # distinct cycles; they are drawn without replacement (a new pass starts once all were
+        # used), so no cycle repeats one already scored and (n-1)! cycles cover all n! orders.
+        distinct = math.factorial(n - 1)
+        used: set[frozenset[tuple[int, ...]]] = set()
         for cycle in range(math.ceil(m / n)):
-            relabel = rng.permutation(n)
-            rows = relabel[square[rng.permutation(n)]]
+            if len(used) == distinct:
+                used.clear()
+            while True:
+                relabelled = rng.permutation(n)[square]
+                key = frozenset(tuple(row) for row in relabelled.tolist())
+                if key not in used:
+                    break
+            used.add(key)
+            rows = relabelled[rng.permutation(n)]
             first = cycle * n
             take = min(n, m - first)
             out[first : first + take] = rows[:take]

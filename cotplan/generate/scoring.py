@@ -37,6 +37,7 @@ import numpy.typing as npt
 
 from cotplan.backends.base import Backend, Completion
 from cotplan.errors import InputError, ResponseFormatError
+from cotplan.generate.budgeted import BudgetedAnswer, CoTPrompt, budgeted_answer
 from cotplan.tasks.answers import extract_answer
 from cotplan.tasks.item import TaskItem
 
@@ -46,6 +47,7 @@ __all__ = [
     "NoLogprobsError",
     "PromptScore",
     "ScoringMethod",
+    "budgeted_prompt",
     "plan_candidates",
     "sample_prompt",
     "score_prompt",
@@ -53,7 +55,7 @@ __all__ = [
 ]
 
 FloatArray = npt.NDArray[np.float64]
-ScoringMethod = Literal["first_token", "continuation", "sampled"]
+ScoringMethod = Literal["first_token", "continuation", "sampled", "budgeted"]
 TokenizerSource = Literal["server", "tiktoken", "counts", "none"]
 
 
@@ -95,6 +97,7 @@ class PromptScore:
     missing: tuple[bool, ...]
     completions: tuple[Completion, ...]
     unmatched: tuple[str, ...] = ()
+    answers: tuple[BudgetedAnswer, ...] = ()
 
 
 class NoLogprobsError(ResponseFormatError):
@@ -310,6 +313,53 @@ def score_prompt(backend: Backend, prompt: str, plan: CandidatePlan) -> PromptSc
     return PromptScore(raw / covered, raw, covered, tuple(missing), tuple(completions))
 
 
+# -- scoring from budgeted reasoning ------------------------------------------------------------
+
+
+def _smoothed(counts: FloatArray, smoothing: float) -> FloatArray:
+    denominator = float(counts.sum()) + smoothing * len(counts)
+    if denominator <= 0.0:
+        return np.full(len(counts), 1.0 / len(counts))
+    out: FloatArray = (counts + smoothing) / denominator
+    return out
+
+
+def budgeted_prompt(
+    backend: Backend,
+    prompt: str,
+    choices: Sequence[str],
+    *,
+    k: int,
+    item_id: str = "query",
+    smoothing: float = 1.0,
+    answer_tokens: int = 16,
+    cot_prompt: CoTPrompt | None = None,
+) -> PromptScore:
+    """The forced answer after at most `k` reasoning tokens (`budgeted_answer`, greedy), as a vote.
+
+    The answer is matched to the choices and smoothed like one sample: (1[c = answer] + α) /
+    (1 + α·C), uniform when it names no choice. Every call and its cost are in `answers`.
+    """
+    choices = tuple(choices)
+    item = TaskItem(
+        id=item_id, prompt=prompt, answer=choices[0], kind="choice", choices=choices,
+        family="permutation",
+    )  # fmt: skip
+    answer = budgeted_answer(backend, item, k, answer_tokens=answer_tokens, prompt=cot_prompt)
+    counts = np.zeros(len(choices))
+    if answer.extracted is not None:
+        counts[choices.index(answer.extracted)] = 1.0
+    return PromptScore(
+        _smoothed(counts, smoothing),
+        counts,
+        float(counts.sum()),
+        tuple(bool(c == 0) for c in counts),
+        (),
+        () if answer.extracted is not None else (answer.answer_text,),
+        (answer,),
+    )
+
+
 # -- scoring from samples ---------------------------------------------------------------------
 
 
@@ -349,14 +399,9 @@ def sample_prompt(
         else:
             counts[choices.index(answer)] += 1
     matched = float(counts.sum())
-    denominator = matched + smoothing * len(choices)
-    if denominator <= 0.0:
-        probs = np.full(len(choices), 1.0 / len(choices))
-    else:
-        probs = (counts + smoothing) / denominator
     n = max(1, len(seeds))
     return PromptScore(
-        probs,
+        _smoothed(counts, smoothing),
         counts / n,
         matched / n,
         tuple(bool(c == 0) for c in counts),
