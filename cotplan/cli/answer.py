@@ -190,7 +190,7 @@ def register(app: typer.Typer) -> None:
             Path | None, Opt("--chart", help="Save the orderings chart (.png/.svg/.html).")
         ] = None,
     ) -> None:
-        """Answer QUERY from few-shot EXAMPLES, averaged over orderings of the examples."""
+        """Answer --query from the few-shot EXAMPLES, averaged over orderings of the examples."""
         from cotplan.backends.connect import connect
         from cotplan.generate.fewshot import FewShotTemplate, load_examples
         from cotplan.generate.permutation import permutation_average
