@@ -6,7 +6,8 @@ The public names, re-exported from the modules that define them:
 - tokens: `count_tokens`
 - costs: `prices`, `call_cost`, `cost_of_text`, `cost_of_completion`, `project_costs`,
   `compare_scenarios` and the projection inputs
-- tasks and planning: `make_tasks`, `load_tasks`, `BudgetPlanner`
+- tasks and planning: `make_tasks`, `load_tasks`, `calibrate`, `BudgetPlanner`, `run_plan`
+- generation: `budgeted_answer`, `permutation_average`
 """
 
 from cotplan.backends import (
@@ -20,7 +21,12 @@ from cotplan.backends import (
     connect,
 )
 from cotplan.errors import CotplanError
+from cotplan.generate.budgeted import BudgetedAnswer, budgeted_answer
+from cotplan.generate.fewshot import Example, FewShotTemplate, load_examples
+from cotplan.generate.permutation import AnswerDistribution, permutation_average
 from cotplan.planner import BudgetPlanner, PlanReport
+from cotplan.planner.calibrate import Calibration, calibrate
+from cotplan.planner.run import PlanRun, run_plan
 from cotplan.pricing import (
     CallCost,
     Comparison,
@@ -44,20 +50,26 @@ from cotplan.tasks import TaskItem, list_families, load_tasks, make_tasks, save_
 from cotplan.tokens import count_tokens
 
 __all__ = [
+    "AnswerDistribution",
     "Backend",
     "BudgetPlanner",
+    "BudgetedAnswer",
+    "Calibration",
     "CallCache",
     "CallCost",
     "Comparison",
     "Completion",
     "CotplanError",
     "EmpiricalTokens",
+    "Example",
+    "FewShotTemplate",
     "FixedCap",
     "LocalModel",
     "NextTokenProbs",
     "OpenAICompatibleBackend",
     "ParametricTokens",
     "PlanReport",
+    "PlanRun",
     "PlannerCap",
     "Projection",
     "Scenario",
@@ -66,6 +78,8 @@ __all__ = [
     "Uncapped",
     "Usage",
     "Workload",
+    "budgeted_answer",
+    "calibrate",
     "call_cost",
     "compare_scenarios",
     "connect",
@@ -73,10 +87,13 @@ __all__ = [
     "cost_of_text",
     "count_tokens",
     "list_families",
+    "load_examples",
     "load_tasks",
     "make_tasks",
+    "permutation_average",
     "prices",
     "project_costs",
+    "run_plan",
     "save_tasks",
 ]
 __version__ = "0.1.0"
