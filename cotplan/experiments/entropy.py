@@ -378,6 +378,8 @@ def entropy_efficiency(
         # also what Laplace, KT and the MLE predict there, so no curve is favoured.
         rest = predictor.prefix_probs(bits, lengths[1:], progress=progress)
         q_mine = np.column_stack([np.full(n_sequences, 0.5), rest])
+        if progress is not None:
+            progress(n_sequences)  # the uniform first position counts as done
     losses: dict[str, FloatArray] = {predictor.name: _losses(q_mine, p_rows)}
     info = run_info(predictor, before)
     for ref in refs:

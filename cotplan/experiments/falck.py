@@ -67,7 +67,7 @@ __all__ = [
 ]
 
 FALCK_QUICK: dict[str, Any] = {
-    "thetas": (0.3,), "ns": (20,), "ratios": (0.5, 2.0), "n_paths": 8,
+    "thetas": (0.3,), "ns": (20,), "ratios": (0.5, 1.0), "n_paths": 8,
     "t3_ns": (20, 50), "t3_length": 12, "n_null": 500,
 }  # fmt: skip
 FALCK_FULL: dict[str, Any] = {
