@@ -1,7 +1,7 @@
 """Write docs/api.md (the public Python API, from docstrings) and docs/cli.md (from --help).
 
-    .venv/bin/python scripts/gen_reference.py          # rewrite both files
-    .venv/bin/python scripts/gen_reference.py --check  # exit 1 if either is out of date (CI)
+.venv/bin/python scripts/gen_reference.py          # rewrite both files
+.venv/bin/python scripts/gen_reference.py --check  # exit 1 if either is out of date (CI)
 """
 
 from __future__ import annotations
