@@ -94,6 +94,7 @@ def test_budget_solves_the_model(planted: BudgetPlanner) -> None:
     assert budget.n == 16
     assert planted.predict_error(16, budget.k_star) == pytest.approx(0.2, abs=1e-9)
     assert budget.tokens == math.ceil(budget.k_star)
+    assert float(budget) == budget.k_star
     assert budget.low <= budget.k_star <= budget.high
     assert budget.baselines.keys() == {"alpha_half", "least_squares"}
     assert not budget.extrapolated
@@ -368,15 +369,16 @@ def test_repr_shows_changed_parameters() -> None:
 def test_analytic_gradient_matches_finite_differences() -> None:
     data = fit_module._validate_frame(synth(0, items=10))
     cells = fit_module._cells(data)
+    k_scale = 128.0
     for params in ([0.1, 0.9, 3.0, 2.0, 0.5], [0.3, 0.6, 0.5, 5.0, 1.2], [0.05, 0.99, 12, 1, 0.1]):
-        theta = fit_module._to_theta(np.array(params, dtype=float))
+        x = fit_module._to_x(np.array(params, dtype=float), k_scale)
         error = optimize.check_grad(
-            lambda t: fit_module._negloglik_and_grad(t, cells)[0],
-            lambda t: fit_module._negloglik_and_grad(t, cells)[1],
-            theta,
+            lambda t: fit_module._negloglik_and_grad(t, cells, k_scale)[0],
+            lambda t: fit_module._negloglik_and_grad(t, cells, k_scale)[1],
+            x,
             epsilon=1e-7,
         )
-        scale = np.linalg.norm(fit_module._negloglik_and_grad(theta, cells)[1])
+        scale = np.linalg.norm(fit_module._negloglik_and_grad(x, cells, k_scale)[1])
         assert error < 1e-4 * max(float(scale), 1.0)
 
 
@@ -408,3 +410,35 @@ def test_trend_test_has_its_nominal_false_alarm_rate() -> None:
         rejections += fit_module._trend_test(data).p_value < 0.05
     # Binomial(400, 0.05): mean 20, sd 4.4; [8, 34] holds with probability > 0.99.
     assert 8 <= rejections <= 34
+
+
+def test_coarse_budgets_leave_the_curve_unidentified_and_say_so() -> None:
+    # The error reaches its floor long before the first positive budget (k = 64).
+    frame = synth(12, c=0.5, k0=0.0, budgets=(0, 64, 128), items=20)
+    planner = BudgetPlanner(eps=0.3, n_bootstrap=50).fit(frame)
+    assert planner.status_ == "helps"
+    assert "too coarse to resolve the curve" in planner.verdict_
+    for name in ("k0", "c", "alpha"):
+        assert math.isnan(planner.intervals_[name].low)
+    assert planner.lrt_ is None
+    budget = planner.budget(8)
+    assert budget.k_star == 64.0
+    assert budget.low == 0.0
+    assert budget.note.startswith("k* ≤ 64")
+
+
+def test_alpha_at_the_edge_of_its_range_is_flagged() -> None:
+    # Reasoning helps at n = 2 but not yet at n = 32 within 128 tokens: α is pushed to 2.
+    frame = pd.concat(
+        [
+            synth(13, sizes=(2,), c=4.0, alpha=0.5, k0=0.0, budgets=(0, 32, 64, 128), items=30),
+            synth(
+                14, sizes=(32,), c=4.0, alpha=2.0, k0=0.0, budgets=(0, 32, 64, 128), items=30
+            ).assign(item=lambda f: "b" + f["item"]),
+        ]
+    )
+    planner = BudgetPlanner(n_bootstrap=50).fit(frame)
+    assert planner.alpha_ > 1.9
+    assert "α is at the top of its range" in planner.verdict_
+    assert planner.lrt_ is not None
+    assert planner.lrt_.p_value_bootstrap < 0.05

@@ -30,13 +30,18 @@ use; `c_` itself always holds the natural-log constant.
 How it is fitted
 ----------------
 By maximum likelihood on the 0/1 outcomes (rows sharing (n, k) are pooled, which is exact for a
-Bernoulli likelihood), with parameters mapped to unconstrained ones (logit for e0 and e_base,
-softplus for k0, log for c, a scaled logistic for α in [0, 2]), SLSQP with the analytic
-gradient, and several starts. Intervals come from a seeded bootstrap over ITEMS: an item keeps
-all its budgets, so the correlation between one item's answers at different budgets (an easy
-item is right at every budget) is respected. The likelihood itself treats rows as independent;
-that makes the plain likelihood-ratio test too eager, which is why its verdict also needs the
-item-bootstrap test to agree (see `LikelihoodRatioTest`).
+Bernoulli likelihood), by SLSQP with the analytic gradient and several starts, in box bounds on
+the natural scale (e0 and e_base in [0, 1], k0 in [0, largest budget], ln c, α in [0, 2]).
+Logistic transforms to an unconstrained scale were tried first and dropped: real calibrations
+put e0 at 0 or α at an end of its range, where a logistic flattens the likelihood and the
+optimiser (and every bootstrap refit started there) stops moving. Intervals come from a seeded
+bootstrap over ITEMS: an item keeps all its budgets, so the correlation between one item's
+answers at different budgets (an easy item is right at every budget) is respected. The
+likelihood itself treats rows as independent; that makes the plain likelihood-ratio test too
+eager, which is why its verdict also needs the item-bootstrap test to agree (see
+`LikelihoodRatioTest`). When the error has already reached its floor at the smallest positive
+budget, the curve's shape (k0, c, α) is not identified by the data: those intervals are NaN and
+no test of α is made.
 
 Before fitting a curve the planner asks whether accuracy rises with the budget at all: a
 stratified trend test (ranks of the budgets against correctness, within each item; a
@@ -83,7 +88,6 @@ _LOG_BASES: dict[str, float] = {"e": 1.0, "2": math.log(2.0), "10": math.log(10.
 _BASE_LABEL = {"e": "ln", "2": "log2", "10": "log10"}
 _ALPHA_MAX = 2.0
 _CLIP = 1e-12
-_THETA_BOUND = 12.0
 
 
 # --------------------------------------------------------------------------------------------
@@ -166,6 +170,10 @@ class Budget:
     extrapolated: bool = False
     note: str = ""
     baselines: Mapping[str, float] = field(default_factory=dict)
+
+    def __float__(self) -> float:
+        """`float(budget)` is k*, for code that wants the number alone."""
+        return self.k_star
 
     def to_frame(self) -> pd.DataFrame:
         """One row: the budget, its interval and the baselines."""
@@ -336,41 +344,24 @@ class _Fit:
     loglik: float
 
 
-def _softplus(x: float) -> float:
-    return float(np.logaddexp(0.0, x))
-
-
-def _softplus_inv(y: float) -> float:
-    y = max(y, 1e-9)
-    return y + math.log(-math.expm1(-y))
-
-
-def _to_natural(theta: NDArray[np.float64]) -> NDArray[np.float64]:
-    return np.array(
-        [
-            special.expit(theta[0]),
-            special.expit(theta[1]),
-            _softplus(float(theta[2])),
-            math.exp(theta[3]),
-            _ALPHA_MAX * special.expit(theta[4]),
-        ]
-    )
-
-
-def _to_theta(params: NDArray[np.float64]) -> NDArray[np.float64]:
+def _to_x(params: NDArray[np.float64], k_scale: float) -> NDArray[np.float64]:
+    """Natural constants -> optimiser variables: e0, e_base, k0 / k_scale, ln c, α."""
     e0, eb, k0, c, alpha = (float(p) for p in params)
-    # Fixed values (e_base = 1) may lie beyond the optimiser's bounds; free ones are clipped
-    # to the bounds by the caller.
-    lim = 1.0 - 1e-12
-    return np.array(
-        [
-            special.logit(min(max(e0, 1 - lim), lim)),
-            special.logit(min(max(eb, 1 - lim), lim)),
-            _softplus_inv(k0),
-            math.log(max(c, 1e-300)),
-            special.logit(min(max(alpha / _ALPHA_MAX, 1 - lim), lim)),
-        ]
-    )
+    return np.array([e0, eb, k0 / k_scale, math.log(max(c, 1e-300)), alpha])
+
+
+def _from_x(x: NDArray[np.float64], k_scale: float) -> NDArray[np.float64]:
+    return np.array([x[0], x[1], x[2] * k_scale, math.exp(x[3]), x[4]])
+
+
+def _bounds() -> list[tuple[float, float]]:
+    return [
+        (0.0, 1.0 - 1e-9),
+        (0.0, 1.0),
+        (0.0, 1.0),
+        (math.log(1e-6), math.log(1e6)),
+        (0.0, _ALPHA_MAX),
+    ]
 
 
 def _error(params: NDArray[np.float64], n: ArrayLike, k: ArrayLike) -> NDArray[np.float64]:
@@ -382,23 +373,14 @@ def _error(params: NDArray[np.float64], n: ArrayLike, k: ArrayLike) -> NDArray[n
     return out
 
 
-def _expit(x: float) -> float:
-    return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
-
-
 def _negloglik_and_grad(
-    theta: NDArray[np.float64], cells: _Cells
+    x: NDArray[np.float64], cells: _Cells, k_scale: float
 ) -> tuple[float, NDArray[np.float64]]:
     # Scalar math on the five parameters, numpy only on the cells: this runs thousands of
     # times per bootstrap, and numpy's per-call overhead on scalars dominated.
-    t0, t1, t2, t3, t4 = (float(v) for v in theta)
-    e0 = _expit(t0)
-    eb = _expit(t1)
-    k0 = _softplus(t2)
-    c = math.exp(t3)
-    a_unit = _expit(t4)
-    alpha = _ALPHA_MAX * a_unit
-    scale = c * np.exp(alpha * cells.logn)
+    e0, eb, k0_unit, log_c, alpha = (float(v) for v in x)
+    k0 = k0_unit * k_scale
+    scale = math.exp(log_c) * np.exp(alpha * cells.logn)
     u = np.maximum(cells.k - k0, 0.0)
     z = u / scale
     decay = np.exp(-z)
@@ -407,26 +389,18 @@ def _negloglik_and_grad(
     failures = cells.trials - cells.successes
     loglik = float(cells.successes @ np.log1p(-e) + failures @ np.log(e))
     dl_de = failures / e - cells.successes / (1.0 - e)
-    g_decay = gap * decay * dl_de  # ∂ℓ/∂decay-weighted terms shared below
-    grad = np.empty(5)
-    grad[0] = float(((1.0 - decay) @ dl_de) * e0 * (1.0 - e0))
-    grad[1] = float((decay @ dl_de) * eb * (1.0 - eb))
-    grad[2] = float(np.sum(np.where(u > 0, g_decay / scale, 0.0)) * _expit(t2))
+    g_decay = gap * decay * dl_de
     gz = g_decay * z
-    grad[3] = float(np.sum(gz))
-    grad[4] = float((gz @ cells.logn) * alpha * (1.0 - a_unit))
+    grad = np.array(
+        [
+            float((1.0 - decay) @ dl_de),
+            float(decay @ dl_de),
+            float(np.sum(np.where(u > 0, g_decay / scale, 0.0))) * k_scale,
+            float(np.sum(gz)),
+            float(gz @ cells.logn),
+        ]
+    )
     return -loglik, -grad
-
-
-def _theta_bounds(k_max: float) -> list[tuple[float, float]]:
-    b = _THETA_BOUND
-    return [
-        (-b, b),
-        (-b, b),
-        (-b, _softplus_inv(max(k_max, 1.0))),
-        (math.log(1e-6), math.log(1e6)),
-        (-b, b),
-    ]
 
 
 def _maximise(
@@ -436,27 +410,35 @@ def _maximise(
     k_max: float,
     ftol: float = 1e-9,
 ) -> _Fit:
-    """Best of several SLSQP runs; `fixed` maps parameter index -> natural value."""
+    """Best of several SLSQP runs; `fixed` maps parameter index -> natural value.
+
+    Box bounds on the natural scale (c on a log scale, k0 in units of the largest budget), not
+    logistic transforms: real calibrations put e0 at 0 or α at an end of its range, where a
+    logistic flattens the likelihood and a bootstrap started there never moves.
+    """
+    k_scale = max(float(k_max), 1.0)
     free = [i for i in range(5) if i not in fixed]
-    bounds = _theta_bounds(k_max)
+    bounds = _bounds()
+    lower = np.array([bounds[i][0] for i in free])
+    upper = np.array([bounds[i][1] for i in free])
     best: _Fit | None = None
     for start in starts:
         params = np.array(start, dtype=float)
         for i, value in fixed.items():
             params[i] = value
-        theta_full = _to_theta(params)
-        x0 = np.clip(theta_full[free], [bounds[i][0] for i in free], [bounds[i][1] for i in free])
+        x_full = _to_x(params, k_scale)
+        x0 = np.clip(x_full[free], lower, upper)
 
         def objective(
-            x: NDArray[np.float64], theta_full: NDArray[np.float64] = theta_full
+            x: NDArray[np.float64], x_full: NDArray[np.float64] = x_full
         ) -> tuple[float, NDArray[np.float64]]:
-            theta = theta_full.copy()
-            theta[free] = x
-            value, grad = _negloglik_and_grad(theta, cells)
+            trial = x_full.copy()
+            trial[free] = x
+            value, grad = _negloglik_and_grad(trial, cells, k_scale)
             return value, grad[free]
 
         with warnings.catch_warnings():
-            # Overflow in exp() at extreme trial points is harmless (clipped below).
+            # Overflow in exp() at extreme trial points is harmless (clipped above).
             warnings.simplefilter("ignore", RuntimeWarning)
             result = optimize.minimize(
                 objective,
@@ -465,14 +447,15 @@ def _maximise(
                 # SLSQP, not L-BFGS-B: on a busy machine L-BFGS-B's BLAS calls on 5-vectors
                 # cost milliseconds each (thread hand-offs); SLSQP was 10-50x faster here.
                 method="SLSQP",
-                bounds=[bounds[i] for i in free],
+                bounds=list(zip(lower, upper, strict=True)),
                 options={"maxiter": 500, "ftol": ftol},
             )
-        theta = theta_full.copy()
-        theta[free] = result.x
-        fit = _Fit(_to_natural(theta), -float(result.fun))
-        for i, value in fixed.items():
-            fit.params[i] = value
+        x_best = x_full.copy()
+        x_best[free] = np.clip(result.x, lower, upper)
+        value, _ = _negloglik_and_grad(x_best, cells, k_scale)
+        fit = _Fit(_from_x(x_best, k_scale), -value)
+        for i, v in fixed.items():
+            fit.params[i] = v
         if best is None or fit.loglik > best.loglik:
             best = fit
     assert best is not None
@@ -830,6 +813,7 @@ class BudgetPlanner:
         self._half_draws = np.empty((0, 5))
         self._ls_draws = np.empty(0)
         self._constant = False
+        self._coarse = False
 
         if data.n_items < p["min_items"]:
             return self._degenerate(
@@ -902,12 +886,31 @@ class BudgetPlanner:
 
         self._set_constants(primary.params, {}, primary.loglik)
         self._set_half(half.params, {}, half.loglik)
-        self._bootstrap(data, primary, half, fixed_primary, fixed, k_max)
-        if free_alpha:
-            self.lrt_ = self._likelihood_ratio(primary, half)
         self.status_: Status = "helps"
-        self.verdict_ = self._helps_verdict(free_alpha, p)
+        self._bootstrap(data, primary, half, fixed_primary, fixed, k_max)
+        unresolved = self._unresolved()
+        self._coarse = unresolved
+        if unresolved:
+            # A step before the first positive budget fits any small c, any k0 below that
+            # budget and any α: the bootstrap would only echo the optimiser's start.
+            for name in ("k0", "c", "alpha"):
+                if _PARAMS.index(name) not in fixed_primary:
+                    self.intervals_[name] = _NAN_CI
+            for name in ("k0", "c"):
+                self.alpha_half_intervals_[name] = _NAN_CI
+        if free_alpha and not unresolved:
+            self.lrt_ = self._likelihood_ratio(primary, half)
+        self.verdict_ = self._helps_verdict(free_alpha, p, unresolved)
         return self
+
+    def _unresolved(self) -> bool:
+        """True when the fitted curve is at its floor already at the smallest positive budget."""
+        positive = [k for k in self.budgets_ if k > 0]
+        gap = self.e_base_ - self.e0_
+        if not positive or gap <= 0:
+            return False
+        at_first = self.predict_error(np.array(self.sizes_, dtype=float), float(positive[0]))
+        return bool(np.all((at_first - self.e0_) / gap < 0.05))
 
     def _starts(
         self, cells: _Cells, *, free_alpha: bool, alpha: float
@@ -1042,20 +1045,21 @@ class BudgetPlanner:
         interval = self.intervals_["alpha"]
         p_boot = math.nan
         if len(self._draws):
-            q75, q25 = np.percentile(self._draws[:, 4], [75, 25])
-            robust_sd = (q75 - q25) / 1.349
-            if robust_sd > 0:
-                p_boot = float(stats.chi2.sf(((alpha_hat - 0.5) / robust_sd) ** 2, 1))
-            elif alpha_hat == 0.5:
-                p_boot = 1.0
-            else:
-                p_boot = 0.0
+            # Invert the percentile interval: twice the share of resampled α on the far side
+            # of 1/2. Unlike a Wald test it stays valid when α sits at an end of [0, 2].
+            draws = self._draws[:, 4]
+            p_boot = min(1.0, 2.0 * float(min(np.mean(draws <= 0.5), np.mean(draws >= 0.5))))
         sig = p["significance"]
         ci_text = (
             f"α = {alpha_hat:.2f} ({p['confidence']:.0%} CI {_fmt(interval.low)} to "
             f"{_fmt(interval.high)})"
         )
-        tests = f"likelihood-ratio p = {p_chi2:.2g}, item-bootstrap p = {_fmt(p_boot)}"
+        boot_text = (
+            f"< {1 / len(self._draws):.2g}" if p_boot == 0 and len(self._draws) else _fmt(p_boot)
+        )
+        tests = f"likelihood-ratio p = {p_chi2:.2g}, item-bootstrap p {boot_text}"
+        if not boot_text.startswith("<"):
+            tests = tests.replace("item-bootstrap p ", "item-bootstrap p = ")
         plain_rejects = p_chi2 < sig
         boot_rejects = not math.isnan(p_boot) and p_boot < sig
         if plain_rejects and boot_rejects:
@@ -1073,30 +1077,34 @@ class BudgetPlanner:
             statistic, 1, p_chi2, p_boot, Estimate(alpha_hat, interval), verdict
         )
 
-    def _helps_verdict(self, free_alpha: bool, p: Mapping[str, Any]) -> str:
+    def _helps_verdict(self, free_alpha: bool, p: Mapping[str, Any], unresolved: bool) -> str:
         parts = [
             f"reasoning helps: error falls from {self.e_base_:.2f} without reasoning to a floor "
             f"e0 = {self.e0_:.2f}"
         ]
-        if free_alpha:
+        positive = [k for k in self.budgets_ if k > 0]
+        if unresolved:
+            parts.append(
+                f"the budgets are too coarse to resolve the curve: the floor is already reached "
+                f"at k = {positive[0]}, so k0, c and α are not identified and k* is known only "
+                f"to lie below {positive[0]}; calibrate at smaller budgets"
+            )
+        elif free_alpha:
             parts.append(f"the budget scale grows as n^{self.alpha_:.2f}")
+            if self.alpha_ > _ALPHA_MAX - 0.02:
+                parts.append(
+                    f"α is at the top of its range ({_ALPHA_MAX:g}): at n = {self.sizes_[-1]} the "
+                    f"error fell too little by k = {self.budgets_[-1]} to say how fast the "
+                    "budget grows; calibrate larger budgets there"
+                )
+            elif self.alpha_ < 0.02:
+                parts.append("α is at 0: the budget needed does not grow with n here")
         elif p["alpha"] is None:
             parts.append(
                 f"one size only (n = {self.sizes_[0]}): too few sizes to fit α; fixed α = 1/2 used"
             )
         else:
             parts.append(f"α fixed at {self.alpha_:g}")
-        # A curve that has already reached its floor at the smallest positive budget is known
-        # only as "a step before that budget": k* below it is not resolved.
-        positive = [k for k in self.budgets_ if k > 0]
-        if positive:
-            gap = self.e_base_ - self.e0_
-            remaining = (self.predict_error(np.array(self.sizes_), positive[0]) - self.e0_) / gap
-            if np.all(remaining < 0.05):
-                parts.append(
-                    f"the budgets are too coarse to resolve the curve: the floor is reached by "
-                    f"k = {positive[0]}, so budgets below it are not resolved"
-                )
         eps = p["eps"]
         if eps <= self.e0_:
             parts.append(
@@ -1178,6 +1186,17 @@ class BudgetPlanner:
             ci = ConfidenceInterval(0.0, 0.0)
         else:
             ci = _NAN_CI
+        coarse_note = ""
+        if self._coarse and k_star > 0:
+            # The fitted k* below the first positive budget is an artefact of the optimiser's
+            # start; what the data show is that that budget suffices.
+            first = float(next(k for k in self.budgets_ if k > 0))
+            k_star = first
+            ci = ConfidenceInterval(0.0, first if np.all(np.isfinite(draws)) else math.inf)
+            coarse_note = (
+                f"k* ≤ {first:g}: the error was already at its floor at k = {first:g}, the "
+                "smallest calibrated budget above 0"
+            )
         scale = _LOG_BASES[log_base]
         c_in_base = self.c_ * scale
         baselines: dict[str, float] = {}
@@ -1185,7 +1204,7 @@ class BudgetPlanner:
             baselines["alpha_half"] = _k_star(self._half_params, n_val, eps_val)
             if math.isfinite(self.c_least_squares_):
                 baselines["least_squares"] = _k_star_ls(self.c_least_squares_, n_val, eps_val)
-        extrapolated, notes = False, []
+        extrapolated, notes = False, [coarse_note] if coarse_note else []
         if self.status_ != "given" and not (self.sizes_[0] <= n_val <= self.sizes_[-1]):
             extrapolated = True
             notes.append(
@@ -1197,7 +1216,9 @@ class BudgetPlanner:
         if k_star == 0.0 and not self._constant:
             notes.append(f"ε = {eps_val:g} is met without reasoning (e_base = {self.e_base_:.2f})")
         label = _BASE_LABEL[log_base]
-        if self._constant:
+        if coarse_note:
+            formula = f"k* ≤ {k_star:g} (the curve is not resolved below that budget)"
+        elif self._constant:
             formula = f"k* = 0 (the error stays at {e0:.3g} whatever the budget)"
         else:
             formula = (
@@ -1376,6 +1397,7 @@ class BudgetPlanner:
             raise InputError(f"must be ≥ 0, got {k0:g}", field="k0")
         planner._p = p
         planner._constant = False
+        planner._coarse = False
         planner._set_constants(np.array([e0, e_base, k0, c_nat, float(alpha)]), {}, math.nan)
         planner._set_half(np.array([e0, e_base, k0, c_nat, 0.5]), {}, math.nan)
         planner._draws = np.empty((0, 5))
