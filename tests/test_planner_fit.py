@@ -442,3 +442,13 @@ def test_alpha_at_the_edge_of_its_range_is_flagged() -> None:
     assert "α is at the top of its range" in planner.verdict_
     assert planner.lrt_ is not None
     assert planner.lrt_.p_value_bootstrap < 0.05
+
+
+def test_a_floor_at_zero_gets_an_exact_upper_bound_not_a_zero_width_interval() -> None:
+    # No wrong answer at the largest budget: every resample puts e0 at 0. The interval must
+    # still admit the error that 20 items cannot rule out (Clopper-Pearson: 1 - 0.025^(1/20)).
+    frame = synth(15, e0=0.0, c=1.0, k0=0.0, sizes=(4, 8), budgets=(0, 8, 16, 64, 256), items=20)
+    planner = BudgetPlanner(n_bootstrap=50).fit(frame)
+    interval = planner.intervals_["e0"]
+    assert interval.low == 0.0
+    assert interval.high == pytest.approx(1 - 0.025 ** (1 / 20))

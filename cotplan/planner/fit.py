@@ -831,7 +831,8 @@ class BudgetPlanner:
         k_max = self.budgets_[-1]
         self.trend_ = _trend_test(data)
         if accuracy == 1.0:
-            upper = 1.0 - (1.0 - p["confidence"]) ** (1.0 / len(data.y))
+            # Answers of one item at several budgets are not independent: count items.
+            upper = 1.0 - (1.0 - p["confidence"]) ** (1.0 / data.n_items)
             return self._flat(
                 "all_correct",
                 0.0,
@@ -1031,11 +1032,49 @@ class BudgetPlanner:
             )
             for i, name in enumerate(_PARAMS)
         }
+        self._widen_at_bounds(intervals, data, fixed_primary, conf)
         self.intervals_ = intervals
         self.alpha_half_intervals_ = {
             name: _percentile(half_draws[:, i], conf) for i, name in enumerate(_PARAMS)
         }
         self.intervals_c_least_squares_ = _percentile(ls_draws, conf)
+
+    def _widen_at_bounds(
+        self,
+        intervals: dict[str, ConfidenceInterval],
+        data: _Data,
+        fixed: Mapping[int, float],
+        confidence: float,
+    ) -> None:
+        """Replace percentile intervals that collapsed onto 0 or 1 by exact binomial bounds.
+
+        When some budget had no wrong answers, every resample has none either and the
+        bootstrap puts e0 at exactly 0: an interval of zero width that 16 answers cannot
+        justify. The floor lies below the true error of every (n, k) cell, so the
+        Clopper-Pearson upper bound of the best cell (by items, not rows) bounds e0; likewise
+        e_base lies above the true error of every cell.
+        """
+        cells = _cells(data)
+        # Distinct items per cell: repeated samples of one item are not independent answers.
+        items_per_cell = (
+            pd.DataFrame({"cell": data.cell, "item": data.item})
+            .groupby("cell")["item"]
+            .nunique()
+            .reindex(range(len(data.cell_n)), fill_value=0)
+            .to_numpy(dtype=float)
+        )[np.bincount(data.cell, minlength=len(data.cell_n)) > 0]
+        wrong = cells.trials - cells.successes
+        tail = (1.0 - confidence) / 2.0
+        ci = intervals["e0"]
+        if 0 not in fixed and ci.high - ci.low < 1e-6 and ci.high < 1e-6:
+            best = int(np.argmin(wrong / cells.trials))
+            m = max(float(items_per_cell[best]), 1.0)
+            intervals["e0"] = ConfidenceInterval(0.0, 1.0 - tail ** (1.0 / m))
+        ci = intervals["e_base"]
+        if 1 not in fixed and ci.high - ci.low < 1e-6 and ci.low > 1.0 - 1e-6:
+            worst = int(np.argmax(wrong / cells.trials))
+            m = max(float(items_per_cell[worst]), 1.0)
+            intervals["e_base"] = ConfidenceInterval(tail ** (1.0 / m), 1.0)
 
     def _likelihood_ratio(self, free: _Fit, half: _Fit) -> LikelihoodRatioTest:
         p = self._p
