@@ -123,3 +123,26 @@ def test_calibrate_then_run_on_the_embedded_model(tmp_path: Path) -> None:
     assert (comparison["items"] == 2).all()
     assert "plan vs uncapped" in result.output
     assert (out / "run.csv").exists()
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_demo_runs_end_to_end(tmp_path: Path) -> None:
+    out = tmp_path / "demo"
+    result = runner.invoke(
+        app,
+        ["demo", "--quick", "--count", "4", "--held-out", "1", "--out", str(out),
+         "--no-progress"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    for heading in ("1. calibrate", "2. plan", "3. run the plan", "4. projected cost"):
+        assert heading in result.output
+    assert "verdict:" in result.output
+    assert "what-if" in result.output
+    for name in ("calibration.csv", "constants.csv", "run.csv", "comparison.csv", "costs.csv"):
+        assert (out / name).exists(), name
+    costs = pd.read_csv(out / "costs.csv")
+    local = costs[costs["pricing"] == "this model"]
+    assert (local["usd_per_query"] == 0.0).all()
+    what_if = costs[costs["pricing"] == "what-if"]
+    assert (what_if["usd_per_query"] > 0.0).all()

@@ -24,7 +24,7 @@ from cotplan.planner.calibrate import (
     load_calibration,
     paper_budgets,
 )
-from cotplan.planner.run import compare_answers, relative_target, wilson_interval
+from cotplan.planner.run import PlanRun, compare_answers, relative_target, wilson_interval
 
 
 def test_default_grid_is_zero_plus_powers_of_two() -> None:
@@ -166,3 +166,25 @@ def test_relative_target_leaves_a_share_of_the_gain() -> None:
     assert relative_target(flat) == pytest.approx(0.5)
     with pytest.raises(InputError, match="`remaining`: must be in"):
         relative_target(planner, 1.0)
+
+
+def _plan_run(planned: list[BudgetedAnswer], free: list[BudgetedAnswer]) -> PlanRun:
+    comparison = compare_answers({"planned": planned, "uncapped": free}, baseline="uncapped")
+    return PlanRun(
+        comparison=comparison, frame=pd.DataFrame(), plan=pd.DataFrame(), eps=0.2,
+        uncapped=512, model="m", status="helps", verdict="",
+    )  # fmt: skip
+
+
+def test_plan_run_concludes_in_words() -> None:
+    items = [f"q{i}" for i in range(30)]
+    free = [_answer(i, 512, True, 100) for i in items]
+    lost = _plan_run([_answer(i, 0, j < 10, 0) for j, i in enumerate(items)], free)
+    assert lost.conclusion.startswith("the plan LOST accuracy on held-out items (-0.67")
+    assert lost.tokens_saved == pytest.approx(1.0)
+    assert lost.accuracy_change == pytest.approx(-2 / 3)
+    same = _plan_run([_answer(i, 32, j != 3, 30) for j, i in enumerate(items)], free)
+    assert "saved 70% of reasoning tokens" in same.conclusion
+    assert "not distinguishable from 0 on 30 items" in same.conclusion
+    with pytest.raises(InputError, match="`policy`: must be one of"):
+        same.row("fixed")

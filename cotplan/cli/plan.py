@@ -167,9 +167,14 @@ def print_report(planner: Any) -> None:
             "c": "tokens per e-fold of error, per n^α",
             "alpha": "how the budget grows with n (paper: 1/2)",
         }
+        meaning = {**meaning, **{k: "" for k in report.constants if k not in meaning}}
+        flat = report.status not in ("helps", "given")
         for name, est in report.constants.items():
+            if flat and name != "e0":
+                continue  # a flat fit has one constant: the error at every budget
             interval = f"[{_fmt(est.interval.low)}, {_fmt(est.interval.high)}]"
-            table.add_row(name, _fmt(est.value, 3), interval, meaning.get(name, ""))
+            what = "error at every budget (flat: no effect of k)" if flat else meaning[name]
+            table.add_row(name, _fmt(est.value, 3), interval, what)
         console.print(table)
     for line in (
         report.trend.verdict if report.trend else None,
@@ -230,6 +235,7 @@ def print_comparison(run: Any, *, title: str | None = None) -> None:
         f"[{planned['accuracy_change_low']:+.2f}, {planned['accuracy_change_high']:+.2f}] "
         "(paired item bootstrap, 95%)"
     )
+    console.print(f"[bold]conclusion:[/] {run.conclusion}")
 
 
 # ------------------------------------------------------------------------------------------

@@ -218,7 +218,11 @@ def resolve_mode(backend: Backend, mode: Mode | Literal["auto"] = "auto") -> Mod
 
 
 def _messages(item: TaskItem, text: str) -> list[Message]:
-    """The item's prompt with `text` added to its last user message."""
+    """The item's prompt with `text` added to its last user message (if any text)."""
+    if not text:
+        if isinstance(item.prompt, str):
+            return [{"role": "user", "content": item.prompt}]
+        return [dict(m) for m in item.prompt]
     if isinstance(item.prompt, str):
         return [{"role": "user", "content": f"{item.prompt}\n{text}"}]
     messages = [dict(m) for m in item.prompt]
@@ -383,7 +387,10 @@ def _finish(
     notes = sorted({p.note for p in prices if p.note})
     truncated = reasoning is not None and reasoning.truncated
     check = check_cap(k, reasoning_tokens, rule=s.rule)
-    answer_tokens = answer.usage.completion_tokens if answer is not None else 0
+    # Visible answer tokens: hidden reasoning in a reply is counted as reasoning, not answer.
+    answer_tokens = (
+        answer.usage.completion_tokens - answer.usage.reasoning_tokens if answer is not None else 0
+    )
     if s.mode == "hidden" and reasoning is not None and answer is None:
         answer_tokens = reasoning.usage.completion_tokens - reasoning.usage.reasoning_tokens
     return BudgetedAnswer(

@@ -234,6 +234,32 @@ class PlanRun:
         """Planned accuracy minus uncapped accuracy."""
         return float(self.row("planned")["accuracy_change"])
 
+    @property
+    def conclusion(self) -> str:
+        """What the held-out comparison says about the plan, in words."""
+        row = self.row("planned")
+        low, high = float(row["accuracy_change_low"]), float(row["accuracy_change_high"])
+        saved = float(row["tokens_saved"])
+        if high < 0:
+            return (
+                f"the plan LOST accuracy on held-out items ({row['accuracy_change']:+.2f}, "
+                f"interval {low:+.2f} to {high:+.2f}) while saving {saved:.0%} of reasoning "
+                "tokens: the calibration missed a benefit; calibrate with more items or finer "
+                "budgets before using this plan"
+            )
+        if low > 0:
+            return (
+                f"the plan was MORE accurate than uncapped ({row['accuracy_change']:+.2f}, "
+                f"interval {low:+.2f} to {high:+.2f}) and saved {saved:.0%} of reasoning tokens"
+            )
+        if math.isnan(low):
+            return f"the plan saved {saved:.0%} of reasoning tokens (no interval computed)"
+        return (
+            f"the plan saved {saved:.0%} of reasoning tokens; its accuracy change "
+            f"({row['accuracy_change']:+.2f}, interval {low:+.2f} to {high:+.2f}) is not "
+            f"distinguishable from 0 on {int(row['items'])} items"
+        )
+
     def chart(self) -> Any:
         """Accuracy (with Wilson intervals) against mean reasoning tokens, one point per
         policy."""
