@@ -2,7 +2,7 @@
 
 Synthetic calibrations are drawn from the model itself, so the truth is known. Each check uses a
 fixed seed, so it is deterministic; the tolerances were set from 200 replicate fits (sd of α̂
-0.11, of ê0 0.012 at 60 items per size) and 40 bootstrap replicates (coverage 0.93-0.98 for
+0.11, of ê0 0.012 at 60 items per size) and 40 bootstrap replicates (coverage 0.925-0.975 for
 nominal 95%): see benchmarks/planner_recovery.py.
 """
 

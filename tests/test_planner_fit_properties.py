@@ -85,7 +85,7 @@ def test_planted_constants_are_recovered_for_any_seed(seed: int) -> None:
     assert abs(planner.e0_ - 0.1) < 0.05
     assert abs(planner.k0_ - 5.0) < 2.5
     truth = 5.0 + 2.0 * 4.0 * math.log(0.9 / 0.1)  # k* at n = 16, ε = 0.2
-    assert planner.budget(16).k_star == pytest.approx(truth, abs=6.0)
+    assert planner.budget(16).k_star == pytest.approx(truth, abs=7.5)  # sd 1.8
 
 
 @st.composite

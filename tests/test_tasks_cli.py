@@ -72,3 +72,9 @@ def test_errors_are_one_line_and_exit_2(
         main(["tasks", "check", str(bad)])
     assert info.value.code == 2
     assert "line 1, `answer`: missing" in capsys.readouterr().err
+
+
+def test_list_measured_shows_the_findings() -> None:
+    result = runner.invoke(app, ["tasks", "list", "--measured"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "no answer right at any budget" in result.output

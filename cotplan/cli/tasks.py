@@ -26,24 +26,34 @@ def _console() -> Console:
 
 
 @app.command("list")
-def list_command() -> None:
+def list_command(
+    measured: Annotated[
+        bool, typer.Option("--measured", help="Show what was measured on the embedded model.")
+    ] = False,
+) -> None:
     """List the built-in task families, what n means for each, and which suit the demo."""
-    table = Table(title="built-in task families", show_lines=False)
+    table = Table(title="built-in task families", show_lines=measured)
     table.add_column("family", style="bold")
-    table.add_column("n means")
-    table.add_column("n range", justify="right")
-    table.add_column("answer")
-    table.add_column("demo")
-    table.add_column("description")
-    for info in list_families():
-        table.add_row(
-            info.name,
-            info.n_meaning,
-            f"{info.n_min}-{info.n_max}",
-            info.answer_kind,
-            "yes" if info.demo else "no",
-            info.description,
-        )
+    if measured:
+        table.add_column("demo")
+        table.add_column("measured on SmolLM2-135M (accuracy by reasoning budget)")
+        for info in list_families():
+            table.add_row(info.name, "yes" if info.demo else "no", info.measured)
+    else:
+        table.add_column("n means")
+        table.add_column("n range", justify="right")
+        table.add_column("answer")
+        table.add_column("demo")
+        table.add_column("description")
+        for info in list_families():
+            table.add_row(
+                info.name,
+                info.n_meaning,
+                f"{info.n_min}-{info.n_max}",
+                info.answer_kind,
+                "yes" if info.demo else "no",
+                info.description,
+            )
     console = _console()
     console.print(table)
     console.print(
