@@ -46,9 +46,10 @@ def connect(
         raise InputError("must be 'local', 'local:PATH', or 'openai:MODEL'", field="backend")
     provider, _, rest = spec.partition(":")
     if provider == "local":
+        timeout = float(options.pop("timeout", 300.0))
         server = LocalModel(rest or "smollm2-135m-instruct", **options).start()
         try:
-            return _OwningLocalBackend(server, cache=resolve_cache(cache))
+            return _OwningLocalBackend(server, cache=resolve_cache(cache), timeout=timeout)
         except BaseException:
             server.stop()
             raise

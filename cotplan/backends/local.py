@@ -203,10 +203,17 @@ class LocalModel:
 
     # -- what callers use -----------------------------------------------------------------------
 
-    def backend(self, *, cache: CacheChoice = "default", max_retries: int = 2) -> LocalBackend:
-        """A Backend for this server, through the OpenAI-compatible client."""
+    def backend(
+        self, *, cache: CacheChoice = "default", max_retries: int = 2, timeout: float = 300.0
+    ) -> LocalBackend:
+        """A Backend for this server, through the OpenAI-compatible client.
+
+        `timeout` is per request; a long generation on a busy 2-core machine can take minutes.
+        """
         self.start()
-        return LocalBackend(self, cache=resolve_cache(cache), max_retries=max_retries)
+        return LocalBackend(
+            self, cache=resolve_cache(cache), max_retries=max_retries, timeout=timeout
+        )
 
     def tokenize(self, text: str) -> list[int]:
         """Token ids of `text` by the model's own tokenizer (no BOS)."""
@@ -237,7 +244,12 @@ class LocalBackend(OpenAICompatibleBackend):
     """The OpenAI-compatible client pointed at a `LocalModel`, with its tokenizer."""
 
     def __init__(
-        self, server: LocalModel, *, cache: CallCache | None, max_retries: int = 2
+        self,
+        server: LocalModel,
+        *,
+        cache: CallCache | None,
+        max_retries: int = 2,
+        timeout: float = 300.0,
     ) -> None:
         self.server = server
         super().__init__(
@@ -250,6 +262,7 @@ class LocalBackend(OpenAICompatibleBackend):
             tokenizer=lambda text: len(server.tokenize(text)),
             max_top_logprobs=20,
             max_retries=max_retries,
+            timeout=timeout,
             concurrency=server.parallel,
         )
 
