@@ -190,3 +190,11 @@ def test_demo_flags_match_the_saved_measurements() -> None:
         planner = BudgetPlanner(n_bootstrap=0).fit(answers[answers["family"] == name])
         assert info.demo == (planner.status_ == "helps"), name
         assert info.measured != "not measured yet"
+
+
+def test_held_out_items_can_exclude_the_calibration_set() -> None:
+    calibration = make_tasks("addition", n=2, count=60, seed=0)
+    held_out = make_tasks("addition", n=2, count=21, seed=1, exclude=calibration)
+    assert not {i.prompt for i in calibration} & {i.prompt for i in held_out}
+    with pytest.raises(InputError, match=r"beyond the excluded ones, asked for 22"):
+        make_tasks("addition", n=2, count=22, seed=1, exclude=calibration)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import difflib
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -295,8 +295,14 @@ def _check_int(value: object, field: str, low: int, high: int) -> int:
     return int(value)
 
 
-def make_tasks(family: str, *, n: int, count: int, seed: int = 0) -> list[TaskItem]:
+def make_tasks(
+    family: str, *, n: int, count: int, seed: int = 0, exclude: Iterable[TaskItem] = ()
+) -> list[TaskItem]:
     """`count` distinct items of `family` at size `n`, reproducible from `seed`.
+
+    `exclude` holds items whose questions must not reappear: pass the calibration set when
+    drawing held-out items (another seed alone does not prevent overlap when few distinct
+    questions exist, e.g. 81 two-number sums).
 
     Items are distinct: asking for more than exist at this `n` (parity of 2 bits has 4) is an
     `InputError`, since repeated questions would overstate what a calibration knows.
@@ -309,7 +315,8 @@ def make_tasks(family: str, *, n: int, count: int, seed: int = 0) -> list[TaskIt
     # seed must not reuse the same random draws.
     rng = np.random.default_rng(np.random.SeedSequence([seed, n, zlib.crc32(family.encode())]))
     generate = _REGISTRY[family].generate
-    seen: set[str] = set()
+    excluded = {str(item.prompt) for item in exclude}
+    seen: set[str] = set(excluded)
     items: list[TaskItem] = []
     budget = max(2_000, 50 * count)
     for _ in range(budget):
@@ -334,7 +341,8 @@ def make_tasks(family: str, *, n: int, count: int, seed: int = 0) -> list[TaskIt
         # Repeating a question would make a calibration look larger than it is: its answers
         # are not independent evidence.
         raise InputError(
-            f"only {len(items)} distinct {family} items exist at n = {n}, asked for {count}; "
+            f"only {len(items)} distinct {family} items exist at n = {n}"
+            f"{' beyond the excluded ones' if excluded else ''}, asked for {count}; "
             "lower `count` or raise `n`",
             field="count",
         )
