@@ -86,3 +86,15 @@ def test_validation() -> None:
         positional_debias(np.ones(20), np.r_[np.arange(19), 30])
     with pytest.raises(InputError, match="`n_harmonics`: must be >= 1"):
         positional_debias(np.ones(20), n_harmonics=0)
+
+
+def test_nested_gap_data_uses_the_even_grid_unless_asked(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from cotplan.experiments.martingale import read_gaps
+
+    r = martingale_gap(laplace(), [10, 12, 14, 40], n_sequences=20, n_boot=100)
+    r.save(tmp_path, charts=False)
+    data = read_gaps(tmp_path)
+    assert data.positions.size == 31  # every position 10..40
+    assert positional_debias(data, n_boot=0, n_permutations=0).positions.size == 16
+    full = positional_debias(data, n_boot=0, n_permutations=0, all_positions=True)
+    assert full.positions.size == 31

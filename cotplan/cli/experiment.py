@@ -306,6 +306,7 @@ def entropy(
     quick: Quick = False,
     p: Annotated[str | None, Opt("--p", help="Bernoulli p, or 'prior' (p ~ Beta(1,1)).")] = None,
     n_max: Annotated[int | None, Opt(help="Sequence length (preset if omitted).")] = None,
+    n_sequences: Annotated[int | None, Opt(help="Sequences (preset if omitted).")] = None,
     seed: Seed = 0,
     out: Out = None,
     charts: Charts = True,
@@ -323,6 +324,8 @@ def entropy(
             raise InputError(f"must be a number or 'prior', got {p!r}", field="p") from exc
     if n_max is not None:
         params["n_max"] = n_max
+    if n_sequences is not None:
+        params["n_sequences"] = n_sequences
     with (
         _open_predictor(backend, base_url, instruction, concurrency) as predictor,
         _progress() as st,

@@ -273,6 +273,12 @@ class DebiasResult:
             )
         )
         change = PAPER_DEBIAS["variance_change"]
+        noise = (
+            ""
+            if self.significant
+            else "; no significant period, so the harmonics fit noise and the number means nothing"
+        )
+        near = _near(change, self.variance_change, self.variance_change_ci, 0.05)
         rows.append(
             ReportRow(
                 "debias",
@@ -281,12 +287,13 @@ class DebiasResult:
                 self.variance_change,
                 self.variance_change_ci,
                 "Var(gaps − harmonics) / Var(gaps) − 1",
-                REPRODUCED
-                if _near(change, self.variance_change, self.variance_change_ci, 0.05)
-                else NOT_REPRODUCED,
-                "the paper's value lies in the interval"
-                if _near(change, self.variance_change, self.variance_change_ci, 0.05)
-                else "the paper's value lies outside the interval",
+                REPRODUCED if (near and self.significant) else NOT_REPRODUCED,
+                (
+                    "the paper's value lies in the interval"
+                    if near
+                    else "the paper's value lies outside the interval"
+                )
+                + noise,
             )
         )
         ok = _near(PAPER_DEBIAS["r2_before"], self.r2_before, self.r2_before_ci, 0.05) and _near(
@@ -300,9 +307,9 @@ class DebiasResult:
                 self.r2_after,
                 self.r2_after_ci,
                 "cross-validated kernel-regression R² (0: position predicts nothing)",
-                REPRODUCED if ok else NOT_REPRODUCED,
+                REPRODUCED if (ok and self.significant) else NOT_REPRODUCED,
                 f"before {fmt(self.r2_before)} {self.r2_before_ci or ''}, after "
-                f"{fmt(self.r2_after)} {self.r2_after_ci or ''}",
+                f"{fmt(self.r2_after)} {self.r2_after_ci or ''}" + noise,
                 measured_text=f"{fmt(self.r2_before)} -> {fmt(self.r2_after)}",
             )
         )
@@ -532,10 +539,10 @@ def positional_debias(
     Bayes reference's instead, a control that has no positional effect), a `GapData` (e.g. from
     `read_gaps`), or a plain array of gaps with their `positions` (then no intervals).
 
-    From a nested-design result only the grid positions (`ns`, the paper's even n) are used
-    unless `all_positions=True`: neighbouring positions share a bit (the gap at n uses x_{n-1}
-    and x_n), and that correlated noise shows up as spurious low-frequency power and as
-    position "structure" in the kernel regression.
+    From a nested-design result only the grid positions (`ns`; for nested `GapData`, the even
+    positions) are used unless `all_positions=True`: neighbouring positions share a bit (the
+    gap at n uses x_{n-1} and x_n), and that correlated noise shows up as spurious
+    low-frequency power and as position "structure" in the kernel regression.
     """
     if n_harmonics < 1:
         raise InputError(f"must be >= 1, got {n_harmonics}", field="n_harmonics")
@@ -548,6 +555,10 @@ def positional_debias(
             data = GapData(gaps_or_result.ns.copy(), data.per_sequence[:, cols], data.shared)
     elif isinstance(gaps_or_result, GapData):
         data, source = gaps_or_result, "gaps"
+        steps = np.diff(data.positions)
+        if data.shared and not all_positions and steps.size and np.all(steps == 1):
+            even = data.positions % 2 == 0  # the paper's even-n grid: neighbours share no bit
+            data = GapData(data.positions[even], data.per_sequence[:, even], data.shared)
     else:
         data, source = None, "gaps"
     if data is not None:

@@ -345,7 +345,7 @@ def _value_verdict(ci: Interval, paper: float, err: float, note: str) -> tuple[V
     if ci.high - ci.low > 8 * err:
         return NOT_TESTABLE, (
             f"the interval is {fmt(ci.high - ci.low)} wide, more than 4x the paper's ±{err}: "
-            f"too imprecise at this preset (use the full grid); {note}"
+            f"too imprecise to compare (the quick preset, or a noisy model); {note}"
         )
     if ci.overlaps(paper - err, paper + err):
         return REPRODUCED, f"the interval overlaps the paper's; {note}"
