@@ -26,8 +26,8 @@
 # %% tags=["parameters"]
 backend_spec = "local"
 base_url = None
-family = "parity"
-sizes = (2, 4)
+family = "count"
+sizes = (3, 6)
 items_per_size = 8
 budgets = (0, 16, 64)
 held_out_per_size = 4
@@ -105,9 +105,11 @@ budget_chart(planner, eps=eps) if credited else "no budget curve: reasoning is n
 # The planned cap against uncapped reasoning, on items the fit never saw.
 
 # %%
-held = [it for n in sizes for it in make_tasks(family, n=n, count=held_out_per_size, seed=seed + 1)]
-seen = {it.prompt for it in items}
-held = [it for it in held if it.prompt not in seen]
+held = [
+    it
+    for n in sizes
+    for it in make_tasks(family, n=n, count=held_out_per_size, seed=seed + 1, exclude=items)
+]
 result = run_plan(backend, planner, held, eps, uncapped=uncapped, progress=False)
 result.comparison
 

@@ -437,7 +437,10 @@ class PlannerCap:
         elif callable(getattr(self.planner, "budget", None)):
             if self.n is None or self.eps is None:
                 raise InputError("a planner needs `n` and `eps` to compute its budget", field="n")
-            k = _non_negative(self.planner.budget(self.n, self.eps), "planner.budget(n, eps)")
+            # BudgetPlanner.budget returns a `Budget` record; float() gives its k*.
+            k = _non_negative(
+                float(self.planner.budget(self.n, self.eps)), "planner.budget(n, eps)"
+            )
         else:
             raise InputError(
                 "must be a number or an object with a budget(n, eps) method", field="planner"
