@@ -329,3 +329,15 @@ def test_exports_for_spreadsheets_and_charts(tmp_path: Path) -> None:
     assert "vegaEmbed" in html
     with pytest.raises(InputError, match=r"`path`: unsupported chart file type '\.gif'"):
         save_chart(proj.chart(), tmp_path / "p.gif")
+
+
+def test_planner_cap_reads_a_budget_planners_k_star() -> None:
+    import math
+
+    from cotplan.planner import BudgetPlanner
+    from cotplan.pricing import PlannerCap
+
+    planner = BudgetPlanner.from_constants(c=2.0, alpha=0.5, eps=0.1)
+    cap = PlannerCap(planner, n=100, eps=0.1)
+    # k* = c · √n · ln(1/ε) = 2 · 10 · ln 10 = 46.05..., rounded up to whole tokens
+    assert cap.k == math.ceil(2.0 * 10.0 * math.log(10.0))
