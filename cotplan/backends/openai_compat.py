@@ -210,6 +210,7 @@ class OpenAICompatibleBackend(Backend):
         self.cache_namespace = cache_namespace or (base_url or "https://api.openai.com/v1")
         self.extra_body = dict(extra_body or {})
         self._tokenizer = tokenizer
+        self._candidate_tokens: dict[str, int] = {}
         self.stats = CallStats()
         self._stats_lock = threading.Lock()
         self._http = httpx.Client(
@@ -319,7 +320,11 @@ class OpenAICompatibleBackend(Backend):
             except InputError:
                 return  # tokenizer unknown for this model: the server is the judge
         for candidate in candidates:
-            n_tokens = counter(candidate)
+            # The same few candidates are checked on every call; asking the tokenizer (an HTTP
+            # request for the embedded model) each time would double the cost of a call.
+            n_tokens = self._candidate_tokens.get(candidate)
+            if n_tokens is None:
+                n_tokens = self._candidate_tokens[candidate] = counter(candidate)
             if n_tokens != 1:
                 raise InputError(
                     f"{candidate!r} is {n_tokens} tokens for {self.model}; next-token scoring "
