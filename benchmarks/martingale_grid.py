@@ -7,7 +7,7 @@ evaluates two new tokens per request instead of the whole prefix. Target: the fu
 under 15 minutes on 2 cores.
 
     .venv/bin/python benchmarks/martingale_grid.py [--quick] [--design nested|independent]
-        [--backend local] [--concurrency N] [--out DIR]
+        [--backend local] [--concurrency N] [--n-sequences S] [--out DIR]
 """
 
 from __future__ import annotations
@@ -37,6 +37,12 @@ def main() -> None:
     parser.add_argument("--backend", default="local")
     parser.add_argument("--concurrency", type=int, default=None)
     parser.add_argument("--n-boot", type=int, default=None)
+    parser.add_argument(
+        "--n-sequences",
+        type=int,
+        default=None,
+        help="fewer sequences on the full grid: the same prompts, a sample of the cost",
+    )
     parser.add_argument("--out", type=Path, default=None, help="save the result tables here")
     args = parser.parse_args()
     console = Console()
@@ -44,6 +50,8 @@ def main() -> None:
     params["design"] = args.design
     if args.n_boot is not None:
         params["n_boot"] = args.n_boot
+    if args.n_sequences is not None:
+        params["n_sequences"] = args.n_sequences
     planned = planned_predictions("martingale", params)
     os.environ.setdefault("COTPLAN_CACHE", "off")  # measure the model, not the call cache
     console.print(

@@ -345,6 +345,12 @@ def entropy(
         f"efficiency {limit['efficiency_at_n']:.4f} at n = 20, 99% first at n = "
         f"{fmt(limit['first_n'])}"
     )
+    if result.efficiency_20_ci is not None:
+        _console.print(
+            f"{escape(result.predictor)}: efficiency {result.efficiency_20:.4f} "
+            f"{result.efficiency_20_ci} at n = 20; per-step excess exponent "
+            f"{fmt(result.excess_exponent)} {result.excess_exponent_ci}"
+        )
     _print_rows(result.versus_paper(), "Compression efficiency vs the paper")
     for flag in result.flags:
         _console.print(f"[red]limit broken:[/] {escape(flag)}")
