@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Literal
@@ -164,3 +165,21 @@ def ensure_folder(folder: str | Path) -> Path:
     path = Path(folder).expanduser()
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def save_outputs(
+    folder: str | Path,
+    tables: Sequence[tuple[str, pd.DataFrame]],
+    chart: Callable[[], Any] | None,
+    chart_name: str,
+) -> list[Path]:
+    """Write each (file name, frame) as CSV, then the chart as PNG unless `chart` is None."""
+    out = ensure_folder(folder)
+    written = []
+    for name, frame in tables:
+        frame.to_csv(out / name, index=False)
+        written.append(out / name)
+    if chart is not None:
+        chart().save(str(out / chart_name))
+        written.append(out / chart_name)
+    return written

@@ -39,9 +39,9 @@ from cotplan.experiments._common import (
     REPRODUCED,
     Interval,
     ReportRow,
-    ensure_folder,
     fmt,
     rows_frame,
+    save_outputs,
 )
 from cotplan.experiments._stats import (
     bootstrap_counts,
@@ -324,20 +324,17 @@ class DebiasResult:
         return debias_chart(self)
 
     def save(self, folder: str | Path, *, charts: bool = True) -> list[Path]:
-        out = ensure_folder(folder)
-        written = []
-        for name, frame in (
-            ("debias.csv", self.to_frame()),
-            ("debias_spectrum.csv", self.spectrum_frame()),
-            ("debias_summary.csv", pd.DataFrame([self.summary()])),
-            ("debias_vs_paper.csv", self.versus_paper()),
-        ):
-            frame.to_csv(out / name, index=False)
-            written.append(out / name)
-        if charts:
-            self.chart().save(str(out / "debias.png"))
-            written.append(out / "debias.png")
-        return written
+        return save_outputs(
+            folder,
+            [
+                ("debias.csv", self.to_frame()),
+                ("debias_spectrum.csv", self.spectrum_frame()),
+                ("debias_summary.csv", pd.DataFrame([self.summary()])),
+                ("debias_vs_paper.csv", self.versus_paper()),
+            ],
+            self.chart if charts else None,
+            "debias.png",
+        )
 
 
 def _near(paper: float, value: float, ci: Interval | None, tolerance: float) -> bool:

@@ -33,10 +33,10 @@ from cotplan.experiments._common import (
     Interval,
     ReportRow,
     RunInfo,
-    ensure_folder,
     fmt,
     rows_frame,
     run_info,
+    save_outputs,
     snapshot,
 )
 from cotplan.experiments._stats import bootstrap_counts, percentile_interval
@@ -305,20 +305,17 @@ class EntropyResult:
         return entropy_chart(self)
 
     def save(self, folder: str | Path, *, charts: bool = True) -> list[Path]:
-        out = ensure_folder(folder)
-        written = []
-        for name, frame in (
-            ("entropy.csv", self.to_frame()),
-            ("entropy_first_n.csv", self.first_n_frame()),
-            ("entropy_vs_paper.csv", self.versus_paper()),
-            ("entropy_laplace_table.csv", laplace_threshold_table(threshold=self.threshold)),
-        ):
-            frame.to_csv(out / name, index=False)
-            written.append(out / name)
-        if charts:
-            self.chart().save(str(out / "entropy.png"))
-            written.append(out / "entropy.png")
-        return written
+        return save_outputs(
+            folder,
+            [
+                ("entropy.csv", self.to_frame()),
+                ("entropy_first_n.csv", self.first_n_frame()),
+                ("entropy_vs_paper.csv", self.versus_paper()),
+                ("entropy_laplace_table.csv", laplace_threshold_table(threshold=self.threshold)),
+            ],
+            self.chart if charts else None,
+            "entropy.png",
+        )
 
 
 def _losses(q: FloatArray, p_rows: FloatArray) -> FloatArray:

@@ -39,10 +39,10 @@ from cotplan.experiments._common import (
     Interval,
     ReportRow,
     RunInfo,
-    ensure_folder,
     fmt,
     rows_frame,
     run_info,
+    save_outputs,
     snapshot,
 )
 from cotplan.experiments._stats import percentile_interval
@@ -205,19 +205,16 @@ class FalckResult:
         return falck_chart(self)
 
     def save(self, folder: str | Path, *, charts: bool = True) -> list[Path]:
-        out = ensure_folder(folder)
-        written = []
-        for name, frame in (
-            ("falck_t1t2.csv", self.t1t2),
-            ("falck_t3.csv", self.t3),
-            ("falck_vs_paper.csv", self.versus_paper()),
-        ):
-            frame.to_csv(out / name, index=False)
-            written.append(out / name)
-        if charts:
-            self.chart().save(str(out / "falck.png"))
-            written.append(out / "falck.png")
-        return written
+        return save_outputs(
+            folder,
+            [
+                ("falck_t1t2.csv", self.t1t2),
+                ("falck_t3.csv", self.t3),
+                ("falck_vs_paper.csv", self.versus_paper()),
+            ],
+            self.chart if charts else None,
+            "falck.png",
+        )
 
 
 def _band(null: FloatArray, level: float) -> tuple[float, float]:

@@ -42,10 +42,10 @@ from cotplan.experiments._common import (
     ReportRow,
     RunInfo,
     Verdict,
-    ensure_folder,
     fmt,
     rows_frame,
     run_info,
+    save_outputs,
     snapshot,
 )
 from cotplan.experiments._stats import (
@@ -320,20 +320,17 @@ class MartingaleResult:
 
     def save(self, folder: str | Path, *, charts: bool = True) -> list[Path]:
         """CSV tables (per n, fits, per sequence, versus paper) and a PNG chart in `folder`."""
-        out = ensure_folder(folder)
-        written = []
-        for name, frame in (
-            ("martingale.csv", self.to_frame()),
-            ("martingale_fits.csv", self.fits_frame()),
-            ("martingale_per_sequence.csv", self.per_sequence_frame()),
-            ("martingale_vs_paper.csv", self.versus_paper()),
-        ):
-            frame.to_csv(out / name, index=False)
-            written.append(out / name)
-        if charts:
-            self.chart().save(str(out / "martingale.png"))
-            written.append(out / "martingale.png")
-        return written
+        return save_outputs(
+            folder,
+            [
+                ("martingale.csv", self.to_frame()),
+                ("martingale_fits.csv", self.fits_frame()),
+                ("martingale_per_sequence.csv", self.per_sequence_frame()),
+                ("martingale_vs_paper.csv", self.versus_paper()),
+            ],
+            self.chart if charts else None,
+            "martingale.png",
+        )
 
 
 def _value_verdict(ci: Interval, paper: float, err: float, note: str) -> tuple[Verdict, str]:

@@ -32,10 +32,10 @@ from cotplan.experiments._common import (
     Interval,
     ReportRow,
     RunInfo,
-    ensure_folder,
     fmt,
     rows_frame,
     run_info,
+    save_outputs,
     snapshot,
 )
 from cotplan.experiments._stats import percentile_interval
@@ -252,19 +252,16 @@ class OrderResult:
         return order_chart(self)
 
     def save(self, folder: str | Path, *, charts: bool = True) -> list[Path]:
-        out = ensure_folder(folder)
-        written = []
-        for name, frame in (
-            ("order.csv", self.to_frame()),
-            ("order_predictions.csv", self.predictions_frame()),
-            ("order_vs_paper.csv", self.versus_paper()),
-        ):
-            frame.to_csv(out / name, index=False)
-            written.append(out / name)
-        if charts:
-            self.chart().save(str(out / "order.png"))
-            written.append(out / "order.png")
-        return written
+        return save_outputs(
+            folder,
+            [
+                ("order.csv", self.to_frame()),
+                ("order_predictions.csv", self.predictions_frame()),
+                ("order_vs_paper.csv", self.versus_paper()),
+            ],
+            self.chart if charts else None,
+            "order.png",
+        )
 
 
 def _group_stats(
