@@ -21,6 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cotplan.backends.base import NextTokenProbs, Usage, validate_prompt
+from cotplan.backends.cache import CallCache
 from cotplan.backends.openai_compat import (
     OpenAICompatibleBackend,
     is_reasoning_model,
@@ -259,3 +260,19 @@ def test_400_is_not_retried_and_shows_the_server_message(
     assert backend.stats.retries == 0
     assert "sk-secret-1" not in str(info.value)
     assert "sk-secret-1" not in repr(backend)
+
+
+def test_extra_request_fields_reach_the_wire_and_key_the_cache(
+    scripted: tuple[str, type[_Scripted]], tmp_path: Path
+) -> None:
+    url, handler = scripted
+    handler.script = [(200, {}, OK), (200, {}, OK)]
+    cache = CallCache(tmp_path / "cache.sqlite")
+    backend = OpenAICompatibleBackend("m", base_url=url, max_retries=0, cache=cache)
+    backend.generate("x", max_tokens=1, extra={"reasoning_effort": "low"})
+    assert handler.seen[0]["body"]["reasoning_effort"] == "low"
+    backend.generate("x", max_tokens=1, extra={"reasoning_effort": "low"})  # from the cache
+    backend.generate("x", max_tokens=1, extra={"reasoning_effort": "high"})
+    assert [seen["body"].get("reasoning_effort") for seen in handler.seen] == ["low", "high"]
+    with pytest.raises(InputError, match="mapping of request fields"):
+        backend.generate("x", max_tokens=1, extra=["low"])  # type: ignore[arg-type]

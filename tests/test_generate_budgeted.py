@@ -143,6 +143,7 @@ def test_hidden_reasoning_counts_usage_and_checks_the_cap() -> None:
     result = budgeted_answer(backend, ITEM, 64, answer_tokens=16)
     assert result.mode == "hidden"
     assert backend.calls[0]["max_tokens"] == 80  # reasoning and answer share one cap
+    assert backend.calls[0]["extra"] == {"reasoning_effort": "low"}
     assert result.reasoning_tokens == 64
     assert result.answer_tokens == 6
     assert result.correct
@@ -162,6 +163,13 @@ def test_hidden_reasoning_that_overran_is_flagged_and_a_cut_is_forced() -> None:
     assert result.extracted == "14"
     assert not result.correct
     assert result.prompt_tokens == 60
+
+
+@pytest.mark.parametrize(("k", "effort"), [(0, "minimal"), (900, "low"), (5000, "medium")])
+def test_hidden_reasoning_sends_the_effort_level_of_its_budget(k: int, effort: str) -> None:
+    backend = _HiddenReasoner([("Answer: 15", 10, 5, "stop")])
+    budgeted_answer(backend, ITEM, k)
+    assert backend.calls[0]["extra"] == {"reasoning_effort": effort}
 
 
 def test_unknown_price_is_nan_with_a_note() -> None:

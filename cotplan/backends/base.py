@@ -188,8 +188,13 @@ class Backend(abc.ABC):
         stop: Sequence[str] | None = None,
         seed: int | None = None,
         logprobs: int = 0,
+        extra: Mapping[str, Any] | None = None,
     ) -> Completion:
-        """Generate at most `max_tokens` tokens after `prompt` (text or chat messages)."""
+        """Generate at most `max_tokens` tokens after `prompt` (text or chat messages).
+
+        `extra` holds provider request fields sent as they are (for example
+        ``{"reasoning_effort": "low"}``); they are part of the request, so of its cache key.
+        """
 
     @abc.abstractmethod
     def next_token_probs(self, prompt: Prompt, candidates: Sequence[str]) -> NextTokenProbs:

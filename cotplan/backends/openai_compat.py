@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -244,8 +244,11 @@ class OpenAICompatibleBackend(Backend):
         stop: Sequence[str] | None = None,
         seed: int | None = None,
         logprobs: int = 0,
+        extra: Mapping[str, Any] | None = None,
     ) -> Completion:
         validate_prompt(prompt)
+        if extra is not None and not isinstance(extra, Mapping):
+            raise InputError(f"must be a mapping of request fields, got {extra!r}", field="extra")
         if not isinstance(max_tokens, int) or max_tokens < 1:
             raise InputError(f"must be a positive integer, got {max_tokens!r}", field="max_tokens")
         if not 0.0 <= temperature <= 2.0:
@@ -263,6 +266,7 @@ class OpenAICompatibleBackend(Backend):
             stop=stop,
             seed=seed,
             logprobs=logprobs,
+            extra=extra,
         )
         raw, latency, cached = self._call(operation, params)
         return parse_completion(raw, model=self.model, latency_s=latency, from_cache=cached)
@@ -341,6 +345,7 @@ class OpenAICompatibleBackend(Backend):
         stop: Sequence[str] | None,
         seed: int | None,
         logprobs: int,
+        extra: Mapping[str, Any] | None = None,
     ) -> tuple[str, dict[str, Any]]:
         params: dict[str, Any] = {"model": self.model}
         if isinstance(prompt, str) and self.text_completions:
@@ -371,8 +376,11 @@ class OpenAICompatibleBackend(Backend):
             params["stop"] = list(stop)
         if seed is not None:
             params["seed"] = seed
-        if self.extra_body:
-            params["extra_body"] = dict(self.extra_body)
+        # Provider fields go in the body as they are: the SDK's keyword arguments would refuse
+        # any field its version does not know.
+        body = {**self.extra_body, **(extra or {})}
+        if body:
+            params["extra_body"] = body
         return operation, params
 
     def _call(self, operation: str, params: dict[str, Any]) -> tuple[dict[str, Any], float, bool]:

@@ -47,7 +47,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from cotplan.backends.base import Backend, Completion, Message, TokenLogprob, Usage
-from cotplan.backends.budgets import BudgetRule, check_cap, rule_for
+from cotplan.backends.budgets import BudgetRule, budget_params, check_cap, rule_for
 from cotplan.errors import InputError
 from cotplan.tasks.answers import extract_answer, is_correct
 from cotplan.tasks.item import TaskItem
@@ -523,9 +523,16 @@ def _hidden_answer(s: _Setup, k: int) -> BudgetedAnswer:
     backend = s.backend
     messages = _messages(s.item, s.prompt.direct)
     # The backend sends this cap as `max_completion_tokens` for reasoning models: hidden
-    # reasoning and the visible answer share it (cotplan.backends.budgets).
+    # reasoning and the visible answer share it. The rule's other fields (the
+    # `reasoning_effort` level) go with it, so the model also aims low, not only stops early.
+    request = budget_params(s.rule, k, answer_tokens=s.answer_tokens)
+    extra = {name: value for name, value in request.params.items() if name != s.rule.parameter}
     reply = backend.generate(
-        messages, max_tokens=k + s.answer_tokens, temperature=s.temperature, seed=s.seed
+        messages,
+        max_tokens=k + s.answer_tokens,
+        temperature=s.temperature,
+        seed=s.seed,
+        extra=extra or None,
     )
     hidden = reply.usage.reasoning_tokens
     if reply.text.strip():
