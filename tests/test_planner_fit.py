@@ -452,3 +452,47 @@ def test_a_floor_at_zero_gets_an_exact_upper_bound_not_a_zero_width_interval() -
     interval = planner.intervals_["e0"]
     assert interval.low == 0.0
     assert interval.high == pytest.approx(1 - 0.025 ** (1 / 20))
+
+
+def _rise_then_fall(seed: int, accuracy: dict[int, float], items: int = 60) -> pd.DataFrame:
+    """One size; item i answered at every budget, right with the given probability per budget."""
+    rng = np.random.default_rng(seed)
+    rows = [
+        {"item": f"it{i}", "n": 10, "k": k, "correct": bool(rng.random() < p)}
+        for i in range(items)
+        for k, p in accuracy.items()
+    ]
+    return pd.DataFrame(rows)
+
+
+def test_a_rise_then_fall_is_fitted_up_to_the_peak() -> None:
+    # Accuracy 0.1 without reasoning, 0.6 at k = 32, back to 0.1 at k = 256: the budgets
+    # balance around the middle, so one trend test over all of them sees no rise at all.
+    accuracy = {0: 0.1, 8: 0.3, 32: 0.6, 64: 0.45, 128: 0.2, 256: 0.1}
+    frame = _rise_then_fall(3, accuracy)
+    planner = BudgetPlanner(eps=0.5).fit(frame)
+    assert fit_module._trend_test(fit_module._validate_frame(frame)).p_value > 0.05
+    assert planner.status_ == "helps"
+    assert planner.peak_budget_ == 32
+    assert "peaks at k = 32" in planner.verdict_
+    assert planner.trend_ is not None
+    assert planner.trend_.p_value < 0.05
+    assert "beyond the peak accuracy falls" in planner.trend_.verdict
+    budget = planner.budget(10, eps=0.5)
+    assert 0 < budget.k_star <= 32
+    # The floor is the error at the peak, not the lower error a monotone fit would invent.
+    assert 0.3 < planner.e0_ < 0.55
+    with pytest.raises(InfeasibleTargetError):
+        planner.budget(10, eps=0.2)
+
+
+def test_a_monotone_rise_has_no_peak(planted: BudgetPlanner) -> None:
+    assert planted.peak_budget_ is None
+    assert "peaks" not in planted.verdict_
+
+
+def test_noise_after_a_plateau_is_not_called_a_fall() -> None:
+    accuracy = {0: 0.1, 16: 0.7, 64: 0.7, 256: 0.7}
+    planner = BudgetPlanner(eps=0.4).fit(_rise_then_fall(4, accuracy))
+    assert planner.status_ == "helps"
+    assert planner.peak_budget_ is None

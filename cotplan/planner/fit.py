@@ -47,7 +47,9 @@ Before fitting a curve the planner asks whether accuracy rises with the budget a
 stratified trend test (ranks of the budgets against correctness, within each item; a
 Cochran–Armitage / Mantel test with exact permutation moments). Without a significant rise the
 planner does not invent a benefit: it reports the error as flat, k* = 0 for targets the model
-already meets, and an unattainable target otherwise.
+already meets, and an unattainable target otherwise. When accuracy rises, peaks and then falls
+significantly (small models talk themselves out of right answers), the curve is fitted on the
+budgets up to the peak (`peak_budget_`) and no cap above the peak is recommended.
 """
 
 from __future__ import annotations
@@ -587,6 +589,43 @@ def _cells(data: _Data, weights: NDArray[np.float64] | None = None) -> _Cells:
     )
 
 
+def _subset(data: _Data, rows: NDArray[np.bool_]) -> _Data:
+    """The calibration restricted to `rows` (cells and item codes renumbered)."""
+    item_codes, _ = pd.factorize(data.item[rows], sort=False)
+    pairs = pd.MultiIndex.from_arrays([data.n[rows], data.k[rows]])
+    cell_codes, cell_index = pd.factorize(pairs, sort=True)
+    return _Data(
+        item=item_codes.astype(np.intp),
+        n=data.n[rows],
+        k=data.k[rows],
+        y=data.y[rows],
+        cell=cell_codes.astype(np.intp),
+        cell_n=np.array([c[0] for c in cell_index], dtype=float),
+        cell_k=np.array([c[1] for c in cell_index], dtype=float),
+        n_items=int(item_codes.max()) + 1,
+    )
+
+
+def _peak_before_a_fall(data: _Data, significance: float) -> tuple[int, TrendTest] | None:
+    """The budget where accuracy peaks, when it falls significantly at larger budgets.
+
+    Small models often reason their way to the answer and then talk themselves out of it: the
+    accuracy rises, peaks and falls. One trend test over every budget can miss the rise (the
+    fall cancels it), and a monotone curve fitted through the fall is wrong on both sides. The
+    peak is the budget above the smallest with the highest pooled accuracy; the fall is a
+    trend test for a decrease over the budgets from the peak up.
+    """
+    budgets = np.unique(data.k)
+    accuracy = np.array([data.y[data.k == b].mean() for b in budgets])
+    peak_index = 1 + int(np.argmax(accuracy[1:]))
+    if peak_index == len(budgets) - 1 or accuracy[peak_index] <= accuracy[0]:
+        return None
+    fall = _trend_test(_subset(data, data.k >= budgets[peak_index]))
+    if fall.p_value_decrease >= significance:
+        return None
+    return int(budgets[peak_index]), fall
+
+
 def _trend_test(data: _Data) -> TrendTest:
     """Stratified Cochran–Armitage trend test of budget rank against correctness.
 
@@ -702,9 +741,9 @@ class BudgetPlanner:
 
     After `fit`: `e0_`, `e_base_`, `k0_`, `c_`, `alpha_`, `intervals_` (name ->
     ConfidenceInterval), `loglik_`, `alpha_half_` (name -> value for the α = 1/2 fit),
-    `alpha_half_loglik_`, `c_least_squares_`, `trend_`, `lrt_` (None with one size), `status_`,
-    `verdict_`, `bootstrap_` (a frame of the resampled constants), `sizes_`, `budgets_`,
-    `n_items_`.
+    `alpha_half_loglik_`, `c_least_squares_`, `trend_`, `peak_budget_` (None unless accuracy
+    falls after a peak), `lrt_` (None with one size), `status_`, `verdict_`, `bootstrap_` (a
+    frame of the resampled constants), `sizes_`, `budgets_`, `n_items_`.
     """
 
     def __init__(
@@ -801,6 +840,7 @@ class BudgetPlanner:
         self.sizes_ = tuple(int(v) for v in np.unique(data.n))
         self.budgets_ = tuple(int(v) for v in np.unique(data.k))
         self.trend_: TrendTest | None = None
+        self.peak_budget_: int | None = None
         self.lrt_: LikelihoodRatioTest | None = None
         self.mle_: dict[str, float] = {}
         nan_params = np.full(5, math.nan)
@@ -847,6 +887,26 @@ class BudgetPlanner:
                 f"no answer was right at any budget up to k = {k_max}: the floor e0 = 1 makes "
                 "every target ε < 1 unattainable with this model at these budgets",
             )
+        peak = _peak_before_a_fall(data, p["significance"])
+        if peak is not None:
+            peak_k, fall = peak
+            up_to_peak = _subset(data, data.k <= peak_k)
+            rise = _trend_test(up_to_peak)
+            # The peak was chosen by looking at the data: the rise up to it is judged with a
+            # Bonferroni factor for the budgets it could have been.
+            candidates = len(self.budgets_) - 1
+            p_rise = min(1.0, rise.p_value * candidates)
+            if p_rise < p["significance"]:
+                self.peak_budget_ = peak_k
+                data, k_max = up_to_peak, peak_k
+                self.trend_ = TrendTest(
+                    rise.statistic,
+                    p_rise,
+                    rise.p_value_decrease,
+                    f"{rise.verdict} (budgets up to the peak k = {peak_k}; the p for a rise is "
+                    f"×{candidates} for choosing the peak); beyond the peak accuracy falls: "
+                    f"{fall.verdict.removeprefix('trend test ')}",
+                )
         cells = _cells(data)
         free_alpha = p["alpha"] is None and len(self.sizes_) >= 2
         alpha_fixed = p["alpha"] if p["alpha"] is not None else 0.5
@@ -1122,6 +1182,12 @@ class BudgetPlanner:
             f"e0 = {self.e0_:.2f}"
         ]
         positive = [k for k in self.budgets_ if k > 0]
+        if self.peak_budget_ is not None:
+            parts.append(
+                f"accuracy peaks at k = {self.peak_budget_} and falls at larger budgets, so the "
+                f"curve is fitted on budgets up to {self.peak_budget_} and no cap above it is "
+                "recommended"
+            )
         if unresolved:
             parts.append(
                 f"the budgets are too coarse to resolve the curve: the floor is already reached "
@@ -1249,7 +1315,13 @@ class BudgetPlanner:
             notes.append(
                 f"n = {n_val:g} is outside the calibrated sizes {self.sizes_[0]}–{self.sizes_[-1]}"
             )
-        if self.status_ != "given" and k_star > self.budgets_[-1]:
+        if self.peak_budget_ is not None and k_star > self.peak_budget_:
+            extrapolated = True
+            notes.append(
+                f"k* is beyond k = {self.peak_budget_}, where accuracy peaked: larger budgets "
+                "lowered accuracy in calibration"
+            )
+        elif self.status_ != "given" and k_star > self.budgets_[-1]:
             extrapolated = True
             notes.append(f"k* is beyond the largest calibrated budget ({self.budgets_[-1]})")
         if k_star == 0.0 and not self._constant:
@@ -1450,6 +1522,7 @@ class BudgetPlanner:
         planner.n_rows_ = 0
         planner.sizes_ = ()
         planner.budgets_ = ()
+        planner.peak_budget_ = None
         planner.status_ = "given"
         planner.verdict_ = "constants given, not fitted"
         return planner
