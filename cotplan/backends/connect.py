@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+from cotplan.backends.base import Backend
 from cotplan.backends.local import CacheChoice, LocalBackend, LocalModel, resolve_cache
 from cotplan.backends.openai_compat import OpenAICompatibleBackend
 from cotplan.errors import InputError
@@ -31,7 +32,7 @@ def connect(
     api_key_env: str | None = None,
     cache: CacheChoice = "default",
     **options: Any,
-) -> OpenAICompatibleBackend:
+) -> Backend:
     """A Backend from a short spec.
 
     - ``"local"`` or ``"local:PATH_OR_NAME"``: start the embedded llama.cpp server (stopped by
@@ -39,12 +40,19 @@ def connect(
     - ``"openai:MODEL"``: OpenAI itself (key from ``OPENAI_API_KEY``), or any OpenAI-compatible
       endpoint when `base_url` is given (vLLM, llama.cpp, Ollama, Azure-style gateways).
     - ``"MODEL"`` with `base_url`: the same as ``openai:MODEL``.
+    - ``"lab:FAMILY"``: the lab reasoning model of a lab family (``lab:parity``, ``lab:sum``,
+      ``lab:state``, ``lab:bits``), in-process; needs the `lab` extra, and trains the model on
+      first use (options `preset`, `retrain`; see `cotplan.lab.reasoning`).
 
     Remaining keyword options go to `LocalModel` (local) or `OpenAICompatibleBackend`.
     """
     if not isinstance(spec, str) or not spec.strip():
         raise InputError("must be 'local', 'local:PATH', or 'openai:MODEL'", field="backend")
     provider, _, rest = spec.partition(":")
+    if provider == "lab":
+        from cotplan.lab.reasoning.backend import lab_backend  # lazy: imports torch
+
+        return lab_backend(rest, **options)
     if provider == "local":
         timeout = float(options.pop("timeout", 300.0))
         server = LocalModel(rest or "smollm2-135m-instruct", **options).start()

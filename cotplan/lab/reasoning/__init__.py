@@ -1,0 +1,66 @@
+"""A lab reasoning model: test the chain-of-thought length law where the mechanism is known.
+
+A small transformer, trained on CPU in minutes, answers task families of size n whose
+reasoning trace is fixed (three tokens per input) and necessary (parity, sums, cups, and the
+paper's next bit of n exchangeable bits). Behind cotplan's `Backend` interface it runs
+`budgeted_answer`, `calibrate`, `BudgetPlanner` and the benchmarks unchanged, so the planner's
+fitted constants can be held against ground truth.
+
+- `tasks`: the families (`make_lab_tasks`, `solve`, `blind_error`); `tokenizer`: their words;
+- `data` and `train`: training sequences and `load_or_train` (weights in the user folder);
+- `backend`: `LabBackend`, also ``cotplan.connect("lab:parity")``;
+- `study`: `reasoning_study`: the error grid, the planner's fit, which law holds, the oracle
+  per-item budget and held-out policies.
+
+Importing this package does not import torch; training and the backend's model do.
+"""
+
+from __future__ import annotations
+
+from cotplan.lab.reasoning.backend import LabBackend, encode_prompt, lab_backend
+from cotplan.lab.reasoning.study import (
+    STUDY_PRESETS,
+    LabStudy,
+    StudySettings,
+    reasoning_study,
+    study_report_rows,
+)
+from cotplan.lab.reasoning.tasks import (
+    LabFamilyInfo,
+    blind_error,
+    get_lab_family,
+    lab_families,
+    make_lab_tasks,
+    solve,
+)
+from cotplan.lab.reasoning.tokenizer import LabTokenizer
+from cotplan.lab.reasoning.train import (
+    PRESETS,
+    LabReasoningModel,
+    TrainSettings,
+    load_or_train,
+    train_lab_model,
+)
+
+__all__ = [
+    "PRESETS",
+    "STUDY_PRESETS",
+    "LabBackend",
+    "LabFamilyInfo",
+    "LabReasoningModel",
+    "LabStudy",
+    "LabTokenizer",
+    "StudySettings",
+    "TrainSettings",
+    "blind_error",
+    "encode_prompt",
+    "get_lab_family",
+    "lab_backend",
+    "lab_families",
+    "load_or_train",
+    "make_lab_tasks",
+    "reasoning_study",
+    "solve",
+    "study_report_rows",
+    "train_lab_model",
+]

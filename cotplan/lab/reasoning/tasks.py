@@ -1,0 +1,406 @@
+"""Lab task families: reasoning tasks of size n whose scratchpad is known, step by step.
+
+Four families, each a question over n inputs labelled ``[1]`` .. ``[n]`` and a reasoning trace
+of n steps of exactly three tokens: the label, the input it reads, and the state after it.
+
+- ``lab-parity``: the parity of n bits; the state is the running parity.
+  ``Parity: [1] 1 [2] 0 [3] 1``  ->  ``[1] 1 1 [2] 0 1 [3] 1 0``, answer ``0``.
+- ``lab-sum``: the sum of n digits; the state is the running sum.
+  ``Sum: [1] 3 [2] 7``  ->  ``[1] 3 3 [2] 7 10``, answer ``10``.
+- ``lab-state``: a ball under one of three cups, n swaps; the state is the ball's cup.
+  ``Cups: A [1] AB [2] BC``  ->  ``[1] AB B [2] BC C``, answer ``C``.
+- ``lab-bits``: the paper's setting. n exchangeable bits (p drawn uniformly, then n Bernoulli(p)
+  bits); the answer is the Bayes-optimal prediction of the next bit under that uniform prior,
+  i.e. 1 when more than half the bits are 1. The state is the running count of ones.
+  ``Bits: [1] 1 [2] 1 [3] 0``  ->  ``[1] 1 1 [2] 1 2 [3] 0 2``, answer ``1``. Ties (even n,
+  exactly n/2 ones) are not drawn: the Bayes predictor is indifferent there, so there is no
+  exact answer.
+
+A full answer takes 3n + 2 tokens: the trace, ``Answer:`` and the answer. A trace cut after
+j complete steps leaves the state after j inputs; the rest must be done without writing it down.
+`blind_error` gives the error of the best guess that uses the written state and nothing else
+(the "known mechanism" reference); a model that reads the remaining inputs can only do better.
+"""
+
+from __future__ import annotations
+
+import difflib
+import zlib
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import special
+
+from cotplan.errors import InputError
+from cotplan.lab.reasoning.tokenizer import CUPS, MAX_N, SWAPS
+from cotplan.tasks.item import AnswerKind, TaskItem
+
+__all__ = [
+    "STEP_TOKENS",
+    "LabExample",
+    "LabFamilyInfo",
+    "blind_error",
+    "get_lab_family",
+    "lab_example",
+    "lab_families",
+    "make_lab_tasks",
+    "solve",
+]
+
+#: Tokens per reasoning step: the label, the input it reads, the state after it.
+STEP_TOKENS = 3
+
+
+@dataclass(frozen=True)
+class LabExample:
+    """One question in words, its full reasoning trace, and the exact answer."""
+
+    family: str
+    n: int
+    question: tuple[str, ...]
+    trace: tuple[str, ...]
+    answer: str
+
+    @property
+    def prompt(self) -> str:
+        return " ".join(self.question)
+
+    @property
+    def full_tokens(self) -> int:
+        """Reasoning tokens a complete answer takes: the trace, the marker and the answer."""
+        return len(self.trace) + 2
+
+
+@dataclass(frozen=True)
+class LabFamilyInfo:
+    """What a lab family asks, what n means, and what a cut trace leaves to guess."""
+
+    name: str
+    short: str
+    header: str
+    description: str
+    n_meaning: str
+    answer_kind: AnswerKind
+    n_min: int
+    n_max: int
+    choices: tuple[str, ...] | None
+    truncated: str
+
+
+Inputs = list[str]
+_Draw = Callable[[np.random.Generator, int], Inputs]
+
+
+def _draw_bits(rng: np.random.Generator, n: int) -> Inputs:
+    return [str(int(b)) for b in rng.integers(0, 2, size=n)]
+
+
+def _draw_digits(rng: np.random.Generator, n: int) -> Inputs:
+    return [str(int(d)) for d in rng.integers(0, 10, size=n)]
+
+
+def _draw_cups(rng: np.random.Generator, n: int) -> Inputs:
+    start = CUPS[int(rng.integers(len(CUPS)))]
+    return [start, *(SWAPS[int(i)] for i in rng.integers(len(SWAPS), size=n))]
+
+
+def _draw_exchangeable(rng: np.random.Generator, n: int) -> Inputs:
+    # Beta(1, 1)-Bernoulli, as in the paper; a tie has no exact answer, so draw again.
+    while True:
+        p = float(rng.random())
+        bits = (rng.random(n) < p).astype(int)
+        if 2 * int(bits.sum()) != n:
+            return [str(int(b)) for b in bits]
+
+
+def _swap(cup: str, swap: str) -> str:
+    if cup == swap[0]:
+        return swap[1]
+    if cup == swap[1]:
+        return swap[0]
+    return cup
+
+
+def _run(family: str, inputs: Sequence[str]) -> tuple[list[str], list[str], str]:
+    """(the labelled question inputs, the trace, the answer) of a family's inputs."""
+    labelled: list[str] = []
+    trace: list[str] = []
+    if family == "lab-state":
+        state: int | str = inputs[0]
+        steps = list(inputs[1:])
+        labelled.append(inputs[0])
+    else:
+        state = 0
+        steps = list(inputs)
+    for j, x in enumerate(steps, start=1):
+        label = f"[{j}]"
+        labelled += [label, x]
+        if family == "lab-parity":
+            state = (int(state) + int(x)) % 2
+        elif family in ("lab-sum", "lab-bits"):
+            state = int(state) + int(x)
+        else:
+            state = _swap(str(state), x)
+        trace += [label, x, str(state)]
+    if family != "lab-bits":
+        return labelled, trace, str(state)
+    # The Bayes-optimal next bit under the uniform prior: the majority (ties are never drawn).
+    return labelled, trace, "1" if 2 * int(state) > len(steps) else "0"
+
+
+@dataclass(frozen=True)
+class _Family:
+    info: LabFamilyInfo
+    draw: _Draw
+
+
+_FAMILIES: dict[str, _Family] = {
+    f.info.name: f
+    for f in (
+        _Family(
+            LabFamilyInfo(
+                "lab-parity",
+                "parity",
+                "Parity:",
+                "Parity (number of 1s modulo 2) of n bits; the trace writes the running parity.",
+                "bits",
+                "binary",
+                1,
+                24,
+                None,
+                "a cut trace knows the parity of a prefix; the unread bits leave a coin flip",
+            ),
+            _draw_bits,
+        ),
+        _Family(
+            LabFamilyInfo(
+                "lab-sum",
+                "sum",
+                "Sum:",
+                "Sum of n digits 0-9; the trace writes the running sum.",
+                "digits",
+                "integer",
+                1,
+                24,
+                None,
+                "a cut trace knows a partial sum; the best blind guess of the rest hits its "
+                "mode, which gets rarer as about 1/√(remaining digits)",
+            ),
+            _draw_digits,
+        ),
+        _Family(
+            LabFamilyInfo(
+                "lab-state",
+                "state",
+                "Cups:",
+                "A ball under one of three cups (A, B, C) and n swaps of two cups; where is the "
+                "ball? The trace writes the ball's cup after each swap.",
+                "swaps",
+                "choice",
+                1,
+                24,
+                CUPS,
+                "one unread random swap already makes the ball's cup uniform: a blind guess is "
+                "right 1/3 of the time",
+            ),
+            _draw_cups,
+        ),
+        _Family(
+            LabFamilyInfo(
+                "lab-bits",
+                "bits",
+                "Bits:",
+                "The paper's setting: predict the next of n exchangeable bits (Beta(1,1)-"
+                "Bernoulli); the Bayes-optimal prediction is the majority bit. The trace counts "
+                "the ones.",
+                "bits seen",
+                "binary",
+                1,
+                24,
+                None,
+                "a cut trace knows the count of a prefix; the majority is then often already "
+                "decided, and otherwise the posterior predictive of the rest gives the odds",
+            ),
+            _draw_exchangeable,
+        ),
+    )
+}
+
+#: The registry: family name -> info, in display order.
+lab_families: dict[str, LabFamilyInfo] = {name: f.info for name, f in _FAMILIES.items()}
+
+
+def get_lab_family(name: str) -> LabFamilyInfo:
+    """The lab family called `name` ("lab-parity", or its short name "parity")."""
+    for info in lab_families.values():
+        if name in (info.name, info.short):
+            return info
+    names = [*lab_families, *(i.short for i in lab_families.values())]
+    close = difflib.get_close_matches(str(name), names, n=3, cutoff=0.5)
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    raise InputError(
+        f"unknown lab family {name!r}{hint} (known: {', '.join(lab_families)})", field="family"
+    )
+
+
+def _check_n(info: LabFamilyInfo, n: object) -> int:
+    if isinstance(n, bool) or not isinstance(n, int | np.integer):
+        raise InputError(f"must be an integer, got {n!r}", field="n")
+    if not info.n_min <= int(n) <= min(info.n_max, MAX_N):
+        raise InputError(
+            f"must be between {info.n_min} and {info.n_max} for {info.name}, got {n}", field="n"
+        )
+    return int(n)
+
+
+def lab_example(family: str, rng: np.random.Generator, n: int) -> LabExample:
+    """One random example of `family` at size `n`."""
+    info = get_lab_family(family)
+    n = _check_n(info, n)
+    inputs = _FAMILIES[info.name].draw(rng, n)
+    labelled, trace, answer = _run(info.name, inputs)
+    return LabExample(info.name, n, (info.header, *labelled), tuple(trace), answer)
+
+
+def solve(prompt: str) -> LabExample:
+    """The trace and answer of a lab question (its text, as in `TaskItem.prompt`)."""
+    words = str(prompt).split()
+    info = next((i for i in lab_families.values() if words and words[0] == i.header), None)
+    if info is None:
+        raise InputError(
+            f"not a lab question: it must start with one of "
+            f"{', '.join(i.header for i in lab_families.values())}",
+            field="prompt",
+        )
+    body = words[1:]
+    head: list[str] = []
+    if info.name == "lab-state":
+        if not body or body[0] not in CUPS:
+            raise InputError(
+                "a cups question starts with the ball's cup (A, B or C)", field="prompt"
+            )
+        head, body = body[:1], body[1:]
+    labels, inputs = body[0::2], body[1::2]
+    if len(labels) != len(inputs) or labels != [f"[{j}]" for j in range(1, len(labels) + 1)]:
+        raise InputError("inputs must be labelled [1] x [2] y ... in order", field="prompt")
+    allowed = set(SWAPS) if info.name == "lab-state" else {str(d) for d in range(10)}
+    if info.name in ("lab-parity", "lab-bits"):
+        allowed = {"0", "1"}
+    if any(x not in allowed for x in inputs):
+        raise InputError(f"{info.name} inputs must be among {sorted(allowed)}", field="prompt")
+    labelled, trace, answer = _run(info.name, [*head, *inputs])
+    return LabExample(info.name, len(inputs), (info.header, *labelled), tuple(trace), answer)
+
+
+def make_lab_tasks(
+    family: str, *, n: int, count: int, seed: int = 0, exclude: Iterable[TaskItem] = ()
+) -> list[TaskItem]:
+    """`count` distinct items of a lab family at size `n`, reproducible from `seed`.
+
+    Like `cotplan.tasks.make_tasks`: `exclude` keeps held-out items apart from a calibration
+    set, and asking for more distinct items than exist is an `InputError`.
+    """
+    info = get_lab_family(family)
+    n = _check_n(info, n)
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= 100_000:
+        raise InputError(f"must be between 1 and 100000, got {count!r}", field="count")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise InputError(f"must be a whole number ≥ 0, got {seed!r}", field="seed")
+    rng = np.random.default_rng(np.random.SeedSequence([seed, n, zlib.crc32(info.name.encode())]))
+    seen = {str(item.prompt) for item in exclude}
+    excluded = bool(seen)
+    items: list[TaskItem] = []
+    for _ in range(max(2_000, 50 * count)):
+        if len(items) == count:
+            break
+        example = lab_example(info.name, rng, n)
+        if example.prompt in seen:
+            continue
+        seen.add(example.prompt)
+        items.append(
+            TaskItem(
+                id=f"{info.name}-n{n}-s{seed}-{len(items):04d}",
+                prompt=example.prompt,
+                answer=example.answer,
+                kind=info.answer_kind,
+                choices=info.choices,
+                n=n,
+                family=info.name,
+            )
+        )
+    if len(items) < count:
+        raise InputError(
+            f"only {len(items)} distinct {info.name} items exist at n = {n}"
+            f"{' beyond the excluded ones' if excluded else ''}, asked for {count}; "
+            "lower `count` or raise `n`",
+            field="count",
+        )
+    return items
+
+
+# ------------------------------------------------------------------------------------------
+# The blind reference: the best guess from the written state alone
+
+
+def _sum_mode_probability(m: int) -> float:
+    """P(the sum of m uniform digits equals its most likely value)."""
+    if m == 0:
+        return 1.0
+    dist = np.ones(10) / 10
+    for _ in range(m - 1):
+        dist = np.convolve(dist, np.ones(10) / 10)
+    return float(dist.max())
+
+
+def _majority_blind(ones: int, seen: int, n: int) -> float:
+    """Error of the best majority guess from `ones` in the first `seen` of n bits.
+
+    The rest is Beta-binomial under the posterior Beta(1 + ones, 1 + seen − ones); ties are
+    never drawn, so the odds are taken among the outcomes that are not ties.
+    """
+    m = n - seen
+    rest = np.arange(m + 1)
+    a, b = 1 + ones, 1 + seen - ones
+    log_pmf = (
+        special.gammaln(m + 1)
+        - special.gammaln(rest + 1)
+        - special.gammaln(m - rest + 1)
+        + special.betaln(rest + a, m - rest + b)
+        - special.betaln(a, b)
+    )
+    pmf = np.exp(log_pmf)
+    total = ones + rest
+    p_one = float(pmf[2 * total > n].sum())
+    p_zero = float(pmf[2 * total < n].sum())
+    if p_one + p_zero <= 0:  # pragma: no cover - only ties left, which are never drawn
+        return 0.5
+    return 1.0 - max(p_one, p_zero) / (p_one + p_zero)
+
+
+def blind_error(item: TaskItem, k: int) -> float:
+    """Error of the best guess that knows only what a trace cut at `k` tokens wrote.
+
+    After j = k // 3 complete steps (a cut inside a step adds nothing: its first two tokens
+    repeat the question) the state after j inputs is known; the unread inputs are guessed from
+    their distribution. k ≥ 3n (a complete trace) gives 0. This is the reference mechanism: a
+    model that also computes on the unread inputs without writing can only do better.
+    """
+    if not isinstance(item.prompt, str):
+        raise InputError("must be a lab item (a text prompt)", field="item")
+    example = solve(item.prompt)
+    n = example.n
+    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 0:
+        raise InputError(f"must be a whole number ≥ 0, got {k!r}", field="k")
+    j = min(int(k) // 3, n)
+    m = n - j
+    if m == 0:
+        return 0.0
+    if example.family == "lab-parity":
+        return 0.5
+    if example.family == "lab-state":
+        return 2.0 / 3.0
+    if example.family == "lab-sum":
+        return 1.0 - _sum_mode_probability(m)
+    ones = int(example.trace[3 * j - 1]) if j else 0
+    return _majority_blind(ones, j, n)

@@ -1,0 +1,335 @@
+"""Train the lab reasoning model on one family, and keep it in the user folder.
+
+`train_lab_model(settings)` trains a `TinyTransformer` on a mix of full traces, cut traces with
+a forced answer, and direct answers (`cotplan.lab.reasoning.data`), then measures greedy
+accuracy with the full trace and with no reasoning at a few sizes. `load_or_train(family,
+preset)` loads the model trained with exactly these settings from the user folder
+(`cotplan.lab.store`, kind ``"reasoning"``), and trains and saves it when there is none.
+
+Presets (`PRESETS`): ``"tiny"`` (n = 2..5, a few hundred steps: seconds, for tests),
+``"quick"`` (n up to 8, about a minute), ``"standard"`` (n up to 16, what the study uses).
+Training is seeded (`TrainSettings.seed`) and uses the threads torch is allowed; call
+`torch.set_num_threads(1)` first on a shared machine.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from cotplan.errors import InputError
+from cotplan.lab._torch import require_torch
+from cotplan.lab.reasoning.data import IGNORE, Mix, make_batch
+from cotplan.lab.reasoning.tasks import get_lab_family, lab_example
+from cotplan.lab.reasoning.tokenizer import (
+    ANSWER,
+    REASONING,
+    LabTokenizer,
+    default_tokenizer,
+)
+
+__all__ = [
+    "DATA_FORMAT",
+    "PRESETS",
+    "LabReasoningModel",
+    "TrainSettings",
+    "load_or_train",
+    "settings_for",
+    "train_lab_model",
+]
+
+#: Bumped whenever the sequences a model is trained on change: older weights are not reused.
+DATA_FORMAT = 1
+_STORE_KIND = "reasoning"
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    """Everything that shapes a trained lab model (its store key is a hash of these)."""
+
+    family: str
+    n_min: int = 1
+    n_max: int = 24
+    steps: int = 3000
+    batch_size: int = 64
+    lr: float = 3e-3
+    warmup: int = 100
+    weight_decay: float = 0.01
+    mix: Mix = field(default_factory=Mix)
+    pe: str = "rope"
+    d_model: int = 64
+    n_layers: int = 2
+    n_heads: int = 4
+    d_ff: int = 256
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        info = get_lab_family(self.family)
+        object.__setattr__(self, "family", info.name)
+        for name in ("n_min", "n_max", "steps", "batch_size", "warmup", "seed"):
+            value = getattr(self, name)
+            low = 0 if name in ("warmup", "seed") else 1
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise InputError(f"must be an integer ≥ {low}, got {value!r}", field=name)
+        if not info.n_min <= self.n_min <= self.n_max <= info.n_max:
+            raise InputError(
+                f"must satisfy {info.n_min} ≤ n_min ≤ n_max ≤ {info.n_max}, got "
+                f"{self.n_min}..{self.n_max}",
+                field="n_max",
+            )
+        if not (self.lr > 0 and math.isfinite(self.lr)):
+            raise InputError(f"must be a positive number, got {self.lr!r}", field="lr")
+
+    @property
+    def max_len(self) -> int:
+        # <bos>, header, start cup, 2n labelled inputs, Reasoning:, 3n trace, Answer:, answer.
+        return 5 * self.n_max + 8
+
+    def model_config(self, tokenizer: LabTokenizer) -> Any:
+        from cotplan.lab.transformer import TransformerConfig
+
+        return TransformerConfig(
+            vocab_size=tokenizer.vocab_size,
+            max_len=self.max_len,
+            pe=self.pe,  # type: ignore[arg-type]
+            attend_to="states",
+            d_model=self.d_model,
+            n_layers=self.n_layers,
+            n_heads=self.n_heads,
+            d_ff=self.d_ff,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["format"] = DATA_FORMAT
+        return data
+
+    def replace(self, **changes: Any) -> TrainSettings:
+        return dataclasses.replace(self, **changes)
+
+
+#: Training presets by name; `load_or_train(family, preset)` fills in the family.
+PRESETS: dict[str, dict[str, Any]] = {
+    "tiny": {"n_min": 2, "n_max": 5, "steps": 600, "batch_size": 32, "d_model": 32, "d_ff": 128},
+    "quick": {"n_min": 1, "n_max": 8, "steps": 1500, "batch_size": 32},
+    "standard": {"n_min": 1, "n_max": 16, "steps": 3000, "batch_size": 32},
+}
+
+
+def settings_for(family: str, preset: str | TrainSettings = "standard") -> TrainSettings:
+    """The `TrainSettings` of a preset name (or the settings themselves, checked)."""
+    if isinstance(preset, TrainSettings):
+        if get_lab_family(family).name != preset.family:
+            raise InputError(f"settings are for {preset.family}, not {family}", field="settings")
+        return preset
+    if preset not in PRESETS:
+        raise InputError(
+            f"unknown preset {preset!r}; choose from {', '.join(PRESETS)}", field="preset"
+        )
+    return TrainSettings(family=family, **PRESETS[preset])
+
+
+class LabReasoningModel:
+    """A trained lab model: the network, its tokenizer, its settings and what training measured.
+
+    `continuation(ids, max_new)` is the model's one primitive: greedy (or sampled) next tokens
+    after a prompt of ids, with their log-probabilities, stopping at the end token.
+    """
+
+    def __init__(
+        self,
+        network: Any,
+        settings: TrainSettings,
+        meta: Mapping[str, Any] | None = None,
+        tokenizer: LabTokenizer | None = None,
+    ) -> None:
+        self.network = network.eval()
+        self.settings = settings
+        self.meta = dict(meta or {})
+        self.tokenizer = tokenizer or default_tokenizer()
+
+    @property
+    def family(self) -> str:
+        return self.settings.family
+
+    @property
+    def key(self) -> str:
+        from cotplan.lab.store import model_key
+
+        return model_key(self.settings.to_dict())
+
+    @property
+    def max_len(self) -> int:
+        return self.settings.max_len
+
+    def logits(self, ids: Sequence[int]) -> Any:
+        """Next-token logits (vocab,) after `ids` (float64 numpy array)."""
+        torch = require_torch()
+        if len(ids) > self.max_len:
+            raise InputError(
+                f"the sequence has {len(ids)} tokens, more than this model's {self.max_len}",
+                field="prompt",
+            )
+        with torch.no_grad():
+            out = self.network(torch.tensor([list(ids)], dtype=torch.long))[0, -1]
+        return out.double().numpy()
+
+    def continuation(
+        self,
+        ids: Sequence[int],
+        max_new: int,
+        *,
+        temperature: float = 0.0,
+        rng: np.random.Generator | None = None,
+        stop: Callable[[list[int]], bool] | None = None,
+    ) -> tuple[list[int], list[float], list[np.ndarray], bool]:
+        """(new ids, their log-probabilities, each step's log-probabilities, ended).
+
+        `ended` is True when the model wrote its end token (not included) or `stop` said so;
+        False when `max_new` tokens ran out first. A sequence may not outgrow `max_len`: the
+        model stops there as if the cap had been reached.
+        """
+        sequence = list(ids)
+        new: list[int] = []
+        logps: list[float] = []
+        dists: list[np.ndarray] = []
+        eos = self.tokenizer.eos_id
+        pad, bos = self.tokenizer.pad_id, self.tokenizer.bos_id
+        while len(new) < max_new and len(sequence) < self.max_len:
+            logits = self.logits(sequence)
+            logits[[pad, bos]] = -np.inf  # never written, only given
+            logp = logits - np.logaddexp.reduce(logits)
+            if temperature > 0:
+                scaled = logits / temperature
+                p = np.exp(scaled - np.logaddexp.reduce(scaled))
+                token = int((rng or np.random.default_rng()).choice(len(p), p=p / p.sum()))
+            else:
+                token = int(np.argmax(logp))
+            if token == eos:
+                return new, logps, dists, True
+            sequence.append(token)
+            new.append(token)
+            logps.append(float(logp[token]))
+            dists.append(logp)
+            if stop is not None and stop(new):
+                return new, logps, dists, True
+        return new, logps, dists, False
+
+    def answer_prompt(self, question: str, *, reason: bool = True) -> list[int]:
+        """The ids of a question followed by ``Reasoning:`` (or ``Answer:`` with `reason` off)."""
+        marker = REASONING if reason else ANSWER
+        return [self.tokenizer.bos_id, *self.tokenizer.encode([*question.split(), marker])]
+
+    def accuracy(self, n: int, count: int = 64, *, reason: bool = True, seed: int = 7) -> float:
+        """Greedy accuracy at size `n` with the full trace (or none): a quick check."""
+        rng = np.random.default_rng(seed)
+        right = 0
+        for _ in range(count):
+            example = lab_example(self.family, rng, n)
+            prompt = self.answer_prompt(example.prompt, reason=reason)
+            new, _, _, _ = self.continuation(prompt, len(example.trace) + 3)
+            words = self.tokenizer.decode(new).split()
+            if ANSWER in words:
+                words = words[words.index(ANSWER) + 1 :]
+            elif reason:
+                words = []
+            right += bool(words) and words[0] == example.answer
+        return right / count
+
+
+def _schedule(step: int, settings: TrainSettings) -> float:
+    """Linear warm-up, then cosine decay to a tenth of the peak."""
+    if step < settings.warmup:
+        return (step + 1) / settings.warmup
+    progress = (step - settings.warmup) / max(1, settings.steps - settings.warmup)
+    return 0.1 + 0.9 * 0.5 * (1.0 + math.cos(math.pi * min(progress, 1.0)))
+
+
+def train_lab_model(
+    settings: TrainSettings,
+    *,
+    progress: Callable[[int, float], None] | None = None,
+    check_sizes: Sequence[int] | None = None,
+) -> LabReasoningModel:
+    """Train a model with `settings` (no store); `progress(step, loss)` every 50 steps.
+
+    After training, greedy accuracy with the full trace and with no reasoning is measured at
+    `check_sizes` (default: the smallest, middle and largest trained size) into `meta`.
+    """
+    torch = require_torch()
+    from cotplan.lab.transformer import TinyTransformer
+
+    tokenizer = default_tokenizer()
+    torch.manual_seed(settings.seed)
+    rng = np.random.default_rng(np.random.SeedSequence([settings.seed, 17]))
+    network = TinyTransformer(settings.model_config(tokenizer))
+    optimiser = torch.optim.AdamW(
+        network.parameters(), lr=settings.lr, weight_decay=settings.weight_decay
+    )
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimiser, lambda step: _schedule(step, settings))
+    sizes = list(range(settings.n_min, settings.n_max + 1))
+    started = time.perf_counter()
+    losses: list[float] = []
+    network.train()
+    for step in range(settings.steps):
+        ids, targets = make_batch(
+            settings.family, rng, settings.batch_size, sizes, settings.mix, tokenizer
+        )
+        logits = network(torch.from_numpy(ids))
+        loss = torch.nn.functional.cross_entropy(
+            logits.reshape(-1, logits.shape[-1]),
+            torch.from_numpy(targets).reshape(-1),
+            ignore_index=IGNORE,
+        )
+        optimiser.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(network.parameters(), 1.0)
+        optimiser.step()
+        scheduler.step()
+        losses.append(loss.item())
+        if progress is not None and (step % 50 == 0 or step == settings.steps - 1):
+            progress(step, float(np.mean(losses[-50:])))
+    seconds = time.perf_counter() - started
+    model = LabReasoningModel(network, settings, tokenizer=tokenizer)
+    checks = list(check_sizes or sorted({settings.n_min, (settings.n_min + settings.n_max) // 2,
+                                         settings.n_max}))  # fmt: skip
+    model.meta = {
+        "train_seconds": round(seconds, 1),
+        "final_loss": float(np.mean(losses[-50:])),
+        "parameters": int(network.num_parameters()),
+        "accuracy_full_trace": {str(n): model.accuracy(n) for n in checks},
+        "accuracy_no_reasoning": {str(n): model.accuracy(n, reason=False) for n in checks},
+    }
+    return model
+
+
+def load_or_train(
+    family: str,
+    preset: str | TrainSettings = "standard",
+    *,
+    retrain: bool = False,
+    progress: Callable[[int, float], None] | None = None,
+) -> LabReasoningModel:
+    """The model for `family` trained with `preset`: from the user folder, or trained now
+    (and saved there) when there is none or `retrain` is set."""
+    from cotplan.lab import store
+    from cotplan.lab.transformer import TinyTransformer
+
+    settings = settings_for(family, preset)
+    key = settings.to_dict()
+    if not retrain:
+        stored = store.load(_STORE_KIND, key)
+        if stored is not None:
+            tokenizer = default_tokenizer()
+            network = TinyTransformer(settings.model_config(tokenizer))
+            network.load_state_dict(stored.state)
+            return LabReasoningModel(network, settings, stored.meta, tokenizer)
+    model = train_lab_model(settings, progress=progress)
+    store.save(_STORE_KIND, key, model.network.state_dict(), model.meta)
+    return model

@@ -1,0 +1,180 @@
+"""The lab reasoning model: trains in seconds, runs cotplan's budgeted answers, calibration and
+planner unchanged, and its accuracy rises with the budget.
+
+One tiny parity model (the "tiny" preset: n = 2..5, 600 steps, one thread) is trained once per
+test session and kept in the session's cotplan home; every test here reuses it.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from cotplan.backends import connect  # noqa: E402
+from cotplan.errors import InputError  # noqa: E402
+from cotplan.experiments._common import ReportRow  # noqa: E402
+from cotplan.generate import budgeted_answer  # noqa: E402
+from cotplan.lab.reasoning import (  # noqa: E402
+    LabBackend,
+    load_or_train,
+    make_lab_tasks,
+    reasoning_study,
+    solve,
+)
+from cotplan.lab.reasoning.study import LabStudy  # noqa: E402
+from cotplan.planner import BudgetPlanner  # noqa: E402
+from cotplan.planner.calibrate import CostUnknownWarning, calibrate  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def backend() -> Iterator[LabBackend]:
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield LabBackend(load_or_train("parity", "tiny"))
+    finally:
+        torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def study(backend: LabBackend) -> LabStudy:
+    return reasoning_study("parity", "tiny", backend=backend)
+
+
+def test_the_tiny_model_trains_in_seconds_and_writes_full_traces(backend: LabBackend) -> None:
+    meta = backend.lab.meta
+    assert meta["train_seconds"] < 120
+    assert min(meta["accuracy_full_trace"].values()) >= 0.9
+    # Without a trace, parity of 5 bits is close to a coin flip for this model.
+    assert meta["accuracy_no_reasoning"]["5"] < 0.8
+
+
+def test_the_second_load_comes_from_the_user_folder(backend: LabBackend) -> None:
+    again = load_or_train("parity", "tiny")
+    assert again.meta == backend.lab.meta
+    for name, tensor in backend.lab.network.state_dict().items():
+        assert torch.equal(tensor, again.network.state_dict()[name])
+
+
+def test_budgeted_answer_runs_unchanged_in_each_phase(backend: LabBackend) -> None:
+    item = make_lab_tasks("parity", n=5, count=1, seed=4)[0]
+    direct = budgeted_answer(backend, item, 0)
+    assert (direct.calls, direct.reasoning_tokens, direct.forced) == (1, 0, False)
+    cut = budgeted_answer(backend, item, 4)
+    assert cut.mode == "chat"
+    assert (cut.calls, cut.reasoning_tokens, cut.truncated, cut.forced) == (2, 4, True, True)
+    assert cut.reasoning.split() == list(solve(str(item.prompt)).trace[:4])
+    full = budgeted_answer(backend, item, 3 * 5 + 3)
+    assert (full.calls, full.forced, full.correct) == (1, False, True)
+    assert full.reasoning_tokens == 3 * 5 + 2
+    assert np.isnan(full.cost_usd) or full.cost_usd == 0
+
+
+def test_greedy_runs_cut_from_a_longer_run_equal_fresh_ones(backend: LabBackend) -> None:
+    prompt = str(make_lab_tasks("parity", n=4, count=1, seed=9)[0].prompt)
+    long = backend.generate(prompt, max_tokens=30, logprobs=3)
+    short = backend.generate(prompt, max_tokens=5)
+    fresh = LabBackend(backend.lab, remember=0).generate(prompt, max_tokens=5)
+    assert short.text == fresh.text
+    assert long.text.startswith(short.text)
+    assert short.from_cache
+    assert not fresh.from_cache
+    assert (short.finish_reason, long.finish_reason) == ("length", "stop")
+    assert long.logprobs is not None
+    assert "".join(t.token for t in long.logprobs) == long.text
+    assert all(len(t.top) <= 3 for t in long.logprobs)
+    assert long.usage.completion_tokens == backend.count_tokens(long.text) == 3 * 4 + 2
+
+
+def test_stop_strings_end_the_text_before_them(backend: LabBackend) -> None:
+    prompt = str(make_lab_tasks("parity", n=3, count=1)[0].prompt)
+    out = backend.generate(prompt, max_tokens=30, stop=["Answer:"])
+    assert "Answer" not in out.text
+    assert out.finish_reason == "stop"
+    assert out.usage.completion_tokens == 3 * 3 + 1
+
+
+def test_sampling_is_seeded(backend: LabBackend) -> None:
+    prompt = str(make_lab_tasks("parity", n=5, count=1)[0].prompt)
+    a = backend.generate(prompt, max_tokens=20, temperature=1.5, seed=3)
+    b = backend.generate(prompt, max_tokens=20, temperature=1.5, seed=3)
+    assert a.text == b.text
+
+
+def test_next_token_probs_of_the_answer(backend: LabBackend) -> None:
+    item = make_lab_tasks("parity", n=3, count=1)[0]
+    trace = " ".join(solve(str(item.prompt)).trace)
+    probs = backend.next_token_probs(f"{item.prompt} Reasoning: {trace} Answer:", ["0", "1"])
+    assert sum(probs.probs.values()) == pytest.approx(1.0)
+    assert probs.probs[item.answer] > 0.9
+    with pytest.raises(InputError, match="not one lab token"):
+        backend.next_token_probs(str(item.prompt), ["maybe"])
+    with pytest.raises(InputError, match="no provider request fields"):
+        backend.generate(str(item.prompt), max_tokens=1, extra={"reasoning_effort": "low"})
+
+
+def test_threads_get_the_same_answers_as_one_caller(backend: LabBackend) -> None:
+    items = make_lab_tasks("parity", n=4, count=8, seed=5)
+    serial = [budgeted_answer(backend, it, 7).extracted for it in items]
+    threaded = backend.map(lambda it: budgeted_answer(backend, it, 7).extracted, items,
+                           concurrency=4)  # fmt: skip
+    assert threaded == serial
+
+
+def test_accuracy_rises_with_the_budget_on_a_small_n(backend: LabBackend) -> None:
+    items = make_lab_tasks("parity", n=5, count=16, seed=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CostUnknownWarning)
+        cal = calibrate(backend, items, [0, 6, 12, 17, 18], progress=False)
+    accuracy = cal.accuracy().loc[5]
+    assert accuracy[18] >= 0.9
+    assert accuracy[0] <= 0.75
+    assert accuracy[18] - accuracy[0] >= 0.25
+    planner = BudgetPlanner(0.1, n_bootstrap=0).fit(cal.frame)
+    assert planner.status_ == "helps"
+    assert planner.trend_.p_value < 0.01
+
+
+def test_the_planner_recovers_a_budget_that_meets_eps_on_held_out_items(study: LabStudy) -> None:
+    plan = study.plan.set_index("n")
+    for n, row in plan.iterrows():
+        # Parity is decided only once the last bit is copied into the trace (3n − 1 tokens).
+        assert row["tokens"] >= 3 * int(n) - 1, n
+        assert row["heldout_items"] >= 4
+        assert row["heldout_error"] <= study.settings.eps
+    planned = study.heldout.set_index("policy").loc["planned k* (ε = 0.1)"]
+    assert planned["accuracy"] >= 0.9
+
+
+def test_the_study_reports_the_grid_the_law_and_the_oracle(study: LabStudy) -> None:
+    grid = study.to_frame()
+    assert list(grid.columns[:5]) == ["n", "k", "answers", "wrong", "error"]
+    full = grid.loc[grid.groupby("n")["k"].idxmax()]
+    assert (full["error"] <= 0.1).all()
+    assert (grid[grid["k"] < 3 * grid["n"]]["blind"] == 0.5).all()
+    assert "k*(n) grows as n^" in study.law
+    assert set(study.laws["law"]) == {"free α", "α = 1/2 (√n)", "α = 1 (linear)"}
+    assert {"oracle_k", "stable_k"} <= set(study.oracle_frame().columns)
+    oracle = study.heldout.set_index("policy").loc["oracle (per item)"]
+    uncapped = study.heldout.set_index("policy").loc["uncapped (3n + 8)"]
+    assert oracle["accuracy"] >= uncapped["accuracy"]
+    assert oracle["reasoning_tokens"] < uncapped["reasoning_tokens"]
+    rows = study.report_rows()
+    assert rows
+    assert all(isinstance(r, ReportRow) and r.experiment == "cot-lab" for r in rows)
+
+
+def test_connect_builds_a_lab_backend(backend: LabBackend) -> None:
+    with connect("lab:parity", preset="tiny") as model:
+        assert isinstance(model, LabBackend)
+        assert model.model == backend.model
+        assert model.model.startswith("lab-parity@")
+    with pytest.raises(InputError, match="unknown lab family"):
+        connect("lab:parrot", preset="tiny")
+    with pytest.raises(InputError, match="unknown option"):
+        connect("lab:parity", preset="tiny", temperature=1.0)
