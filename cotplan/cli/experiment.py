@@ -47,7 +47,8 @@ _console = Console()
 BACKEND_HELP = (
     "'local' (the embedded model), 'local:PATH', 'openai:MODEL' (add --base-url for any "
     "OpenAI-compatible server), or an exact reference: 'laplace', 'kt', 'mle', 'beta:A,B', "
-    "'recency:DECAY', 'oracle:P'."
+    "'recency:DECAY', 'oracle:P'; or a lab transformer: 'lab:PE[:states][:quick]' with PE one of "
+    "none, learned, sinusoidal, rope, alibi (trained on first use, then loaded)."
 )
 
 
@@ -81,10 +82,29 @@ def _open_predictor(
     if exact is not None:
         yield exact
         return
+    if spec.strip().lower().startswith("lab:"):
+        yield _lab_predictor(spec)
+        return
     from cotplan.backends.connect import connect
 
     with connect(spec, base_url=base_url) as backend:
         yield BackendPredictor(backend, instruction=instruction, concurrency=concurrency)
+
+
+def _lab_predictor(spec: str) -> Predictor:
+    from cotplan.lab import require_torch
+
+    require_torch()
+    from cotplan.lab.bernoulli import from_spec
+
+    with _progress() as stage:
+        return from_spec(spec, progress=stage(f"train {spec}", _lab_steps(spec)))
+
+
+def _lab_steps(spec: str) -> int:
+    from cotplan.lab.bernoulli import PE_LAB_PRESETS
+
+    return int(PE_LAB_PRESETS["quick" if ":quick" in spec.lower() else "full"]["steps"])
 
 
 def _out_folder(out: Path | None, name: str, predictor: Predictor) -> Path:
@@ -142,6 +162,7 @@ def _print_run(run: RunInfo) -> None:
         f"{run.predictions} predictions in {run.wall_s:.1f} s; mean covered mass "
         f"{fmt(run.mean_covered_mass)}"
         + (f"; {run.missing_candidates} with a candidate missing" if run.missing_candidates else "")
+        + (f"; {run.retries} retries after failures" if run.retries else "")
     )
 
 
@@ -429,3 +450,76 @@ def report(
     counts = ", ".join(f"{v} {k}" for k, v in sorted(result.counts().items()))
     _console.print(f"{counts}; {result.requests} model requests in total")
     _saved(result.save(_out_folder(out, "report", predictor), charts=charts))
+
+
+@app.command("pe-ablation")
+def pe_ablation(
+    quick: Annotated[
+        bool, Opt("--quick/--full", help="Tiny models (seconds) or the pinned full preset.")
+    ] = False,
+    encodings: Annotated[
+        str | None,
+        Opt(help="Comma-separated encodings (default: none,learned,sinusoidal,rope,alibi)."),
+    ] = None,
+    ordinary: Annotated[
+        bool,
+        Opt("--ordinary/--no-ordinary", help="Add the ordinary decoder without an encoding."),
+    ] = True,
+    seed: Seed = 0,
+    steps: Annotated[int | None, Opt(help="Training steps (preset if omitted).")] = None,
+    threads: Annotated[
+        int | None, Opt(help="torch threads (default: the cores, at most 4).")
+    ] = None,
+    retrain: Annotated[bool, Opt(help="Train again even where a stored model matches.")] = False,
+    out: Out = None,
+    charts: Charts = True,
+) -> None:
+    """Train one small transformer per positional encoding and compare order effects.
+
+    Models differ only in the encoding; each is stored in the user folder, so a second run only
+    evaluates. Prints the training losses beside the Bayes-optimal loss, the variance over
+    orderings at t = 20 and beyond beside the paper's v2 table, and the martingale-gap fits.
+    """
+    from cotplan.lab import require_torch
+
+    require_torch()
+    from cotplan.lab.ablation import pe_ablation as run_ablation
+    from cotplan.lab.transformer import POSITIONAL_ENCODINGS
+
+    chosen = (
+        tuple(e.strip().lower() for e in encodings.split(",") if e.strip())
+        if encodings
+        else POSITIONAL_ENCODINGS
+    )
+    overrides: dict[str, Any] = {} if steps is None else {"steps": steps}
+    with _progress() as st:
+        result = run_ablation(
+            "quick" if quick else "full",
+            encodings=chosen,
+            ordinary_none=ordinary,
+            seed=seed,
+            threads=threads,
+            retrain=retrain,
+            stage=st,
+            **overrides,
+        )
+    training = result.training[
+        ["model", "heldout_loss", "bayes_heldout_loss", "excess", "excess_se", "bayes_loss",
+         "constant_loss", "steps_per_s", "s_within_0.001", "from_store"]
+    ]  # fmt: skip
+    _console.print("Held-out loss per bit (nats) beside the Bayes predictor's on the same bits:")
+    _console.print(training.to_string(index=False))
+    _console.print("Variance over orderings of P(1 | t/2 ones among t bits), float64:")
+    wide = result.order.pivot(index="model", columns="t", values="variance")
+    _console.print(wide.reindex(list(result.labels)).to_string(float_format=lambda v: f"{v:.3g}"))
+    _console.print(
+        result.martingale[
+            ["model", "A", "A_low", "A_high", "B", "adj_r2", "mean_excess", "vs_none"]
+        ].to_string(index=False)
+    )
+    _print_rows(result.versus_paper(), "Positional-encoding ablation vs the paper (v2)")
+    _console.print(f"{len(result.variants)} models in {result.wall_s:.1f} s")
+    folder = out or paths.home() / "reports" / (
+        f"pe-ablation-{_dt.datetime.now():%Y%m%d-%H%M%S}-{result.preset}"
+    )
+    _saved(result.save(folder, charts=charts))
