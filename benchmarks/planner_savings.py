@@ -6,7 +6,11 @@ One run, the same model and the same held-out items for every policy:
 - fixed caps (--caps): the same cap for every item;
 - prompt-stated budget, the TALE style: "Think step by step and use less than B tokens", with
   B = the planned k* of the item's size, stated but not enforced (hard cap --uncapped);
-- cotplan: the planned cap k*(n, ε) enforced.
+- cotplan: the planned cap k*(n, ε) enforced;
+- the oracle: per item, the smallest of the budgets answered that got it right (a lucky guess
+  counts; an item no budget got right is charged nothing and counted wrong). With a lab
+  backend the budgets answered include the calibration grid (--oracle-grid), so the oracle
+  is the per-item budget a perfect router would pick; otherwise it chooses among the caps.
 
 The planner is calibrated first on separate items (--calibration reuses a calibration CSV),
 and ε is the paper's relative ε = 0.25 made absolute (`relative_target`) unless --eps is given.
@@ -23,6 +27,13 @@ the TALE-style prompt runs on the same model and items as cotplan's k*.
     .venv/bin/python benchmarks/planner_savings.py --quick
     .venv/bin/python benchmarks/planner_savings.py --backend openai:gpt-4o-mini
     .venv/bin/python benchmarks/planner_savings.py --backend my-model --base-url http://host/v1
+    .venv/bin/python benchmarks/planner_savings.py --backend lab:parity   # a lab model
+
+With ``--backend lab:FAMILY`` (the lab reasoning models of `cotplan.lab.reasoning`, trained on
+first use) the family defaults to ``lab-FAMILY``, the sizes to 2,4,8,16, the calibration
+budgets to every budget up to past the full trace (`study_grid`, "--budgets study") and the
+target to ε = 0.1; the TALE-style prompt is read as a plain request to reason (a lab model
+cannot read the number).
 """
 
 from __future__ import annotations
@@ -30,6 +41,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +51,12 @@ from cotplan.backends import Backend, connect
 from cotplan.generate import CoTPrompt, budgeted_answers
 from cotplan.generate.budgeted import BudgetedAnswer
 from cotplan.planner import BudgetPlanner
-from cotplan.planner.calibrate import calibrate, load_calibration, paper_budgets
+from cotplan.planner.calibrate import (
+    CostUnknownWarning,
+    calibrate,
+    load_calibration,
+    paper_budgets,
+)
 from cotplan.planner.run import compare_answers, plan_budgets, relative_target
 from cotplan.tasks import TaskItem, make_tasks
 
@@ -54,15 +71,16 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--backend", default="local")
     parser.add_argument("--base-url", default=None)
-    parser.add_argument("--family", default="count")
-    parser.add_argument("--sizes", default="3,6", help="comma-separated sizes n")
+    parser.add_argument("--family", default=None, help="default: count (lab-FAMILY for lab)")
+    parser.add_argument("--sizes", default=None, help="comma-separated sizes n (default 3,6)")
     parser.add_argument("--count", type=int, default=12, help="calibration items per size")
     parser.add_argument("--held-out", type=int, default=12, help="held-out items per size")
     parser.add_argument(
         "--budgets",
-        default="paper",
-        help="calibration budgets, comma-separated, or 'paper' (Algorithm 1: --paper-count "
-        "log-spaced budgets in [0, 10 √n] per size, as `cotplan demo` uses)",
+        default=None,
+        help="calibration budgets, comma-separated, 'paper' (Algorithm 1: --paper-count "
+        "log-spaced budgets in [0, 10 √n] per size, as `cotplan demo` uses; the default) or "
+        "'study' (lab models: every budget up to past the full trace; their default)",
     )
     parser.add_argument("--paper-count", type=int, default=8)
     parser.add_argument("--caps", default="16,32,64", help="fixed caps to compare")
@@ -71,6 +89,16 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--calibration", type=Path, default=None, help="reuse this CSV")
     parser.add_argument("--bootstrap", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--oracle-grid",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="answer held-out items at the calibration budgets too, for the oracle "
+        "(default: on for lab backends)",
+    )
+    parser.add_argument(
+        "--lab-preset", default=None, help="lab models: training preset (standard; quick)"
+    )
     parser.add_argument("--quick", action="store_true", help="fewer items (smoke run)")
     parser.add_argument("--out", type=Path, default=None, help="folder for the CSV tables")
     return parser.parse_args()
@@ -91,34 +119,70 @@ def answer_all(
     return {item.id: answers for item, answers in zip(items, results, strict=True)}
 
 
+def lab_defaults(args: argparse.Namespace) -> bool:
+    """Fill the options left unset: lab defaults for a lab backend, the usual ones otherwise."""
+    lab = bool(args.backend.startswith("lab:"))
+    if args.lab_preset is None:
+        args.lab_preset = "quick" if args.quick else "standard"
+    if args.family is None:
+        args.family = f"lab-{args.backend.partition(':')[2]}" if lab else "count"
+    if args.sizes is None:
+        args.sizes = ("2,4,8" if args.quick else "2,4,8,16") if lab else "3,6"
+    if args.budgets is None:
+        args.budgets = "study" if lab else "paper"
+    if args.eps is None and lab:
+        args.eps = 0.1
+    if args.oracle_grid is None:
+        args.oracle_grid = lab
+    return lab
+
+
+def make_items(family: str, n: int, count: int, seed: int) -> list[TaskItem]:
+    if family.startswith("lab-"):
+        from cotplan.lab.reasoning import make_lab_tasks
+
+        return make_lab_tasks(family, n=n, count=count, seed=seed)
+    return make_tasks(family, n=n, count=count, seed=seed)
+
+
+def calibration_grid(args: argparse.Namespace) -> Any:
+    if args.budgets == "paper":
+        return lambda n: paper_budgets(n, count=args.paper_count)
+    if args.budgets == "study":
+        from cotplan.lab.reasoning.study import study_grid
+
+        return study_grid
+    fixed = ints(args.budgets)
+    return lambda n: fixed
+
+
 def main() -> None:
     args = parse_args()
+    lab = lab_defaults(args)
     if args.quick:
         args.count, args.held_out, args.paper_count, args.caps = 6, 4, 4, "16"
         args.uncapped = min(args.uncapped, 128)
     started = time.perf_counter()
     sizes = ints(args.sizes)
     caps = ints(args.caps)
-    calib_items = [
-        it for n in sizes for it in make_tasks(args.family, n=n, count=args.count, seed=args.seed)
-    ]
+    calib_items = [it for n in sizes for it in make_items(args.family, n, args.count, args.seed)]
     seen = {it.prompt for it in calib_items}
     held = [
         it
         for n in sizes
-        for it in make_tasks(args.family, n=n, count=args.held_out, seed=args.seed + 1)
+        for it in make_items(args.family, n, args.held_out, args.seed + 1)
         if it.prompt not in seen
     ]
-    with connect(args.backend, base_url=args.base_url) as backend:
+    grid = calibration_grid(args)
+    options: dict[str, Any] = {"preset": args.lab_preset} if lab else {"base_url": args.base_url}
+    with connect(args.backend, **options) as backend:
         if args.calibration is not None:
             frame = load_calibration(args.calibration).frame
         else:
-            grid: Any = (
-                (lambda n: paper_budgets(n, count=args.paper_count))
-                if args.budgets == "paper"
-                else ints(args.budgets)
-            )
-            frame = calibrate(backend, calib_items, grid, progress=False).frame
+            with warnings.catch_warnings():
+                # Lab models have no price: their costs are NaN, which is what the CSV says.
+                warnings.simplefilter("ignore", CostUnknownWarning)
+                frame = calibrate(backend, calib_items, grid, progress=False).frame
         planner = BudgetPlanner(0.5, n_bootstrap=200, random_state=args.seed).fit(frame)
         eps = args.eps if args.eps is not None else relative_target(planner, 0.25)
         plan = plan_budgets(planner, sizes, eps)
@@ -126,7 +190,12 @@ def main() -> None:
         k_star = {n: min(k, args.uncapped) for n, k in k_star.items()}
 
         # Every enforced cap of an item comes from one greedy run at the uncapped budget.
-        enforced = {it.id: sorted({*caps, k_star[it.n or 0], args.uncapped}) for it in held}
+        enforced = {
+            it.id: sorted(
+                {*caps, k_star[it.n or 0], args.uncapped, *(grid(it.n) if args.oracle_grid else ())}
+            )
+            for it in held
+        }
         plain = answer_all(backend, held, enforced)
         # The TALE-style prompt states B (at least 8: "use less than 0 tokens" asks nothing).
         tale: dict[str, list[BudgetedAnswer]] = {}
@@ -151,6 +220,8 @@ def main() -> None:
         policies[f"fixed cap {cap}"] = pick(plain, {it.id: cap for it in held})
     policies["TALE-style prompt (B = k*)"] = pick(tale, {it.id: args.uncapped for it in held})
     policies["cotplan k*"] = pick(plain, {it.id: k_star[it.n or 0] for it in held})
+    oracle_k = {it.id: min((a.k for a in plain[it.id] if a.correct), default=0) for it in held}
+    policies["oracle (per item)"] = pick(plain, oracle_k)
     baseline = f"uncapped (cap {args.uncapped})"
     table = compare_answers(policies, baseline=baseline, n_bootstrap=args.bootstrap, seed=args.seed)
 
@@ -161,7 +232,11 @@ def main() -> None:
         + ", ".join(f"{k} tokens at n = {n}" for n, k in k_star.items())
     )
     print(f"held-out items: {len(held)} (seed {args.seed + 1}); intervals: 95%, paired "
-          f"item bootstrap ({args.bootstrap} resamples) against uncapped\n")  # fmt: skip
+          f"item bootstrap ({args.bootstrap} resamples) against uncapped")  # fmt: skip
+    oracle_from = "the caps, k* and uncapped" + (
+        " and the calibration grid" if args.oracle_grid else ""
+    )
+    print(f"oracle: the smallest budget that answered each item right, among {oracle_from}\n")
     header = (
         f"{'policy':<28} {'accuracy [Wilson 95%]':<22} {'retained [95%]':<20} "
         f"{'reasoning tok':>13} {'saved [95%]':<18}"

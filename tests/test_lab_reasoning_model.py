@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -178,3 +179,18 @@ def test_connect_builds_a_lab_backend(backend: LabBackend) -> None:
         connect("lab:parrot", preset="tiny")
     with pytest.raises(InputError, match="unknown option"):
         connect("lab:parity", preset="tiny", temperature=1.0)
+
+
+def test_the_cli_study_prints_and_writes_its_tables(backend: LabBackend, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from cotplan.cli.lab_reasoning import app
+
+    result = CliRunner().invoke(
+        app, ["study", "parity", "--preset", "tiny", "--out", str(tmp_path), "--no-charts"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "law:" in result.output
+    for name in ("grid.csv", "constants.csv", "law.csv", "oracle.csv", "heldout.csv"):
+        assert (tmp_path / "lab-parity" / name).stat().st_size > 0
+    assert (tmp_path / "report.csv").exists()

@@ -22,6 +22,7 @@ from cotplan.lab.reasoning.study import (
     STUDY_PRESETS,
     LabStudy,
     StudySettings,
+    lab_report_rows,
     reasoning_study,
     study_report_rows,
 )
@@ -57,6 +58,7 @@ __all__ = [
     "get_lab_family",
     "lab_backend",
     "lab_families",
+    "lab_report_rows",
     "load_or_train",
     "make_lab_tasks",
     "reasoning_study",

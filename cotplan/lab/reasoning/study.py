@@ -32,6 +32,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal, cast
 
 import numpy as np
@@ -53,6 +54,7 @@ __all__ = [
     "LabStudy",
     "StudySettings",
     "empirical_budgets",
+    "lab_report_rows",
     "oracle_budgets",
     "reasoning_study",
     "study_grid",
@@ -217,6 +219,54 @@ class LabStudy:
 
     def report_rows(self) -> list[Any]:
         return study_report_rows([self])
+
+    def oracle_summary(self) -> pd.DataFrame:
+        """Per size: the mean oracle budget (the smallest budget that answered an item right),
+        the mean stable budget (from which every larger one was right), the share of items no
+        budget answered right, and the full trace (3n + 2) for scale."""
+        grouped = self.oracle.groupby("n")
+        return pd.DataFrame(
+            {
+                "items": grouped["item"].size(),
+                "oracle_k": grouped["oracle_k"].mean(),
+                "stable_k": grouped["stable_k"].mean(),
+                "never_right": grouped["oracle_k"].apply(lambda s: float(s.isna().mean())),
+                "trace_tokens": STEP_TOKENS * grouped["n"].first() + 2,
+            }
+        ).reset_index()
+
+    def save(self, folder: str | Path, *, charts: bool = True) -> list[Path]:
+        """Write every table as CSV (private, atomic) and, with `charts`, the two charts as
+        PNG into `folder`; returns the paths written."""
+        from cotplan.io import write_csv
+
+        out = Path(folder).expanduser()
+        out.mkdir(parents=True, exist_ok=True)
+        tables = {
+            "calibration.csv": self.calibration,
+            "grid.csv": self.grid,
+            "constants.csv": self.constants,
+            "laws.csv": self.laws,
+            "law.csv": self.empirical,
+            "exponents.csv": self.exponents,
+            "oracle.csv": self.oracle,
+            "oracle_summary.csv": self.oracle_summary(),
+            "plan.csv": self.plan,
+            "heldout.csv": self.heldout,
+            "heldout_answers.csv": self.heldout_answers,
+            "report.csv": pd.DataFrame([r.as_dict() for r in self.report_rows()]),
+        }
+        written = [write_csv(frame, out / name) for name, frame in tables.items()]
+        if charts:
+            from cotplan.lab.reasoning.charts import budget_law_chart, error_grid_chart
+
+            for name, make in (
+                ("error_grid.png", error_grid_chart),
+                ("k_star.png", budget_law_chart),
+            ):
+                make(self).save(str(out / name))
+                written.append(out / name)
+        return written
 
 
 def _grid_frame(
@@ -579,6 +629,17 @@ def _sqrt_law_c(empirical: pd.DataFrame) -> float:
     y = use["k"].to_numpy(float)
     denominator = float(np.sum(x * x))
     return float(np.sum(x * y) / denominator) if denominator > 0 else math.nan
+
+
+def lab_report_rows(
+    families: Sequence[str] | None = None, preset: str | StudySettings = "quick"
+) -> list[Any]:
+    """Run the study of each lab family (default: all four) with `preset` and return its
+    rows for the reproduction report (see `study_report_rows`)."""
+    from cotplan.lab.reasoning.tasks import lab_families
+
+    names = list(families) if families is not None else list(lab_families)
+    return study_report_rows([reasoning_study(name, preset) for name in names])
 
 
 def study_report_rows(studies: Iterable[LabStudy]) -> list[Any]:

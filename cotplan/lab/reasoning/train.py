@@ -118,7 +118,7 @@ class TrainSettings:
 PRESETS: dict[str, dict[str, Any]] = {
     "tiny": {"n_min": 2, "n_max": 5, "steps": 600, "batch_size": 32, "d_model": 32, "d_ff": 128},
     "quick": {"n_min": 1, "n_max": 8, "steps": 1500, "batch_size": 32},
-    "standard": {"n_min": 1, "n_max": 16, "steps": 3000, "batch_size": 32},
+    "standard": {"n_min": 1, "n_max": 16, "steps": 4000, "batch_size": 32},
 }
 
 

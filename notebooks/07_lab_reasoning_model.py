@@ -1,0 +1,155 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # A lab reasoning model: testing the chain-of-thought length law
+#
+# The paper claims the optimal chain-of-thought length is k* = Θ(√n · log(1/ε)) and never
+# tested it; the embedded 135M model barely gains from reasoning, so it cannot test it either.
+# Here a small transformer, trained on CPU, answers task families where writing the
+# intermediate steps is necessary and the mechanism is known: every input costs exactly three
+# reasoning tokens (its label, the input, the state after it). A budget cuts the trace, then
+# the answer is forced. cotplan's own calibration, planner and held-out check run on it
+# unchanged, and their output can be held against that ground truth.
+#
+# The quick preset trains a tiny model on sizes 2 to 5 in seconds; set `preset = "standard"`
+# (sizes up to 16, several minutes per family) for the study in docs/lab.md.
+
+# %% tags=["parameters"]
+family = "parity"
+preset = "tiny"
+threads = 1
+
+# %%
+import altair as alt
+import torch
+
+import cotplan
+from cotplan.generate import budgeted_answer
+from cotplan.lab.reasoning import (
+    get_lab_family,
+    load_or_train,
+    make_lab_tasks,
+    reasoning_study,
+    solve,
+)
+from cotplan.lab.reasoning.charts import budget_law_chart, error_grid_chart
+from cotplan.lab.reasoning.study import STUDY_PRESETS
+
+alt.renderers.enable("png")  # renders with no network
+torch.set_num_threads(threads)
+info = get_lab_family(family)
+print(f"{info.name}: {info.description}")
+print(f"a cut trace: {info.truncated}")
+
+# %% [markdown]
+# ## 1. The task and its trace
+#
+# A question of size n, its full trace (3n tokens) and the answer. The blind reference is the
+# error of the best guess that knows only what a trace cut at k tokens wrote; a model that also
+# reads the unread inputs can do better, never worse.
+
+# %%
+item = make_lab_tasks(family, n=5, count=1, seed=3)[0]
+example = solve(str(item.prompt))
+print(item.prompt)
+print("trace:", " ".join(example.trace), "| answer:", example.answer)
+
+# %% [markdown]
+# ## 2. The model, as a cotplan backend
+#
+# Trained once and kept in the cotplan user folder (keyed by every training setting), then
+# served in-process by `cotplan.connect("lab:FAMILY")`. `budgeted_answer` drives it exactly as
+# it drives an API model: reasoning capped at k tokens, then a forced answer.
+
+# %%
+model = load_or_train(family, STUDY_PRESETS[preset].train)
+print(model.meta)
+backend = cotplan.connect(f"lab:{family}", preset=STUDY_PRESETS[preset].train)
+for k in (0, 4, 9, 14, 17):
+    answer = budgeted_answer(backend, item, k)
+    print(
+        f"k = {k:>2}: reasoning {answer.reasoning.strip()!r:<44} answer {answer.extracted} "
+        f"({'right' if answer.correct else 'wrong'}; forced: {answer.forced})"
+    )
+
+# %% [markdown]
+# ## 3. The study: error grid, planner fit, law, oracle, held-out items
+#
+# Every calibration item is answered at every budget from 0 to past the full trace, at several
+# sizes. The planner fits e(k, n) = e0 + (e_base − e0) · exp(−max(k − k0, 0) / (c · n^α)); the
+# law is also read off the observed errors without any model: the smallest budget from which
+# the error stays below ε, per n, and its slope on log-log axes.
+
+# %%
+study = reasoning_study(family, preset, backend=backend)
+print(study.verdict)
+print()
+print("law:", study.law)
+
+# %%
+error_grid_chart(study)
+
+# %% [markdown]
+# The planner's constants with 95% item-bootstrap intervals, and the same curve with α fixed
+# at 1/2 (the paper) and at 1 (a fixed number of tokens per input), compared by likelihood.
+
+# %%
+study.constants_frame().round(3)
+
+# %%
+study.laws.round(2)
+
+# %% [markdown]
+# k*(n, ε) observed, beside the planner's k*, the full trace (3n + 2 tokens) and what the √n
+# law would plan with its constant fitted to the same observations.
+
+# %%
+study.law_frame().round(1)
+
+# %%
+study.exponents.round(2)
+
+# %%
+budget_law_chart(study)
+
+# %% [markdown]
+# ## 4. The oracle per-item budget and the held-out policies
+#
+# The oracle budget of an item is the smallest budget at which it was answered right (a lucky
+# guess counts); the stable budget is where every larger one was right too. On held-out items:
+# uncapped reasoning, fixed caps, the planned k* and the oracle, with paired intervals.
+
+# %%
+study.oracle_summary().round(1)
+
+# %%
+study.plan.drop(columns=["note"]).round(2)
+
+# %%
+study.heldout[
+    ["policy", "items", "accuracy", "accuracy_low", "accuracy_high", "reasoning_tokens",
+     "tokens_saved", "tokens_saved_low", "tokens_saved_high"]
+].round(2)  # fmt: skip
+
+# %% [markdown]
+# ## 5. For the reproduction report
+#
+# One row per claim, in the reproduction report's format.
+
+# %%
+import pandas as pd
+
+pd.DataFrame([row.as_dict() for row in study.report_rows()])[
+    ["claim", "measured", "interval", "verdict"]
+]
