@@ -30,7 +30,7 @@ the TALE-style prompt runs on the same model and items as cotplan's k*.
     .venv/bin/python benchmarks/planner_savings.py --backend lab:parity   # a lab model
 
 With ``--backend lab:FAMILY`` (the lab reasoning models of `cotplan.lab.reasoning`, trained on
-first use) the family defaults to ``lab-FAMILY``, the sizes to 2,4,8,16, the calibration
+first use) the family defaults to ``lab-FAMILY``, the sizes to 4,8,16, the calibration
 budgets to every budget up to past the full trace (`study_grid`, "--budgets study") and the
 target to ε = 0.1; the TALE-style prompt is read as a plain request to reason (a lab model
 cannot read the number).
@@ -127,7 +127,7 @@ def lab_defaults(args: argparse.Namespace) -> bool:
     if args.family is None:
         args.family = f"lab-{args.backend.partition(':')[2]}" if lab else "count"
     if args.sizes is None:
-        args.sizes = ("2,4,8" if args.quick else "2,4,8,16") if lab else "3,6"
+        args.sizes = ("4,8" if args.quick else "4,8,16") if lab else "3,6"
     if args.budgets is None:
         args.budgets = "study" if lab else "paper"
     if args.eps is None and lab:

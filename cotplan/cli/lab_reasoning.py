@@ -164,3 +164,7 @@ def study_command(
 def register(parent: typer.Typer) -> None:
     """Add the ``kstar-lab`` command group to the main app."""
     parent.add_typer(app, name="kstar-lab")
+
+
+if __name__ == "__main__":  # `python -m cotplan.cli.lab_reasoning study ...` before registration
+    app()

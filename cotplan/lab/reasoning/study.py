@@ -66,7 +66,7 @@ __all__ = [
 class StudySettings:
     """What one study measures. `train` is a training preset name or `TrainSettings`."""
 
-    sizes: tuple[int, ...] = (2, 4, 8, 16)
+    sizes: tuple[int, ...] = (4, 6, 8, 12, 16)
     items: int = 120
     held_out: int = 40
     eps: float = 0.1
@@ -99,7 +99,7 @@ STUDY_PRESETS: dict[str, StudySettings] = {
         train="tiny",
     ),
     "quick": StudySettings(
-        sizes=(2, 4, 8), items=48, held_out=24, caps=(4, 8, 16), n_bootstrap=100, train="quick"
+        sizes=(4, 6, 8), items=48, held_out=24, caps=(6, 12, 24), n_bootstrap=100, train="quick"
     ),
     "standard": StudySettings(),
 }  # fmt: skip
@@ -385,11 +385,21 @@ def _exponents(
     return pd.DataFrame(rows)
 
 
-def _law_sentence(exponents: pd.DataFrame, empirical: pd.DataFrame, grid: pd.DataFrame) -> str:
-    usable = exponents[np.isfinite(exponents["beta"])]
+def _headline_exponent(exponents: pd.DataFrame) -> pd.Series | None:
+    """The exponent row to quote: the smallest ε that every size reached (else the smallest
+    reached at two sizes or more); None when there is none."""
+    usable = exponents[np.isfinite(exponents["beta"])].sort_values("eps")
     if usable.empty:
+        return None
+    everywhere = usable[usable["sizes_reached"] == usable["sizes_reached"].max()]
+    row: pd.Series = everywhere.iloc[0]
+    return row
+
+
+def _law_sentence(exponents: pd.DataFrame, empirical: pd.DataFrame, grid: pd.DataFrame) -> str:
+    row = _headline_exponent(exponents)
+    if row is None:
         return "the error never reached the targets at two sizes: no law can be read off"
-    row = usable.sort_values("eps").iloc[0]
     beta, low, high = float(row["beta"]), float(row["low"]), float(row["high"])
     interval = f"[{low:.2f}, {high:.2f}]" if math.isfinite(low) else "(no interval)"
     parts = [f"k*(n) grows as n^{beta:.2f} {interval} at ε = {row['eps']:g}"]
@@ -656,8 +666,8 @@ def study_report_rows(studies: Iterable[LabStudy]) -> list[Any]:
 
     rows: list[Any] = []
     for study in studies:
-        usable = study.exponents[np.isfinite(study.exponents["beta"])].sort_values("eps")
-        if usable.empty:
+        row = _headline_exponent(study.exponents)
+        if row is None:
             rows.append(
                 ReportRow(
                     "cot-lab",
@@ -672,7 +682,6 @@ def study_report_rows(studies: Iterable[LabStudy]) -> list[Any]:
                 )
             )
         else:
-            row = usable.iloc[0]
             interval = (
                 Interval(float(row["low"]), float(row["high"]))
                 if math.isfinite(row["low"])
