@@ -22,7 +22,7 @@ import time
 import pandas as pd
 from rich.console import Console
 
-from cotplan.lab.bernoulli import PE_LAB_PRESETS, train
+from cotplan.lab.bernoulli import PE_LAB_PRESETS, EvalPoint, train
 from cotplan.lab.transformer import POSITIONAL_ENCODINGS
 
 
@@ -33,12 +33,18 @@ def _load() -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch threads (default: the idle cores when each model starts, 1 to 4)",
+    )
     parser.add_argument("--quick", action="store_true", help="the quick preset's tiny model")
     parser.add_argument("--encodings", default=",".join(POSITIONAL_ENCODINGS))
     parser.add_argument("--no-ordinary", action="store_true", help="skip the ordinary decoder")
     parser.add_argument("--target", type=float, default=0.001, help="nats above Bayes")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--steps", type=int, default=None, help="training steps (preset's)")
     parser.add_argument("--no-save", action="store_true", help="do not store the weights")
     args = parser.parse_args()
     console = Console(width=160)
@@ -52,12 +58,19 @@ def main() -> None:
         f"{settings['n_heads']} heads, sequences of {settings['seq_len']} bits, batch "
         f"{settings['batch_size']}, {settings['steps']} steps, evaluation every "
         f"{settings['eval_every']} steps on {settings['eval_sequences']} held-out sequences; "
-        f"{args.threads} torch threads, {os.cpu_count()} cores visible"
+        f"threads {args.threads or 'chosen per model'}, {os.cpu_count()} cores visible"
     )
     console.print(f"before: {_load()}")
     rows = []
     started = time.perf_counter()
     for pe, attend_to in variants:
+
+        def show(point: EvalPoint, name: str = f"{pe}/{attend_to}") -> None:
+            console.print(
+                f"  {name} step {point.step}: excess {point.excess:.5f} nats after "
+                f"{point.train_s:.1f} s of training"
+            )
+
         model = train(
             pe,
             attend_to=attend_to,  # type: ignore[arg-type]
@@ -66,6 +79,8 @@ def main() -> None:
             threads=args.threads,
             retrain=True,
             save=not args.no_save,
+            steps=args.steps,
+            on_eval=show,
         )
         report = model.report
         within = report.first_within(args.target)
@@ -73,6 +88,7 @@ def main() -> None:
             {
                 "model": model.name,
                 "parameters": report.parameters,
+                "threads": report.threads,
                 "steps_per_s": round(report.steps_per_s, 2),
                 f"step_within_{args.target:g}": within.step if within else math.nan,
                 f"s_within_{args.target:g}": round(within.train_s, 1) if within else math.nan,
@@ -83,8 +99,12 @@ def main() -> None:
             }
         )
         console.print(
-            f"{model.name}: {report.steps_per_s:.2f} steps/s, within {args.target:g} nats "
-            + (f"at step {within.step} ({within.train_s:.1f} s)" if within else "never")
+            f"{model.name}: {report.threads} threads, {report.steps_per_s:.2f} steps/s, "
+            + (
+                f"within {args.target:g} nats at step {within.step} ({within.train_s:.1f} s)"
+                if within
+                else f"never within {args.target:g} nats in {report.settings.steps} steps"
+            )
             + f", final excess {report.excess:.5f} ± {report.excess_se:.5f} nats ({_load()})"
         )
     total = time.perf_counter() - started

@@ -140,7 +140,7 @@ def test_the_cli_trains_with_other_steps(tmp_path) -> None:  # type: ignore[no-u
 def test_a_lab_model_is_a_backend_for_the_experiment_commands(tmp_path) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "order"
     # The quick preset's "none" model, stored by the fixture: loaded, not trained.
-    args = ["experiment", "order", "-b", "lab:none:quick", "--quick", "-o", str(out)]
+    args = ["experiment", "order", "-b", "pe:none:quick", "--quick", "-o", str(out)]
     result = CliRunner().invoke(app, [*args, "--no-charts"])
     assert result.exit_code == 0, result.output
     assert "lab none" in result.output

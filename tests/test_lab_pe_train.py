@@ -203,10 +203,10 @@ def test_settings_round_trip() -> None:
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ("lab:", "must look like"),
-        ("lab:xpos", "unknown encoding"),
-        ("lab:rope:sideways", "unknown option"),
-        ("laplace", "must look like"),
+        ("pe:", "must look like"),
+        ("pe:xpos", "unknown encoding"),
+        ("pe:rope:sideways", "unknown option"),
+        ("lab:bits", "must look like"),
     ],
 )
 def test_bad_specs(spec: str, message: str) -> None:

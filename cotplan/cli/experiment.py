@@ -47,8 +47,9 @@ _console = Console()
 BACKEND_HELP = (
     "'local' (the embedded model), 'local:PATH', 'openai:MODEL' (add --base-url for any "
     "OpenAI-compatible server), or an exact reference: 'laplace', 'kt', 'mle', 'beta:A,B', "
-    "'recency:DECAY', 'oracle:P'; or a lab transformer: 'lab:PE[:states][:quick]' with PE one of "
-    "none, learned, sinusoidal, rope, alibi (trained on first use, then loaded)."
+    "'recency:DECAY', 'oracle:P'; or a positional-encoding lab model: "
+    "'pe:PE[:states][:quick]' with PE one of none, learned, sinusoidal, rope, alibi (trained "
+    "on first use, then loaded)."
 )
 
 
@@ -82,7 +83,7 @@ def _open_predictor(
     if exact is not None:
         yield exact
         return
-    if spec.strip().lower().startswith("lab:"):
+    if spec.strip().lower().startswith("pe:"):
         yield _lab_predictor(spec)
         return
     from cotplan.backends.connect import connect

@@ -24,7 +24,7 @@ import dataclasses
 import math
 import os
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, get_args
 
@@ -182,8 +182,18 @@ def bayes_loss_curve(seq_len: int, a: float = 1.0, b: float = 1.0) -> FloatArray
 
 
 def default_threads() -> int:
-    """torch threads when none are asked for: the cores, at most 4 (small models gain no more)."""
-    return max(1, min(4, os.cpu_count() or 1))
+    """torch threads when none are asked for: the idle cores now, at least 1 and at most 4.
+
+    Small models gain little beyond 4 threads, and more threads than idle cores is far worse
+    than one: oversubscribed threads wait on each other at every operation (`benchmarks/pe_lab.py
+    --threads 1` and ``--threads 2`` on a busy machine show it).
+    """
+    cores = os.cpu_count() or 1
+    try:
+        busy = os.getloadavg()[0]
+    except OSError:  # no load average on this platform
+        busy = 0.0
+    return max(1, min(4, cores, math.floor(cores - busy + 0.5)))
 
 
 @contextlib.contextmanager
@@ -397,7 +407,10 @@ def _lr_factor(step: int, settings: TrainSettings) -> float:
 
 
 def _fit(
-    settings: TrainSettings, threads: int, progress: ProgressFn | None
+    settings: TrainSettings,
+    threads: int,
+    progress: ProgressFn | None,
+    on_eval: Callable[[EvalPoint], None] | None,
 ) -> tuple[TinyTransformer, TrainReport]:
     started = time.perf_counter()
     torch.manual_seed(settings.seed)
@@ -413,9 +426,10 @@ def _fit(
 
     def evaluate(step: int) -> FloatArray:
         losses = held.per_sequence(model)
-        history.append(
-            EvalPoint(step, train_s, float(losses.mean()), float((losses - held.bayes).mean()))
-        )
+        point = EvalPoint(step, train_s, float(losses.mean()), float((losses - held.bayes).mean()))
+        history.append(point)
+        if on_eval is not None:
+            on_eval(point)
         return losses
 
     model.train()
@@ -472,6 +486,7 @@ def train(
     retrain: bool = False,
     save: bool = True,
     dtype: Precision = "float64",
+    on_eval: Callable[[EvalPoint], None] | None = None,
     **overrides: Any,
 ) -> LabModel:
     """Train (or load) one model on Beta-Bernoulli sequences and return it as a `Predictor`.
@@ -479,8 +494,9 @@ def train(
     `preset` (``"quick"`` or ``"full"``) pins the hyperparameters; `steps`, `seed` and any
     `TrainSettings` field in `overrides` change them. When a model with exactly these settings
     was saved before it is loaded (``report.from_store``) unless `retrain`; with `save` False
-    nothing is written. `progress` is called with the number of steps just completed.
-    `threads` sets torch's thread count for the duration (default `default_threads()`).
+    nothing is written. `progress` is called with the number of steps just completed, `on_eval`
+    with each held-out evaluation (an `EvalPoint`) as it happens. `threads` sets torch's thread
+    count for the duration (default `default_threads()`).
     """
     if pe not in POSITIONAL_ENCODINGS:
         raise InputError(
@@ -505,7 +521,7 @@ def train(
                 progress(settings.steps)
             return LabModel(model, settings, report, dtype=dtype)
     with torch_threads(threads) as n:
-        model, report = _fit(settings, n, progress)
+        model, report = _fit(settings, n, progress, on_eval)
     if save:
         folder = store.save(STORE_KIND, key, model.state_dict(), report.to_meta())
         report = dataclasses.replace(report, folder=str(folder))
@@ -515,15 +531,16 @@ def train(
 def from_spec(
     spec: str, *, threads: int | None = None, progress: ProgressFn | None = None
 ) -> LabModel:
-    """A lab model from a backend-like spec: ``lab:PE[:states|:tokens][:quick|:full]``.
+    """A lab model from a backend-like spec: ``pe:PE[:states|:tokens][:quick|:full]``.
 
-    ``lab:rope`` is the full preset's RoPE model (trained on first use, then loaded);
-    ``lab:none:states:quick`` the quick preset's ordinary decoder without an encoding.
+    ``pe:rope`` is the full preset's RoPE model (trained on first use, then loaded);
+    ``pe:none:states:quick`` the quick preset's ordinary decoder without an encoding. (``lab:``
+    names the lab reasoning models of `cotplan.connect`.)
     """
     name, _, rest = spec.strip().lower().partition(":")
     parts = [p for p in rest.split(":") if p]
-    if name != "lab" or not parts:
-        raise InputError(f"must look like 'lab:PE[:states][:quick]', got {spec!r}", field="backend")
+    if name != "pe" or not parts:
+        raise InputError(f"must look like 'pe:PE[:states][:quick]', got {spec!r}", field="backend")
     pe, options = parts[0], parts[1:]
     attend_to: AttendTo = "tokens"
     preset = "full"
