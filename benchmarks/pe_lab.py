@@ -84,6 +84,7 @@ def main() -> None:
         )
         report = model.report
         within = report.first_within(args.target)
+        settled = report.settled_within(args.target)
         rows.append(
             {
                 "model": model.name,
@@ -92,6 +93,8 @@ def main() -> None:
                 "steps_per_s": round(report.steps_per_s, 2),
                 f"step_within_{args.target:g}": within.step if within else math.nan,
                 f"s_within_{args.target:g}": round(within.train_s, 1) if within else math.nan,
+                "step_settled": settled.step if settled else math.nan,
+                "s_settled": round(settled.train_s, 1) if settled else math.nan,
                 "train_s": round(report.train_s, 1),
                 "wall_s": round(report.wall_s, 1),
                 "excess": f"{report.excess:.5f}",
@@ -105,6 +108,7 @@ def main() -> None:
                 if within
                 else f"never within {args.target:g} nats in {report.settings.steps} steps"
             )
+            + (f", within from step {settled.step} on ({settled.train_s:.1f} s)" if settled else "")
             + f", final excess {report.excess:.5f} ± {report.excess_se:.5f} nats ({_load()})"
         )
     total = time.perf_counter() - started

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import itertools
 import math
 
@@ -19,6 +20,7 @@ from cotplan.experiments.sequences import beta_bernoulli_sequences  # noqa: E402
 from cotplan.lab import store  # noqa: E402
 from cotplan.lab.bernoulli import (  # noqa: E402
     STORE_KIND,
+    EvalPoint,
     LabModel,
     TrainSettings,
     bayes_loss_curve,
@@ -116,6 +118,24 @@ def test_the_check_fails_for_models_that_did_not_learn(tiny: LabModel) -> None:
     assert np.all(blind.prob_one([[1] * 10, [0, 1]]) == 0.5)
     ours, constant = _losses(blind)
     assert ours >= constant
+
+
+def test_first_and_settled_times_to_the_target(tiny: LabModel) -> None:
+    excesses = [0.004, 0.0009, 0.002, 0.0008, 0.0007]
+    history = tuple(
+        EvalPoint(100 * (i + 1), 10.0 * (i + 1), 0.6, e) for i, e in enumerate(excesses)
+    )
+    report = dataclasses.replace(tiny.report, history=history)
+    first, settled = report.first_within(0.001), report.settled_within(0.001)
+    assert first is not None
+    assert first.step == 200
+    assert settled is not None
+    assert settled.step == 400
+    assert report.first_within(0.0001) is None
+    assert report.settled_within(0.0001) is None
+    summary = report.summary()
+    assert summary["step_within_0.001"] == 200
+    assert summary["s_settled_0.001"] == 40.0
 
 
 def test_training_is_reproducible_with_a_seed() -> None:

@@ -506,7 +506,7 @@ def pe_ablation(
         )
     training = result.training[
         ["model", "heldout_loss", "bayes_heldout_loss", "excess", "excess_se", "bayes_loss",
-         "constant_loss", "steps_per_s", "s_within_0.001", "from_store"]
+         "constant_loss", "steps_per_s", "s_within_0.001", "s_settled_0.001", "from_store"]
     ]  # fmt: skip
     _console.print("Held-out loss per bit (nats) beside the Bayes predictor's on the same bits:")
     _console.print(training.to_string(index=False))

@@ -258,6 +258,17 @@ class TrainReport:
         """The first evaluation whose excess over Bayes was at most `nats`, if any."""
         return next((p for p in self.history if p.excess <= nats), None)
 
+    def settled_within(self, nats: float = 0.001) -> EvalPoint | None:
+        """The first evaluation from which every later one was within `nats` of Bayes, if any.
+
+        Sturdier than `first_within`: the held-out excess is noisy (about `excess_se`) and the
+        loss still moves while the learning rate is high, so one evaluation can dip below by luck.
+        """
+        settled = None
+        for point in self.history:
+            settled = (settled or point) if point.excess <= nats else None
+        return settled
+
     def to_frame(self) -> pd.DataFrame:
         """The training curve: step, training seconds, held-out loss, excess over Bayes."""
         return pd.DataFrame([dataclasses.asdict(p) for p in self.history])
@@ -265,6 +276,7 @@ class TrainReport:
     def summary(self) -> dict[str, Any]:
         """One row for tables: the encoding, the losses, the speed."""
         within = self.first_within()
+        settled = self.settled_within()
         return {
             "pe": self.settings.pe,
             "attend_to": self.settings.attend_to,
@@ -280,6 +292,8 @@ class TrainReport:
             "train_s": self.train_s,
             "step_within_0.001": within.step if within else math.nan,
             "s_within_0.001": within.train_s if within else math.nan,
+            "step_settled_0.001": settled.step if settled else math.nan,
+            "s_settled_0.001": settled.train_s if settled else math.nan,
             "from_store": self.from_store,
         }
 

@@ -94,9 +94,9 @@ class TransformerPredictor(Predictor):
         out = np.empty(len(rows))
         if not rows:
             return out
-        for row in rows:
-            if row.size and not np.isin(row, (0, 1)).all():
-                raise InputError("must contain only 0 and 1", field="prefixes")
+        flat = np.concatenate(rows)
+        if flat.size and ((flat < 0) | (flat > 1)).any():
+            raise InputError("must contain only 0 and 1", field="prefixes")
         lengths = np.fromiter((r.size for r in rows), dtype=np.int64, count=len(rows))
         self._check_length(int(lengths.max()), "a prefix")
         # Similar lengths share a batch, so little of it is padding.
