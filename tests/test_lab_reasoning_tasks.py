@@ -30,7 +30,7 @@ FAMILIES = list(lab_families)
 
 
 def test_the_four_families_are_registered() -> None:
-    assert FAMILIES == ["lab-parity", "lab-sum", "lab-state", "lab-bits"]
+    assert FAMILIES == ["lab-parity", "lab-sum", "lab-state", "lab-bits", "lab-majority"]
     assert get_lab_family("parity").name == "lab-parity"
 
 
@@ -53,7 +53,11 @@ def test_sum_state_and_bits_examples_by_hand() -> None:
     assert cups.answer == "C"
     bits = solve("Bits: [1] 1 [2] 1 [3] 0")
     assert bits.trace == ("[1]", "1", "1", "[2]", "1", "2", "[3]", "0", "2")
-    assert bits.answer == "1"
+    # Laplace's rule: (2 + 1) / (3 + 2) = 60%.
+    assert bits.answer == "60"
+    majority = solve("Majority: [1] 1 [2] 1 [3] 0")
+    assert majority.trace == bits.trace
+    assert majority.answer == "1"
 
 
 @pytest.mark.parametrize(
@@ -97,11 +101,12 @@ def test_size_out_of_range_is_refused() -> None:
         make_lab_tasks("lab-sum", n=25, count=1)
 
 
-def test_bits_never_draw_a_tie() -> None:
+def test_majority_never_draws_a_tie_but_bits_do() -> None:
     rng = np.random.default_rng(0)
-    for _ in range(200):
-        example = lab_example("lab-bits", rng, 4)
-        assert int(example.trace[-1]) != 2
+    majority = [int(lab_example("lab-majority", rng, 4).trace[-1]) for _ in range(200)]
+    bits = [int(lab_example("lab-bits", rng, 4).trace[-1]) for _ in range(200)]
+    assert 2 not in majority
+    assert 2 in bits
 
 
 def test_blind_error_by_family() -> None:
@@ -116,12 +121,27 @@ def test_blind_error_by_family() -> None:
 
 
 def test_blind_majority_is_decided_once_a_majority_is_written() -> None:
-    item = TaskItem("ones", "Bits: [1] 1 [2] 1 [3] 1 [4] 1 [5] 1", "1", "binary", n=5)
+    item = TaskItem("ones", "Majority: [1] 1 [2] 1 [3] 1 [4] 1 [5] 1", "1", "binary", n=5)
     errors = [blind_error(item, 3 * j) for j in range(6)]
     # All ones: after three written steps the majority cannot change.
     assert errors[3:] == [0.0, 0.0, 0.0]
     assert errors[0] == pytest.approx(0.5)
     assert errors[0] > errors[1] > errors[2] > 0
+
+
+def test_blind_bits_guess_the_most_likely_count() -> None:
+    item = make_lab_tasks("lab-bits", n=2, count=1)[0]
+    # Under a uniform prior every count of 2 bits is equally likely: a blind guess hits 1/3.
+    assert blind_error(item, 0) == pytest.approx(2 / 3)
+    assert blind_error(item, 6) == 0.0
+
+
+@given(st.lists(st.integers(0, 1), min_size=1, max_size=24))
+def test_bits_answer_is_laplaces_rule_in_percent(bits: list[int]) -> None:
+    prompt = "Bits: " + " ".join(f"[{i}] {b}" for i, b in enumerate(bits, start=1))
+    answer = int(solve(prompt).answer)
+    exact = 100 * (sum(bits) + 1) / (len(bits) + 2)
+    assert abs(answer - exact) <= 0.5
 
 
 @given(st.lists(st.integers(0, 9), min_size=1, max_size=24))

@@ -614,9 +614,12 @@ def _constant(k: int) -> Callable[[TaskItem], int]:
 def _split(family: str, n: int, items: int, held_out: int) -> tuple[int, int]:
     """(calibration items, held-out items) at size n: as asked where enough distinct questions
     exist, else half of them each (parity of 4 bits has 16 questions)."""
-    distinct = {"lab-parity": 2**n, "lab-bits": 2**n, "lab-sum": 10**n, "lab-state": 3 ** (n + 1)}
+    distinct = {
+        "lab-parity": 2**n, "lab-bits": 2**n, "lab-majority": 2**n, "lab-sum": 10**n,
+        "lab-state": 3 ** (n + 1),
+    }  # fmt: skip
     available = int(distinct.get(family, items + held_out))
-    if family == "lab-bits" and n % 2 == 0:
+    if family == "lab-majority" and n % 2 == 0:
         available -= math.comb(n, n // 2)
     if items + held_out <= available:
         return items, held_out

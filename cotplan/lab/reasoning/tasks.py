@@ -10,21 +10,27 @@ of n steps of exactly three tokens: the label, the input it reads, and the state
 - ``lab-state``: a ball under one of three cups, n swaps; the state is the ball's cup.
   ``Cups: A [1] AB [2] BC``  ->  ``[1] AB B [2] BC C``, answer ``C``.
 - ``lab-bits``: the paper's setting. n exchangeable bits (p drawn uniformly, then n Bernoulli(p)
-  bits); the answer is the Bayes-optimal prediction of the next bit under that uniform prior,
-  i.e. 1 when more than half the bits are 1. The state is the running count of ones.
-  ``Bits: [1] 1 [2] 1 [3] 0``  ->  ``[1] 1 1 [2] 1 2 [3] 0 2``, answer ``1``. Ties (even n,
-  exactly n/2 ones) are not drawn: the Bayes predictor is indifferent there, so there is no
-  exact answer.
+  bits); the answer is the Bayesian prediction of the next bit under that uniform prior,
+  P(next = 1) = (ones + 1) / (n + 2) (Laplace's rule), in percent, rounded half up. The state
+  is the running count of ones.
+  ``Bits: [1] 1 [2] 1 [3] 0``  ->  ``[1] 1 1 [2] 1 2 [3] 0 2``, answer ``60``.
+- ``lab-majority``: the same bits, but the answer is the most likely next bit (1 when more than
+  half the bits are 1): the point prediction instead of the probability.
+  ``Majority: [1] 1 [2] 1 [3] 0``  ->  the same trace, answer ``1``. Ties (even n, exactly
+  n/2 ones) are not drawn: the Bayes predictor is indifferent there, so there is no exact
+  answer.
 
 A full answer takes 3n + 2 tokens: the trace, ``Answer:`` and the answer. A trace cut after
 j complete steps leaves the state after j inputs; the rest must be done without writing it down.
 `blind_error` gives the error of the best guess that uses the written state and nothing else
-(the "known mechanism" reference); a model that reads the remaining inputs can only do better.
+(the "known mechanism" reference); an optimal model that also reads the unread inputs can
+only do better.
 """
 
 from __future__ import annotations
 
 import difflib
+import math
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -106,7 +112,13 @@ def _draw_cups(rng: np.random.Generator, n: int) -> Inputs:
 
 
 def _draw_exchangeable(rng: np.random.Generator, n: int) -> Inputs:
-    # Beta(1, 1)-Bernoulli, as in the paper; a tie has no exact answer, so draw again.
+    # Beta(1, 1)-Bernoulli, as in the paper.
+    p = float(rng.random())
+    return [str(int(b)) for b in (rng.random(n) < p).astype(int)]
+
+
+def _draw_majority(rng: np.random.Generator, n: int) -> Inputs:
+    # As `_draw_exchangeable`; a tie has no exact answer, so draw again.
     while True:
         p = float(rng.random())
         bits = (rng.random(n) < p).astype(int)
@@ -138,15 +150,22 @@ def _run(family: str, inputs: Sequence[str]) -> tuple[list[str], list[str], str]
         labelled += [label, x]
         if family == "lab-parity":
             state = (int(state) + int(x)) % 2
-        elif family in ("lab-sum", "lab-bits"):
+        elif family in ("lab-sum", "lab-bits", "lab-majority"):
             state = int(state) + int(x)
         else:
             state = _swap(str(state), x)
         trace += [label, x, str(state)]
-    if family != "lab-bits":
-        return labelled, trace, str(state)
-    # The Bayes-optimal next bit under the uniform prior: the majority (ties are never drawn).
-    return labelled, trace, "1" if 2 * int(state) > len(steps) else "0"
+    if family == "lab-bits":
+        return labelled, trace, str(laplace_percent(int(state), len(steps)))
+    if family == "lab-majority":
+        # The Bayes-optimal next bit under the uniform prior (ties are never drawn).
+        return labelled, trace, "1" if 2 * int(state) > len(steps) else "0"
+    return labelled, trace, str(state)
+
+
+def laplace_percent(ones: int, n: int) -> int:
+    """P(next bit = 1) after `ones` in n under a uniform prior, in percent, rounded half up."""
+    return math.floor(100 * (ones + 1) / (n + 2) + 0.5)
 
 
 @dataclass(frozen=True)
@@ -212,8 +231,25 @@ _FAMILIES: dict[str, _Family] = {
                 "bits",
                 "Bits:",
                 "The paper's setting: predict the next of n exchangeable bits (Beta(1,1)-"
-                "Bernoulli); the Bayes-optimal prediction is the majority bit. The trace counts "
-                "the ones.",
+                "Bernoulli). The answer is the Bayesian prediction P(next = 1) = (ones + 1) / "
+                "(n + 2) in percent, rounded; the trace counts the ones.",
+                "bits seen",
+                "integer",
+                1,
+                24,
+                None,
+                "a cut trace knows the count of a prefix; the rest of the count, and so the "
+                "percentage, is left to a guess from the posterior predictive",
+            ),
+            _draw_exchangeable,
+        ),
+        _Family(
+            LabFamilyInfo(
+                "lab-majority",
+                "majority",
+                "Majority:",
+                "The same bits; the answer is the most likely next bit (the majority), the "
+                "Bayes-optimal point prediction. The trace counts the ones.",
                 "bits seen",
                 "binary",
                 1,
@@ -222,7 +258,7 @@ _FAMILIES: dict[str, _Family] = {
                 "a cut trace knows the count of a prefix; the majority is then often already "
                 "decided, and otherwise the posterior predictive of the rest gives the odds",
             ),
-            _draw_exchangeable,
+            _draw_majority,
         ),
     )
 }
@@ -285,7 +321,7 @@ def solve(prompt: str) -> LabExample:
     if len(labels) != len(inputs) or labels != [f"[{j}]" for j in range(1, len(labels) + 1)]:
         raise InputError("inputs must be labelled [1] x [2] y ... in order", field="prompt")
     allowed = set(SWAPS) if info.name == "lab-state" else {str(d) for d in range(10)}
-    if info.name in ("lab-parity", "lab-bits"):
+    if info.name in ("lab-parity", "lab-bits", "lab-majority"):
         allowed = {"0", "1"}
     if any(x not in allowed for x in inputs):
         raise InputError(f"{info.name} inputs must be among {sorted(allowed)}", field="prompt")
@@ -353,12 +389,9 @@ def _sum_mode_probability(m: int) -> float:
     return float(dist.max())
 
 
-def _majority_blind(ones: int, seen: int, n: int) -> float:
-    """Error of the best majority guess from `ones` in the first `seen` of n bits.
-
-    The rest is Beta-binomial under the posterior Beta(1 + ones, 1 + seen − ones); ties are
-    never drawn, so the odds are taken among the outcomes that are not ties.
-    """
+def _rest_of_count(ones: int, seen: int, n: int) -> np.ndarray:
+    """P(r more ones among the n − seen unread bits), r = 0 .. n − seen: Beta-binomial under
+    the posterior Beta(1 + ones, 1 + seen − ones)."""
     m = n - seen
     rest = np.arange(m + 1)
     a, b = 1 + ones, 1 + seen - ones
@@ -369,8 +402,15 @@ def _majority_blind(ones: int, seen: int, n: int) -> float:
         + special.betaln(rest + a, m - rest + b)
         - special.betaln(a, b)
     )
-    pmf = np.exp(log_pmf)
-    total = ones + rest
+    pmf: np.ndarray = np.exp(log_pmf)
+    return pmf
+
+
+def _majority_blind(ones: int, seen: int, n: int) -> float:
+    """Error of the best majority guess from `ones` in the first `seen` of n bits; ties are
+    never drawn, so the odds are taken among the outcomes that are not ties."""
+    pmf = _rest_of_count(ones, seen, n)
+    total = ones + np.arange(len(pmf))
     p_one = float(pmf[2 * total > n].sum())
     p_zero = float(pmf[2 * total < n].sum())
     if p_one + p_zero <= 0:  # pragma: no cover - only ties left, which are never drawn
@@ -383,8 +423,9 @@ def blind_error(item: TaskItem, k: int) -> float:
 
     After j = k // 3 complete steps (a cut inside a step adds nothing: its first two tokens
     repeat the question) the state after j inputs is known; the unread inputs are guessed from
-    their distribution. k ≥ 3n (a complete trace) gives 0. This is the reference mechanism: a
-    model that also computes on the unread inputs without writing can only do better.
+    their distribution. k ≥ 3n (a complete trace) gives 0. This is the reference mechanism:
+    an optimal model that also reads the unread inputs without writing can only do better (a
+    trained one may do worse where it guesses badly).
     """
     if not isinstance(item.prompt, str):
         raise InputError("must be a lab item (a text prompt)", field="item")
@@ -403,4 +444,8 @@ def blind_error(item: TaskItem, k: int) -> float:
     if example.family == "lab-sum":
         return 1.0 - _sum_mode_probability(m)
     ones = int(example.trace[3 * j - 1]) if j else 0
-    return _majority_blind(ones, j, n)
+    if example.family == "lab-majority":
+        return _majority_blind(ones, j, n)
+    # Distinct counts give distinct percentages (steps of 100 / (n + 2) > 1 for n ≤ 24): the
+    # best guess is the most likely count.
+    return 1.0 - float(_rest_of_count(ones, j, n).max())

@@ -13,6 +13,7 @@ names and swaps. Three tokens have no surface: padding, the start of a sequence 
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -34,7 +35,7 @@ __all__ = [
 PAD, BOS, EOS = "<pad>", "<bos>", "<eos>"
 REASONING, ANSWER = "Reasoning:", "Answer:"
 #: The first word of each family's question.
-HEADERS = ("Parity:", "Sum:", "Cups:", "Bits:")
+HEADERS = ("Parity:", "Sum:", "Cups:", "Bits:", "Majority:")
 #: Most positions a question may label ([1] .. [MAX_N]).
 MAX_N = 48
 #: Largest number with a token of its own (running sums of up to 24 digits stay below it).
@@ -71,6 +72,11 @@ class LabTokenizer:
     @property
     def vocab_size(self) -> int:
         return len(self.words)
+
+    @property
+    def fingerprint(self) -> str:
+        """A short hash of the vocabulary: weights trained on another one do not fit."""
+        return hashlib.sha256("\n".join(self.words).encode()).hexdigest()[:12]
 
     @property
     def pad_id(self) -> int:

@@ -45,7 +45,7 @@ __all__ = [
 ]
 
 #: Bumped whenever the sequences a model is trained on change: older weights are not reused.
-DATA_FORMAT = 1
+DATA_FORMAT = 2
 _STORE_KIND = "reasoning"
 
 
@@ -108,6 +108,7 @@ class TrainSettings:
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         data["format"] = DATA_FORMAT
+        data["vocab"] = default_tokenizer().fingerprint
         return data
 
     def replace(self, **changes: Any) -> TrainSettings:
