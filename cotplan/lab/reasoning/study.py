@@ -396,10 +396,26 @@ def _headline_exponent(exponents: pd.DataFrame) -> pd.Series | None:
     return row
 
 
+def _no_law(empirical: pd.DataFrame) -> str:
+    """Why no exponent can be read off the empirical k* (none reached two sizes)."""
+    finite = empirical[np.isfinite(empirical["k"])]
+    if len(finite) and (finite["k"] == 0).all() and len(finite) == len(empirical):
+        return (
+            "no reasoning needed: the error is at or below every target without any "
+            f"(k* = 0 at every size and every ε ≥ {empirical['eps'].min():g})"
+        )
+    if len(finite) and (finite["k"] == 0).all():
+        return (
+            "the targets are met without reasoning at some sizes and never at the others: no "
+            "law can be read off"
+        )
+    return "the error reached the targets at fewer than two sizes: no law can be read off"
+
+
 def _law_sentence(exponents: pd.DataFrame, empirical: pd.DataFrame, grid: pd.DataFrame) -> str:
     row = _headline_exponent(exponents)
     if row is None:
-        return "the error never reached the targets at two sizes: no law can be read off"
+        return _no_law(empirical)
     beta, low, high = float(row["beta"]), float(row["low"]), float(row["high"])
     interval = f"[{low:.2f}, {high:.2f}]" if math.isfinite(low) else "(no interval)"
     parts = [f"k*(n) grows as n^{beta:.2f} {interval} at ε = {row['eps']:g}"]
@@ -680,7 +696,7 @@ def study_report_rows(studies: Iterable[LabStudy]) -> list[Any]:
                     None,
                     "mechanism: full trace = 3n + 2 tokens",
                     NOT_TESTABLE,
-                    "the error did not reach the targets at two sizes",
+                    _no_law(study.empirical),
                     measured_text="—",
                 )
             )
@@ -707,7 +723,22 @@ def study_report_rows(studies: Iterable[LabStudy]) -> list[Any]:
         alpha = study.constants[
             (study.constants["model"] == "fit") & (study.constants["parameter"] == "alpha")
         ]
-        if len(alpha):
+        if study.planner.status_ != "helps":
+            rows.append(
+                ReportRow(
+                    "cot-lab",
+                    f"planner's α on {study.family} (lab model)",
+                    "α = 1/2",
+                    None,
+                    None,
+                    "α ∈ [0, 2] by the planner's bounds",
+                    NOT_TESTABLE,
+                    f"the planner credits reasoning with no effect ({study.planner.status_}): "
+                    f"{study.verdict}",
+                    measured_text="—",
+                )
+            )
+        elif len(alpha):
             a = alpha.iloc[0]
             interval = Interval(float(a["low"]), float(a["high"]))
             rows.append(
