@@ -22,6 +22,7 @@ def main() -> None:
     parser.add_argument("--parallel", type=int, default=2)
     parser.add_argument("--threads", type=int, default=0)
     parser.add_argument("--poll", type=int, default=0)
+    parser.add_argument("--ubatch", type=int, default=0)
     args = parser.parse_args()
 
     import xllamacpp
@@ -33,6 +34,8 @@ def main() -> None:
     params.n_parallel = args.parallel
     params.n_ctx = args.ctx * args.parallel  # llama.cpp splits n_ctx across slots
     params.cache_prompt = True
+    if args.ubatch > 0:
+        params.n_ubatch = args.ubatch
     # Each keep-alive client connection holds one HTTP thread; llama.cpp's default pool is sized
     # by cores, so two clients on a 2-core machine could starve a third.
     params.n_threads_http = max(16, 4 * args.parallel)

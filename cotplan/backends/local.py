@@ -77,7 +77,10 @@ class LocalModel:
     n_ctx:
         Context length per parallel slot.
     parallel:
-        Requests the server decodes at once (slots).
+        Requests the server decodes at once (slots). The default, 1, keeps greedy results
+        reproducible: with several slots llama.cpp decodes concurrent requests in one batch and
+        the result then depends on which requests shared it (`benchmarks/local_parallel.py`
+        prints how often repeated runs differ, and the throughput of each setting).
     threads:
         CPU threads for llama.cpp. None (the default) leaves one core free: when another
         process competes for the cores, a descheduled llama.cpp worker stalls every step and
@@ -85,6 +88,13 @@ class LocalModel:
         (`benchmarks/local_threads.py --busy 1` prints the comparison).
     start_timeout:
         Seconds to wait for the model to load and the port to answer.
+    reproducible:
+        Evaluate prompts one token at a time (llama.cpp's micro-batch of 1). llama.cpp's
+        logits depend on how a prompt was split into batches, and its prompt cache makes that
+        split depend on what the server was asked before: a retried request, or the same items
+        in another order, then gets slightly different probabilities (and, rarely, another
+        greedy token). One token at a time makes every answer a function of its prompt alone,
+        at the price of slower prompt evaluation (`benchmarks/local_parallel.py` prints both).
     """
 
     def __init__(
@@ -93,9 +103,10 @@ class LocalModel:
         *,
         port: int | None = None,
         n_ctx: int = 4096,
-        parallel: int = 2,
+        parallel: int = 1,
         threads: int | None = None,
         start_timeout: float = 60.0,
+        reproducible: bool = True,
     ) -> None:
         if port is not None and not (0 < port < 65536):
             raise InputError(f"must be in 1..65535, got {port!r}", field="port")
@@ -109,6 +120,7 @@ class LocalModel:
         self.parallel = parallel
         self.threads = max(1, (os.cpu_count() or 2) - 1) if threads is None else threads
         self.start_timeout = start_timeout
+        self.reproducible = reproducible
         self.path: Path | None = None
         self.model_id = ""
         self._process: subprocess.Popen[bytes] | None = None
@@ -141,7 +153,7 @@ class LocalModel:
         command = [
             sys.executable, "-m", "cotplan.backends._serve", "--model", str(self.path),
             "--port", str(port), "--ctx", str(self.n_ctx), "--parallel", str(self.parallel),
-            "--threads", str(self.threads),
+            "--threads", str(self.threads), "--ubatch", "1" if self.reproducible else "0",
         ]  # fmt: skip
         with open(self._log_path, "wb") as log:
             self._process = subprocess.Popen(

@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cotplan.errors import InputError
+from cotplan.io import write_csv
 
 __all__ = ["app"]
 
@@ -98,7 +99,7 @@ def prices_(
         rows = [r for r in rows if r.model == name]
     if csv:
         frame = table.to_frame()
-        frame[frame["model"].isin({r.model for r in rows})].to_csv(csv, index=False)
+        write_csv(frame[frame["model"].isin({r.model for r in rows})], csv, private=False)
     # Two narrow tables rather than one wide one: both stay readable in an 80-column terminal.
     money = Table(title="API prices, USD per 1M tokens", box=box.SIMPLE_HEAD, pad_edge=False)
     money.add_column("model", no_wrap=True)

@@ -25,6 +25,7 @@ from cotplan.cli.plan import (
     report_folder,
     save_chart,
 )
+from cotplan.io import write_csv
 
 __all__ = ["DEMO_FALLBACK_FAMILY", "FULL", "QUICK", "DemoPreset", "demo_family", "register"]
 
@@ -131,7 +132,7 @@ def _print_costs(run: Any, queries_per_day: float, what_if: str, folder: Path) -
                 }
             )
     costs = pd.DataFrame(rows)
-    costs.to_csv(folder / "costs.csv", index=False)
+    write_csv(costs, folder / "costs.csv")
     table = Table(
         title=f"Projected cost at {queries_per_day:,.0f} queries a day (first month, 12 months)"
     )
@@ -248,11 +249,11 @@ def register(app: typer.Typer) -> None:
                 print_budgets(shown, target)
             else:
                 console.print(f"plan: k* = 0 at every size ({planner.verdict_})")
-            planner.report().to_frame().to_csv(folder / "constants.csv", index=False)
+            write_csv(planner.report().to_frame(), folder / "constants.csv")
             if shown:
                 import pandas as pd
 
-                pd.concat([b.to_frame() for b in shown]).to_csv(folder / "plan.csv", index=False)
+                write_csv(pd.concat([b.to_frame() for b in shown]), folder / "plan.csv")
                 save_chart(budget_chart(planner, eps=target), folder / "budget.png")
             save_chart(calibration_chart(planner), folder / "calibration.png")
 
@@ -261,8 +262,8 @@ def register(app: typer.Typer) -> None:
                 model, planner, held, target, uncapped=preset.uncapped, progress=progress
             )
             print_comparison(result)
-            result.frame.to_csv(folder / "run.csv", index=False)
-            result.comparison.to_csv(folder / "comparison.csv", index=False)
+            write_csv(result.frame, folder / "run.csv")
+            write_csv(result.comparison, folder / "comparison.csv")
             save_chart(result.chart(), folder / "comparison.png")
 
         console.rule("4. projected cost")

@@ -469,7 +469,7 @@ def pe_ablation(
     seed: Seed = 0,
     steps: Annotated[int | None, Opt(help="Training steps (preset if omitted).")] = None,
     threads: Annotated[
-        int | None, Opt(help="torch threads (default: the cores, at most 4).")
+        int | None, Opt(help="torch threads (default: the idle cores, 1 to 4).")
     ] = None,
     retrain: Annotated[bool, Opt(help="Train again even where a stored model matches.")] = False,
     out: Out = None,

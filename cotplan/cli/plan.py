@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cotplan.errors import InputError
+from cotplan.io import write_csv
 
 __all__ = [
     "build_items",
@@ -58,8 +59,8 @@ OutNextToCalibration = Annotated[
 # Shared helpers (also used by `cotplan demo`)
 
 
-def parse_ints(values: Sequence[str] | None, name: str) -> list[int]:
-    """`["4,8", "16"]` -> [4, 8, 16]; names the option in errors."""
+def parse_ints(values: Sequence[str] | None, name: str, *, low: int | None = None) -> list[int]:
+    """`["4,8", "16"]` -> [4, 8, 16]; names the option in errors; each at least `low`."""
     out: list[int] = []
     for value in values or ():
         for part in str(value).split(","):
@@ -67,9 +68,12 @@ def parse_ints(values: Sequence[str] | None, name: str) -> list[int]:
             if not part:
                 continue
             try:
-                out.append(int(part))
+                number = int(part)
             except ValueError:
                 raise InputError(f"must be whole numbers, got {part!r}", field=name) from None
+            if low is not None and number < low:
+                raise InputError(f"must be at least {low}, got {number}", field=name)
+            out.append(number)
     return out
 
 
@@ -145,6 +149,7 @@ def print_calibration(
         f"{items} items x {len(budgets)} budgets = {answers} answers; cells: accuracy (mean "
         f"reasoning tokens spent); {calibration.requests} requests, {calibration.cache_hits} "
         "answered by the call cache"
+        + (f", {calibration.retries} retried after failures" if calibration.retries else "")
     )
     for note in calibration.notes:
         console.print(f"[yellow]note:[/] {note}")
@@ -298,8 +303,9 @@ def register(app: typer.Typer) -> None:
         out: OutNextToCalibration = None,
     ) -> None:
         """Fit the budget model on a calibration and print k* for the sizes asked."""
+        asked = parse_ints(n, "n", low=1)  # before the fit: a typo should not cost a bootstrap
         _, planner = _fit(calibration, eps, log_base, alpha, bootstrap, seed)
-        sizes = parse_ints(n, "n") or list(planner.sizes_)
+        sizes = asked or list(planner.sizes_)
         print_report(planner)
         budgets = [planner.budget(size, eps) for size in sizes]
         print_budgets(budgets, eps)
@@ -387,17 +393,15 @@ def _write_plan(folder: Path, planner: Any, budgets: Sequence[Any], eps: float) 
 
     from cotplan.charts.planner import budget_chart, calibration_chart
 
-    pd.concat([b.to_frame() for b in budgets], ignore_index=True).to_csv(
-        folder / "plan.csv", index=False
-    )
-    planner.report().to_frame().to_csv(folder / "constants.csv", index=False)
+    write_csv(pd.concat([b.to_frame() for b in budgets], ignore_index=True), folder / "plan.csv")
+    write_csv(planner.report().to_frame(), folder / "constants.csv")
     save_chart(calibration_chart(planner), folder / "calibration.png")
     if planner.status_ == "helps":
         save_chart(budget_chart(planner, eps=eps), folder / "budget.png")
 
 
 def _write_run(folder: Path, result: Any) -> None:
-    result.frame.to_csv(folder / "run.csv", index=False)
-    result.comparison.to_csv(folder / "comparison.csv", index=False)
-    result.plan.to_csv(folder / "run_plan.csv", index=False)
+    write_csv(result.frame, folder / "run.csv")
+    write_csv(result.comparison, folder / "comparison.csv")
+    write_csv(result.plan, folder / "run_plan.csv")
     save_chart(result.chart(), folder / "comparison.png")

@@ -12,6 +12,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from cotplan.experiments.predictors import BackendPredictor, Predictor
+from cotplan.io import write_csv
 
 __all__ = [
     "NOT_REPRODUCED",
@@ -115,6 +116,8 @@ class RunInfo:
     mean_covered_mass: float
     missing_candidates: int
     wall_s: float
+    #: Attempts the client repeated after a failure (5xx, 429, timeout, dropped or cut reply).
+    retries: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -129,6 +132,12 @@ class Snapshot:
     predictions: int
     missing: int
     started: float
+    retries: int = 0
+
+
+def _retries(predictor: Predictor) -> int:
+    stats = getattr(getattr(predictor, "backend", None), "stats", None)
+    return int(getattr(stats, "retries", 0)) if stats is not None else 0
 
 
 def snapshot(predictor: Predictor) -> Snapshot:
@@ -140,6 +149,7 @@ def snapshot(predictor: Predictor) -> Snapshot:
             predictor.predictions,
             predictor.missing_candidates,
             time.perf_counter(),
+            _retries(predictor),
         )
     return Snapshot(0, 0, 0, 0, time.perf_counter())
 
@@ -157,6 +167,7 @@ def run_info(predictor: Predictor, before: Snapshot) -> RunInfo:
             predictor.covered_mass_since(before.predictions),
             predictor.missing_candidates - before.missing,
             wall,
+            _retries(predictor) - before.retries,
         )
     return RunInfo(predictor.name, predictor.exact, 0, 0, 0, float("nan"), 0, wall)
 
@@ -177,7 +188,7 @@ def save_outputs(
     out = ensure_folder(folder)
     written = []
     for name, frame in tables:
-        frame.to_csv(out / name, index=False)
+        write_csv(frame, out / name)
         written.append(out / name)
     if chart is not None:
         chart().save(str(out / chart_name))

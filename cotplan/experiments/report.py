@@ -38,6 +38,7 @@ from cotplan.experiments.martingale import (
 )
 from cotplan.experiments.order import ORDER_FULL, ORDER_QUICK, order_variance
 from cotplan.experiments.predictors import Predictor, ProgressFn
+from cotplan.io import write_csv, write_text
 
 __all__ = [
     "EXPERIMENTS",
@@ -216,9 +217,9 @@ class ReproductionReport:
     def save(self, folder: str | Path, *, charts: bool = True) -> list[Path]:
         out = ensure_folder(folder)
         written: list[Path] = []
-        (out / "report.md").write_text(self.to_markdown(), encoding="utf-8")
-        self.to_frame().to_csv(out / "report.csv", index=False)
-        self.runs_frame().to_csv(out / "report_runs.csv", index=False)
+        write_text(out / "report.md", self.to_markdown())
+        write_csv(self.to_frame(), out / "report.csv")
+        write_csv(self.runs_frame(), out / "report_runs.csv")
         written += [out / "report.md", out / "report.csv", out / "report_runs.csv"]
         for result in self.results.values():
             written += result.save(out, charts=charts)

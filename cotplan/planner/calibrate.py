@@ -33,6 +33,7 @@ from cotplan.generate.budgeted import (
     Mode,
     budgeted_answers,
 )
+from cotplan.io import write_csv
 from cotplan.tasks.item import TaskItem
 from cotplan.tasks.size import size_source
 
@@ -122,8 +123,8 @@ class Calibration:
     `frame` has the columns of `CALIBRATION_COLUMNS` (item, family, n, k, correct, token counts,
     cost, latency, ...); `BudgetPlanner().fit(calibration.frame)` plans from it. `requests`
     and `cache_hits` are what the run cost the endpoint (a resumed run shows hits, not
-    requests), `notes` anything the run wants the reader to know (prices missing, sizes taken
-    from prompt lengths).
+    requests), `retries` the attempts the client repeated after failures, `notes` anything the
+    run wants the reader to know (prices missing, sizes taken from prompt lengths).
     """
 
     frame: pd.DataFrame
@@ -131,6 +132,7 @@ class Calibration:
     requests: int = 0
     cache_hits: int = 0
     notes: tuple[str, ...] = ()
+    retries: int = 0
     answers: tuple[BudgetedAnswer, ...] = field(default=(), repr=False, compare=False)
 
     def to_frame(self) -> pd.DataFrame:
@@ -164,11 +166,9 @@ class Calibration:
         ).reset_index()
 
     def to_csv(self, path: str | os.PathLike[str]) -> Path:
-        """Write the frame as CSV (creating the folder); returns the path."""
-        target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        self.frame.to_csv(target, index=False)
-        return target
+        """Write the frame as CSV (creating the folder, replacing the file whole, mode 0600:
+        it holds the model's answers); returns the path."""
+        return write_csv(self.frame, path)
 
 
 def load_calibration(path: str | os.PathLike[str]) -> Calibration:
@@ -286,6 +286,7 @@ def calibrate(
     grid = _budgets_for(budgets)
     requests0 = _stat(backend, "requests")
     hits0 = _stat(backend, "cache_hits")
+    retries0 = _stat(backend, "retries")
 
     def budgets_of(item: TaskItem) -> list[int]:
         # Items without `n` are sized by their prompt: computed inside budgeted_answers too,
@@ -318,6 +319,7 @@ def calibrate(
         requests=_stat(backend, "requests") - requests0,
         cache_hits=_stat(backend, "cache_hits") - hits0,
         notes=tuple(notes),
+        retries=_stat(backend, "retries") - retries0,
         answers=tuple(answers),
     )
 

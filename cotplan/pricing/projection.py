@@ -48,6 +48,7 @@ import pandas as pd
 
 from cotplan.backends.base import Completion
 from cotplan.errors import InputError
+from cotplan.io import write_csv
 from cotplan.pricing.table import (
     PRICES_ENV,
     STALE_AFTER_DAYS,
@@ -826,7 +827,7 @@ class Projection:
 
     def to_csv(self, path: str | os.PathLike[str]) -> None:
         """Write the period table as CSV."""
-        self.frame.to_csv(path, index=False)
+        write_csv(self.frame, path)
 
     def to_excel(self, path: str | os.PathLike[str]) -> None:
         """Write an XLSX workbook: projection, assumptions and prices sheets."""
@@ -877,7 +878,7 @@ class Comparison:
 
     def to_csv(self, path: str | os.PathLike[str]) -> None:
         """Write the comparison table as CSV."""
-        self.frame.to_csv(path, index=False)
+        write_csv(self.frame, path)
 
     def to_excel(self, path: str | os.PathLike[str]) -> None:
         """Write an XLSX workbook: comparison, monthly, assumptions and prices sheets."""

@@ -21,6 +21,7 @@ from typing import Any, cast, get_args
 
 from cotplan.backends.base import Message, validate_prompt
 from cotplan.errors import InputError
+from cotplan.io import write_text
 from cotplan.tasks.item import AnswerKind, TaskItem
 
 __all__ = ["MAX_N", "item_from_dict", "item_to_dict", "load_tasks", "save_tasks"]
@@ -212,9 +213,5 @@ def save_tasks(items: Iterable[TaskItem], path: str | os.PathLike[str]) -> Path:
         if item.id in seen:
             raise InputError(f"duplicate id {item.id!r}", field="items")
         seen.add(item.id)
-    target = Path(path)
     lines = [json.dumps(item_to_dict(item), ensure_ascii=False) for item in items]
-    tmp = target.with_name(target.name + ".tmp")
-    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    os.replace(tmp, target)
-    return target
+    return write_text(path, "\n".join(lines) + "\n")
