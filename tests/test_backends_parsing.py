@@ -11,7 +11,7 @@ import json
 import math
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
@@ -26,9 +26,11 @@ from cotplan.backends.openai_compat import (
     OpenAICompatibleBackend,
     is_reasoning_model,
     parse_completion,
+    parse_prompt_logprobs,
 )
 from cotplan.errors import (
     APIStatusError,
+    CapabilityError,
     InputError,
     MissingKeyError,
     RateLimitError,
@@ -276,3 +278,81 @@ def test_extra_request_fields_reach_the_wire_and_key_the_cache(
     assert [seen["body"].get("reasoning_effort") for seen in handler.seen] == ["low", "high"]
     with pytest.raises(InputError, match="mapping of request fields"):
         backend.generate("x", max_tokens=1, extra=["low"])  # type: ignore[arg-type]
+
+
+# -- vLLM prompt_logprobs ----------------------------------------------------------------------
+
+
+def _vllm_prompt_scores() -> dict[str, Any]:
+    """The shape vLLM's /v1/completions returns with prompt_logprobs=2, return_token_ids=True,
+    for the prompt "0 1" tokenised as BOS, "0", " ", "1"."""
+
+    def lp(token: str, logprob: float, rank: int) -> dict[str, Any]:
+        return {"logprob": logprob, "rank": rank, "decoded_token": token}
+
+    return {
+        "id": "cmpl-1",
+        "object": "text_completion",
+        "model": "m",
+        "choices": [
+            {
+                "index": 0,
+                "text": " ",
+                "finish_reason": "length",
+                "prompt_token_ids": [1, 15, 220, 16],
+                "prompt_logprobs": [
+                    None,
+                    {"15": lp("0", -0.9, 1), "16": lp("1", -1.1, 2)},
+                    {"220": lp(" ", -0.01, 1), "11": lp(",", -5.0, 2)},
+                    # The prompt's token is listed even outside the top 2.
+                    {"15": lp("0", -0.2, 1), "17": lp("2", -3.0, 2), "16": lp("1", -4.5, 3)},
+                ],
+            }
+        ],
+        "usage": {"prompt_tokens": 4, "completion_tokens": 1, "total_tokens": 5},
+    }
+
+
+def test_vllm_prompt_logprobs_are_read_per_position() -> None:
+    rows = parse_prompt_logprobs(_vllm_prompt_scores(), "0 1")
+    assert [text for text, _ in rows] == ["", "0", " ", "1"]
+    assert rows[0][1] == {}
+    assert rows[1][1] == {"0": -0.9, "1": -1.1}
+    assert rows[3][1]["1"] == -4.5
+
+
+@pytest.mark.parametrize(
+    ("mutate", "match"),
+    [
+        (lambda r: r["choices"][0].pop("prompt_logprobs"), "no prompt_logprobs"),
+        (lambda r: r["choices"][0].pop("prompt_token_ids"), "prompt_token_ids"),
+        (lambda r: r["choices"][0]["prompt_logprobs"][2].pop("220"), "position 2"),
+    ],
+)
+def test_malformed_prompt_logprobs_are_format_errors(
+    mutate: Callable[[dict[str, Any]], object], match: str
+) -> None:
+    raw = _vllm_prompt_scores()
+    mutate(raw)
+    with pytest.raises(ResponseFormatError, match=match):
+        parse_prompt_logprobs(raw, "0 1")
+
+
+def test_prompt_scoring_asks_vllm_for_every_position(
+    scripted: tuple[str, type[_Scripted]],
+) -> None:
+    url, handler = scripted
+    handler.script = [(200, {}, _vllm_prompt_scores())]
+    backend = OpenAICompatibleBackend("m", base_url=url, max_retries=0, prompt_logprobs=True)
+    rows = backend.prompt_logprobs("0 1", top_logprobs=2)
+    body = handler.seen[0]["body"]
+    assert body["prompt_logprobs"] == 2
+    assert body["return_token_ids"] is True
+    assert body["max_tokens"] == 1
+    assert len(rows) == 4
+
+
+def test_prompt_scoring_must_be_declared() -> None:
+    backend = OpenAICompatibleBackend("m", base_url="http://127.0.0.1:9/v1")
+    with pytest.raises(CapabilityError, match="prompt_logprobs=True"):
+        backend.prompt_logprobs("0 1", top_logprobs=2)

@@ -160,3 +160,13 @@ def test_backend_needs_an_instruction_for_the_empty_prefix() -> None:
     assert not BackendPredictor(_RecordingBackend()).can_score_empty
     assert BackendPredictor(_RecordingBackend(), instruction="Bits:\n").can_score_empty
     assert laplace().can_score_empty
+
+
+def test_openai_compatible_clients_score_all_positions_only_where_declared() -> None:
+    from cotplan.backends.openai_compat import OpenAICompatibleBackend
+
+    url = "http://127.0.0.1:9/v1"
+    plain = OpenAICompatibleBackend("m", base_url=url)
+    vllm = OpenAICompatibleBackend("m", base_url=url, prompt_logprobs=True)
+    assert not BackendPredictor(plain, style="space-separated")._all_positions()
+    assert BackendPredictor(vllm, style="space-separated")._all_positions()

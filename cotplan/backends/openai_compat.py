@@ -11,6 +11,7 @@ call cache records.
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
@@ -49,6 +50,7 @@ __all__ = [
     "OpenAICompatibleBackend",
     "is_reasoning_model",
     "parse_completion",
+    "parse_prompt_logprobs",
     "parse_top_logprobs",
 ]
 
@@ -125,6 +127,50 @@ def parse_top_logprobs(logprobs: dict[str, Any] | None) -> list[TokenLogprob]:
     return []
 
 
+def parse_prompt_logprobs(raw: dict[str, Any], prompt: str) -> list[tuple[str, dict[str, float]]]:
+    """vLLM's ``prompt_logprobs`` answer as ``(token text, {alternative: logprob})`` per token.
+
+    vLLM lists, per prompt position, ``{token id: {logprob, rank, decoded_token}}`` holding the
+    top alternatives and the prompt's own token (None at the first position); the prompt's
+    token ids come with ``return_token_ids``. The first token's text is what the prompt holds
+    before the other tokens' texts (empty for a BOS token).
+    """
+    try:
+        choice = raw["choices"][0]
+        entries = choice["prompt_logprobs"]
+        token_ids = choice.get("prompt_token_ids")
+    except (KeyError, IndexError, TypeError) as exc:
+        raise ResponseFormatError("the endpoint returned no prompt_logprobs (is it vLLM?)") from exc
+    if not isinstance(entries, list) or not entries:
+        raise ResponseFormatError("the endpoint returned no prompt_logprobs (is it vLLM?)")
+    if not isinstance(token_ids, list) or len(token_ids) != len(entries):
+        raise ResponseFormatError(
+            "the endpoint returned no prompt_token_ids matching its prompt_logprobs "
+            "(vLLM needs return_token_ids support)"
+        )
+    rows: list[tuple[str, dict[str, float]]] = []
+    for position, (token_id, entry) in enumerate(zip(token_ids, entries, strict=True)):
+        if entry is None:
+            rows.append(("", {}))
+            continue
+        try:
+            chosen = entry[str(token_id)]
+            alternatives: dict[str, float] = {}
+            for info in entry.values():
+                text, logprob = str(info["decoded_token"]), float(info["logprob"])
+                # Two ids can decode to the same text; the likelier one stands for it.
+                alternatives[text] = max(alternatives.get(text, -math.inf), logprob)
+            rows.append((str(chosen["decoded_token"]), alternatives))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ResponseFormatError(
+                f"prompt_logprobs at position {position} are malformed: {exc!r}"
+            ) from exc
+    rest = "".join(text for text, _ in rows[1:])
+    if rows[0] == ("", {}) and prompt.endswith(rest):
+        rows[0] = (prompt[: len(prompt) - len(rest)], {})
+    return rows
+
+
 def parse_completion(
     raw: dict[str, Any], *, model: str, latency_s: float = 0.0, from_cache: bool = False
 ) -> Completion:
@@ -169,6 +215,10 @@ class OpenAICompatibleBackend(Backend):
         being wrapped as one user message for /v1/chat/completions (OpenAI's chat models).
     tokenizer:
         A function counting tokens in a string, when the model's tokenizer is known.
+    prompt_logprobs:
+        The endpoint scores every position of a prompt in one request (vLLM's
+        ``prompt_logprobs``); enables `prompt_logprobs()`, which the experiments use to read a
+        whole sequence's predictions at once.
     """
 
     def __init__(
@@ -188,6 +238,7 @@ class OpenAICompatibleBackend(Backend):
         max_top_logprobs: int = 20,
         concurrency: int = 4,
         extra_body: dict[str, Any] | None = None,
+        prompt_logprobs: bool = False,
     ) -> None:
         if not model:
             raise InputError("must be a non-empty model name", field="model")
@@ -209,6 +260,7 @@ class OpenAICompatibleBackend(Backend):
         self.max_retries = max_retries
         self.cache_namespace = cache_namespace or (base_url or "https://api.openai.com/v1")
         self.extra_body = dict(extra_body or {})
+        self.supports_prompt_logprobs = bool(prompt_logprobs)
         self._tokenizer = tokenizer
         self._candidate_tokens: dict[str, int] = {}
         self.stats = CallStats()
@@ -296,6 +348,42 @@ class OpenAICompatibleBackend(Backend):
         return NextTokenProbs.from_logprobs(
             top, candidates, usage=completion.usage, from_cache=cached
         )
+
+    def prompt_logprobs(
+        self, prompt: str, *, top_logprobs: int
+    ) -> list[tuple[str, dict[str, float]]]:
+        """Every prompt token with the top alternatives at its position, in one request.
+
+        Returns ``(token text, {alternative text: logprob})`` per prompt token; the first
+        token has no context and no alternatives. Needs an endpoint with vLLM's
+        ``prompt_logprobs`` (construct with ``prompt_logprobs=True``).
+        """
+        if not self.supports_prompt_logprobs:
+            raise CapabilityError(
+                f"{self.base_url or 'this endpoint'} was not declared to score prompts "
+                "(vLLM's prompt_logprobs); pass prompt_logprobs=True if it does"
+            )
+        validate_prompt(prompt)
+        if not isinstance(prompt, str):
+            raise InputError("must be text for prompt scoring", field="prompt")
+        if not 1 <= top_logprobs <= self.max_top_logprobs:
+            raise InputError(
+                f"must be in 1..{self.max_top_logprobs}, got {top_logprobs!r}",
+                field="top_logprobs",
+            )
+        params: dict[str, Any] = {
+            "model": self.model,
+            "prompt": prompt,
+            "max_tokens": 1,
+            "temperature": 0.0,
+            "extra_body": {
+                **self.extra_body,
+                "prompt_logprobs": top_logprobs,
+                "return_token_ids": True,
+            },
+        }
+        raw, _, _ = self._call("completions", params)
+        return parse_prompt_logprobs(raw, prompt)
 
     def count_tokens(self, text: str) -> int:
         if self._tokenizer is not None:

@@ -559,7 +559,10 @@ class BackendPredictor(Predictor):
     def _all_positions(self) -> bool:
         if self.use_prompt_logprobs is False:
             return False
-        return isinstance(self.backend, SupportsPromptLogprobs)
+        # OpenAI-compatible clients have the method but use it only where declared (vLLM).
+        return isinstance(self.backend, SupportsPromptLogprobs) and bool(
+            getattr(self.backend, "supports_prompt_logprobs", True)
+        )
 
     def prefix_probs(
         self,
