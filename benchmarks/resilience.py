@@ -5,7 +5,8 @@ The proxy (`cotplan.testing.FaultProxy`, loopback only) injects 500s, 429s with 
 responses slower than the client's timeout, dropped connections and truncated JSON, each at an
 equal share of `--rate`, seeded. For each workload this prints the fault rate, the requests the
 run counted, the faults injected, the client's retries, the wall time against the clean run, and
-whether the results matched the clean run exactly.
+whether the results matched the clean run exactly. The calibration is 8 items (count n = 3,
+arithmetic n = 2) at budgets 0, 16, 32; the martingale run is the quick preset.
 
     .venv/bin/python benchmarks/resilience.py [--rate 0.2] [--seed 7] [--timeout 2]
 """
@@ -75,8 +76,8 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.setdefault("COTPLAN_HOME", tempfile.mkdtemp(prefix="cotplan-bench-"))
     workloads: dict[str, Callable[[OpenAICompatibleBackend], tuple[Any, int]]] = {
-        "calibration (8 items x 3 budgets)": run_calibration,
-        "martingale (quick preset)": run_martingale,
+        "calibration": run_calibration,
+        "martingale": run_martingale,
     }
     table = Table(title=f"resilience at a {args.rate:.0%} fault rate (seed {args.seed})")
     columns = ("workload", "requests", "faults", "retries", "clean (s)", "faulty (s)", "matched")

@@ -157,7 +157,9 @@ class FaultProxy:
                 try:
                     upstream = proxy._forward(self.command, self.path, body, forward_headers)
                 except httpx.HTTPError:
-                    self.send_error(502, "upstream unreachable")
+                    # The client may have given up already (a slow fault past its timeout).
+                    with contextlib.suppress(OSError):
+                        self.send_error(502, "upstream unreachable")
                     return
                 content = upstream.content
                 if fault == "truncate":

@@ -208,17 +208,19 @@ def test_budgeted_reasoning_per_ordering_is_counted_in_calls_tokens_and_cost(
     assert result.method == "budgeted"
     assert result.k == 8
     assert any("at most 8 reasoning tokens" in note for note in result.notes)
-    # The same forced answer as budgeted_answer gives for the first ordering's prompt.
+    # The first ordering's probabilities are the model's for the choices right after the answer
+    # marker that closed budgeted_answer's reasoning on that ordering's prompt.
     prompt = ITEM.template.prompt([ITEM.examples[i] for i in result.orderings[0]], ITEM.query)
     item = TaskItem(id="x", prompt=prompt, answer=ITEM.choices[0], kind="choice",
                     choices=ITEM.choices, family="permutation")  # fmt: skip
     direct = budgeted_answer(local_backend, item, 8)
-    expected = np.full(2, 1 / 3)
-    if direct.extracted is not None:
-        expected = np.where(np.array(ITEM.choices) == direct.extracted, 2 / 3, 1 / 3)
-    np.testing.assert_allclose(result.per_ordering[0], expected)
-    # Reasoning + answer request per ordering; never more than k reasoning tokens each.
-    assert result.calls == 2 * direct.calls
+    assert direct.answer_prompt.endswith("Answer:")
+    first = [local_backend.next_token_probs(direct.answer_prompt, [" " + c]) for c in ITEM.choices]
+    raw = np.array([p.raw[" " + c] for p, c in zip(first, ITEM.choices, strict=True)])
+    np.testing.assert_allclose(result.per_ordering[0], raw / raw.sum(), rtol=1e-6)
+    assert not np.allclose(result.per_ordering[0], [2 / 3, 1 / 3])  # not a vote
+    # Reasoning + answer + one scoring request per ordering; at most k reasoning tokens each.
+    assert result.calls == 2 * (direct.calls + 1)
     assert 0 < result.usage.reasoning_tokens <= 2 * 8
     assert result.usage.prompt_tokens > 2 * direct.question_tokens
     assert result.cost_usd == Decimal(0)

@@ -41,7 +41,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 import pandas as pd
@@ -167,6 +167,9 @@ class BudgetedAnswer:
     model: str
     mode: Mode
     cost_note: str = ""
+    #: The exact text the answer phase continued (template mode; "" otherwise): score any
+    #: candidate answer after it to get probabilities instead of one extracted answer.
+    answer_prompt: str = field(default="", repr=False, compare=False)
 
     @property
     def completion_tokens(self) -> int:
@@ -176,13 +179,17 @@ class BudgetedAnswer:
     def to_row(self) -> dict[str, Any]:
         """A flat dict (one row of `answers_frame`)."""
         row = asdict(self)
+        del row["answer_prompt"]  # the whole conversation: too big for a table row
         row["completion_tokens"] = self.completion_tokens
         return row
 
 
+_ROW_FIELDS = [name for name in BudgetedAnswer.__dataclass_fields__ if name != "answer_prompt"]
+
+
 def answers_frame(answers: Sequence[BudgetedAnswer]) -> pd.DataFrame:
     """A tidy frame, one row per answer (columns: the `BudgetedAnswer` fields)."""
-    columns = [*BudgetedAnswer.__dataclass_fields__, "completion_tokens"]
+    columns = [*_ROW_FIELDS, "completion_tokens"]
     return pd.DataFrame([a.to_row() for a in answers], columns=columns)
 
 
@@ -379,6 +386,7 @@ def _finish(
     prefilled: bool,
     reasoning_tokens: int,
     latency_s: float,
+    answer_prompt: str = "",
 ) -> BudgetedAnswer:
     calls = [c for c in (reasoning, answer) if c is not None]
     extracted = extract_answer(answer_text, s.item, prefilled=prefilled)
@@ -419,6 +427,7 @@ def _finish(
         model=calls[0].model,
         mode=s.mode,
         cost_note="; ".join(notes),
+        answer_prompt=answer_prompt,
     )
 
 
@@ -450,6 +459,7 @@ def _answer_phase(s: _Setup, k: int, reasoning: Completion | None) -> BudgetedAn
             prefilled=True,
             reasoning_tokens=reasoning.usage.completion_tokens if reasoning is not None else 0,
             latency_s=latency,
+            answer_prompt=prompt,
         )
     raise AssertionError(f"no answer phase for mode {s.mode!r}")  # pragma: no cover
 

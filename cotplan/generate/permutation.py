@@ -41,7 +41,7 @@ import pandas as pd
 
 from cotplan.backends.base import Backend, Completion, Usage
 from cotplan.errors import CapabilityError, InputError, UnknownModelError
-from cotplan.generate.budgeted import CoTPrompt
+from cotplan.generate.budgeted import DEFAULT_PROMPT, CoTPrompt, resolve_mode
 from cotplan.generate.fewshot import (
     DEFAULT_TEMPLATE,
     Example,
@@ -196,8 +196,9 @@ class AnswerDistribution:
         `confidence` interval for each averaged probability (see the module docstring).
     method:
         ``first_token``, ``continuation`` (chained next-token probabilities), ``sampled``
-        (answer frequencies; no logprobs) or ``budgeted`` (forced answers after at most `k`
-        reasoning tokens, as votes).
+        (answer frequencies; no logprobs) or ``budgeted`` (after at most `k` reasoning tokens:
+        the choices' probabilities after the answer marker, or the forced answer as a vote
+        where the backend gives no logprobs there).
     covered_mass:
         Per ordering, the raw probability the model gave the candidates together (for
         ``sampled``: the share of samples that named a candidate).
@@ -384,6 +385,7 @@ class _Run:
                 smoothing=self.smoothing,
                 answer_tokens=self.answer_tokens,
                 cot_prompt=self.cot_prompt,
+                plan=self.plan,
             )
         if self.method == "sampled":
             return self.sample(index, order)
@@ -514,8 +516,10 @@ def permutation_average(
         Budgeted chain of thought: with `k` set, each ordering's answer is the forced answer of
         `cotplan.generate.budgeted.budgeted_answer` after at most `k` reasoning tokens (greedy),
         capped at `answer_tokens`, with `cot_prompt`'s wording. The per-ordering probabilities
-        are then that answer as one vote, add-`smoothing` smoothed (``method="budgeted"``), and
-        calls, tokens and cost add up the reasoning and answer requests of every ordering used.
+        are the model's probabilities of the choices after the answer marker where the backend
+        gives logprobs in template mode (the embedded model, vLLM), else that answer as one vote,
+        add-`smoothing` smoothed (``method="budgeted"`` either way); calls, tokens and cost add
+        up the reasoning, answer and scoring requests of every ordering used.
     """
     examples_ = as_examples(examples)
     if not isinstance(query, str) or not query.strip():
@@ -548,8 +552,8 @@ def permutation_average(
         k = _positive_int(k, "k", 0)
         if method != "auto":
             raise InputError(
-                f"must be auto with budgeted reasoning (k = {k}): each ordering's forced answer "
-                f"is a vote, not {method}",
+                f"must be auto with budgeted reasoning (k = {k}): the backend decides how the "
+                f"answer after the reasoning is scored, not {method}",
                 field="method",
             )
     answer_tokens = _positive_int(answer_tokens, "answer_tokens")
@@ -593,10 +597,26 @@ def permutation_average(
     )
     if k is not None:
         run.method = "budgeted"
-        notes.append(
-            f"budgeted CoT: each ordering's answer is the forced answer after at most {k} "
-            f"reasoning tokens, counted as one vote (add-{smoothing:g} smoothing), not a logprob"
-        )
+        if backend.supports_logprobs and resolve_mode(backend) == "template":
+            # Any prompt ending in the answer marker tokenizes the choices as the real ones.
+            marker = (cot_prompt or DEFAULT_PROMPT).marker
+            run.plan = plan_candidates(
+                backend,
+                run.prompt(orderings[0]) + "\n" + marker,
+                choices_,
+                answer_prefix=" ",
+                terminator=template.terminator,
+            )
+            notes.append(
+                f"budgeted CoT: each ordering reasons for at most {k} reasoning tokens; its "
+                "probabilities are the model's for the choices after the answer marker"
+            )
+        else:
+            notes.append(
+                f"budgeted CoT: each ordering's answer is the forced answer after at most {k} "
+                f"reasoning tokens, counted as one vote (add-{smoothing:g} smoothing): this "
+                "endpoint gives no logprobs after its reasoning"
+            )
     elif method == "sampled":
         run.method = "sampled"
         notes.append(

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -334,11 +334,15 @@ def budgeted_prompt(
     smoothing: float = 1.0,
     answer_tokens: int = 16,
     cot_prompt: CoTPrompt | None = None,
+    plan: CandidatePlan | None = None,
 ) -> PromptScore:
-    """The forced answer after at most `k` reasoning tokens (`budgeted_answer`, greedy), as a vote.
+    """The forced answer after at most `k` reasoning tokens (`budgeted_answer`, greedy).
 
-    The answer is matched to the choices and smoothed like one sample: (1[c = answer] + α) /
-    (1 + α·C), uniform when it names no choice. Every call and its cost are in `answers`.
+    With a `plan` (a logprob backend in template mode), the choices are scored after the
+    answer marker that closed the reasoning: the ordering gets the model's probabilities, as
+    without reasoning. Otherwise the extracted answer is one vote, smoothed like one sample:
+    (1[c = answer] + α) / (1 + α·C), uniform when it names no choice. Every call and its cost
+    are in `answers` and `completions`.
     """
     choices = tuple(choices)
     item = TaskItem(
@@ -346,6 +350,9 @@ def budgeted_prompt(
         family="permutation",
     )  # fmt: skip
     answer = budgeted_answer(backend, item, k, answer_tokens=answer_tokens, prompt=cot_prompt)
+    if plan is not None and answer.answer_prompt:
+        scored = score_prompt(backend, answer.answer_prompt, plan)
+        return replace(scored, answers=(answer,))
     counts = np.zeros(len(choices))
     if answer.extracted is not None:
         counts[choices.index(answer.extracted)] = 1.0
