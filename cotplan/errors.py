@@ -106,8 +106,8 @@ class MissingKeyError(ConfigError):
     def __init__(self, env_var: str, provider: str) -> None:
         self.env_var = env_var
         super().__init__(
-            f"no API key for {provider}: set the environment variable {env_var} "
-            f"(or pass api_key=...)"
+            f"no API key for {provider}: set the environment variable {env_var}, or put "
+            f"{env_var}=... in a private key file named by COTPLAN_KEY_FILE"
         )
 
 

@@ -17,9 +17,19 @@ pytestmark = pytest.mark.model
 SECRET = "sk-cotplan-canary-7f3a9c1e5b2d4f60a8e1"
 
 
-def _run(args: list[str], home: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COTPLAN_HOME": str(home), "OPENAI_API_KEY": SECRET}
+def _run(
+    args: list[str], home: Path, cwd: Path, key_from: str = "env"
+) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COTPLAN_HOME": str(home)}
     env.pop("COTPLAN_DEBUG", None)
+    env.pop("OPENAI_API_KEY", None)
+    if key_from == "env":
+        env["OPENAI_API_KEY"] = SECRET
+    else:  # a private key file the user names, outside the folders the run writes
+        key_file = cwd.parent / f"{cwd.name}-keys.env"
+        key_file.write_text(f"OPENAI_API_KEY={SECRET}\n")
+        key_file.chmod(0o600)
+        env["COTPLAN_KEY_FILE"] = str(key_file)
     return subprocess.run(
         [sys.executable, "-m", "cotplan", *args],
         capture_output=True,
@@ -30,7 +40,10 @@ def _run(args: list[str], home: Path, cwd: Path) -> subprocess.CompletedProcess[
     )
 
 
-def test_a_calibration_run_writes_the_key_nowhere(local_model: LocalModel, tmp_path: Path) -> None:
+@pytest.mark.parametrize("key_from", ["env", "file"])
+def test_a_calibration_run_writes_the_key_nowhere(
+    local_model: LocalModel, tmp_path: Path, key_from: str
+) -> None:
     home, out = tmp_path / "home", tmp_path / "out"
     result = _run(
         [
@@ -53,6 +66,7 @@ def test_a_calibration_run_writes_the_key_nowhere(local_model: LocalModel, tmp_p
         ],
         home,
         tmp_path,
+        key_from,
     )
     assert result.returncode == 0, result.stderr
     written = [p for p in tmp_path.rglob("*") if p.is_file()]
@@ -62,8 +76,9 @@ def test_a_calibration_run_writes_the_key_nowhere(local_model: LocalModel, tmp_p
         assert SECRET.encode() not in path.read_bytes(), f"the key leaked into {path}"
     assert SECRET not in result.stdout + result.stderr
     for path in written:
-        if path.suffix == ".sqlite":
-            assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        # The cache and the reports hold the model's answers: private to the user.
+        if path.suffix in {".sqlite", ".csv"}:
+            assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
 
 
 def test_a_rejected_key_is_not_echoed(tmp_path: Path) -> None:

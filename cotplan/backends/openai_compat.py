@@ -33,6 +33,7 @@ from cotplan.backends.base import (
     validate_prompt,
 )
 from cotplan.backends.cache import CallCache, canonical_key
+from cotplan.backends.keys import find_key
 from cotplan.errors import (
     APIStatusError,
     BackendError,
@@ -203,8 +204,9 @@ class OpenAICompatibleBackend(Backend):
     base_url:
         None for OpenAI itself; otherwise the endpoint's ``.../v1`` URL.
     api_key:
-        The key; by default read from `api_key_env`. Required for OpenAI itself; a custom
-        `base_url` may need none.
+        The key; by default the environment variable `api_key_env`, else that name in the key
+        file `api_key_file` (or the file named by ``COTPLAN_KEY_FILE``; see
+        `cotplan.backends.keys`). Required for OpenAI itself; a custom `base_url` may need none.
     cache:
         A `CallCache`, or None for no caching.
     cache_namespace:
@@ -239,10 +241,11 @@ class OpenAICompatibleBackend(Backend):
         concurrency: int = 4,
         extra_body: dict[str, Any] | None = None,
         prompt_logprobs: bool = False,
+        api_key_file: str | os.PathLike[str] | None = None,
     ) -> None:
         if not model:
             raise InputError("must be a non-empty model name", field="model")
-        key = api_key or os.environ.get(api_key_env)
+        key = api_key or find_key(api_key_env, api_key_file)
         if not key:
             if base_url is None:
                 raise MissingKeyError(api_key_env, "OpenAI")
