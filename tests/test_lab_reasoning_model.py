@@ -159,6 +159,7 @@ def test_the_study_reports_the_grid_the_law_and_the_oracle(study: LabStudy) -> N
     assert (full["error"] <= 0.1).all()
     assert (grid[grid["k"] < 3 * grid["n"]]["blind"] == 0.5).all()
     assert "k*(n) grows as n^" in study.law
+    assert "tokens per input" in study.law
     assert set(study.laws["law"]) == {"free α", "α = 1/2 (√n)", "α = 1 (linear)"}
     assert {"oracle_k", "stable_k"} <= set(study.oracle_frame().columns)
     oracle = study.heldout.set_index("policy").loc["oracle (per item)"]

@@ -346,7 +346,8 @@ def _law_fits(frame: pd.DataFrame, eps: float, seed: int) -> pd.DataFrame:
 def _exponents(
     frame: pd.DataFrame, eps_grid: Sequence[float], n_bootstrap: int, seed: int
 ) -> pd.DataFrame:
-    """β, the slope of log k*_emp on log n per ε, with an item-bootstrap percentile interval
+    """Per ε: β, the slope of log k*_emp on log n, and the straight line k*_emp ≈ a · n + b
+    (`per_input` = a: tokens per input; `offset` = b), with item-bootstrap percentile intervals
     (items resampled within each size)."""
     curves = _curves(frame)
     sizes = sorted(curves)
@@ -362,27 +363,46 @@ def _exponents(
         return out
 
     point = budgets(lambda m: m)
-    draws: dict[float, list[float]] = {eps: [] for eps in eps_grid}
+    draws: dict[float, list[tuple[float, float]]] = {eps: [] for eps in eps_grid}
     for _ in range(n_bootstrap):
         resampled = budgets(lambda m: m[rng.integers(0, len(m), size=len(m))])
         for eps in eps_grid:
-            draws[eps].append(_slope(sizes, resampled[eps]))
+            draws[eps].append((_slope(sizes, resampled[eps]), _line(sizes, resampled[eps])[0]))
     rows = []
     for eps in eps_grid:
-        values = np.array(draws[eps], dtype=float)
-        values = values[np.isfinite(values)]
-        enough = len(values) >= 10
+        pairs = np.array(draws[eps], dtype=float).reshape(-1, 2)
+        betas, per_inputs = pairs[:, 0], pairs[:, 1]
+        per_input, offset = _line(sizes, point[eps])
         rows.append(
             {
                 "eps": float(eps),
                 "beta": _slope(sizes, point[eps]),
-                "low": float(np.percentile(values, 2.5)) if enough else math.nan,
-                "high": float(np.percentile(values, 97.5)) if enough else math.nan,
+                **_interval(betas, "low", "high"),
+                "per_input": per_input,
+                **_interval(per_inputs, "per_input_low", "per_input_high"),
+                "offset": offset,
                 "sizes_reached": sum(math.isfinite(k) for k in point[eps]),
-                "resamples": len(values),
+                "resamples": int(np.isfinite(betas).sum()),
             }
         )
     return pd.DataFrame(rows)
+
+
+def _interval(values: np.ndarray, low: str, high: str) -> dict[str, float]:
+    finite = values[np.isfinite(values)]
+    if len(finite) < 10:
+        return {low: math.nan, high: math.nan}
+    return {low: float(np.percentile(finite, 2.5)), high: float(np.percentile(finite, 97.5))}
+
+
+def _line(ns: Sequence[float], ks: Sequence[float]) -> tuple[float, float]:
+    """(slope, intercept) of k* = a · n + b over the sizes where k* is finite (NaN with fewer
+    than two)."""
+    pairs = [(float(n), float(k)) for n, k in zip(ns, ks, strict=True) if math.isfinite(k)]
+    if len({n for n, _ in pairs}) < 2:
+        return math.nan, math.nan
+    slope, intercept = np.polyfit([n for n, _ in pairs], [k for _, k in pairs], 1)
+    return float(slope), float(intercept)
 
 
 def _headline_exponent(exponents: pd.DataFrame) -> pd.Series | None:
@@ -426,6 +446,14 @@ def _law_sentence(exponents: pd.DataFrame, empirical: pd.DataFrame, grid: pd.Dat
             parts.append("not √n")
         if low <= 1.0 <= high:
             parts.append("consistent with linear growth (a fixed number of tokens per input)")
+    a, b = float(row["per_input"]), float(row["offset"])
+    if math.isfinite(a):
+        a_low, a_high = float(row["per_input_low"]), float(row["per_input_high"])
+        spread = f" [{a_low:.2f}, {a_high:.2f}]" if math.isfinite(a_low) else ""
+        parts.append(
+            f"as a straight line k* ≈ {a:.2f}·n {'+' if b >= 0 else '−'} {abs(b):.1f} "
+            f"({a:.2f}{spread} tokens per input; the trace writes {STEP_TOKENS})"
+        )
     top = int(empirical["n"].max())
     at_top = empirical[(empirical["n"] == top) & np.isfinite(empirical["k"])].sort_values("eps")
     if len(at_top) >= 2:
@@ -660,6 +688,18 @@ def _sqrt_law_c(empirical: pd.DataFrame) -> float:
     return float(np.sum(x * y) / denominator) if denominator > 0 else math.nan
 
 
+def _savings_text(study: LabStudy) -> str:
+    table = study.heldout.set_index("policy")
+    planned = [p for p in table.index if p.startswith("planned")]
+    if not planned or "oracle (per item)" not in table.index:
+        return ""
+    ours, oracle = table.loc[planned[0]], table.loc["oracle (per item)"]
+    return (
+        f"; reasoning tokens saved against uncapped: planned {ours['tokens_saved']:.0%}, "
+        f"per-item oracle {oracle['tokens_saved']:.0%}"
+    )
+
+
 def lab_report_rows(
     families: Sequence[str] | None = None, preset: str | StudySettings = "quick"
 ) -> list[Any]:
@@ -717,13 +757,21 @@ def study_report_rows(studies: Iterable[LabStudy]) -> list[Any]:
                     "mechanism: full trace = 3n + 2 tokens (exponent 1)",
                     REPRODUCED if holds else NOT_REPRODUCED,
                     study.law,
-                    measured_text=f"n-exponent of the observed k*: {row['beta']:.2f}",
+                    measured_text=(
+                        f"n-exponent of the observed k*: {row['beta']:.2f}; "
+                        f"{row['per_input']:.2f} tokens per input"
+                    ),
                 )
             )
         alpha = study.constants[
             (study.constants["model"] == "fit") & (study.constants["parameter"] == "alpha")
         ]
-        if study.planner.status_ != "helps":
+        if study.planner.status_ != "helps" or _headline_exponent(study.exponents) is None:
+            reason = (
+                f"the planner credits reasoning with no effect ({study.planner.status_})"
+                if study.planner.status_ != "helps"
+                else _no_law(study.empirical)
+            )
             rows.append(
                 ReportRow(
                     "cot-lab",
@@ -733,14 +781,17 @@ def study_report_rows(studies: Iterable[LabStudy]) -> list[Any]:
                     None,
                     "α ∈ [0, 2] by the planner's bounds",
                     NOT_TESTABLE,
-                    f"the planner credits reasoning with no effect ({study.planner.status_}): "
-                    f"{study.verdict}",
+                    f"{reason}; planner: {study.verdict}",
                     measured_text="—",
                 )
             )
         elif len(alpha):
             a = alpha.iloc[0]
             interval = Interval(float(a["low"]), float(a["high"]))
+            if not interval.high - interval.low < 1.0:
+                verdict = NOT_TESTABLE  # an interval this wide (or NaN) says nothing about α
+            else:
+                verdict = REPRODUCED if 0.5 in interval else NOT_REPRODUCED
             rows.append(
                 ReportRow(
                     "cot-lab",
@@ -749,7 +800,7 @@ def study_report_rows(studies: Iterable[LabStudy]) -> list[Any]:
                     float(a["estimate"]),
                     interval if math.isfinite(a["low"]) else None,
                     "α ∈ [0, 2] by the planner's bounds",
-                    REPRODUCED if 0.5 in interval else NOT_REPRODUCED,
+                    verdict,
                     study.verdict,
                 )
             )
@@ -772,7 +823,8 @@ def study_report_rows(studies: Iterable[LabStudy]) -> list[Any]:
                         for n, error, tokens in zip(
                             plan["n"], plan["heldout_error"], plan["tokens"], strict=True
                         )
-                    ),
+                    )
+                    + _savings_text(study),
                     measured_text=f"worst held-out error {worst:.2f}",
                 )
             )
