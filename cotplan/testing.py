@@ -41,6 +41,7 @@ class ProxyStats:
     """What the proxy saw: requests in, faults injected by kind, bodies forwarded upstream."""
 
     received: int = 0
+    held: int = 0
     faults: Counter[str] = field(default_factory=Counter)
     forwarded: Counter[str] = field(default_factory=Counter)
 
@@ -68,6 +69,10 @@ class FaultProxy:
         Seeds the fault draws, so a failing run can be replayed.
     slow_seconds:
         How long a "slow" fault waits before answering (set it above the client's timeout).
+    hold_after:
+        Once this many requests were forwarded, hold every further request (unforwarded)
+        until `release()`; `stats.held` counts them. A test can then kill its client at a
+        known point: every answer it received was complete.
     """
 
     def __init__(
@@ -79,6 +84,7 @@ class FaultProxy:
         seed: int = 0,
         slow_seconds: float = 3.0,
         retry_after: float = 0.0,
+        hold_after: int | None = None,
     ) -> None:
         parts = urlsplit(upstream)
         if parts.hostname not in {"127.0.0.1", "localhost", "::1"}:
@@ -94,7 +100,11 @@ class FaultProxy:
         self.kinds = kinds
         self.slow_seconds = slow_seconds
         self.retry_after = retry_after
+        self.hold_after = hold_after
         self.stats = ProxyStats()
+        self._gate = threading.Event()
+        self._gate.set()
+        self._discard_held = False
         self._random = random.Random(seed)
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -105,6 +115,24 @@ class FaultProxy:
         if self._server is None:
             raise RuntimeError("the proxy is not started")
         return f"http://127.0.0.1:{self._server.server_address[1]}{self.prefix}"
+
+    def release(self) -> None:
+        """Stop holding: requests held so far are dropped unforwarded (their client is
+        presumed gone), later ones go through."""
+        with self._lock:
+            self.hold_after = None
+            self._discard_held = True
+        self._gate.set()
+
+    def _held(self) -> bool:
+        """Wait while holding; True when the request must be dropped."""
+        with self._lock:
+            if self.hold_after is None or self.stats.forwarded_total < self.hold_after:
+                return False
+            self._gate.clear()
+            self.stats.held += 1
+        self._gate.wait()
+        return self._discard_held
 
     def _draw(self) -> str | None:
         with self._lock:
@@ -132,6 +160,9 @@ class FaultProxy:
             def _handle(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 body = self.rfile.read(length) if length else b""
+                if proxy._held():
+                    self.close_connection = True
+                    return
                 fault = proxy._draw()
                 if fault == "drop":
                     self.close_connection = True
@@ -183,6 +214,7 @@ class FaultProxy:
         return self
 
     def stop(self) -> None:
+        self.release()  # no handler thread may wait forever on the gate
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()

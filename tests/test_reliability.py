@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import sqlite3
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
@@ -103,57 +103,53 @@ def test_the_proxy_only_fronts_loopback() -> None:
         FaultProxy("http://10.0.0.1:8000/v1")
 
 
-def test_sigkilled_run_resumes_from_the_cache_without_asking_twice(
+CALIBRATION_SCRIPT = """
+import sys
+from cotplan import calibrate
+from cotplan.backends.cache import CallCache
+from cotplan.backends.openai_compat import OpenAICompatibleBackend
+from cotplan.tasks import make_tasks
+
+base_url, cache_file, out, model_id = sys.argv[1:5]
+backend = OpenAICompatibleBackend(
+    model_id, base_url=base_url, text_completions=True, cache=CallCache(cache_file),
+    cache_namespace=f"local:{model_id}", concurrency=1,
+)
+items = make_tasks("count", n=3, count=3, seed=0) + make_tasks("arithmetic", n=2, count=3)
+calibrate(backend, items, [0, 16, 32], progress=False).to_csv(out)
+"""
+
+
+def test_a_sigkilled_calibration_resumes_from_the_cache_without_asking_twice(
     local_model: LocalModel, tmp_path: Path
 ) -> None:
-    cache_file = tmp_path / "calls.sqlite"
-    script = tmp_path / "run.py"
-    script.write_text(
-        textwrap.dedent(
-            f"""
-            import sys
-            from cotplan.backends.cache import CallCache
-            from cotplan.backends.openai_compat import OpenAICompatibleBackend
-            prompts = {PROMPTS!r}
-            backend = OpenAICompatibleBackend(
-                {local_model.model_id!r}, base_url=sys.argv[1], text_completions=True,
-                cache=CallCache({str(cache_file)!r}),
-                cache_namespace="local:{local_model.model_id}",
-            )
-            for i, prompt in enumerate(prompts):
-                p = backend.next_token_probs(prompt, ["0", "1"]).probs["1"]
-                print(i, repr(p), flush=True)
-            """
-        )
-    )
-    with FaultProxy(local_model.base_url, rate=0.0) as proxy:
-        env = dict(os.environ)
-        first = subprocess.Popen(
-            [sys.executable, str(script), proxy.base_url],
-            stdout=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
-        assert first.stdout is not None
-        for _ in range(8):
-            first.stdout.readline()
+    script = tmp_path / "calibrate.py"
+    script.write_text(CALIBRATION_SCRIPT)
+
+    def start(url: str, name: str) -> subprocess.Popen[bytes]:
+        args = [url, str(tmp_path / f"{name}.sqlite"), str(tmp_path / f"{name}.csv")]
+        return subprocess.Popen([sys.executable, str(script), *args, local_model.model_id])
+
+    with FaultProxy(local_model.base_url, rate=0.0) as counter:
+        assert start(counter.base_url, "uninterrupted").wait(timeout=600) == 0
+    with FaultProxy(local_model.base_url, rate=0.0, hold_after=10) as proxy:
+        first = start(proxy.base_url, "resumed")
+        deadline = time.monotonic() + 300
+        # Held at the proxy: every answer the run received so far is complete and cached.
+        while proxy.stats.held == 0 and first.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert proxy.stats.held == 1, "the run should be waiting on its 11th request"
         first.send_signal(signal.SIGKILL)
         first.wait()
-        resumed = subprocess.run(
-            [sys.executable, str(script), proxy.base_url],
-            capture_output=True,
-            text=True,
-            env=env,
-            check=True,
-        )
-    assert proxy.stats.max_forwards_of_one_request == 1
-    assert proxy.stats.forwarded_total == len(PROMPTS)
-    uninterrupted = _client(local_model, local_model.base_url)
-    expected = [
-        f"{i} {uninterrupted.next_token_probs(p, ['0', '1']).probs['1']!r}"
-        for i, p in enumerate(PROMPTS)
-    ]
-    assert resumed.stdout.strip().splitlines() == expected
+        proxy.release()
+        assert start(proxy.base_url, "resumed").wait(timeout=600) == 0
+    assert proxy.stats.max_forwards_of_one_request == 1  # nothing was asked twice
+    assert proxy.stats.forwarded_total == counter.stats.forwarded_total
+    resumed = pd.read_csv(tmp_path / "resumed.csv")
+    uninterrupted = pd.read_csv(tmp_path / "uninterrupted.csv")
+    columns = [c for c in uninterrupted.columns if c not in {"latency_s", "from_cache"}]
+    pd.testing.assert_frame_equal(resumed[columns], uninterrupted[columns])
+    assert resumed["from_cache"].sum() > 0
 
 
 def test_concurrent_runs_sharing_one_cache_agree_and_leave_it_whole(
