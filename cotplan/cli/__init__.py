@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from cotplan.cli import answer, cost, demo, experiment, lab, models, plan, tasks
+from cotplan.cli import answer, cost, demo, experiment, lab, lab_reasoning, models, plan, tasks
 from cotplan.errors import CotplanError
 
 __all__ = ["app", "main"]
@@ -33,6 +33,7 @@ plan.register(app)
 demo.register(app)
 answer.register(app)
 lab.register(app)
+lab_reasoning.register(app)
 
 _stderr = Console(stderr=True)
 
