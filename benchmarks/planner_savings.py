@@ -137,12 +137,33 @@ def lab_defaults(args: argparse.Namespace) -> bool:
     return lab
 
 
-def make_items(family: str, n: int, count: int, seed: int) -> list[TaskItem]:
-    if family.startswith("lab-"):
-        from cotplan.lab.reasoning import make_lab_tasks
+def make_items(
+    family: str, sizes: list[int], count: int, held_out: int, seed: int
+) -> tuple[list[TaskItem], list[TaskItem]]:
+    """Calibration items (seed) and held-out items (seed + 1) that never repeat a question;
+    lab families with few distinct questions at a size (parity of 4 bits has 16) are split
+    between the two sets."""
+    calibration: list[TaskItem] = []
+    held: list[TaskItem] = []
+    for n in sizes:
+        if family.startswith("lab-"):
+            from cotplan.lab.reasoning import make_lab_tasks
+            from cotplan.lab.reasoning.study import item_counts
 
-        return make_lab_tasks(family, n=n, count=count, seed=seed)
-    return make_tasks(family, n=n, count=count, seed=seed)
+            first, second = item_counts(family, n, count, held_out)
+            mine = make_lab_tasks(family, n=n, count=first, seed=seed)
+            calibration += mine
+            if second:
+                held += make_lab_tasks(family, n=n, count=second, seed=seed + 1, exclude=mine)
+            continue
+        mine = make_tasks(family, n=n, count=count, seed=seed)
+        calibration += mine
+        seen = {it.prompt for it in mine}
+        held += [
+            it for it in make_tasks(family, n=n, count=held_out, seed=seed + 1)
+            if it.prompt not in seen
+        ]  # fmt: skip
+    return calibration, held
 
 
 def calibration_grid(args: argparse.Namespace) -> Any:
@@ -165,14 +186,7 @@ def main() -> None:
     started = time.perf_counter()
     sizes = ints(args.sizes)
     caps = ints(args.caps)
-    calib_items = [it for n in sizes for it in make_items(args.family, n, args.count, args.seed)]
-    seen = {it.prompt for it in calib_items}
-    held = [
-        it
-        for n in sizes
-        for it in make_items(args.family, n, args.held_out, args.seed + 1)
-        if it.prompt not in seen
-    ]
+    calib_items, held = make_items(args.family, sizes, args.count, args.held_out, args.seed)
     grid = calibration_grid(args)
     options: dict[str, Any] = {"preset": args.lab_preset} if lab else {"base_url": args.base_url}
     with connect(args.backend, **options) as backend:

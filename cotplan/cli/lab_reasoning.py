@@ -51,6 +51,8 @@ def _cell(value: Any, digits: int) -> str:
             return "–"
         if math.isinf(value):
             return "∞"
+        if abs(value) < 1e-9:
+            return "0"  # rounding noise of a fit (9.9e-16) reads as a number otherwise
         if value.is_integer() and abs(value) < 1e6:
             return str(int(value))
         if abs(value) < 10**-digits:

@@ -54,6 +54,7 @@ __all__ = [
     "LabStudy",
     "StudySettings",
     "empirical_budgets",
+    "item_counts",
     "lab_report_rows",
     "oracle_budgets",
     "reasoning_study",
@@ -582,7 +583,9 @@ def reasoning_study(
     def grid(n: int) -> list[int]:
         return study_grid(n, settings.max_points)
 
-    counts = {n: _split(info.name, n, settings.items, settings.held_out) for n in settings.sizes}
+    counts = {
+        n: item_counts(info.name, n, settings.items, settings.held_out) for n in settings.sizes
+    }
     items = [
         it
         for n in settings.sizes
@@ -655,7 +658,7 @@ def _constant(k: int) -> Callable[[TaskItem], int]:
     return lambda item: k
 
 
-def _split(family: str, n: int, items: int, held_out: int) -> tuple[int, int]:
+def item_counts(family: str, n: int, items: int, held_out: int) -> tuple[int, int]:
     """(calibration items, held-out items) at size n: as asked where enough distinct questions
     exist, else half of them each (parity of 4 bits has 16 questions)."""
     distinct = {
