@@ -234,7 +234,11 @@ def main() -> None:
         policies[f"fixed cap {cap}"] = pick(plain, {it.id: cap for it in held})
     policies["TALE-style prompt (B = k*)"] = pick(tale, {it.id: args.uncapped for it in held})
     policies["cotplan k*"] = pick(plain, {it.id: k_star[it.n or 0] for it in held})
-    oracle_k = {it.id: min((a.k for a in plain[it.id] if a.correct), default=0) for it in held}
+    # The cheapest right cap per item; where no cap was right, the cheapest cap (all equal).
+    oracle_k = {
+        it.id: min((a.k for a in plain[it.id] if a.correct), default=min(a.k for a in plain[it.id]))
+        for it in held
+    }
     policies["oracle (per item)"] = pick(plain, oracle_k)
     baseline = f"uncapped (cap {args.uncapped})"
     table = compare_answers(policies, baseline=baseline, n_bootstrap=args.bootstrap, seed=args.seed)
