@@ -14,13 +14,16 @@ __all__ = ["pe_ablation_chart"]
 
 _WIDTH = 300
 _HEIGHT = 240
+#: Order variances below this are float rounding (float32's is about 1e-15 at P = 0.5).
+_FLOOR = 1e-12
 
 
 def pe_ablation_chart(result: PEAblationResult) -> alt.HConcatChart:
     """Order variance vs t (log) with v2's values at t = 20; the gap excess; training curves."""
     order = result.order
-    drawn = order[order["variance"] > 0]
-    zero = sorted(set(order["model"]) - set(drawn["model"]))
+    # Rounding-level values (an exchangeable model's 1e-33) would squeeze the real effects.
+    drawn = order[order["variance"] >= _FLOOR]
+    zero = [m for m in result.labels if m not in set(drawn["model"])]
     colour = alt.Color("model:N", title="model", sort=list(result.labels))
     lines = (
         alt.Chart(drawn)
@@ -43,19 +46,24 @@ def pe_ablation_chart(result: PEAblationResult) -> alt.HConcatChart:
             "model": order.loc[order["t"] == 20, "model"],
         }
     ).dropna()
-    v2 = v2[v2["variance"] > 0]
+    at20 = order[order["t"] == 20]
+    hidden_v2 = sorted(set(at20.loc[at20["v2_variance"] < _FLOOR, "pe"]))
+    v2 = v2[v2["variance"] >= _FLOOR]
     paper = (
         alt.Chart(v2)
         .mark_point(shape="diamond", size=90, filled=False, strokeWidth=2)
         .encode(x="t:Q", y="variance:Q", color=colour, tooltip=["model", "variance"])
     )
-    note = f"; exactly 0, not drawn: {', '.join(zero)}" if zero else ""
+    hidden = [*zero, *(f"v2's {pe}" for pe in hidden_v2)]
+    subtitle = ["diamonds: v2's values at t = 20"]
+    if hidden:
+        subtitle.append(f"not drawn (< {_FLOOR:g}, rounding): {', '.join(hidden)}")
     left = (lines + paper).properties(
         width=_WIDTH,
         height=_HEIGHT,
         title={
             "text": "Order variance (float64)",
-            "subtitle": f"diamonds: v2's values at t = 20{note}",
+            "subtitle": subtitle,
         },
     )
     middle = (

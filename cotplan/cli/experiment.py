@@ -515,7 +515,7 @@ def pe_ablation(
     _console.print(wide.reindex(list(result.labels)).to_string(float_format=lambda v: f"{v:.3g}"))
     _console.print(
         result.martingale[
-            ["model", "A", "A_low", "A_high", "B", "adj_r2", "mean_excess", "vs_none"]
+            ["model", "A", "A_low", "A_high", "B", "adj_r2", "mean_excess", "vs_none", "ref_A"]
         ].to_string(index=False)
     )
     _print_rows(result.versus_paper(), "Positional-encoding ablation vs the paper (v2)")
