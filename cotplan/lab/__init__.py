@@ -1,16 +1,79 @@
 """The lab: small transformers trained on CPU, where the mechanism is known.
 
 Needs the `lab` extra (``pip install 'cotplan[lab]'``, torch 2.13.0 CPU build). Importing
-`cotplan.lab` does not import torch; the modules below do.
+`cotplan.lab` does not import torch: the names below load their module on first use.
 
 - `cotplan.lab.transformer`: a decoder-only transformer whose only switch is the positional
   encoding (none, learned, sinusoidal, rope, alibi).
 - `cotplan.lab.store`: trained weights and their config in the cotplan user folder, keyed by
   everything that shaped them, so the next use loads instead of training.
+- The positional-encoding lab (docs/lab.md): `train` a model on Beta-Bernoulli sequences,
+  use it as a `Predictor` in every experiment, and run `pe_ablation` over the encodings.
+- `cotplan.lab.reasoning`: lab reasoning models where a scratchpad is necessary, served as a
+  `Backend` (``connect("lab:parity")``) to test the k* law (docs/lab-reasoning.md).
 """
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
 from cotplan.lab._torch import require_torch, torch_available
 
-__all__ = ["require_torch", "torch_available"]
+_LAZY = {
+    "train": "bernoulli",
+    "LabModel": "bernoulli",
+    "TrainSettings": "bernoulli",
+    "TrainReport": "bernoulli",
+    "EvalPoint": "bernoulli",
+    "PE_LAB_PRESETS": "bernoulli",
+    "bayes_loss_curve": "bernoulli",
+    "from_spec": "bernoulli",
+    "default_threads": "bernoulli",
+    "torch_threads": "bernoulli",
+    "TransformerPredictor": "predictor",
+    "BOS": "predictor",
+    "pe_ablation": "ablation",
+    "PEAblationResult": "ablation",
+    "ABLATION_PRESETS": "ablation",
+    "Variant": "ablation",
+    "V2_NAMES": "ablation",
+    "TinyTransformer": "transformer",
+    "TransformerConfig": "transformer",
+    "POSITIONAL_ENCODINGS": "transformer",
+}
+
+__all__ = [
+    "ABLATION_PRESETS",
+    "BOS",
+    "PE_LAB_PRESETS",
+    "POSITIONAL_ENCODINGS",
+    "V2_NAMES",
+    "EvalPoint",
+    "LabModel",
+    "PEAblationResult",
+    "TinyTransformer",
+    "TrainReport",
+    "TrainSettings",
+    "TransformerConfig",
+    "TransformerPredictor",
+    "Variant",
+    "bayes_loss_curve",
+    "default_threads",
+    "from_spec",
+    "pe_ablation",
+    "require_torch",
+    "torch_available",
+    "torch_threads",
+    "train",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'cotplan.lab' has no attribute {name!r}")
+    require_torch()
+    value = getattr(importlib.import_module(f"cotplan.lab.{module}"), name)
+    globals()[name] = value
+    return value
