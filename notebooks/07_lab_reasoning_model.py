@@ -115,7 +115,7 @@ study.laws.round(2)
 # law would plan with its constant fitted to the same observations.
 
 # %%
-study.law_frame().round(1)
+study.law_frame().round(2)
 
 # %%
 study.exponents.round(2)
