@@ -8,7 +8,7 @@ One run, the same model and the same held-out items for every policy:
   B = the planned k* of the item's size, stated but not enforced (hard cap --uncapped);
 - cotplan: the planned cap k*(n, ε) enforced;
 - the oracle: per item, the smallest of the budgets answered that got it right (a lucky guess
-  counts; an item no budget got right is charged nothing and counted wrong). With a lab
+  counts; an item no budget got right is charged the cheapest one and counted wrong). With a lab
   backend the budgets answered include the calibration grid (--oracle-grid), so the oracle
   is the per-item budget a perfect router would pick; otherwise it chooses among the caps.
 
