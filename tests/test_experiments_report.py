@@ -63,3 +63,16 @@ def test_report_subset_and_validation() -> None:
         reproduction_report(laplace(), "huge")
     with pytest.raises(InputError, match="`experiments`: unknown"):
         reproduction_report(laplace(), "quick", experiments=["tarot"])
+
+
+@pytest.mark.slow
+def test_the_report_can_test_the_cot_law_on_a_lab_model() -> None:
+    pytest.importorskip("torch")
+    from cotplan.experiments import laplace
+
+    report = reproduction_report(
+        laplace(), "quick", experiments=("order",), cot_lab=("parity",), cot_lab_preset="tiny"
+    )
+    lab = report.to_frame().query("experiment == 'cot-lab'")
+    assert len(lab) >= 2
+    assert lab["claim"].str.contains("lab-parity").all()

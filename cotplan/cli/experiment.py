@@ -435,17 +435,34 @@ def report(
     charts: Charts = True,
     instruction: Instruction = "",
     concurrency: Concurrency = None,
+    cot_lab: Annotated[
+        str | None,
+        Opt(
+            help="Also test the k* law on lab reasoning models of these families "
+            "(e.g. parity,state; the lab extra; trains on first use)."
+        ),
+    ] = None,
+    cot_lab_preset: Annotated[
+        str, Opt(help="Lab model preset for --cot-lab: tiny, quick or standard.")
+    ] = "quick",
 ) -> None:
     """Every headline number of the paper beside what this backend gives, with verdicts."""
     from cotplan.experiments import EXPERIMENTS, reproduction_report
 
     chosen = tuple(e.strip() for e in only.split(",")) if only else EXPERIMENTS
+    lab_families = tuple(f.strip() for f in cot_lab.split(",") if f.strip()) if cot_lab else ()
     with (
         _open_predictor(backend, base_url, instruction, concurrency) as predictor,
         _progress() as st,
     ):
         result = reproduction_report(
-            predictor, "quick" if quick else "full", seed, experiments=chosen, stage=st
+            predictor,
+            "quick" if quick else "full",
+            seed,
+            experiments=chosen,
+            stage=st,
+            cot_lab=lab_families,
+            cot_lab_preset=cot_lab_preset,
         )
     _print_rows(result.to_frame(), f"Reproduction report: {result.predictor}")
     counts = ", ".join(f"{v} {k}" for k, v in sorted(result.counts().items()))

@@ -234,12 +234,17 @@ def reproduction_report(
     experiments: Sequence[str] = EXPERIMENTS,
     overrides: dict[str, dict[str, Any]] | None = None,
     stage: StageFn | None = None,
+    cot_lab: Sequence[str] = (),
+    cot_lab_preset: str = "quick",
 ) -> ReproductionReport:
     """Run the chosen experiments on `predictor` with a preset and collect every paper row.
 
     `overrides` replaces preset parameters per experiment (e.g. ``{"entropy": {"p": 0.5}}``).
     `stage(name, planned_predictions)` is called before each experiment and may return a
-    progress callback.
+    progress callback. `cot_lab` names lab reasoning families (``parity``, ``sum``, ``state``,
+    ``bits``) whose k* study (`cotplan.lab.reasoning`, the `lab` extra; models trained on
+    first use with `cot_lab_preset`) adds rows that test the CoT-length claim where the
+    mechanism is known.
     """
     if preset not in PRESETS:
         raise InputError(f"must be one of {sorted(PRESETS)}, got {preset!r}", field="preset")
@@ -293,6 +298,10 @@ def reproduction_report(
         results["falck"], runs["falck"] = falck, falck.run
         rows += falck.paper_rows()
     rows += cot_example_rows()
+    if cot_lab:
+        from cotplan.lab.reasoning.study import lab_report_rows  # lazy: imports torch
+
+        rows += lab_report_rows(list(cot_lab), cot_lab_preset)
     return ReproductionReport(
         predictor=predictor.name,
         preset=preset,

@@ -791,8 +791,10 @@ def study_report_rows(studies: Iterable[LabStudy]) -> list[Any]:
         elif len(alpha):
             a = alpha.iloc[0]
             interval = Interval(float(a["low"]), float(a["high"]))
-            if not interval.high - interval.low < 1.0:
-                verdict = NOT_TESTABLE  # an interval this wide (or NaN) says nothing about α
+            if not 0.0 < interval.high - interval.low < 1.0:
+                # An interval this wide (or NaN) says nothing about α; one of zero width means
+                # every resample landed on the same α, which a tiny calibration does at a bound.
+                verdict = NOT_TESTABLE
             else:
                 verdict = REPRODUCED if 0.5 in interval else NOT_REPRODUCED
             rows.append(
