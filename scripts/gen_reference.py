@@ -16,6 +16,8 @@ import typer
 from typer.testing import CliRunner
 
 import cotplan
+import cotplan.lab
+import cotplan.lab.reasoning
 from cotplan.cli import app
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
@@ -33,12 +35,22 @@ def api_markdown() -> str:
         "# Python API reference",
         "",
         "Generated from docstrings by `.venv/bin/python scripts/gen_reference.py`; "
-        "do not edit by hand. Every name below is importable as `cotplan.NAME`.",
+        "do not edit by hand. Every name in the first part is importable as `cotplan.NAME`; "
+        "the lab's names (the `lab` extra) follow under their own headings.",
         "",
     ]
-    for name in sorted(cotplan.__all__, key=str.lower):
-        obj = getattr(cotplan, name)
-        module = getattr(obj, "__module__", "")
+    lines += _module_section(cotplan, "cotplan", level="##")
+    for module in (cotplan.lab, cotplan.lab.reasoning):
+        lines += [f"# `{module.__name__}`", "", _first_paragraph(module.__doc__), ""]
+        lines += _module_section(module, module.__name__, level="##")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _module_section(module: object, prefix: str, *, level: str) -> list[str]:
+    lines: list[str] = []
+    for name in sorted(getattr(module, "__all__", ()), key=str.lower):
+        obj = getattr(module, name)
+        owner = getattr(obj, "__module__", "")
         if inspect.isclass(obj):
             kind = "class"
             try:
@@ -50,9 +62,10 @@ def api_markdown() -> str:
             signature = str(inspect.signature(obj))
         else:
             continue
-        lines.append(f"## `{name}`")
+        title = name if prefix == "cotplan" else f"{prefix}.{name}"
+        lines.append(f"{level} `{title}`")
         lines.append("")
-        lines.append(f"*{kind}* in `{module}`")
+        lines.append(f"*{kind}* in `{owner}`")
         lines.append("")
         if signature and len(signature) < 400:
             lines.append(f"```python\n{name}{signature}\n```")
@@ -70,7 +83,7 @@ def api_markdown() -> str:
                 lines.append(f"- `{method}`: {_first_paragraph(function.__doc__)}")
             if methods:
                 lines.append("")
-    return "\n".join(lines).rstrip() + "\n"
+    return lines
 
 
 def _commands(group: typer.Typer, prefix: list[str]) -> list[list[str]]:
