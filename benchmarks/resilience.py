@@ -33,18 +33,8 @@ from cotplan.testing import FaultProxy
 
 
 def client(model: LocalModel, url: str, timeout: float) -> OpenAICompatibleBackend:
-    """What `LocalModel.backend()` builds, pointed at `url`, with no call cache."""
-    return OpenAICompatibleBackend(
-        model.model_id,
-        base_url=url,
-        cache=None,
-        cache_namespace=f"local:{model.model_id}",
-        text_completions=True,
-        tokenizer=lambda text: len(model.tokenize(text)),
-        concurrency=model.parallel,
-        timeout=timeout,
-        max_retries=10,
-    )
+    """The embedded model's backend, sent to `url`, with no call cache."""
+    return model.backend(cache=None, base_url=url, timeout=timeout, max_retries=10)
 
 
 def run_calibration(backend: OpenAICompatibleBackend) -> tuple[Any, int]:

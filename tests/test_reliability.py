@@ -29,18 +29,8 @@ PROMPTS = [" ".join("01"[(i * 7919 >> b) & 1] for b in range(10)) + " " for i in
 
 
 def _client(model: LocalModel, url: str, cache: CallCache | None = None) -> OpenAICompatibleBackend:
-    """The client `LocalModel.backend()` builds, pointed at `url` (the proxy or the server)."""
-    return OpenAICompatibleBackend(
-        model.model_id,
-        base_url=url,
-        cache=cache,
-        cache_namespace=f"local:{model.model_id}",
-        text_completions=True,
-        tokenizer=lambda text: len(model.tokenize(text)),
-        concurrency=model.parallel,
-        timeout=2.0,
-        max_retries=8,
-    )
+    """The embedded model's backend, sent to `url` (the proxy or the server itself)."""
+    return model.backend(cache=cache, base_url=url, timeout=2.0, max_retries=8)
 
 
 def _faults(proxy: FaultProxy) -> int:

@@ -216,15 +216,26 @@ class LocalModel:
     # -- what callers use -----------------------------------------------------------------------
 
     def backend(
-        self, *, cache: CacheChoice = "default", max_retries: int = 2, timeout: float = 300.0
+        self,
+        *,
+        cache: CacheChoice = "default",
+        max_retries: int = 2,
+        timeout: float = 300.0,
+        base_url: str | None = None,
     ) -> LocalBackend:
         """A Backend for this server, through the OpenAI-compatible client.
 
         `timeout` is per request; a long generation on a busy 2-core machine can take minutes.
+        `base_url` sends the requests elsewhere, e.g. to a `cotplan.testing.FaultProxy` in front
+        of this server; the tokenizer and crash reports still use the server itself.
         """
         self.start()
         return LocalBackend(
-            self, cache=resolve_cache(cache), max_retries=max_retries, timeout=timeout
+            self,
+            cache=resolve_cache(cache),
+            max_retries=max_retries,
+            timeout=timeout,
+            base_url=base_url,
         )
 
     def tokenize(self, text: str) -> list[int]:
@@ -262,11 +273,12 @@ class LocalBackend(OpenAICompatibleBackend):
         cache: CallCache | None,
         max_retries: int = 2,
         timeout: float = 300.0,
+        base_url: str | None = None,
     ) -> None:
         self.server = server
         super().__init__(
             server.model_id,
-            base_url=server.base_url,
+            base_url=base_url or server.base_url,
             cache=cache,
             # The weights' checksum, not the port, identifies this model in the cache.
             cache_namespace=f"local:{server.model_id}",
