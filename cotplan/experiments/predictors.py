@@ -89,7 +89,7 @@ class Predictor(abc.ABC):
     ) -> FloatArray:
         """``q[i, j] = P(next = 1 | sequences[i, :lengths[j]])``; lengths default to 0..L-1."""
         bits = check_bits(sequences)
-        lens = _check_lengths(lengths, bits.shape[1])
+        lens = check_lengths(lengths, bits.shape[1])
         prefixes = [row[:t].tolist() for row in bits for t in lens]
         out = self.prob_one(prefixes).reshape(bits.shape[0], len(lens))
         if progress is not None:
@@ -108,7 +108,7 @@ class Predictor(abc.ABC):
         `q` is this predictor's P(1 | context, z[k, :t]); using given uniforms (common random
         numbers) makes paths of different predictors directly comparable and order-free.
         """
-        u = _check_uniforms(uniforms)
+        u = check_uniforms(uniforms)
         ctx = list(check_bits([list(context)], "context")[0]) if len(context) else []
         paths = np.zeros(u.shape, dtype=np.int8)
         for t in range(u.shape[1]):
@@ -122,7 +122,7 @@ class Predictor(abc.ABC):
         return f"{type(self).__name__}(name={self.name!r})"
 
 
-def _check_lengths(lengths: Sequence[int] | None, n_max: int) -> list[int]:
+def check_lengths(lengths: Sequence[int] | None, n_max: int) -> list[int]:
     if lengths is None:
         return list(range(n_max))
     lens = [int(t) for t in lengths]
@@ -133,7 +133,7 @@ def _check_lengths(lengths: Sequence[int] | None, n_max: int) -> list[int]:
     return lens
 
 
-def _check_uniforms(uniforms: FloatArray) -> FloatArray:
+def check_uniforms(uniforms: FloatArray) -> FloatArray:
     u = np.asarray(uniforms, dtype=float)
     if u.ndim != 2 or u.size == 0:
         raise InputError("must be a non-empty 2-D array (paths x steps)", field="uniforms")
@@ -169,7 +169,7 @@ class _CountPredictor(Predictor):
         progress: ProgressFn | None = None,
     ) -> FloatArray:
         bits = check_bits(sequences)
-        lens = np.asarray(_check_lengths(lengths, bits.shape[1]))
+        lens = np.asarray(check_lengths(lengths, bits.shape[1]))
         cum = np.concatenate([np.zeros((bits.shape[0], 1)), np.cumsum(bits, axis=1)], axis=1)
         out = self.from_counts(
             cum[:, lens], np.broadcast_to(lens.astype(float), cum[:, lens].shape)
@@ -185,7 +185,7 @@ class _CountPredictor(Predictor):
         *,
         progress: ProgressFn | None = None,
     ) -> Bits:
-        u = _check_uniforms(uniforms)
+        u = check_uniforms(uniforms)
         ones = np.full(u.shape[0], float(sum(context)))
         length = float(len(context))
         paths = np.zeros(u.shape, dtype=np.int8)
@@ -314,7 +314,7 @@ class PositionalBias(Predictor):
         progress: ProgressFn | None = None,
     ) -> FloatArray:
         bits = check_bits(sequences)
-        lens = np.asarray(_check_lengths(lengths, bits.shape[1]), dtype=float)
+        lens = np.asarray(check_lengths(lengths, bits.shape[1]), dtype=float)
         base = self.base.prefix_probs(bits, lens.astype(int).tolist())
         out = self._shift(base, np.broadcast_to(lens, base.shape))
         if progress is not None:
@@ -362,7 +362,7 @@ class Recency(Predictor):
         *,
         progress: ProgressFn | None = None,
     ) -> Bits:
-        u = _check_uniforms(uniforms)
+        u = check_uniforms(uniforms)
         bits = np.asarray(list(context), dtype=float)
         w = self.decay ** np.arange(bits.size - 1, -1, -1, dtype=float)
         ones = np.full(u.shape[0], float(w @ bits) if bits.size else 0.0)
@@ -572,7 +572,7 @@ class BackendPredictor(Predictor):
         progress: ProgressFn | None = None,
     ) -> FloatArray:
         bits = check_bits(sequences)
-        lens = _check_lengths(lengths, bits.shape[1])
+        lens = check_lengths(lengths, bits.shape[1])
         if 0 in lens:
             self.prompt([])  # raises when an empty prefix cannot be scored
         order = sorted(range(len(lens)), key=lambda j: lens[j])
@@ -617,7 +617,7 @@ class BackendPredictor(Predictor):
         *,
         progress: ProgressFn | None = None,
     ) -> Bits:
-        u = _check_uniforms(uniforms)
+        u = check_uniforms(uniforms)
         ctx = [int(b) for b in context]
 
         def one_path(k: int) -> list[int]:

@@ -22,7 +22,13 @@ import numpy as np
 import torch
 
 from cotplan.errors import InputError
-from cotplan.experiments.predictors import FloatArray, Predictor, ProgressFn
+from cotplan.experiments.predictors import (
+    FloatArray,
+    Predictor,
+    ProgressFn,
+    check_lengths,
+    check_uniforms,
+)
 from cotplan.experiments.sequences import Bits, check_bits
 from cotplan.lab.transformer import TinyTransformer
 
@@ -121,13 +127,7 @@ class TransformerPredictor(Predictor):
         progress: ProgressFn | None = None,
     ) -> FloatArray:
         bits = check_bits(sequences)
-        lens = list(range(bits.shape[1])) if lengths is None else [int(t) for t in lengths]
-        if not lens:
-            raise InputError("must not be empty", field="lengths")
-        if min(lens) < 0 or max(lens) > bits.shape[1]:
-            raise InputError(
-                f"must lie in 0..{bits.shape[1]} (the sequence length)", field="lengths"
-            )
+        lens = check_lengths(lengths, bits.shape[1])
         longest = max(lens)
         self._check_length(longest, "a prefix")
         columns = torch.tensor(lens)
@@ -150,9 +150,7 @@ class TransformerPredictor(Predictor):
         *,
         progress: ProgressFn | None = None,
     ) -> Bits:
-        u = np.asarray(uniforms, dtype=float)
-        if u.ndim != 2 or u.size == 0:
-            raise InputError("must be a non-empty 2-D array (paths x steps)", field="uniforms")
+        u = check_uniforms(uniforms)
         ctx = check_bits([list(context)], "context")[0] if len(context) else np.zeros(0, np.int8)
         paths, steps = u.shape
         # The last step conditions on the context and steps - 1 sampled bits.
