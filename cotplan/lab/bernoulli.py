@@ -38,6 +38,7 @@ from cotplan.experiments.predictors import FloatArray, ProgressFn
 from cotplan.experiments.sequences import Bits
 from cotplan.lab import store
 from cotplan.lab.predictor import BOS, Precision, TransformerPredictor
+from cotplan.lab.schedule import warmup_cosine
 from cotplan.lab.transformer import (
     POSITIONAL_ENCODINGS,
     AttendTo,
@@ -412,12 +413,9 @@ def _optimizer(model: TinyTransformer, settings: TrainSettings) -> torch.optim.A
 
 
 def _lr_factor(step: int, settings: TrainSettings) -> float:
-    if step < settings.warmup:
-        return (step + 1) / settings.warmup
-    span = max(1, settings.steps - settings.warmup)
-    progress = min(1.0, (step - settings.warmup) / span)
-    floor = settings.final_lr_fraction
-    return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * progress))
+    return warmup_cosine(
+        step, warmup=settings.warmup, steps=settings.steps, floor=settings.final_lr_fraction
+    )
 
 
 def _fit(

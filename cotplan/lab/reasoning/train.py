@@ -33,6 +33,7 @@ from cotplan.lab.reasoning.tokenizer import (
     LabTokenizer,
     default_tokenizer,
 )
+from cotplan.lab.schedule import warmup_cosine
 
 __all__ = [
     "DATA_FORMAT",
@@ -246,10 +247,7 @@ class LabReasoningModel:
 
 def _schedule(step: int, settings: TrainSettings) -> float:
     """Linear warm-up, then cosine decay to a tenth of the peak."""
-    if step < settings.warmup:
-        return (step + 1) / settings.warmup
-    progress = (step - settings.warmup) / max(1, settings.steps - settings.warmup)
-    return 0.1 + 0.9 * 0.5 * (1.0 + math.cos(math.pi * min(progress, 1.0)))
+    return warmup_cosine(step, warmup=settings.warmup, steps=settings.steps, floor=0.1)
 
 
 def train_lab_model(
