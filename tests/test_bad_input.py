@@ -1,22 +1,109 @@
 """A corpus of bad inputs: each gets one clear cotplan error naming the field (and the line, for
-files), the CLI exits 2 without a traceback, and nothing saved before is lost or overwritten.
+files), the CLI exits 2 without a traceback, no model server starts, no request leaves the
+process, and nothing is written (what a previous run saved stays exactly as it was).
 
-Every case runs the real CLI in-process (`cotplan.cli.main`). An exception that is not turned
-into the one-line error escapes `main` and fails the test, so "no traceback" is checked by
-construction; one case also runs as a separate process to check what a user's terminal shows.
+Every CLI case runs the real CLI in-process (`cotplan.cli.main`) inside `no_model_calls()`, which
+turns any attempt to start a process (a llama.cpp server, pip), open a network connection or
+send a model request into a `ForbiddenCall`. `ForbiddenCall` derives from `BaseException`, so no
+`except Exception` on the way (the openai SDK's retry loop, say) can swallow it: it escapes `main`
+and fails the case. An exception that is not turned into the one-line error escapes `main` too,
+so "no traceback" is checked by construction; one case also runs as a separate process to check
+what a user's terminal shows.
+
+Adding cases (owners of each command: append a block headed with your area at the end of this
+file):
+
+    CASES += [Case("ε above 1", ("plan", ..., "--eps", "1.5"), ("`eps`",))]
+    API_CASES += [ApiCase("calibrate with no items", lambda d: calibrate(b, []), ("`items`",))]
+
+`{dir}` in a CLI case's arguments is the case's own folder (also its working directory, so a
+default `reports/<time>/` would land there and be caught); `files` are written there first.
+Each case gets its own empty `COTPLAN_HOME` inside that folder, so a cache or log written there
+counts as a write.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import socket
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from cotplan.cli import main
+from cotplan.errors import CotplanError, InputError
+
+
+class ForbiddenCall(BaseException):
+    """A bad input reached a model: a process start, a connection or a request."""
+
+
+@contextlib.contextmanager
+def no_model_calls() -> Iterator[list[str]]:
+    """Refuse, and record, every way out to a model for the duration of the block.
+
+    Patched: process creation (`subprocess.Popen`, which every server start, `pip download` and
+    `subprocess.run` goes through), TCP connections (any HTTP client: httpx, the openai SDK),
+    the OpenAI-compatible backend's request funnel and the in-process lab backend. Yields the
+    list of attempts; each attempt also raises `ForbiddenCall`.
+    """
+    attempts: list[str] = []
+
+    def refuse(what: str) -> None:
+        attempts.append(what)
+        raise ForbiddenCall(f"a bad input reached a model: {what}")
+
+    real_connect = socket.socket.connect
+
+    def connect(self: socket.socket, address: Any) -> None:
+        if self.family in (socket.AF_INET, socket.AF_INET6):
+            refuse(f"connection to {address!r}")
+        real_connect(self, address)
+
+    def connect_ex(self: socket.socket, address: Any) -> int:
+        refuse(f"connection to {address!r}")
+        return 1
+
+    def execute_child(self: subprocess.Popen[Any], args: Any, *rest: Any) -> None:
+        refuse(f"process {args!r}")
+
+    def send(self: object, operation: str, params: dict[str, Any]) -> dict[str, Any]:
+        refuse(f"{operation} request to {getattr(self, 'base_url', None)!r}")
+        return {}
+
+    def lab_backend(family: str, **options: Any) -> object:
+        refuse(f"lab model {family!r}")
+        return None
+
+    from cotplan.backends import openai_compat
+    from cotplan.lab.reasoning import backend as lab
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(socket.socket, "connect", connect)
+        patch.setattr(socket.socket, "connect_ex", connect_ex)
+        patch.setattr(subprocess.Popen, "_execute_child", execute_child)
+        patch.setattr(openai_compat.OpenAICompatibleBackend, "_send", send)
+        patch.setattr(lab, "lab_backend", lab_backend)
+        yield attempts
+
+
+def snapshot(folder: Path) -> dict[str, bytes | None]:
+    """Every path under `folder` (None for a folder, the bytes for a file)."""
+    return {
+        str(p.relative_to(folder)): (p.read_bytes() if p.is_file() else None)
+        for p in sorted(folder.rglob("*"))
+    }
+
+
+def one_line(text: str) -> str:
+    return " ".join(text.split())  # rich wraps long lines
+
 
 GOOD_ROW = '{"id": "a", "prompt": "What is 1+1?", "answer": "2"}'
 
@@ -29,6 +116,16 @@ class Case:
     argv: tuple[str, ...]
     expect: tuple[str, ...]  # substrings of the one error line (the field, the line)
     files: tuple[tuple[str, bytes], ...] = ()
+
+
+@dataclass(frozen=True)
+class ApiCase:
+    """A bad call to the public API: `call(folder)` must raise `error` naming the field."""
+
+    name: str
+    call: Callable[[Path], object]
+    expect: tuple[str, ...]  # substrings of the error message (the field, the line)
+    error: type[CotplanError] = InputError
 
 
 def _text(*lines: str) -> bytes:
@@ -48,7 +145,7 @@ PLAN = ("plan", "--calibration", "{dir}/calibration.csv", "--out", "{dir}/report
 CALL = ("cost", "call", "gpt-4o", "--prompt-tokens", "100", "--completion-tokens", "10")
 PROJECT = ("cost", "project", "gpt-4o", "--queries-per-day", "100", "--out", "{dir}/report")
 
-CASES = [
+CASES: list[Case] = [
     # Task files (JSONL).
     Case(
         "truncated JSONL",
@@ -186,36 +283,88 @@ CASES = [
     ),
 ]
 
+API_CASES: list[ApiCase] = []
+
 # What a previous run left in the report folder: a bad input must leave it exactly as it was.
 SAVED = {"calibration.csv": b"item,n,k,correct\nold,4,0,1\n", "plan.csv": b"n,k_star\n4,12\n"}
 
 
-def _prepare(case: Case, folder: Path) -> list[str]:
-    for name, content in case.files:
-        (folder / name).write_bytes(content)
-    report = folder / "report"
+@pytest.fixture
+def case_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The case's working directory, with a previous report and a private empty user folder."""
+    report = tmp_path / "report"
     report.mkdir()
     for name, content in SAVED.items():
         (report / name).write_bytes(content)
-    return [arg.replace("{dir}", str(folder)) for arg in case.argv]
+    home = tmp_path / "home"
+    (home / "models").mkdir(parents=True)  # `paths.home()` creates these on first use
+    monkeypatch.setenv("COTPLAN_HOME", str(home))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
-def test_bad_input_gets_one_clear_error_and_loses_nothing(
-    case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    # Here rather than in a decorator, so cases appended at the end of the file are included.
+    if "case" in metafunc.fixturenames:
+        metafunc.parametrize("case", CASES, ids=[c.name for c in CASES])
+    if "api_case" in metafunc.fixturenames:
+        metafunc.parametrize("api_case", API_CASES, ids=[c.name for c in API_CASES])
+
+
+def test_bad_input_gets_one_clear_error_before_any_call_and_writes_nothing(
+    case: Case, case_folder: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = _prepare(case, tmp_path)
-    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
-    with pytest.raises(SystemExit) as exit_info:
+    for name, content in case.files:
+        (case_folder / name).write_bytes(content)
+    argv = [arg.replace("{dir}", str(case_folder)) for arg in case.argv]
+    before = snapshot(case_folder)
+    with no_model_calls() as attempts, pytest.raises(SystemExit) as exit_info:
         main(argv)
+    assert attempts == []
     assert exit_info.value.code == 2
-    err = " ".join(capsys.readouterr().err.split())  # rich wraps long lines
+    err = one_line(capsys.readouterr().err)
     assert err.startswith("error: "), err
     for expected in case.expect:
         assert expected in err, f"{expected!r} not in {err!r}"
     assert "Traceback" not in err
-    after = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
-    assert after == before, "a bad input changed or removed files already saved"
+    assert snapshot(case_folder) == before, "a bad input wrote, changed or removed files"
+
+
+def test_bad_api_call_raises_before_any_call_and_writes_nothing(
+    api_case: ApiCase, case_folder: Path
+) -> None:
+    before = snapshot(case_folder)
+    with no_model_calls() as attempts, pytest.raises(api_case.error) as raised:
+        api_case.call(case_folder)
+    assert attempts == []
+    message = one_line(str(raised.value))
+    for expected in api_case.expect:
+        assert expected in message, f"{expected!r} not in {message!r}"
+    assert snapshot(case_folder) == before, "a bad call wrote, changed or removed files"
+
+
+def test_the_guard_catches_a_server_start_and_a_request(case_folder: Path) -> None:
+    """The guard itself can fail a case: a real start and a real request are both refused."""
+    from cotplan.backends.openai_compat import OpenAICompatibleBackend
+
+    with no_model_calls() as attempts:
+        with pytest.raises(ForbiddenCall, match="process"):
+            subprocess.run([sys.executable, "-c", "pass"], check=False)
+        backend = OpenAICompatibleBackend(
+            "m", base_url="http://127.0.0.1:9/v1", api_key="x", cache=None, max_retries=0
+        )
+        with pytest.raises(ForbiddenCall, match="request"):
+            backend.generate("hi", max_tokens=1)
+        with pytest.raises(ForbiddenCall, match="connection"):
+            socket.create_connection(("127.0.0.1", 9), timeout=1)
+    assert len(attempts) == 3
+
+
+def test_every_case_names_a_field_a_file_or_a_line() -> None:
+    named: list[tuple[str, tuple[str, ...]]] = [(c.name, c.expect) for c in CASES]
+    named += [(c.name, c.expect) for c in API_CASES]
+    for name, expect in named:
+        assert any("`" in e or "." in e or "line " in e for e in expect), name
 
 
 def test_the_terminal_shows_one_line_and_no_traceback(tmp_path: Path) -> None:
