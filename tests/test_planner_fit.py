@@ -17,7 +17,9 @@ from scipy import optimize
 
 from cotplan.errors import InfeasibleTargetError, InputError, NotFittedError
 from cotplan.planner import Budget, BudgetPlanner, OptimalBudget, PlanReport
-from cotplan.planner import fit as fit_module
+from cotplan.planner import data as data_module
+from cotplan.planner import evidence as evidence_module
+from cotplan.planner import law_paper as paper_module
 
 TRUTH = {"e0": 0.1, "e_base": 1.0, "k0": 5.0, "c": 2.0, "alpha": 0.5}
 
@@ -367,18 +369,18 @@ def test_repr_shows_changed_parameters() -> None:
 
 
 def test_analytic_gradient_matches_finite_differences() -> None:
-    data = fit_module._validate_frame(synth(0, items=10))
-    cells = fit_module._cells(data)
+    data = data_module._validate_frame(synth(0, items=10))
+    cells = data_module._cells(data)
     k_scale = 128.0
     for params in ([0.1, 0.9, 3.0, 2.0, 0.5], [0.3, 0.6, 0.5, 5.0, 1.2], [0.05, 0.99, 12, 1, 0.1]):
-        x = fit_module._to_x(np.array(params, dtype=float), k_scale)
+        x = paper_module._to_x(np.array(params, dtype=float), k_scale)
         error = optimize.check_grad(
-            lambda t: fit_module._negloglik_and_grad(t, cells, k_scale)[0],
-            lambda t: fit_module._negloglik_and_grad(t, cells, k_scale)[1],
+            lambda t: paper_module._negloglik_and_grad(t, cells, k_scale)[0],
+            lambda t: paper_module._negloglik_and_grad(t, cells, k_scale)[1],
             x,
             epsilon=1e-7,
         )
-        scale = np.linalg.norm(fit_module._negloglik_and_grad(x, cells, k_scale)[1])
+        scale = np.linalg.norm(paper_module._negloglik_and_grad(x, cells, k_scale)[1])
         assert error < 1e-4 * max(float(scale), 1.0)
 
 
@@ -406,8 +408,8 @@ def test_trend_test_has_its_nominal_false_alarm_rate() -> None:
         item_index = base["item"].str[2:].astype(int).to_numpy()
         p = np.where(easy[item_index], 0.8, 0.3)
         base["correct"] = rng.random(len(base)) < p
-        data = fit_module._validate_frame(base)
-        rejections += fit_module._trend_test(data).p_value < 0.05
+        data = data_module._validate_frame(base)
+        rejections += evidence_module._trend_test(data).p_value < 0.05
     # Binomial(400, 0.05): mean 20, sd 4.4; [8, 34] holds with probability > 0.99.
     assert 8 <= rejections <= 34
 
@@ -471,7 +473,7 @@ def test_a_rise_then_fall_is_fitted_up_to_the_peak() -> None:
     accuracy = {0: 0.1, 8: 0.3, 32: 0.6, 64: 0.45, 128: 0.2, 256: 0.1}
     frame = _rise_then_fall(3, accuracy)
     planner = BudgetPlanner(eps=0.5).fit(frame)
-    assert fit_module._trend_test(fit_module._validate_frame(frame)).p_value > 0.05
+    assert evidence_module._trend_test(data_module._validate_frame(frame)).p_value > 0.05
     assert planner.status_ == "helps"
     assert planner.peak_budget_ == 32
     assert "peaks at k = 32" in planner.verdict_

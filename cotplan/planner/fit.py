@@ -55,17 +55,52 @@ budgets up to the peak (`peak_budget_`) and no cap above the peak is recommended
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
-from scipy import optimize, special, stats
+from scipy import special, stats
 
 from cotplan.errors import InfeasibleTargetError, InputError, NotFittedError
+from cotplan.planner.data import (
+    _Cells,
+    _cells,
+    _check_fraction,
+    _check_log_base,
+    _check_positive,
+    _Data,
+    _subset,
+    _validate_frame,
+)
+from cotplan.planner.evidence import _peak_before_a_fall, _percentile, _trend_test
+from cotplan.planner.law_paper import (
+    _ALPHA_MAX,
+    _PARAMS,
+    _c_least_squares,
+    _error,
+    _Fit,
+    _k_star,
+    _k_star_ls,
+    _maximise,
+    _optimal_k,
+)
+from cotplan.planner.records import (
+    _NAN_CI,
+    BASE_LABEL,
+    LOG_BASES,
+    Budget,
+    ConfidenceInterval,
+    Estimate,
+    LikelihoodRatioTest,
+    LogBase,
+    OptimalBudget,
+    PlanReport,
+    Status,
+    TrendTest,
+    _fmt,
+)
 
 __all__ = [
     "Budget",
@@ -79,646 +114,6 @@ __all__ = [
     "Status",
     "TrendTest",
 ]
-
-LogBase = Literal["e", "2", "10"]
-#: What the fit concluded: reasoning `helps`; `no_benefit` (flat error); `hurts`; every answer
-#: right (`all_correct`) or wrong (`all_wrong`); `too_few` data to say; constants `given`.
-Status = Literal["helps", "no_benefit", "hurts", "all_correct", "all_wrong", "too_few", "given"]
-
-_PARAMS = ("e0", "e_base", "k0", "c", "alpha")
-_LOG_BASES: dict[str, float] = {"e": 1.0, "2": math.log(2.0), "10": math.log(10.0)}
-_BASE_LABEL = {"e": "ln", "2": "log2", "10": "log10"}
-_ALPHA_MAX = 2.0
-_CLIP = 1e-12
-
-
-# --------------------------------------------------------------------------------------------
-# Result records
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ConfidenceInterval:
-    """A two-sided bootstrap percentile interval; NaN ends when it could not be computed."""
-
-    low: float
-    high: float
-
-    def __contains__(self, value: object) -> bool:
-        return isinstance(value, int | float) and self.low <= float(value) <= self.high
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """A point estimate with its interval."""
-
-    value: float
-    interval: ConfidenceInterval
-
-
-@dataclass(frozen=True)
-class TrendTest:
-    """Does accuracy rise with the budget? Stratified by item, one-sided.
-
-    `statistic` is a z-score (positive: more correct answers at larger budgets); `p_value`
-    tests "no rise", `p_value_decrease` tests "no fall".
-    """
-
-    statistic: float
-    p_value: float
-    p_value_decrease: float
-    verdict: str
-
-
-@dataclass(frozen=True)
-class LikelihoodRatioTest:
-    """Free α against the paper's α = 1/2, with one degree of freedom.
-
-    `p_value` is the textbook χ² p-value; it assumes independent rows, which answers of one
-    item at several budgets are not, so it rejects too often. `p_value_bootstrap` is the
-    item-bootstrap Wald test of α = 1/2 (robust spread of the bootstrap α's), which respects that
-    clustering. The √n law is called rejected only when both reject.
-    """
-
-    statistic: float
-    df: int
-    p_value: float
-    p_value_bootstrap: float
-    alpha: Estimate
-    verdict: str
-
-
-@dataclass(frozen=True)
-class Budget:
-    """The reasoning budget k* that meets target error `eps` at size `n`.
-
-    `k_star` is the real-valued solution and `tokens` the cap to use (k* rounded up). `low` and
-    `high` bound k* (bootstrap percentiles; `high` is inf when some resamples cannot reach
-    `eps`). `c_in_base` is the model's c expressed for `log_base` (the budget does not depend on
-    the base). `extrapolated` is True when `n` or k* lies outside what was calibrated.
-    `baselines` holds k* by the paper's fixed-α = 1/2 fit and by the through-origin
-    least-squares c (k* = c · √n · ln(1/ε)), for comparison.
-    """
-
-    n: float
-    eps: float
-    k_star: float
-    low: float
-    high: float
-    tokens: int
-    log_base: LogBase
-    c_in_base: float
-    formula: str
-    extrapolated: bool = False
-    note: str = ""
-    baselines: Mapping[str, float] = field(default_factory=dict)
-
-    def __float__(self) -> float:
-        """`float(budget)` is k*, for code that wants the number alone."""
-        return self.k_star
-
-    def to_frame(self) -> pd.DataFrame:
-        """One row: the budget, its interval and the baselines."""
-        row: dict[str, Any] = {
-            "n": self.n,
-            "eps": self.eps,
-            "k_star": self.k_star,
-            "low": self.low,
-            "high": self.high,
-            "tokens": self.tokens,
-            "log_base": self.log_base,
-            "c_in_base": self.c_in_base,
-            "extrapolated": self.extrapolated,
-        }
-        row.update({f"k_star_{name}": value for name, value in self.baselines.items()})
-        return pd.DataFrame([row])
-
-
-@dataclass(frozen=True)
-class OptimalBudget:
-    """The budget that minimises value_of_correct · e(k, n) + price_per_token · k.
-
-    `expected_cost` is that sum at `k`; `cost_without_reasoning` is it at k = 0, so `saving` is
-    what the budget is worth per query. `low`/`high` bound `k` over the bootstrap.
-    """
-
-    n: float
-    k: int
-    low: float
-    high: float
-    expected_error: float
-    expected_cost: float
-    cost_without_reasoning: float
-    value_of_correct: float
-    price_per_token: float
-
-    @property
-    def saving(self) -> float:
-        return self.cost_without_reasoning - self.expected_cost
-
-    def to_frame(self) -> pd.DataFrame:
-        """One row with every field and the saving."""
-        return pd.DataFrame(
-            [
-                {
-                    "n": self.n,
-                    "k": self.k,
-                    "low": self.low,
-                    "high": self.high,
-                    "expected_error": self.expected_error,
-                    "expected_cost": self.expected_cost,
-                    "cost_without_reasoning": self.cost_without_reasoning,
-                    "saving": self.saving,
-                    "value_of_correct": self.value_of_correct,
-                    "price_per_token": self.price_per_token,
-                }
-            ]
-        )
-
-
-@dataclass(frozen=True)
-class PlanReport:
-    """Everything a fit found, for printing (`str(report)`) or tabulating (`to_frame()`)."""
-
-    status: Status
-    verdict: str
-    n_items: int
-    n_rows: int
-    sizes: tuple[int, ...]
-    budgets: tuple[int, ...]
-    log_base: LogBase
-    constants: Mapping[str, Estimate]
-    alpha_half: Mapping[str, Estimate]
-    c_least_squares: Estimate
-    trend: TrendTest | None
-    lrt: LikelihoodRatioTest | None
-    loglik: float
-
-    def to_frame(self) -> pd.DataFrame:
-        """One row per (model, parameter): estimate, low, high.
-
-        Models: `fit` (the planner's model), `alpha=1/2` (the paper's fixed exponent),
-        `least squares` (the through-origin c of the paper's code). c is natural-log based;
-        the `c (log base b)` rows give it in the report's base.
-        """
-        scale = _LOG_BASES[self.log_base]
-        rows = []
-        for model, constants in (("fit", self.constants), ("alpha=1/2", self.alpha_half)):
-            for name, est in constants.items():
-                rows.append(_row(model, name, est))
-                if name == "c" and self.log_base != "e":
-                    rows.append(_row(model, f"c (log base {self.log_base})", est, scale))
-        rows.append(_row("least squares", "c", self.c_least_squares))
-        if self.log_base != "e":
-            rows.append(
-                _row("least squares", f"c (log base {self.log_base})", self.c_least_squares, scale)
-            )
-        return pd.DataFrame(rows, columns=["model", "parameter", "estimate", "low", "high"])
-
-    def __str__(self) -> str:
-        lines = [self.verdict, ""]
-        lines.append(
-            f"{self.n_items} items, {self.n_rows} answers; sizes n = {_join(self.sizes)}; "
-            f"budgets k = {_join(self.budgets)}"
-        )
-        if self.constants:
-            lines.append("constants (95% bootstrap intervals unless stated):")
-            for name, est in self.constants.items():
-                lines.append(
-                    f"  {name:>7} = {_fmt(est.value)}  "
-                    f"[{_fmt(est.interval.low)}, {_fmt(est.interval.high)}]"
-                )
-        if self.trend is not None:
-            lines.append(self.trend.verdict)
-        if self.lrt is not None:
-            lines.append(self.lrt.verdict)
-        return "\n".join(lines)
-
-
-def _row(model: str, name: str, est: Estimate, scale: float = 1.0) -> dict[str, Any]:
-    return {
-        "model": model,
-        "parameter": name,
-        "estimate": est.value * scale,
-        "low": est.interval.low * scale,
-        "high": est.interval.high * scale,
-    }
-
-
-def _fmt(x: float) -> str:
-    if math.isnan(x):
-        return "nan"
-    if math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    return f"{x:.3g}"
-
-
-def _join(values: Sequence[int]) -> str:
-    return (
-        ", ".join(str(v) for v in values)
-        if len(values) <= 8
-        else (f"{values[0]}, {values[1]}, ..., {values[-1]} ({len(values)} values)")
-    )
-
-
-_NAN_CI = ConfidenceInterval(math.nan, math.nan)
-
-
-# --------------------------------------------------------------------------------------------
-# The likelihood
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Cells:
-    """Calibration pooled by (n, k): successes and trials per cell (weights allowed)."""
-
-    n: NDArray[np.float64]
-    k: NDArray[np.float64]
-    logn: NDArray[np.float64]
-    successes: NDArray[np.float64]
-    trials: NDArray[np.float64]
-
-
-@dataclass(frozen=True)
-class _Fit:
-    params: NDArray[np.float64]  # natural: e0, e_base, k0, c, alpha
-    loglik: float
-
-
-def _to_x(params: NDArray[np.float64], k_scale: float) -> NDArray[np.float64]:
-    """Natural constants -> optimiser variables: e0, e_base, k0 / k_scale, ln c, α."""
-    e0, eb, k0, c, alpha = (float(p) for p in params)
-    return np.array([e0, eb, k0 / k_scale, math.log(max(c, 1e-300)), alpha])
-
-
-def _from_x(x: NDArray[np.float64], k_scale: float) -> NDArray[np.float64]:
-    return np.array([x[0], x[1], x[2] * k_scale, math.exp(x[3]), x[4]])
-
-
-def _bounds() -> list[tuple[float, float]]:
-    return [
-        (0.0, 1.0 - 1e-9),
-        (0.0, 1.0),
-        (0.0, 1.0),
-        (math.log(1e-6), math.log(1e6)),
-        (0.0, _ALPHA_MAX),
-    ]
-
-
-def _error(params: NDArray[np.float64], n: ArrayLike, k: ArrayLike) -> NDArray[np.float64]:
-    e0, eb, k0, c, alpha = (float(p) for p in params)
-    n_arr = np.asarray(n, dtype=float)
-    k_arr = np.asarray(k, dtype=float)
-    scale = c * n_arr**alpha
-    out: NDArray[np.float64] = e0 + (eb - e0) * np.exp(-np.maximum(k_arr - k0, 0.0) / scale)
-    return out
-
-
-def _negloglik_and_grad(
-    x: NDArray[np.float64], cells: _Cells, k_scale: float
-) -> tuple[float, NDArray[np.float64]]:
-    # Scalar math on the five parameters, numpy only on the cells: this runs thousands of
-    # times per bootstrap, and numpy's per-call overhead on scalars dominated.
-    e0, eb, k0_unit, log_c, alpha = (float(v) for v in x)
-    k0 = k0_unit * k_scale
-    scale = math.exp(log_c) * np.exp(alpha * cells.logn)
-    u = np.maximum(cells.k - k0, 0.0)
-    z = u / scale
-    decay = np.exp(-z)
-    gap = eb - e0
-    e = np.clip(e0 + gap * decay, _CLIP, 1.0 - _CLIP)
-    failures = cells.trials - cells.successes
-    loglik = float(cells.successes @ np.log1p(-e) + failures @ np.log(e))
-    dl_de = failures / e - cells.successes / (1.0 - e)
-    g_decay = gap * decay * dl_de
-    gz = g_decay * z
-    grad = np.array(
-        [
-            float((1.0 - decay) @ dl_de),
-            float(decay @ dl_de),
-            float(np.sum(np.where(u > 0, g_decay / scale, 0.0))) * k_scale,
-            float(np.sum(gz)),
-            float(gz @ cells.logn),
-        ]
-    )
-    return -loglik, -grad
-
-
-def _maximise(
-    cells: _Cells,
-    starts: Sequence[NDArray[np.float64]],
-    fixed: Mapping[int, float],
-    k_max: float,
-    ftol: float = 1e-9,
-) -> _Fit:
-    """Best of several SLSQP runs; `fixed` maps parameter index -> natural value.
-
-    Box bounds on the natural scale (c on a log scale, k0 in units of the largest budget), not
-    logistic transforms: real calibrations put e0 at 0 or α at an end of its range, where a
-    logistic flattens the likelihood and a bootstrap started there never moves.
-    """
-    k_scale = max(float(k_max), 1.0)
-    free = [i for i in range(5) if i not in fixed]
-    bounds = _bounds()
-    lower = np.array([bounds[i][0] for i in free])
-    upper = np.array([bounds[i][1] for i in free])
-    best: _Fit | None = None
-    for start in starts:
-        params = np.array(start, dtype=float)
-        for i, value in fixed.items():
-            params[i] = value
-        x_full = _to_x(params, k_scale)
-        x0 = np.clip(x_full[free], lower, upper)
-
-        def objective(
-            x: NDArray[np.float64], x_full: NDArray[np.float64] = x_full
-        ) -> tuple[float, NDArray[np.float64]]:
-            trial = x_full.copy()
-            trial[free] = x
-            value, grad = _negloglik_and_grad(trial, cells, k_scale)
-            return value, grad[free]
-
-        with warnings.catch_warnings():
-            # Overflow in exp() at extreme trial points is harmless (clipped above).
-            warnings.simplefilter("ignore", RuntimeWarning)
-            result = optimize.minimize(
-                objective,
-                x0,
-                jac=True,
-                # SLSQP, not L-BFGS-B: on a busy machine L-BFGS-B's BLAS calls on 5-vectors
-                # cost milliseconds each (thread hand-offs); SLSQP was 10-50x faster here.
-                method="SLSQP",
-                bounds=list(zip(lower, upper, strict=True)),
-                options={"maxiter": 500, "ftol": ftol},
-            )
-        x_best = x_full.copy()
-        x_best[free] = np.clip(result.x, lower, upper)
-        value, _ = _negloglik_and_grad(x_best, cells, k_scale)
-        fit = _Fit(_from_x(x_best, k_scale), -value)
-        for i, v in fixed.items():
-            fit.params[i] = v
-        if best is None or fit.loglik > best.loglik:
-            best = fit
-    assert best is not None
-    return best
-
-
-# --------------------------------------------------------------------------------------------
-# The estimator
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Data:
-    item: NDArray[np.intp]  # item index per row
-    n: NDArray[np.float64]
-    k: NDArray[np.float64]
-    y: NDArray[np.float64]
-    cell: NDArray[np.intp]  # (n, k) cell index per row
-    cell_n: NDArray[np.float64]
-    cell_k: NDArray[np.float64]
-    n_items: int
-
-
-def _check_fraction(value: object, name: str, *, closed_high: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float | np.number):
-        raise InputError(f"must be a number between 0 and 1, got {value!r}", field=name)
-    x = float(value)
-    ok = 0.0 < x <= 1.0 if closed_high else 0.0 < x < 1.0
-    if not ok:
-        interval = "(0, 1]" if closed_high else "(0, 1)"
-        raise InputError(f"must be in {interval}, got {x:g}", field=name)
-    return x
-
-
-def _check_log_base(value: object) -> LogBase:
-    key = str(value).strip().lower()
-    if key in {"2.0", "10.0"}:
-        key = key[:-2]
-    if key not in _LOG_BASES:
-        raise InputError(f"must be 'e', '2' or '10', got {value!r}", field="log_base")
-    return cast(LogBase, key)
-
-
-def _check_positive(value: object, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float | np.number):
-        raise InputError(f"must be a positive number, got {value!r}", field=name)
-    x = float(value)
-    if not (x > 0 and math.isfinite(x)):
-        raise InputError(f"must be a positive number, got {x:g}", field=name)
-    return x
-
-
-def _validate_frame(raw_frame: object) -> _Data:
-    if isinstance(raw_frame, pd.DataFrame):
-        frame = raw_frame
-    else:
-        try:
-            frame = pd.DataFrame(cast(Any, raw_frame))
-        except (TypeError, ValueError) as exc:
-            raise InputError(
-                f"must be a DataFrame (or records) with columns item, n, k, correct: {exc}",
-                field="calibration",
-            ) from exc
-    missing = [c for c in ("item", "n", "k", "correct") if c not in frame.columns]
-    if missing:
-        raise InputError(
-            f"missing column(s) {', '.join(missing)}; a calibration frame needs "
-            "item, n, k, correct",
-            field="calibration",
-        )
-    if len(frame) == 0:
-        raise InputError("has no rows", field="calibration")
-
-    def rows_where(mask: NDArray[np.bool_]) -> str:
-        bad = list(np.flatnonzero(mask)[:5])
-        more = "" if mask.sum() <= 5 else f" and {int(mask.sum()) - 5} more"
-        return f"row(s) {', '.join(map(str, bad))}{more}"
-
-    if frame["item"].isna().any():
-        raise InputError(f"missing in {rows_where(frame['item'].isna().to_numpy())}", field="item")
-    arrays: dict[str, NDArray[np.float64]] = {}
-    for name, low in (("n", 1.0), ("k", 0.0)):
-        raw = frame[name]
-        if raw.dtype == bool:
-            raise InputError("must hold integers, not booleans", field=name)
-        values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-        bad = ~np.isfinite(values) | (values != np.round(values)) | (values < low)
-        if bad.any():
-            what = "positive integers" if name == "n" else "non-negative integers"
-            raise InputError(f"must hold {what}; bad {rows_where(bad)}", field=name)
-        arrays[name] = values
-    raw_y = frame["correct"]
-    y = pd.to_numeric(raw_y.astype(object), errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-    bad_y = ~np.isin(y, (0.0, 1.0))
-    if bad_y.any():
-        raise InputError(
-            f"must hold True/False or 1/0 (drop failed calls first); bad {rows_where(bad_y)}",
-            field="correct",
-        )
-    item_codes, _ = pd.factorize(frame["item"], sort=False)
-    pairs = pd.MultiIndex.from_arrays([arrays["n"], arrays["k"]])
-    cell_codes, cell_index = pd.factorize(pairs, sort=True)
-    cell_n = np.array([p[0] for p in cell_index], dtype=float)
-    cell_k = np.array([p[1] for p in cell_index], dtype=float)
-    return _Data(
-        item=item_codes.astype(np.intp),
-        n=arrays["n"],
-        k=arrays["k"],
-        y=y,
-        cell=cell_codes.astype(np.intp),
-        cell_n=cell_n,
-        cell_k=cell_k,
-        n_items=int(item_codes.max()) + 1,
-    )
-
-
-def _cells(data: _Data, weights: NDArray[np.float64] | None = None) -> _Cells:
-    w = np.ones_like(data.y) if weights is None else weights
-    size = len(data.cell_n)
-    trials = np.bincount(data.cell, weights=w, minlength=size).astype(float)
-    successes = np.bincount(data.cell, weights=w * data.y, minlength=size).astype(float)
-    keep = trials > 0
-    return _Cells(
-        n=data.cell_n[keep],
-        k=data.cell_k[keep],
-        logn=np.log(data.cell_n[keep]),
-        successes=successes[keep],
-        trials=trials[keep],
-    )
-
-
-def _subset(data: _Data, rows: NDArray[np.bool_]) -> _Data:
-    """The calibration restricted to `rows` (cells and item codes renumbered)."""
-    item_codes, _ = pd.factorize(data.item[rows], sort=False)
-    pairs = pd.MultiIndex.from_arrays([data.n[rows], data.k[rows]])
-    cell_codes, cell_index = pd.factorize(pairs, sort=True)
-    return _Data(
-        item=item_codes.astype(np.intp),
-        n=data.n[rows],
-        k=data.k[rows],
-        y=data.y[rows],
-        cell=cell_codes.astype(np.intp),
-        cell_n=np.array([c[0] for c in cell_index], dtype=float),
-        cell_k=np.array([c[1] for c in cell_index], dtype=float),
-        n_items=int(item_codes.max()) + 1,
-    )
-
-
-def _peak_before_a_fall(data: _Data, significance: float) -> tuple[int, TrendTest] | None:
-    """The budget where accuracy peaks, when it falls significantly at larger budgets.
-
-    Small models often reason their way to the answer and then talk themselves out of it: the
-    accuracy rises, peaks and falls. One trend test over every budget can miss the rise (the
-    fall cancels it), and a monotone curve fitted through the fall is wrong on both sides. The
-    peak is the budget above the smallest with the highest pooled accuracy; the fall is a
-    trend test for a decrease over the budgets from the peak up.
-    """
-    budgets = np.unique(data.k)
-    accuracy = np.array([data.y[data.k == b].mean() for b in budgets])
-    peak_index = 1 + int(np.argmax(accuracy[1:]))
-    if peak_index == len(budgets) - 1 or accuracy[peak_index] <= accuracy[0]:
-        return None
-    fall = _trend_test(_subset(data, data.k >= budgets[peak_index]))
-    if fall.p_value_decrease >= significance:
-        return None
-    return int(budgets[peak_index]), fall
-
-
-def _trend_test(data: _Data) -> TrendTest:
-    """Stratified Cochran–Armitage trend test of budget rank against correctness.
-
-    Strata are items when most items were answered at several budgets (the usual calibration:
-    each item is its own control, so easy and hard items do not blur the trend); otherwise
-    (each item at one budget) the sizes n, so a harder size is not mistaken for a budget effect.
-    """
-    budgets = np.unique(data.k)
-    score = np.searchsorted(budgets, data.k).astype(float)
-    frame = pd.DataFrame({"item": data.item, "n": data.n, "x": score, "y": data.y})
-    repeated = frame.groupby("item")["x"].nunique().gt(1).mean() >= 0.5
-    stratum = "item" if repeated else "n"
-    grouped = frame.groupby(stratum)
-    t = grouped["y"].transform("size").to_numpy(dtype=float)
-    m = grouped["y"].transform("sum").to_numpy(dtype=float)
-    x_mean = grouped["x"].transform("mean").to_numpy(dtype=float)
-    observed = float(np.sum(score * data.y))
-    expected = float(np.sum(x_mean * m / t))
-    # Permutation variance within each stratum: m(T − m) / (T(T − 1)) · Σ (x − x̄)²; the
-    # factor is repeated on each row of its stratum, so summing over rows is exact.
-    with np.errstate(invalid="ignore", divide="ignore"):
-        factor = np.where(t > 1, m * (t - m) / (t * (t - 1)), 0.0)
-    variance = float(np.sum(factor * (score - x_mean) ** 2))
-    where = "within items" if repeated else "within sizes (items seen at one budget each)"
-    if variance <= 0:
-        return TrendTest(
-            0.0, 1.0, 1.0, f"trend test {where}: no answer changed with the budget; nothing to test"
-        )
-    z = (observed - expected) / math.sqrt(variance)
-    p_up, p_down = float(stats.norm.sf(z)), float(stats.norm.cdf(z))
-    text = (
-        f"trend test {where}: z = {z:.2f} (positive when accuracy rises with the budget); "
-        f"p = {p_up:.2g} for a rise, {p_down:.2g} for a fall"
-    )
-    return TrendTest(z, p_up, p_down, text)
-
-
-def _percentile(values: NDArray[np.float64], confidence: float) -> ConfidenceInterval:
-    """Percentile interval that tolerates infinite draws (no interpolation across them)."""
-    finite_or_inf = values[~np.isnan(values)]
-    if len(finite_or_inf) == 0:
-        return _NAN_CI
-    tail = (1.0 - confidence) / 2.0
-    ordered = np.sort(finite_or_inf)
-    lo = ordered[math.floor(tail * (len(ordered) - 1))]
-    hi = ordered[math.ceil((1.0 - tail) * (len(ordered) - 1))]
-    return ConfidenceInterval(float(lo), float(hi))
-
-
-def _k_star(params: NDArray[np.float64], n: float, eps: float) -> float:
-    """k* for one parameter vector: 0 if already met, inf if unattainable."""
-    e0, eb, k0, c, alpha = (float(p) for p in params)
-    if eps >= eb:
-        return 0.0
-    if eps <= e0:
-        return math.inf
-    return float(k0 + c * n**alpha * math.log((eb - e0) / (eps - e0)))
-
-
-def _k_star_ls(c_ls: float, n: float, eps: float) -> float:
-    return c_ls * math.sqrt(n) * math.log(1.0 / eps)
-
-
-def _c_least_squares(cells: _Cells) -> float:
-    """The paper code's c: regress k on x = √n · ln(1/ε̂) through the origin.
-
-    ε̂ is each (n, k) cell's error with half a success and half a failure added, so cells with
-    no errors still give a finite x; cells at k = 0 carry no information about c and are left
-    out.
-    """
-    use = cells.k > 0
-    if not use.any():
-        return math.nan
-    err = (cells.trials[use] - cells.successes[use] + 0.5) / (cells.trials[use] + 1.0)
-    x = np.sqrt(cells.n[use]) * np.log(1.0 / err)
-    w = cells.trials[use]
-    denominator = float(np.sum(w * x * x))
-    if denominator <= 0:
-        return math.nan
-    return float(np.sum(w * x * cells.k[use]) / denominator)
-
-
-def _optimal_k(params: NDArray[np.float64], n: float, value: float, price: float) -> float:
-    """Argmin over integer k ≥ 0 of value · e(k, n) + price · k (closed form, then round)."""
-    e0, eb, k0, c, alpha = (float(p) for p in params)
-    gain = value * (eb - e0)
-    scale = c * n**alpha
-    if not (gain > 0 and scale > 0 and math.isfinite(scale)) or gain <= price * scale:
-        return 0.0
-    k_cont = k0 + scale * math.log(gain / (price * scale))
-    candidates = np.array([0.0, math.floor(k_cont), math.ceil(k_cont)])
-    costs = value * _error(params, n, candidates) + price * candidates
-    return float(candidates[int(np.argmin(costs))])
 
 
 class BudgetPlanner:
@@ -1302,7 +697,7 @@ class BudgetPlanner:
                 f"k* ≤ {first:g}: the error was already at its floor at k = {first:g}, the "
                 "smallest calibrated budget above 0"
             )
-        scale = _LOG_BASES[log_base]
+        scale = LOG_BASES[log_base]
         c_in_base = self.c_ * scale
         baselines: dict[str, float] = {}
         if not self._constant:
@@ -1326,7 +721,7 @@ class BudgetPlanner:
             notes.append(f"k* is beyond the largest calibrated budget ({self.budgets_[-1]})")
         if k_star == 0.0 and not self._constant:
             notes.append(f"ε = {eps_val:g} is met without reasoning (e_base = {self.e_base_:.2f})")
-        label = _BASE_LABEL[log_base]
+        label = BASE_LABEL[log_base]
         if coarse_note:
             formula = f"k* ≤ {k_star:g} (the curve is not resolved below that budget)"
         elif self._constant:
@@ -1499,7 +894,7 @@ class BudgetPlanner:
         """
         planner = cls(eps, log_base=log_base, alpha=alpha, n_bootstrap=0)
         p = planner._validated_params()
-        c_nat = _check_positive(c, "c") / _LOG_BASES[p["log_base"]]
+        c_nat = _check_positive(c, "c") / LOG_BASES[p["log_base"]]
         if not 0.0 <= e0 < 1.0:
             raise InputError(f"must be in [0, 1), got {e0:g}", field="e0")
         if not e0 < e_base <= 1.0:

@@ -1,0 +1,164 @@
+"""The calibration as the planner reads it: validated rows, pooled (n, k) cells, checks."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, cast
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from cotplan.errors import InputError
+from cotplan.planner.records import LOG_BASES, LogBase
+
+__all__: list[str] = []
+
+
+@dataclass(frozen=True)
+class _Cells:
+    """Calibration pooled by (n, k): successes and trials per cell (weights allowed)."""
+
+    n: NDArray[np.float64]
+    k: NDArray[np.float64]
+    logn: NDArray[np.float64]
+    successes: NDArray[np.float64]
+    trials: NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class _Data:
+    item: NDArray[np.intp]  # item index per row
+    n: NDArray[np.float64]
+    k: NDArray[np.float64]
+    y: NDArray[np.float64]
+    cell: NDArray[np.intp]  # (n, k) cell index per row
+    cell_n: NDArray[np.float64]
+    cell_k: NDArray[np.float64]
+    n_items: int
+
+
+def _check_fraction(value: object, name: str, *, closed_high: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float | np.number):
+        raise InputError(f"must be a number between 0 and 1, got {value!r}", field=name)
+    x = float(value)
+    ok = 0.0 < x <= 1.0 if closed_high else 0.0 < x < 1.0
+    if not ok:
+        interval = "(0, 1]" if closed_high else "(0, 1)"
+        raise InputError(f"must be in {interval}, got {x:g}", field=name)
+    return x
+
+
+def _check_log_base(value: object) -> LogBase:
+    key = str(value).strip().lower()
+    if key in {"2.0", "10.0"}:
+        key = key[:-2]
+    if key not in LOG_BASES:
+        raise InputError(f"must be 'e', '2' or '10', got {value!r}", field="log_base")
+    return cast(LogBase, key)
+
+
+def _check_positive(value: object, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float | np.number):
+        raise InputError(f"must be a positive number, got {value!r}", field=name)
+    x = float(value)
+    if not (x > 0 and math.isfinite(x)):
+        raise InputError(f"must be a positive number, got {x:g}", field=name)
+    return x
+
+
+def _validate_frame(raw_frame: object) -> _Data:
+    if isinstance(raw_frame, pd.DataFrame):
+        frame = raw_frame
+    else:
+        try:
+            frame = pd.DataFrame(cast(Any, raw_frame))
+        except (TypeError, ValueError) as exc:
+            raise InputError(
+                f"must be a DataFrame (or records) with columns item, n, k, correct: {exc}",
+                field="calibration",
+            ) from exc
+    missing = [c for c in ("item", "n", "k", "correct") if c not in frame.columns]
+    if missing:
+        raise InputError(
+            f"missing column(s) {', '.join(missing)}; a calibration frame needs "
+            "item, n, k, correct",
+            field="calibration",
+        )
+    if len(frame) == 0:
+        raise InputError("has no rows", field="calibration")
+
+    def rows_where(mask: NDArray[np.bool_]) -> str:
+        bad = list(np.flatnonzero(mask)[:5])
+        more = "" if mask.sum() <= 5 else f" and {int(mask.sum()) - 5} more"
+        return f"row(s) {', '.join(map(str, bad))}{more}"
+
+    if frame["item"].isna().any():
+        raise InputError(f"missing in {rows_where(frame['item'].isna().to_numpy())}", field="item")
+    arrays: dict[str, NDArray[np.float64]] = {}
+    for name, low in (("n", 1.0), ("k", 0.0)):
+        raw = frame[name]
+        if raw.dtype == bool:
+            raise InputError("must hold integers, not booleans", field=name)
+        values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+        bad = ~np.isfinite(values) | (values != np.round(values)) | (values < low)
+        if bad.any():
+            what = "positive integers" if name == "n" else "non-negative integers"
+            raise InputError(f"must hold {what}; bad {rows_where(bad)}", field=name)
+        arrays[name] = values
+    raw_y = frame["correct"]
+    y = pd.to_numeric(raw_y.astype(object), errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    bad_y = ~np.isin(y, (0.0, 1.0))
+    if bad_y.any():
+        raise InputError(
+            f"must hold True/False or 1/0 (drop failed calls first); bad {rows_where(bad_y)}",
+            field="correct",
+        )
+    item_codes, _ = pd.factorize(frame["item"], sort=False)
+    pairs = pd.MultiIndex.from_arrays([arrays["n"], arrays["k"]])
+    cell_codes, cell_index = pd.factorize(pairs, sort=True)
+    cell_n = np.array([p[0] for p in cell_index], dtype=float)
+    cell_k = np.array([p[1] for p in cell_index], dtype=float)
+    return _Data(
+        item=item_codes.astype(np.intp),
+        n=arrays["n"],
+        k=arrays["k"],
+        y=y,
+        cell=cell_codes.astype(np.intp),
+        cell_n=cell_n,
+        cell_k=cell_k,
+        n_items=int(item_codes.max()) + 1,
+    )
+
+
+def _cells(data: _Data, weights: NDArray[np.float64] | None = None) -> _Cells:
+    w = np.ones_like(data.y) if weights is None else weights
+    size = len(data.cell_n)
+    trials = np.bincount(data.cell, weights=w, minlength=size).astype(float)
+    successes = np.bincount(data.cell, weights=w * data.y, minlength=size).astype(float)
+    keep = trials > 0
+    return _Cells(
+        n=data.cell_n[keep],
+        k=data.cell_k[keep],
+        logn=np.log(data.cell_n[keep]),
+        successes=successes[keep],
+        trials=trials[keep],
+    )
+
+
+def _subset(data: _Data, rows: NDArray[np.bool_]) -> _Data:
+    """The calibration restricted to `rows` (cells and item codes renumbered)."""
+    item_codes, _ = pd.factorize(data.item[rows], sort=False)
+    pairs = pd.MultiIndex.from_arrays([data.n[rows], data.k[rows]])
+    cell_codes, cell_index = pd.factorize(pairs, sort=True)
+    return _Data(
+        item=item_codes.astype(np.intp),
+        n=data.n[rows],
+        k=data.k[rows],
+        y=data.y[rows],
+        cell=cell_codes.astype(np.intp),
+        cell_n=np.array([c[0] for c in cell_index], dtype=float),
+        cell_k=np.array([c[1] for c in cell_index], dtype=float),
+        n_items=int(item_codes.max()) + 1,
+    )

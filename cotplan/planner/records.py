@@ -1,0 +1,257 @@
+"""Result records of the planner: intervals, estimates, tests, budgets and reports."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import pandas as pd
+
+__all__ = [
+    "Budget",
+    "ConfidenceInterval",
+    "Estimate",
+    "LikelihoodRatioTest",
+    "LogBase",
+    "OptimalBudget",
+    "PlanReport",
+    "Status",
+    "TrendTest",
+]
+
+LogBase = Literal["e", "2", "10"]
+#: What the fit concluded: reasoning `helps`; `no_benefit` (flat error); `hurts`; every answer
+#: right (`all_correct`) or wrong (`all_wrong`); `too_few` data to say; constants `given`.
+Status = Literal["helps", "no_benefit", "hurts", "all_correct", "all_wrong", "too_few", "given"]
+
+LOG_BASES: dict[str, float] = {"e": 1.0, "2": math.log(2.0), "10": math.log(10.0)}
+BASE_LABEL = {"e": "ln", "2": "log2", "10": "log10"}
+
+
+@dataclass(frozen=True)
+class ConfidenceInterval:
+    """A two-sided bootstrap percentile interval; NaN ends when it could not be computed."""
+
+    low: float
+    high: float
+
+    def __contains__(self, value: object) -> bool:
+        return isinstance(value, int | float) and self.low <= float(value) <= self.high
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A point estimate with its interval."""
+
+    value: float
+    interval: ConfidenceInterval
+
+
+@dataclass(frozen=True)
+class TrendTest:
+    """Does accuracy rise with the budget? Stratified by item, one-sided.
+
+    `statistic` is a z-score (positive: more correct answers at larger budgets); `p_value`
+    tests "no rise", `p_value_decrease` tests "no fall".
+    """
+
+    statistic: float
+    p_value: float
+    p_value_decrease: float
+    verdict: str
+
+
+@dataclass(frozen=True)
+class LikelihoodRatioTest:
+    """Free α against the paper's α = 1/2, with one degree of freedom.
+
+    `p_value` is the textbook χ² p-value; it assumes independent rows, which answers of one
+    item at several budgets are not, so it rejects too often. `p_value_bootstrap` is the
+    item-bootstrap Wald test of α = 1/2 (robust spread of the bootstrap α's), which respects that
+    clustering. The √n law is called rejected only when both reject.
+    """
+
+    statistic: float
+    df: int
+    p_value: float
+    p_value_bootstrap: float
+    alpha: Estimate
+    verdict: str
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The reasoning budget k* that meets target error `eps` at size `n`.
+
+    `k_star` is the real-valued solution and `tokens` the cap to use (k* rounded up). `low` and
+    `high` bound k* (bootstrap percentiles; `high` is inf when some resamples cannot reach
+    `eps`). `c_in_base` is the model's c expressed for `log_base` (the budget does not depend on
+    the base). `extrapolated` is True when `n` or k* lies outside what was calibrated.
+    `baselines` holds k* by the paper's fixed-α = 1/2 fit and by the through-origin
+    least-squares c (k* = c · √n · ln(1/ε)), for comparison.
+    """
+
+    n: float
+    eps: float
+    k_star: float
+    low: float
+    high: float
+    tokens: int
+    log_base: LogBase
+    c_in_base: float
+    formula: str
+    extrapolated: bool = False
+    note: str = ""
+    baselines: Mapping[str, float] = field(default_factory=dict)
+
+    def __float__(self) -> float:
+        """`float(budget)` is k*, for code that wants the number alone."""
+        return self.k_star
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row: the budget, its interval and the baselines."""
+        row: dict[str, Any] = {
+            "n": self.n,
+            "eps": self.eps,
+            "k_star": self.k_star,
+            "low": self.low,
+            "high": self.high,
+            "tokens": self.tokens,
+            "log_base": self.log_base,
+            "c_in_base": self.c_in_base,
+            "extrapolated": self.extrapolated,
+        }
+        row.update({f"k_star_{name}": value for name, value in self.baselines.items()})
+        return pd.DataFrame([row])
+
+
+@dataclass(frozen=True)
+class OptimalBudget:
+    """The budget that minimises value_of_correct · e(k, n) + price_per_token · k.
+
+    `expected_cost` is that sum at `k`; `cost_without_reasoning` is it at k = 0, so `saving` is
+    what the budget is worth per query. `low`/`high` bound `k` over the bootstrap.
+    """
+
+    n: float
+    k: int
+    low: float
+    high: float
+    expected_error: float
+    expected_cost: float
+    cost_without_reasoning: float
+    value_of_correct: float
+    price_per_token: float
+
+    @property
+    def saving(self) -> float:
+        return self.cost_without_reasoning - self.expected_cost
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row with every field and the saving."""
+        return pd.DataFrame(
+            [
+                {
+                    "n": self.n,
+                    "k": self.k,
+                    "low": self.low,
+                    "high": self.high,
+                    "expected_error": self.expected_error,
+                    "expected_cost": self.expected_cost,
+                    "cost_without_reasoning": self.cost_without_reasoning,
+                    "saving": self.saving,
+                    "value_of_correct": self.value_of_correct,
+                    "price_per_token": self.price_per_token,
+                }
+            ]
+        )
+
+
+@dataclass(frozen=True)
+class PlanReport:
+    """Everything a fit found, for printing (`str(report)`) or tabulating (`to_frame()`)."""
+
+    status: Status
+    verdict: str
+    n_items: int
+    n_rows: int
+    sizes: tuple[int, ...]
+    budgets: tuple[int, ...]
+    log_base: LogBase
+    constants: Mapping[str, Estimate]
+    alpha_half: Mapping[str, Estimate]
+    c_least_squares: Estimate
+    trend: TrendTest | None
+    lrt: LikelihoodRatioTest | None
+    loglik: float
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per (model, parameter): estimate, low, high.
+
+        Models: `fit` (the planner's model), `alpha=1/2` (the paper's fixed exponent),
+        `least squares` (the through-origin c of the paper's code). c is natural-log based;
+        the `c (log base b)` rows give it in the report's base.
+        """
+        scale = LOG_BASES[self.log_base]
+        rows = []
+        for model, constants in (("fit", self.constants), ("alpha=1/2", self.alpha_half)):
+            for name, est in constants.items():
+                rows.append(_row(model, name, est))
+                if name == "c" and self.log_base != "e":
+                    rows.append(_row(model, f"c (log base {self.log_base})", est, scale))
+        rows.append(_row("least squares", "c", self.c_least_squares))
+        if self.log_base != "e":
+            rows.append(
+                _row("least squares", f"c (log base {self.log_base})", self.c_least_squares, scale)
+            )
+        return pd.DataFrame(rows, columns=["model", "parameter", "estimate", "low", "high"])
+
+    def __str__(self) -> str:
+        lines = [self.verdict, ""]
+        lines.append(
+            f"{self.n_items} items, {self.n_rows} answers; sizes n = {_join(self.sizes)}; "
+            f"budgets k = {_join(self.budgets)}"
+        )
+        if self.constants:
+            lines.append("constants (95% bootstrap intervals unless stated):")
+            for name, est in self.constants.items():
+                lines.append(
+                    f"  {name:>7} = {_fmt(est.value)}  "
+                    f"[{_fmt(est.interval.low)}, {_fmt(est.interval.high)}]"
+                )
+        if self.trend is not None:
+            lines.append(self.trend.verdict)
+        if self.lrt is not None:
+            lines.append(self.lrt.verdict)
+        return "\n".join(lines)
+
+
+def _row(model: str, name: str, est: Estimate, scale: float = 1.0) -> dict[str, Any]:
+    return {
+        "model": model,
+        "parameter": name,
+        "estimate": est.value * scale,
+        "low": est.interval.low * scale,
+        "high": est.interval.high * scale,
+    }
+
+
+def _fmt(x: float) -> str:
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return f"{x:.3g}"
+
+
+def _join(values: Sequence[int]) -> str:
+    return (
+        ", ".join(str(v) for v in values)
+        if len(values) <= 8
+        else (f"{values[0]}, {values[1]}, ..., {values[-1]} ({len(values)} values)")
+    )
+
+
+_NAN_CI = ConfidenceInterval(math.nan, math.nan)
