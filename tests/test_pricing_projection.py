@@ -266,7 +266,7 @@ def test_stale_price_warns_in_projections(tmp_path: Path) -> None:
     )
     table = price_table(path)
     w = Workload(queries_per_day=10, start=START)
-    with pytest.warns(StalePriceWarning, match=r"old-1 was read on 2026-01-10, 323 days before"):
+    with pytest.warns(StalePriceWarning, match=r"old-1 \(acme\) was read on 2026-01-10, 323 days before"):
         project_costs("old-1", w, SAMPLE, table=table, today=TODAY, draws=200)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -337,7 +337,7 @@ def test_planner_cap_reads_a_budget_planners_k_star() -> None:
     from cotplan.planner import BudgetPlanner
     from cotplan.pricing import PlannerCap
 
-    planner = BudgetPlanner.from_constants(c=2.0, alpha=0.5, eps=0.1)
+    planner = BudgetPlanner.from_constants(c=2.0, alpha=0.5)
     cap = PlannerCap(planner, n=100, eps=0.1)
     # k* = c · √n · ln(1/ε) = 2 · 10 · ln 10 = 46.05..., rounded up to whole tokens
     assert cap.k == math.ceil(2.0 * 10.0 * math.log(10.0))

@@ -44,7 +44,8 @@ def main(argv: list[str] | None = None) -> None:
     Typer handles usage errors itself (exit 2); cotplan's own errors become one line and exit 2.
     """
     try:
-        app(args=argv)
+        with cost.warnings_as_notes():  # warnings print as one `note:` line, never raw
+            app(args=argv)
     except CotplanError as exc:
         if os.environ.get("COTPLAN_DEBUG"):
             raise

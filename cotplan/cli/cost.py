@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+import os
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -19,7 +21,7 @@ from rich.table import Table
 from cotplan.errors import InputError
 from cotplan.io import write_csv
 
-__all__ = ["app"]
+__all__ = ["app", "note", "warnings_as_notes"]
 
 app = typer.Typer(help="API prices, call costs and spend projections.", no_args_is_help=True)
 _console = Console()
@@ -27,23 +29,45 @@ _stderr = Console(stderr=True)
 
 T = TypeVar("T")
 
+#: `cotplan cost prices` without a filter lists cotplan's own rows; genai-prices adds ~2,000.
+_SOURCES = ("cotplan", "genai-prices", "all")
+
+
+def note(message: Any, category: type[Warning] | None = None) -> None:
+    """Print a warning as one line on stderr: ``note: ...`` (no file name, no line number)."""
+    text = " ".join(str(message).split())
+    label = "note" if category is None or _ours(category) else f"note ({category.__name__})"
+    _stderr.print(f"[bold yellow]{label}:[/] {text}", highlight=False, markup=True,
+                  soft_wrap=True)  # fmt: skip
+
+
+def _ours(category: type[Warning]) -> bool:
+    return category.__module__.split(".")[0] == "cotplan"
+
 
 @contextmanager
-def _warnings_to_stderr() -> Iterator[None]:
-    """Show the library's warnings (stale prices, for one) as one clear line each."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        yield
+def warnings_as_notes() -> Iterator[None]:
+    """Show every warning raised inside the block as one ``note:`` line, each text once.
+
+    The CLI's entry point wraps every command in this, so users never see Python's raw
+    ``path:line: Category: text`` warning lines; warnings stay warnings (not errors).
+    """
     seen: set[str] = set()
-    for warning in caught:
-        text = str(warning.message)
+
+    def show(message: Warning | str, category: type[Warning], *_: Any, **__: Any) -> None:
+        text = str(message)
         if text not in seen:
             seen.add(text)
-            _stderr.print(f"[bold yellow]warning:[/] {text}", highlight=False)
+            note(text, category)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.showwarning = show
+        yield
 
 
 def _run(fn: Callable[[], T]) -> T:
-    with _warnings_to_stderr():
+    with warnings_as_notes():
         return fn()
 
 
@@ -69,7 +93,44 @@ _BILLING_WORDS = {"in_completion": "in completion", "separate": "apart", "none":
 
 
 def _rate(value: Decimal | None) -> str:
-    return "" if value is None else f"{value:f}"
+    """A rate with at least two decimals, all of its own: 0.80, 0.125."""
+    if value is None:
+        return ""
+    return f"{value:.2f}" if value == value.quantize(Decimal("0.01")) else f"{value.normalize():f}"
+
+
+def _out_file(path: Path | None, name: str) -> None:
+    """Refuse an output file that cannot be written, before any work is done."""
+    if path is None:
+        return
+    if path.is_dir():
+        raise InputError(f"{str(path)!r} is a folder; give a file name", field=name)
+    if not path.parent.exists():
+        raise InputError(f"folder {str(path.parent)!r} does not exist", field=name)
+
+
+def _out_dir(path: Path | None, name: str) -> None:
+    if path is None:
+        return
+    if path.exists() and not path.is_dir():
+        raise InputError(f"{str(path)!r} is a file; give a folder", field=name)
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not os.access(parent, os.W_OK):
+        raise InputError(f"cannot create a folder under {str(parent)!r}", field=name)
+
+
+def _provider_option(value: str | None, table: Any, name: str = "provider") -> str | None:
+    if value is None:
+        return None
+    wanted = value.strip().lower()
+    known = table.providers()
+    if wanted not in {p.lower() for p in known}:
+        close = difflib.get_close_matches(wanted, known, n=3)
+        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        raise InputError(f"no prices for {value!r}{hint}; see `cotplan cost prices`", field=name)
+    return wanted
 
 
 Opt = typer.Option
@@ -78,35 +139,64 @@ Opt = typer.Option
 @app.command("prices")
 def prices_(
     provider: Annotated[str | None, Opt("--provider", help="Show one provider only.")] = None,
-    model: Annotated[str | None, Opt("--model", help="Show one model only.")] = None,
+    model: Annotated[
+        str | None, Opt("--model", help="Show models whose name contains this text.")
+    ] = None,
+    source: Annotated[
+        str | None,
+        Opt(
+            "--source",
+            help="cotplan, genai-prices or all (default: cotplan's rows unless "
+            "--provider or --model is given).",
+        ),
+    ] = None,
     file: Annotated[
         Path | None, Opt("--prices", help="A price file (CSV/JSON/TOML) to override or add rows.")
     ] = None,
-    csv: Annotated[Path | None, Opt("--csv", help="Also write the table to this CSV.")] = None,
+    csv: Annotated[
+        Path | None,
+        Opt("--csv", help="Write the merged table (every row matching the filters) to this CSV."),
+    ] = None,
+    on: Annotated[str | None, Opt("--on", help="Judge staleness on this date.")] = None,
 ) -> None:
-    """The price table, USD per million tokens, with the date and source of every price."""
+    """The price table, USD per million tokens, with the source of every price."""
     from cotplan.pricing.table import STALE_AFTER_DAYS, price_table
 
+    when = _date(on, "on") or date.today()
+    if source is not None and source not in _SOURCES:
+        raise InputError(f"must be one of {', '.join(_SOURCES)}, got {source!r}", field="source")
+    if model is not None and not model.strip():
+        raise InputError("must be some text of a model name", field="model")
+    _out_file(csv, "csv")
     table = price_table(file)
-    rows = list(table.rows)
-    if provider:
-        rows = [r for r in rows if r.provider.lower() == provider.lower()]
-        if not rows:
-            known = ", ".join(sorted({r.provider for r in table.rows}))
-            raise InputError(f"no prices for {provider!r}; providers: {known}", field="provider")
-    if model:
-        name = table.resolve(model)
-        rows = [r for r in rows if r.model == name]
+    wanted = _provider_option(provider, table)
+    chosen = source or ("all" if provider or model else "cotplan")
+
+    def keep(row: Any, which: str) -> bool:
+        if wanted is not None and row.provider.lower() != wanted:
+            return False
+        if model is not None and model.strip().lower() not in row.model.lower():
+            return False
+        return which == "all" or (which == "genai-prices") == row.from_genai
+
+    rows = [r for r in table.rows if keep(r, chosen)]
+    if not rows:
+        raise InputError(
+            f"no price rows match (provider {provider!r}, model containing {model!r}, source "
+            f"{chosen})",
+            field="model" if model else "provider",
+        )
     if csv:
-        frame = table.to_frame()
-        write_csv(frame[frame["model"].isin({r.model for r in rows})], csv, private=False)
+        frame = table.to_frame(when)
+        picked = [keep(r, source or "all") for r in table.rows]
+        write_csv(frame[picked], csv, private=False)
     # Two narrow tables rather than one wide one: both stay readable in an 80-column terminal.
     money = Table(title="API prices, USD per 1M tokens", box=box.SIMPLE_HEAD, pad_edge=False)
     money.add_column("model", no_wrap=True)
     for column in ("input", "cached", "write", "output", "batch", "long >"):
         money.add_column(column, justify="right", no_wrap=True)
     facts = Table(title="Billing rules and sources", box=box.SIMPLE_HEAD, pad_edge=False)
-    for column in ("model", "reasoning", "from", "read on", "source"):
+    for column in ("model", "reasoning", "valid", "read on", "source"):
         facts.add_column(column, no_wrap=True)
     # Sources are listed under the tables, whole, so a URL is never folded across lines.
     sources: dict[str, int] = {}
@@ -118,30 +208,46 @@ def prices_(
             provider_seen = row.provider
         number = sources.setdefault(row.source_url, len(sources) + 1)
         read_on = str(row.as_of)
-        if row.is_stale():
-            read_on = f"[bold red]{read_on}, stale ({row.age_days()} days)[/]"
+        if row.is_local:
+            read_on = ""
+        elif row.is_stale(when):
+            read_on = f"[bold red]{read_on}, stale ({row.age_days(when)} days)[/]"
         long = "" if row.long_context_threshold is None else f"{row.long_context_threshold:,}"
         money.add_row(
             f"  {row.model}", _rate(row.input_per_mtok), _rate(row.cached_input_per_mtok),
             _rate(row.cache_write_per_mtok), _rate(row.output_per_mtok),
             f"{row.batch_discount * 100:.0f}%", long,
         )  # fmt: skip
-        since = "" if row.effective_from is None else str(row.effective_from)
-        facts.add_row(f"  {row.model}", _BILLING_WORDS[row.reasoning_billing], since, read_on,
-                      f"[{number}]")  # fmt: skip
+        valid = " to ".join(str(d) for d in (row.effective_from, row.effective_to) if d is not None)
+        if row.effective_from is None and row.effective_to is not None:
+            valid = f"until {row.effective_to}"
+        elif row.effective_from is not None and row.effective_to is None:
+            valid = f"from {row.effective_from}"
+        origin = "local" if row.is_local else row.origin
+        facts.add_row(f"  {row.model}", _BILLING_WORDS[row.reasoning_billing], valid, read_on,
+                      f"{origin} [{number}]")  # fmt: skip
     _console.print(money)
     _console.print(facts)
     for url, number in sources.items():
         _console.print(f"[{number}] {url}", highlight=False, markup=False, soft_wrap=True)
+    genai_rows = sum(r.from_genai for r in table.rows)
+    hidden = "" if chosen != "cotplan" else (
+        f" {genai_rows:,} more rows come from genai-prices: filter with --provider or --model, "
+        "or --source all."
+    )  # fmt: skip
     _console.print(
+        f"{len(rows):,} rows shown.{hidden} Source: cotplan's own row (read on the date shown) "
+        "or genai-prices (its release; valid: the dates a historic price held). "
         "write: cache write. batch: discount for batch calls. long >: above this many prompt "
-        "tokens the whole call pays the long-context rates. from: a scheduled price. "
+        "tokens the whole call pays the long-context rates. "
         "Reasoning 'in completion' is already in the completion count (never added again); "
         "'apart' is reported separately and billed once at the output rate. A price read "
         f"over {STALE_AFTER_DAYS} days ago is stale. A model not listed is an error, never "
         "free: add it with --prices FILE or COTPLAN_PRICES.",
         highlight=False,
     )
+    if csv:
+        _console.print(f"wrote {csv}", highlight=False)
 
 
 @app.command("call")
@@ -160,6 +266,9 @@ def call(
     ] = 0,
     batch: Annotated[bool, Opt("--batch", help="Sent through the batch API.")] = False,
     on: Annotated[str | None, Opt("--on", help="Price in effect on this date.")] = None,
+    provider: Annotated[
+        str | None, Opt("--provider", help="The seller, when several price the model.")
+    ] = None,
     file: Annotated[Path | None, Opt("--prices", help="A price file to override rows.")] = None,
 ) -> None:
     """The exact cost of one call, line by line, by the provider's own counting rule."""
@@ -167,12 +276,14 @@ def call(
     from cotplan.pricing.table import price_table
 
     when = _date(on, "on")
+    table = price_table(file)
+    seller = _provider_option(provider, table)
     cost = _run(
         lambda: call_cost(
             model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
             reasoning_tokens=reasoning_tokens, cached_tokens=cached_tokens,
-            cache_write_tokens=cache_write_tokens, batch=batch, on=when,
-            table=price_table(file),
+            cache_write_tokens=cache_write_tokens, batch=batch, on=when, table=table,
+            provider=seller,
         )
     )  # fmt: skip
     out = Table(title=f"{cost.model} ({cost.provider}): one call")
@@ -185,7 +296,7 @@ def call(
         ("cached input", cost.cached_tokens, r.cached_input, cost.cached_input_usd),
         ("cache write", cost.cache_write_tokens, r.cache_write, cost.cache_write_usd),
         ("output", cost.output_tokens, r.output, cost.output_usd),
-        ("reasoning", cost.reasoning_tokens, r.output, cost.reasoning_usd),
+        ("reasoning", cost.reasoning_tokens, r.reasoning_rate, cost.reasoning_usd),
     )
     for item, tokens, rate, usd in items:
         out.add_row(item, f"{tokens:,}", _rate(rate), f"{usd:f}")
@@ -194,7 +305,7 @@ def call(
     all_tokens = cost.prompt_tokens + cost.output_tokens + cost.reasoning_tokens
     out.add_row("[bold]total[/]", f"{all_tokens:,}", "", f"[bold]{cost.usd:f}[/]")
     _console.print(out)
-    notes = [f"price read {cost.as_of} from {cost.source_url}"]
+    notes = [f"price: {cost.source}"]
     if cost.long_context:
         notes.append("the prompt is above the long-context threshold: long rates apply")
     _console.print("; ".join(notes), highlight=False)
@@ -280,6 +391,9 @@ def project(
     cap: Annotated[int | None, Opt("--cap", help="Cap reasoning tokens per call.")] = None,
     permutations: Annotated[int, Opt("--permutations", help="Calls per answer.")] = 1,
     cache_hit_rate: Annotated[float, Opt("--cache-hit-rate", help="Share of prompt cached.")] = 0.0,
+    cache_write_rate: Annotated[
+        float, Opt("--cache-write-rate", help="Share of prompt written to the cache.")
+    ] = 0.0,
     batch_share: Annotated[float, Opt("--batch-share", help="Share of calls in batch.")] = 0.0,
     compare_model: Annotated[
         list[str] | None, Opt("--compare-model", help="Also project this model (repeatable).")
@@ -290,12 +404,21 @@ def project(
     draws: Annotated[int, Opt("--draws", help="Monte Carlo draws.")] = 100_000,
     seed: Annotated[int, Opt("--seed", help="Random seed.")] = 0,
     out: Annotated[Path | None, Opt("--out", help="Write CSV, XLSX and PNG files here.")] = None,
+    provider: Annotated[
+        str | None, Opt("--provider", help="The seller of MODEL, when several price it.")
+    ] = None,
+    on: Annotated[
+        str | None, Opt("--on", help="Judge staleness on this date (default today).")
+    ] = None,
     file: Annotated[Path | None, Opt("--prices", help="A price file to override rows.")] = None,
 ) -> None:
     """Daily, monthly and annual spend with P10/P50/P90, and savings between scenarios."""
-    from cotplan.pricing.projection import Scenario, Workload, compare_scenarios
+    from cotplan.pricing.projection import Scenario, Workload, check_draws, compare_scenarios
     from cotplan.pricing.table import price_table
 
+    today = _date(on, "on")
+    check_draws(draws, seed)
+    _out_dir(out, "out")
     workload = Workload(
         queries_per_day=queries_per_day, queries_per_month=queries_per_month,
         growth_rate=growth, growth_per=growth_per, horizon_months=months,
@@ -304,17 +427,25 @@ def project(
     tokens = _tokens_from_options(sample, prompt_mean, prompt_sd, output_mean, output_sd,
                                   reasoning_mean, reasoning_sd, n_observed)  # fmt: skip
     table = price_table(file)
+    seller = _provider_option(provider, table)
 
-    def scenario(name_model: str, k: int | None) -> Scenario:
-        label = table.resolve(name_model) + ("" if k is None else f", cap {k}")
+    def scenario(name_model: str, k: int | None, sold_by: str | None) -> Scenario:
+        label = table.resolve(name_model, provider=sold_by) + ("" if k is None else f", cap {k}")
         return Scenario(label, name_model, policy=k, permutations=permutations,
-                        cache_hit_rate=cache_hit_rate, batch_share=batch_share)  # fmt: skip
+                        cache_hit_rate=cache_hit_rate, batch_share=batch_share,
+                        cache_write_rate=cache_write_rate, provider=sold_by)  # fmt: skip
 
-    scenarios = [scenario(model, cap)]
-    scenarios += [scenario(other, cap) for other in compare_model or []]
-    scenarios += [scenario(model, k) for k in compare_cap or []]
+    scenarios = [scenario(model, cap, seller)]
+    scenarios += [scenario(other, cap, None) for other in compare_model or []]
+    scenarios += [scenario(model, k, seller) for k in compare_cap or []]
+    labels = [s.name for s in scenarios]
+    if len(set(labels)) < len(labels):
+        raise InputError(f"the scenarios repeat one another: {', '.join(labels)}",
+                         field="compare_model")  # fmt: skip
     comparison = _run(
-        lambda: compare_scenarios(workload, tokens, scenarios, draws=draws, seed=seed, table=table)
+        lambda: compare_scenarios(
+            workload, tokens, scenarios, draws=draws, seed=seed, table=table, today=today
+        )
     )
     base = comparison.projections[comparison.baseline]
     frame = base.frame
@@ -327,6 +458,9 @@ def project(
         f"{draws:,} draws, seed {seed}",
         highlight=False,
     )
+    for name, proj in comparison.projections.items():
+        _console.print(f"price of {name}: {proj.assumptions['price_source']}", highlight=False,
+                       soft_wrap=True)  # fmt: skip
     if len(scenarios) > 1:
         cmp = Table(
             title=f"Scenarios over the horizon, USD (baseline: {comparison.baseline})",

@@ -6,6 +6,9 @@ Providers disagree on what `completion_tokens` holds. OpenAI and Anthropic count
 `reasoning_billing` says which rule applies. Cached and cache-written tokens are part of the
 prompt: they are priced at their own rates and not again at the full input rate.
 
+The arithmetic is written once, in `price_parts`: `call_cost` applies it to exact Decimals and
+`cotplan.pricing.projection` to float arrays of a million draws, from the same `Rates`.
+
 `call_cost` takes counts as the provider reports them. `cost_of_completion` takes a cotplan
 `Completion`, whose `Usage` always follows the OpenAI convention (reasoning inside completion,
 cached inside prompt), whatever the provider. `cost_of_text` estimates a call before it is made.
@@ -27,7 +30,7 @@ from cotplan.backends.base import Completion
 from cotplan.errors import InputError
 from cotplan.pricing.table import PriceRow, PriceTable, Rates, price_table
 
-__all__ = ["CallCost", "call_cost", "cost_of_completion", "cost_of_text"]
+__all__ = ["CallCost", "call_cost", "cost_of_completion", "cost_of_text", "price_parts"]
 
 _MILLION = Decimal(1_000_000)
 _ZERO = Decimal(0)
@@ -62,6 +65,7 @@ class CallCost:
     as_of: date
     source_url: str
     from_cache: bool = False
+    source: str = ""
 
     @property
     def prompt_tokens(self) -> int:
@@ -88,7 +92,7 @@ class CallCost:
             {"item": "output", "tokens": self.output_tokens, "usd_per_mtok": self.rates.output,
              "usd": self.output_usd},
             {"item": "reasoning", "tokens": self.reasoning_tokens,
-             "usd_per_mtok": self.rates.output, "usd": self.reasoning_usd},
+             "usd_per_mtok": self.rates.reasoning_rate, "usd": self.reasoning_usd},
             {"item": "batch discount", "tokens": None, "usd_per_mtok": None,
              "usd": self.batch_discount_usd},
             {"item": "total", "tokens": self.prompt_tokens + self.output_tokens
@@ -99,7 +103,7 @@ class CallCost:
         frame.attrs.update(
             model=self.model, provider=self.provider, as_of=self.as_of.isoformat(),
             source_url=self.source_url, batch=self.batch, long_context=self.long_context,
-            from_cache=self.from_cache,
+            from_cache=self.from_cache, source=self.source,
         )  # fmt: skip
         return frame
 
@@ -123,6 +127,37 @@ def _count(value: Any, name: str) -> int:
     if number < 0:
         raise InputError(f"must not be negative, got {value!r}", field=name)
     return number
+
+
+def price_parts(
+    rates: Rates,
+    uncached: Any,
+    cached: Any,
+    written: Any,
+    visible: Any,
+    reasoning: Any,
+    *,
+    as_float: bool = False,
+) -> tuple[Any, Any, Any, Any, Any]:
+    """USD of each part of a call (input, cached input, cache write, output, reasoning).
+
+    The one price formula: exact for Decimal token counts, vectorised for float arrays
+    (``as_float=True`` turns the rates into floats first).
+    """
+    r: tuple[Any, ...] = (rates.input, rates.cached_input, rates.cache_write, rates.output,
+                          rates.reasoning_rate)  # fmt: skip
+    million: Any = _MILLION
+    if as_float:
+        r = tuple(float(x) for x in r)
+        million = 1e6
+    counts = (uncached, cached, written, visible, reasoning)
+    a, b, c, d, e = (count * rate / million for count, rate in zip(counts, r, strict=True))
+    return a, b, c, d, e
+
+
+def batch_factor(discount: Any, share: Any) -> Any:
+    """What a call costs after the batch discount, as a fraction of list price."""
+    return 1 - share * discount
 
 
 def _price(
@@ -155,20 +190,13 @@ def _price(
         visible = completion_tokens
     uncached = prompt_tokens - cached_tokens - cache_write_tokens
     rates = row.rates(prompt_tokens)
-
-    def usd(tokens: int, rate: Decimal) -> Decimal:
-        return Decimal(tokens) * rate / _MILLION
-
-    items = (
-        usd(uncached, rates.input),
-        usd(cached_tokens, rates.cached_input),
-        usd(cache_write_tokens, rates.cache_write),
-        usd(visible, rates.output),
-        usd(reasoning_tokens, rates.output),
-    )
+    items = price_parts(
+        rates, Decimal(uncached), Decimal(cached_tokens), Decimal(cache_write_tokens),
+        Decimal(visible), Decimal(reasoning_tokens),
+    )  # fmt: skip
     subtotal = sum(items, _ZERO)
-    discount = -(subtotal * row.batch_discount) if batch else _ZERO
-    total = subtotal + discount
+    total = subtotal * batch_factor(row.batch_discount, 1) if batch else subtotal
+    discount = total - subtotal
     if from_cache:
         # The call cache answered: no request was made, so nothing was billed.
         items = (_ZERO,) * 5
@@ -193,6 +221,7 @@ def _price(
         as_of=row.as_of,
         source_url=row.source_url,
         from_cache=from_cache,
+        source=row.source,
     )
 
 
@@ -207,6 +236,7 @@ def call_cost(
     batch: bool = False,
     on: date | None = None,
     table: PriceTable | None = None,
+    provider: str | None = None,
 ) -> CallCost:
     """The USD cost of one call, from token counts as the provider reports them.
 
@@ -216,14 +246,16 @@ def call_cost(
     `prompt_tokens` priced at the cached and cache-write rates instead of the input rate. A
     prompt above the model's long-context threshold moves the whole call to the long rates.
     `batch` applies the model's batch discount. `on` picks the price in effect on that date
-    (default today); `table` defaults to `price_table()` (shipped table plus `COTPLAN_PRICES`).
+    (default today); `table` defaults to `price_table()` (both sources plus `COTPLAN_PRICES`).
+    `provider` names the seller when several price the model (or write ``openai/gpt-4o``).
+    `CallCost.source` says where the price came from.
     """
     prompt = _count(prompt_tokens, "prompt_tokens")
     completion = _count(completion_tokens, "completion_tokens")
     reasoning = _count(reasoning_tokens, "reasoning_tokens")
     cached = _count(cached_tokens, "cached_tokens")
     written = _count(cache_write_tokens, "cache_write_tokens")
-    row = (table or price_table()).lookup(model, on=on)
+    row = (table or price_table()).lookup(model, on=on, provider=provider)
     return _price(
         row,
         prompt_tokens=prompt,
@@ -242,18 +274,22 @@ def cost_of_completion(
     batch: bool = False,
     on: date | None = None,
     table: PriceTable | None = None,
+    provider: str | None = None,
 ) -> CallCost:
     """The cost of a call already made, from `completion.usage` and `completion.model`.
 
     cotplan's `Usage` counts reasoning inside completion tokens for every provider, so nothing
-    is added twice. A completion the call cache answered (`from_cache`) cost nothing.
+    is added twice. A completion the call cache answered (`from_cache`) cost nothing. This only
+    records a cost: a stale price warns (`StalePriceWarning`, shown even where warnings are
+    errors) and never fails.
     """
     if not isinstance(completion, Completion):
         raise InputError(
             f"must be a cotplan Completion, got {type(completion).__name__}", field="completion"
         )
     usage = completion.usage
-    row = (table or price_table()).lookup(completion.model, on=on)
+    row = (table or price_table()).lookup(completion.model, on=on, warn=False, provider=provider)
+    row.warn_if_stale(on, soft=True, stacklevel=2)
     return _price(
         row,
         prompt_tokens=_count(usage.prompt_tokens, "usage.prompt_tokens"),
@@ -278,6 +314,7 @@ def cost_of_text(
     tokenizer: Any = None,
     on: date | None = None,
     table: PriceTable | None = None,
+    provider: str | None = None,
 ) -> CallCost:
     """Estimate a call before making it: the prompt's tokens are counted, the rest expected.
 
@@ -292,7 +329,7 @@ def cost_of_text(
     output = _count(expected_output_tokens, "expected_output_tokens")
     reasoning = _count(expected_reasoning_tokens, "expected_reasoning_tokens")
     cached = _count(cached_tokens, "cached_tokens")
-    row = (table or price_table()).lookup(model, on=on)
+    row = (table or price_table()).lookup(model, on=on, provider=provider)
     prompt_tokens = count_tokens(prompt, tokenizer if tokenizer is not None else model)
     return _price(
         row,

@@ -6,11 +6,14 @@ arithmetic lives in `cotplan.pricing.cost`.
 
 How one projection is drawn (every draw seeded from `seed`):
 
-1. Per-call cost. The token distribution gives prompt, visible-answer and reasoning tokens per
-   call; the CoT policy clips reasoning tokens at its cap; the cache-hit rate moves that share
-   of prompt tokens to the cached rate; the batch share of calls gets the batch discount; a
-   prompt above the long-context threshold pays the long rates. For an `EmpiricalTokens` sample
-   every record is priced exactly; a `ParametricTokens` distribution is sampled `draws` times.
+1. Per-call cost, by the same formula and rates as `call_cost` (`cost.price_parts`,
+   `PriceRow.rates`). The token distribution gives prompt, visible-answer and reasoning tokens
+   per call; the CoT policy clips reasoning tokens at its cap; the cache-hit rate moves that
+   share of prompt tokens to the cached rate and the cache-write rate that share to the
+   cache-write rate; the batch share of calls gets the batch discount; a prompt above the
+   long-context threshold pays the long rates. For an `EmpiricalTokens` sample every distinct
+   record is priced in exact decimals (so one repeated call costs exactly what `call_cost`
+   says); a `ParametricTokens` distribution is sampled `draws` times and priced in float64.
    This gives the mean and standard deviation of the cost of one call (and of one query, which
    makes `permutations` calls).
 2. Scenario draws (`draws` of them). Each draw has its own mean cost per call, off the
@@ -26,8 +29,7 @@ How one projection is drawn (every draw seeded from `seed`):
    each month's average day (the month's spend over its days). Year rows sum twelve months;
    the total row sums the horizon. P10/P50/P90 are percentiles over the draws.
 
-Not modelled: cache-write charges (the cache-hit rate prices reads only), fast/priority tiers,
-regional surcharges, taxes and negotiated discounts.
+Not modelled: fast/priority tiers, regional surcharges, taxes and negotiated discounts.
 """
 
 from __future__ import annotations
@@ -35,7 +37,6 @@ from __future__ import annotations
 import calendar
 import math
 import os
-import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
@@ -49,16 +50,11 @@ import pandas as pd
 from cotplan.backends.base import Completion
 from cotplan.errors import InputError
 from cotplan.io import write_csv
-from cotplan.pricing.table import (
-    PRICES_ENV,
-    STALE_AFTER_DAYS,
-    PriceRow,
-    PriceTable,
-    StalePriceWarning,
-    price_table,
-)
+from cotplan.pricing.cost import batch_factor, price_parts
+from cotplan.pricing.table import PriceRow, PriceTable, price_table
 
 __all__ = [
+    "MAX_DRAWS",
     "Comparison",
     "CotPolicy",
     "EmpiricalTokens",
@@ -70,6 +66,7 @@ __all__ = [
     "TokenDistribution",
     "Uncapped",
     "Workload",
+    "check_draws",
     "compare_scenarios",
     "project_costs",
 ]
@@ -477,6 +474,10 @@ def _policy(value: Any) -> CotPolicy:
 # Pricing vectors of calls
 
 
+#: Above this many distinct records an empirical sample is priced in float64, not decimals.
+_EXACT_RECORDS = 20_000
+
+
 def _call_costs(
     row: PriceRow,
     prompt: _FloatArray,
@@ -484,30 +485,54 @@ def _call_costs(
     reasoning: _FloatArray,
     *,
     cache_hit_rate: float,
+    cache_write_rate: float,
     batch_share: float,
 ) -> _FloatArray:
-    """USD per call (float64) for token vectors, under `row`'s rates."""
-    inp, cached, out = (
-        float(row.input_per_mtok), float(row.cached_input_per_mtok), float(row.output_per_mtok)
-    )  # fmt: skip
-    cached_part = prompt * cache_hit_rate
-    uncached_part = prompt - cached_part
-    output = answer + reasoning
-    cost = uncached_part * inp + cached_part * cached + output * out
-    if row.long_context_threshold is not None:
-        long = prompt > row.long_context_threshold
-        if long.any():
-            assert row.long_input_per_mtok is not None
-            assert row.long_cached_input_per_mtok is not None
-            assert row.long_output_per_mtok is not None
-            long_cost = (
-                uncached_part * float(row.long_input_per_mtok)
-                + cached_part * float(row.long_cached_input_per_mtok)
-                + output * float(row.long_output_per_mtok)
-            )
-            cost = np.where(long, long_cost, cost)
-    cost *= (1.0 - batch_share * float(row.batch_discount)) / 1e6
+    """USD per call (float64) for token vectors, by `price_parts` with `row`'s rates."""
+    cached = prompt * cache_hit_rate
+    written = prompt * cache_write_rate
+    uncached = prompt - cached - written
+
+    def total(rates: Any) -> _FloatArray:
+        a, b, c, d, e = price_parts(rates, uncached, cached, written, answer, reasoning,
+                                    as_float=True)  # fmt: skip
+        out: _FloatArray = a + b + c + d + e
+        return out
+
+    cost = total(row.short_rates())
+    long = row.is_long(prompt)
+    if long.any():
+        cost = np.where(long, total(row.long_rates()), cost)
+    cost *= batch_factor(float(row.batch_discount), batch_share)
     return cost
+
+
+def _exact_call_costs(
+    row: PriceRow,
+    records: tuple[_FloatArray, _FloatArray, _FloatArray],
+    *,
+    cache_hit_rate: float,
+    cache_write_rate: float,
+    batch_share: float,
+) -> tuple[list[Decimal], _FloatArray]:
+    """Exact Decimal USD per distinct record (as `call_cost` computes it) and each one's count.
+
+    Rates given as floats (0.2) mean the decimal the user wrote: ``Decimal(repr(x))``.
+    """
+    stacked = np.column_stack(records)
+    unique, counts = np.unique(stacked, axis=0, return_counts=True)
+    hit, write = Decimal(repr(cache_hit_rate)), Decimal(repr(cache_write_rate))
+    factor = batch_factor(row.batch_discount, Decimal(repr(batch_share)))
+    costs = []
+    for p, a, r in unique:
+        prompt = Decimal(repr(float(p)))
+        cached, written = prompt * hit, prompt * write
+        parts = price_parts(
+            row.rates(prompt), prompt - cached - written, cached, written,
+            Decimal(repr(float(a))), Decimal(repr(float(r))),
+        )  # fmt: skip
+        costs.append(sum(parts, Decimal(0)) * factor)
+    return costs, counts.astype(np.float64)
 
 
 @dataclass(frozen=True)
@@ -524,6 +549,7 @@ def _call_stats(
     policy: CotPolicy,
     *,
     cache_hit_rate: float,
+    cache_write_rate: float,
     batch_share: float,
     sample: tuple[_FloatArray, _FloatArray, _FloatArray] | None,
 ) -> _CallStats:
@@ -535,11 +561,27 @@ def _call_stats(
     cap = policy.cap
     if cap is not None:
         reasoning = np.minimum(reasoning, cap)
-    costs = _call_costs(
-        row, prompt, answer, reasoning, cache_hit_rate=cache_hit_rate, batch_share=batch_share
-    )
-    mean = float(costs.mean())
-    sd = float(costs.std(ddof=1)) if costs.size > 1 else 0.0
+    levers = {"cache_hit_rate": cache_hit_rate, "cache_write_rate": cache_write_rate,
+              "batch_share": batch_share}  # fmt: skip
+    exact = None
+    if isinstance(tokens, EmpiricalTokens):
+        distinct = len(np.unique(np.column_stack((prompt, answer, reasoning)), axis=0))
+        if distinct <= _EXACT_RECORDS:
+            exact = _exact_call_costs(row, (prompt, answer, reasoning), **levers)
+    if exact is not None:
+        values, counts = exact
+        total = sum((v * Decimal(int(c)) for v, c in zip(values, counts, strict=True)),
+                    Decimal(0))  # fmt: skip
+        mean = float(total / Decimal(int(counts.sum())))
+        floats = np.array([float(v) for v in values])
+        n_all = float(counts.sum())
+        mean_f = float((floats * counts).sum() / n_all)
+        var = float((counts * (floats - mean_f) ** 2).sum() / (n_all - 1)) if n_all > 1 else 0.0
+        sd = math.sqrt(max(var, 0.0))
+    else:
+        costs = _call_costs(row, prompt, answer, reasoning, **levers)
+        mean = float(costs.mean())
+        sd = float(costs.std(ddof=1)) if costs.size > 1 else 0.0
     n = tokens.n_observed
     se = sd / math.sqrt(n) if n else 0.0
     return _CallStats(
@@ -621,11 +663,13 @@ def _simulate(
     policy: CotPolicy,
     permutations: int,
     cache_hit_rate: float,
+    cache_write_rate: float,
     batch_share: float,
     draws: int,
     seed: int,
     table: PriceTable,
     today: date,
+    provider: str | None,
 ) -> _Run:
     months = workload.months()
     # Independent streams per purpose, so scenarios compared with one seed share their draws
@@ -643,22 +687,13 @@ def _simulate(
     for start in months["start"]:
         # Prices are picked by month but judged stale by the day the projection is made: a
         # price read today is not stale for next year's months.
-        row = table.lookup(model, on=start, warn=False)
+        row = table.lookup(model, on=start, warn=False, provider=provider)
         if id(row) not in stats_by_row:
-            if row.is_stale(today):
-                warnings.warn(
-                    StalePriceWarning(
-                        f"the price of {row.model} was read on {row.as_of.isoformat()}, "
-                        f"{row.age_days(today)} days before {today.isoformat()} (more than "
-                        f"{STALE_AFTER_DAYS}); check {row.source_url} and override it with a "
-                        f"price file ({PRICES_ENV})"
-                    ),
-                    stacklevel=4,
-                )
+            row.warn_if_stale(today, stacklevel=4)
             rows.append(row)
             stats_by_row[id(row)] = _call_stats(
-                row, tokens, policy, cache_hit_rate=cache_hit_rate, batch_share=batch_share,
-                sample=sample,
+                row, tokens, policy, cache_hit_rate=cache_hit_rate,
+                cache_write_rate=cache_write_rate, batch_share=batch_share, sample=sample,
             )  # fmt: skip
         month_rows.append(row)
 
@@ -752,19 +787,43 @@ def _simulate(
 
 
 def _check_common(
-    permutations: Any, cache_hit_rate: Any, batch_share: Any
-) -> tuple[int, float, float]:
+    permutations: Any, cache_hit_rate: Any, cache_write_rate: Any, batch_share: Any
+) -> tuple[int, float, float, float]:
+    hit = _fraction(cache_hit_rate, "cache_hit_rate")
+    write = _fraction(cache_write_rate, "cache_write_rate")
+    if hit + write > 1.0:
+        raise InputError(
+            f"plus `cache_hit_rate` ({hit!r}) must be at most 1 (both are shares of the prompt), "
+            f"got {write!r}",
+            field="cache_write_rate",
+        )
     return (
         _positive_int(permutations, "permutations"),
-        _fraction(cache_hit_rate, "cache_hit_rate"),
+        hit,
+        write,
         _fraction(batch_share, "batch_share"),
     )
 
 
-def _check_draws(draws: Any, seed: Any) -> tuple[int, int]:
+def _check_provider(provider: Any) -> str | None:
+    if provider is None:
+        return None
+    if not isinstance(provider, str) or not provider.strip():
+        raise InputError(f"must be a provider name or None, got {provider!r}", field="provider")
+    return provider.strip()
+
+
+#: More draws than this would take minutes and gigabytes for no visible gain in the percentiles.
+MAX_DRAWS = 10_000_000
+
+
+def check_draws(draws: Any, seed: Any) -> tuple[int, int]:
+    """`draws` (100 to `MAX_DRAWS`) and `seed` (a whole number >= 0), checked."""
     n = _positive_int(draws, "draws")
     if n < 100:
         raise InputError(f"must be at least 100 for stable percentiles, got {n}", field="draws")
+    if n > MAX_DRAWS:
+        raise InputError(f"must be at most {MAX_DRAWS:,}, got {n:,}", field="draws")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise InputError(f"must be a non-negative whole number, got {seed!r}", field="seed")
     return n, seed
@@ -855,6 +914,8 @@ class Scenario:
     cache_hit_rate: float = 0.0
     batch_share: float = 0.0
     tokens: TokenDistribution | None = None
+    cache_write_rate: float = 0.0
+    provider: str | None = None
 
 
 @dataclass(frozen=True)
@@ -909,28 +970,35 @@ def _project(
     policy: Any,
     permutations: Any,
     cache_hit_rate: Any,
+    cache_write_rate: Any,
     batch_share: Any,
     draws: int,
     seed: int,
     table: PriceTable,
     today: date,
+    provider: Any,
 ) -> Projection:
     if not isinstance(workload, Workload):
         raise InputError("must be a Workload(...)", field="workload")
     tokens = _check_tokens(tokens)
     chosen = _policy(policy)
-    perms, cache, batch = _check_common(permutations, cache_hit_rate, batch_share)
+    perms, cache, write, batch = _check_common(
+        permutations, cache_hit_rate, cache_write_rate, batch_share
+    )
+    seller = _check_provider(provider)
     run = _simulate(
         model=model, workload=workload, tokens=tokens, policy=chosen, permutations=perms,
-        cache_hit_rate=cache, batch_share=batch, draws=draws, seed=seed, table=table,
-        today=today,
+        cache_hit_rate=cache, cache_write_rate=write, batch_share=batch, draws=draws, seed=seed,
+        table=table, today=today, provider=seller,
     )  # fmt: skip
     first_stats = next(iter(run.stats.values()))
     prompt, answer, reasoning = first_stats.mean_tokens
     name = run.rows[0].model
     assumptions: dict[str, Any] = {
-        "model": name, "provider": run.rows[0].provider, "policy": chosen.label,
-        "permutations": perms, "cache_hit_rate": cache, "batch_share": batch,
+        "model": name, "provider": run.rows[0].provider, "price_source": run.rows[0].source,
+        "policy": chosen.label,
+        "permutations": perms, "cache_hit_rate": cache, "cache_write_rate": write,
+        "batch_share": batch,
         "queries_per_day": workload.queries_per_day,
         "queries_per_month": workload.queries_per_month,
         "growth_rate": workload.growth_rate, "growth_per": workload.growth_per,
@@ -964,22 +1032,41 @@ def project_costs(
     seed: int = 0,
     table: PriceTable | None = None,
     today: date | None = None,
+    cache_write_rate: float = 0.0,
+    provider: str | None = None,
 ) -> Projection:
     """Project daily, monthly and annual spend with P10/P50/P90 (see the module docstring).
 
     `policy`: None (uncapped), an int cap, `Uncapped()`, `FixedCap(k)` or `PlannerCap(k*)`.
     `permutations` calls are made per query (permutation-averaged answers).
-    `cache_hit_rate` is the share of prompt tokens read from the cache; `batch_share` the share
-    of calls sent through the batch API. `draws` Monte Carlo draws, seeded by `seed`; money is
-    float64 here. Each month uses the price in effect on its first day; a price read more than
-    180 days before `today` (default: the real today) warns (`StalePriceWarning`).
+    `cache_hit_rate` is the share of prompt tokens read from the cache, `cache_write_rate` the
+    share written to it; `batch_share` the share of calls sent through the batch API.
+    `provider` names the seller when several price the model. `draws` Monte Carlo draws,
+    seeded by `seed`; money is float64 here. Each month uses the price in effect on its first
+    day; a price read more than 180 days before `today` (default: the real today) warns
+    (`StalePriceWarning`).
     """
-    n, s = _check_draws(draws, seed)
+    n, s = check_draws(draws, seed)
     return _project(
         model, workload, tokens, policy=policy, permutations=permutations,
-        cache_hit_rate=cache_hit_rate, batch_share=batch_share, draws=n, seed=s,
-        table=table or price_table(), today=today or date.today(),
+        cache_hit_rate=cache_hit_rate, cache_write_rate=cache_write_rate,
+        batch_share=batch_share, draws=n, seed=s, table=table or price_table(),
+        today=today or date.today(), provider=provider,
     )  # fmt: skip
+
+
+def _check_scenario(
+    sc: Scenario, workload: Any, tokens: Any, table: PriceTable, where: str
+) -> None:
+    if not isinstance(workload, Workload):
+        raise InputError("must be a Workload(...)", field="workload")
+    _check_tokens(sc.tokens if sc.tokens is not None else tokens)
+    _policy(sc.policy)
+    _check_common(sc.permutations, sc.cache_hit_rate, sc.cache_write_rate, sc.batch_share)
+    provider = _check_provider(sc.provider)
+    if not isinstance(sc.model, str):
+        raise InputError(f"must be a model name, got {sc.model!r}", field=f"{where}.model")
+    table.lookup(sc.model, on=workload.first_day, warn=False, provider=provider)
 
 
 def compare_scenarios(
@@ -998,7 +1085,7 @@ def compare_scenarios(
     `baseline` names a scenario (default: the first). All scenarios share `seed`, so their
     draws are paired and the P10/P90 of the savings describe the difference itself.
     """
-    n, s = _check_draws(draws, seed)
+    n, s = check_draws(draws, seed)
     items = list(scenarios)
     if not items:
         raise InputError("needs at least one scenario", field="scenarios")
@@ -1017,12 +1104,15 @@ def compare_scenarios(
         raise InputError(f"{base!r} is not a scenario name ({', '.join(names)})",
                          field="baseline")  # fmt: skip
     chosen_table = table or price_table()
+    # Every scenario is checked before any is projected: a typo in the last one costs nothing.
+    for i, sc in enumerate(items):
+        _check_scenario(sc, workload, tokens, chosen_table, f"scenarios[{i}]")
     projections = {
         sc.name: _project(
             sc.model, workload, sc.tokens if sc.tokens is not None else tokens,
             policy=sc.policy, permutations=sc.permutations, cache_hit_rate=sc.cache_hit_rate,
-            batch_share=sc.batch_share, draws=n, seed=s, table=chosen_table,
-            today=today or date.today(),
+            cache_write_rate=sc.cache_write_rate, batch_share=sc.batch_share, draws=n, seed=s,
+            table=chosen_table, today=today or date.today(), provider=sc.provider,
         )
         for sc in items
     }  # fmt: skip

@@ -1,0 +1,339 @@
+"""genai-prices' bundled price data as cotplan price rows: the second source behind cotplan's own.
+
+pydantic's `genai-prices` package ships the prices of about two thousand models from dozens of
+providers, with historic prices and long-context tiers. cotplan reads its bundled data only:
+the package's network updater (`UpdatePrices`) is never started and its process-wide snapshot
+(which an updater elsewhere could replace) is never consulted. A newer genai-prices release is
+how this data moves.
+
+Each (provider, model) whose prices include per-token input and output rates becomes one
+`PriceRow` per dated price: a price that starts on a date becomes a row with `effective_from`,
+the price before it ends the day before (`effective_to`). What cotplan does not model is said in
+the row's `notes`: off-peak (time-of-day) prices, per-request fees, searches. Two models with two
+long-context tiers are left out (a row holds one threshold).
+
+Conventions carried over: genai-prices counts cache reads and writes inside the input tokens,
+like cotplan; a tier applies to the whole request when the prompt passes its start, like
+cotplan's `long_context_threshold`. Reasoning: Gemini models sold by Google report thinking
+tokens apart from the answer (``separate``); every other provider counts them inside the
+completion. The batch discount comes from genai-prices' batch prices where it lists them, and
+is zero where it does not (a model without a listed batch price is never assumed cheaper).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date, timedelta
+from decimal import Decimal
+from importlib import metadata
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from cotplan.pricing.table import PriceRow
+
+__all__ = [
+    "GENAI_PRICES_URL",
+    "GENAI_PRICES_VERSION",
+    "GenaiMatch",
+    "genai_as_of",
+    "genai_candidates",
+    "genai_lookup",
+    "genai_names",
+    "genai_rows",
+    "is_provider",
+    "provider_ids",
+]
+
+#: The installed genai-prices version (its data is bundled with the release).
+GENAI_PRICES_VERSION = metadata.version("genai-prices")
+#: Where genai-prices lives, for rows whose provider lists no pricing page.
+GENAI_PRICES_URL = "https://github.com/pydantic/genai-prices"
+# The first day of the month each release came out: a row's "read on" date for staleness. A
+# release we do not know is dated by the newest scheduled price it carries (a lower bound).
+_RELEASED = {"0.2.3": date(2026, 11, 1)}
+_ORIGIN = f"genai-prices {GENAI_PRICES_VERSION}"
+_BATCH = {"processing": "batch"}
+
+
+def _providers() -> list[Any]:
+    # The bundled list itself, never `get_snapshot()`: an updater started anywhere in the
+    # process would swap that snapshot for downloaded data.
+    from genai_prices.data import providers
+
+    return list(providers)
+
+
+def _newest_start() -> date:
+    from genai_prices import types
+
+    newest = date(2020, 1, 1)
+    for provider in _providers():
+        for model in provider.models:
+            if isinstance(model.prices, list):
+                for conditional in model.prices:
+                    if isinstance(conditional.constraint, types.StartDateConstraint):
+                        newest = max(newest, conditional.constraint.start_date)
+    return newest
+
+
+@functools.cache
+def genai_as_of() -> date:
+    """The "read on" date of every genai-prices row: the first day of the release's month."""
+    return _RELEASED.get(GENAI_PRICES_VERSION) or _newest_start()
+
+
+def _base(value: Any) -> Decimal | None:
+    from genai_prices import types
+
+    if value is None:
+        return None
+    return Decimal(value.base) if isinstance(value, types.TieredPrices) else Decimal(value)
+
+
+def _tier(value: Any) -> tuple[int, Decimal] | None:
+    from genai_prices import types
+
+    if isinstance(value, types.TieredPrices) and value.tiers:
+        return value.tiers[0].start, Decimal(value.tiers[0].price)
+    return None
+
+
+def _long_rate(value: Any, short: Decimal | None) -> Decimal | None:
+    """A key's rate above the first tier: its tier price, or its flat rate if it has none."""
+    tier = _tier(value)
+    return tier[1] if tier is not None else short
+
+
+_TOKEN_KEYS = (
+    "input_mtok", "output_mtok", "cache_read_mtok", "cache_write_mtok", "cache_write_1h_mtok",
+    "output_reasoning_mtok",
+)  # fmt: skip
+
+
+def _batch_discount(model: Any, standard: Any) -> tuple[Decimal, str]:
+    """The batch discount from a listed batch price: one fraction, the smallest if they differ."""
+    for variant in model.price_variants or ():
+        if variant.when != _BATCH:
+            continue
+        cuts = set()
+        for key, value in variant.prices.__dict__.items():
+            full, cut = _base(getattr(standard, key, None)), _base(value)
+            if full and cut is not None:
+                cuts.add(1 - cut / full)
+        cuts = {c for c in cuts if 0 <= c < 1}
+        if not cuts:
+            return Decimal(0), ""
+        low = min(cuts).quantize(Decimal("0.0001")).normalize()
+        note = "" if len(cuts) == 1 else "batch discounts differ by token type; the smallest used"
+        return low, note
+    return Decimal(0), ""
+
+
+def _reasoning_billing(provider_id: str, model_id: str) -> str:
+    if provider_id == "google" and model_id.startswith(("gemini", "gemma")):
+        return "separate"
+    return "in_completion"
+
+
+def _convert(provider: Any, model: Any, label: str) -> list[PriceRow]:
+    """One model's dated prices as rows labelled with provider `label`; [] when not priced."""
+    from genai_prices import types
+
+    from cotplan.pricing.table import PriceRow
+
+    conditionals = (
+        [types.ConditionalPrice(None, prices=model.prices)]
+        if isinstance(model.prices, types.ModelPrice)
+        else list(model.prices)
+    )
+    notes: list[str] = []
+    if any(isinstance(c.constraint, types.TimeOfDateConstraint) for c in conditionals):
+        notes.append("time-of-day (off-peak) prices not modelled")
+        conditionals = [
+            c for c in conditionals if not isinstance(c.constraint, types.TimeOfDateConstraint)
+        ]
+    # genai-prices uses the last price whose constraint holds; one without a constraint always
+    # holds, so nothing before it can apply.
+    unconditional = [i for i, c in enumerate(conditionals) if c.constraint is None]
+    if unconditional:
+        conditionals = conditionals[unconditional[-1] :]
+    if not conditionals:
+        return []
+    starts: list[date | None] = [
+        c.constraint.start_date if isinstance(c.constraint, types.StartDateConstraint) else None
+        for c in conditionals
+    ]
+    # Before the first dated price, genai-prices uses the first one: it has no start.
+    starts[0] = None
+    url = (provider.pricing_urls or [GENAI_PRICES_URL])[0]
+    rows: list[PriceRow] = []
+    for i, conditional in enumerate(conditionals):
+        price = conditional.prices
+        values = {key: getattr(price, key, None) for key in _TOKEN_KEYS}
+        if values["input_mtok"] is None or values["output_mtok"] is None:
+            return []
+        tiers = {
+            key: value
+            for key, value in values.items()
+            if isinstance(value, types.TieredPrices) and value.tiers
+        }
+        if any(len(t.tiers) > 1 for t in tiers.values()):
+            return []  # two long-context tiers: a row holds one threshold
+        extra = sorted(
+            k for k, v in price.__dict__.items() if v is not None and k not in _TOKEN_KEYS
+        )
+        row_notes = list(notes)
+        if extra:
+            row_notes.append("also charged, not modelled: " + ", ".join(extra))
+        if values["cache_write_1h_mtok"] is not None:
+            row_notes.append(f"1-hour cache write: {_base(values['cache_write_1h_mtok'])}")
+        discount, batch_note = _batch_discount(model, price)
+        if batch_note:
+            row_notes.append(batch_note)
+        inp = _base(values["input_mtok"])
+        out = _base(values["output_mtok"])
+        assert inp is not None
+        assert out is not None
+        cached = _base(values["cache_read_mtok"])
+        write = _base(values["cache_write_mtok"])
+        reasoning = _base(values["output_reasoning_mtok"])
+        long: dict[str, Any] = {}
+        if tiers:
+            threshold = next(iter(tiers.values())).tiers[0].start
+
+            long = {
+                "long_context_threshold": threshold,
+                "long_input_per_mtok": _long_rate(values["input_mtok"], inp),
+                "long_cached_input_per_mtok": _long_rate(
+                    values["cache_read_mtok"], cached if cached is not None else inp
+                ),
+                "long_cache_write_per_mtok": _long_rate(values["cache_write_mtok"], write),
+                "long_output_per_mtok": _long_rate(values["output_mtok"], out),
+            }
+        end = starts[i + 1] if i + 1 < len(starts) else None
+        rows.append(
+            PriceRow(
+                provider=label,
+                model=model.id,
+                input_per_mtok=inp,
+                cached_input_per_mtok=cached if cached is not None else inp,
+                cache_write_per_mtok=write,
+                output_per_mtok=out,
+                reasoning_per_mtok=reasoning,
+                reasoning_billing=_reasoning_billing(provider.id, model.id),
+                batch_discount=discount,
+                as_of=genai_as_of(),
+                source_url=url,
+                effective_from=starts[i],
+                effective_to=None if end is None else end - timedelta(days=1),
+                notes="; ".join(row_notes),
+                origin=_ORIGIN,
+                **long,
+            )
+        )
+    return rows
+
+
+@functools.cache
+def genai_rows() -> tuple[PriceRow, ...]:
+    """Every (provider, model) genai-prices prices per token, as rows (provider order)."""
+    rows: list[PriceRow] = []
+    for provider in _providers():
+        for model in provider.models:
+            rows.extend(_convert(provider, model, provider.id))
+    return tuple(rows)
+
+
+@functools.cache
+def genai_names() -> tuple[str, ...]:
+    """``provider/model`` and bare model names of every priced genai-prices row."""
+    names = {r.model for r in genai_rows()} | {f"{r.provider}/{r.model}" for r in genai_rows()}
+    return tuple(sorted(names))
+
+
+@functools.cache
+def _provider_ids() -> frozenset[str]:
+    return frozenset(p.id for p in _providers())
+
+
+def _find_provider(provider_id: str) -> Any:
+    from genai_prices.data_snapshot import find_provider_by_id
+
+    return find_provider_by_id(_providers(), provider_id)
+
+
+@dataclass(frozen=True)
+class GenaiMatch:
+    """A model genai-prices prices: the provider asked for, and where the price comes from."""
+
+    provider: str
+    model: str
+    rows: tuple[PriceRow, ...]
+
+
+@functools.cache
+def _rows_for(provider_id: str, model_id: str, label: str) -> tuple[PriceRow, ...]:
+    provider = _find_provider(provider_id)
+    model = next(m for m in provider.models if m.id == model_id)
+    rows = _convert(provider, model, label)
+    if label != provider_id:
+        note = f"{label} sells this model at {provider_id}'s prices (genai-prices fallback)"
+        rows = [_with_note(r, note) for r in rows]
+    return tuple(rows)
+
+
+def _with_note(row: PriceRow, note: str) -> PriceRow:
+    from dataclasses import replace
+
+    return replace(row, notes="; ".join(n for n in (note, row.notes) if n))
+
+
+@functools.cache
+def genai_candidates(name: str) -> tuple[GenaiMatch, ...]:
+    """Every provider whose own list prices `name` (lower-case, no provider prefix)."""
+    matches = []
+    for provider in _providers():
+        model = _by_id(provider, name) or provider.find_model(name)
+        if model is not None:
+            rows = _rows_for(provider.id, model.id, provider.id)
+            if rows:
+                matches.append(GenaiMatch(provider.id, model.id, rows))
+    return tuple(matches)
+
+
+@functools.cache
+def genai_lookup(name: str, provider: str) -> GenaiMatch | None:
+    """`name` as sold by `provider` (genai-prices' own fallbacks included), or None."""
+    found = _find_provider(provider)
+    if found is None:
+        return None
+    model = _by_id(found, name) or found.find_model(name, all_providers=_providers())
+    if model is None:
+        return None
+    home = found.id if any(m is model for m in found.models) else _home_of(model)
+    rows = _rows_for(home, model.id, found.id)
+    return GenaiMatch(found.id, model.id, rows) if rows else None
+
+
+def _by_id(provider: Any, name: str) -> Any:
+    """The model whose id is `name` (genai-prices' match rules do not always accept the id)."""
+    return next((m for m in provider.models if m.id.lower() == name), None)
+
+
+def _home_of(model: Any) -> str:
+    for provider in _providers():
+        if any(m is model for m in provider.models):
+            return str(provider.id)
+    raise LookupError(model.id)  # pragma: no cover - every model belongs to a provider
+
+
+def is_provider(name: str) -> bool:
+    """True when genai-prices knows a provider by this id (or one of its aliases)."""
+    return name in _provider_ids() or _find_provider(name) is not None
+
+
+def provider_ids() -> Sequence[str]:
+    """genai-prices' provider ids, sorted."""
+    return sorted(_provider_ids())
