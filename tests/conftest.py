@@ -1,7 +1,9 @@
-"""Shared fixtures: a private cotplan home per test session and ONE embedded-model server.
+"""Shared fixtures: the private cotplan home of the test session and ONE embedded-model server.
 
-The server is the real SmolLM2-135M model under llama.cpp; every test marked `model` shares it,
-so the suite pays its start-up once.
+The home is made by the root conftest.py (before any test or notebook runs, with the shell's
+cotplan variables and provider keys cleared). The server is the real SmolLM2-135M model under
+llama.cpp; every test that uses it shares it (the root conftest marks such tests `model`), so
+the suite pays its start-up once.
 """
 
 from __future__ import annotations
@@ -12,18 +14,14 @@ from pathlib import Path
 
 import pytest
 
+SESSION_HOME = Path(os.environ["COTPLAN_HOME"])  # set by the root conftest.py
+
 
 @pytest.fixture(scope="session", autouse=True)
-def cotplan_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    home = tmp_path_factory.mktemp("cotplan-home")
-    old = os.environ.get("COTPLAN_HOME")
-    os.environ["COTPLAN_HOME"] = str(home)
-    os.environ.setdefault("COTPLAN_DEBUG", "")
-    yield home
-    if old is None:
-        os.environ.pop("COTPLAN_HOME", None)
-    else:
-        os.environ["COTPLAN_HOME"] = old
+def cotplan_home() -> Iterator[Path]:
+    """The session's user folder; restored if a test left `COTPLAN_HOME` pointing elsewhere."""
+    yield SESSION_HOME
+    os.environ["COTPLAN_HOME"] = str(SESSION_HOME)
 
 
 @pytest.fixture(scope="session")

@@ -50,7 +50,7 @@ def no_model_calls() -> Iterator[list[str]]:
 
     Patched: process creation (`subprocess.Popen`, which every server start, `pip download` and
     `subprocess.run` goes through), TCP connections (any HTTP client: httpx, the openai SDK),
-    the OpenAI-compatible backend's request funnel and the in-process lab backend. Yields the
+    the OpenAI-compatible backend's request funnel and the in-process lab model. Yields the
     list of attempts; each attempt also raises `ForbiddenCall`.
     """
     attempts: list[str] = []
@@ -77,7 +77,7 @@ def no_model_calls() -> Iterator[list[str]]:
         refuse(f"{operation} request to {getattr(self, 'base_url', None)!r}")
         return {}
 
-    def lab_backend(family: str, **options: Any) -> object:
+    def lab_model(cls: type, family: str, *args: Any, **options: Any) -> object:
         refuse(f"lab model {family!r}")
         return None
 
@@ -89,7 +89,7 @@ def no_model_calls() -> Iterator[list[str]]:
         patch.setattr(socket.socket, "connect_ex", connect_ex)
         patch.setattr(subprocess.Popen, "_execute_child", execute_child)
         patch.setattr(openai_compat.OpenAICompatibleBackend, "_send", send)
-        patch.setattr(lab, "lab_backend", lab_backend)
+        patch.setattr(lab.LabBackend, "for_family", classmethod(lab_model))
         yield attempts
 
 
@@ -281,6 +281,135 @@ CASES: list[Case] = [
         (*PROJECT[:3], "--queries-per-day", "nan", "--prompt-mean", "9", "--output-mean", "3"),
         ("`queries_per_day`",),
     ),
+]
+
+# --- #16 suite: calibrate, tasks, models, answer, lab -------------------------------------------
+FAMILY = ("calibrate", "--family", "count", "--n", "3", "--no-progress")
+EXAMPLES = '{"input": "0 1 1", "output": "1"}\n{"input": "1 0 0", "output": "0"}\n'
+ANSWER = ("answer", "{dir}/examples.jsonl", "--query", "1 1 0")
+WITH_EXAMPLES = (("examples.jsonl", EXAMPLES.encode()),)
+
+
+def _calibrate(*options: str, expect: str, name: str | None = None) -> Case:
+    return Case(name or f"calibrate {' '.join(options)}", (*FAMILY, *options), (expect,))
+
+
+def _answer(*options: str, expect: str) -> Case:
+    return Case(f"answer {' '.join(options)}", (*ANSWER, *options), (expect,), WITH_EXAMPLES)
+
+
+CASES += [
+    _calibrate("--budgets", "", expect="`budgets`", name="calibrate with empty budgets"),
+    _calibrate("--budgets", "4.5", expect="`budgets`"),
+    _calibrate("--budgets", "1e9", expect="`budgets`"),
+    _calibrate("--budgets", "0,200000", expect="`budgets`"),
+    _calibrate("--budgets", "0,,8", expect="`budgets`"),
+    _calibrate("--count", "0", expect="`count`"),
+    _calibrate("--count", "1000000", expect="`count`"),
+    _calibrate("--concurrency", "0", expect="`concurrency`"),
+    _calibrate("--answer-tokens", "0", expect="`answer_tokens`"),
+    _calibrate("--answer-tokens", "-3", expect="`answer_tokens`"),
+    _calibrate("--backend", "local:{dir}", expect="`backend`", name="a folder as the model"),
+    _calibrate("--backend", "local:../../x", expect="`backend`", name="a path outside as model"),
+    _calibrate("--backend", "local:/dev/zero", expect="`backend`", name="a device as the model"),
+    _calibrate("--backend", "lab:nosuch", expect="`backend`"),
+    _calibrate("--backend", "openai:", expect="`backend`"),
+    _calibrate("--backend", "nosuch:model", expect="`backend`"),
+    _calibrate("--base-url", "ftp://127.0.0.1/v1", expect="`base_url`"),
+    _calibrate("--out", "{dir}/report/plan.csv", expect="`out`", name="a file as the folder"),
+    Case(
+        "calibrate an unknown family",
+        ("calibrate", "--family", "nosuch", "--n", "3"),
+        ("`family`", "nosuch"),
+    ),
+    Case("calibrate a family and a file", (*FAMILY, "--tasks", "{dir}/x.jsonl"), ("`family`",)),
+    Case("calibrate neither family nor file", ("calibrate", "--n", "3"), ("`family`",)),
+    Case("calibrate without sizes", ("calibrate", "--family", "count"), ("`n`",)),
+    Case("calibrate a size out of range", ("calibrate", "--family", "count", "--n", "0"), ("`n`",)),
+    Case(
+        "task file with a BOM",
+        TASKS,
+        ("tasks.jsonl", "line 1", "`path`", "BOM"),
+        (("tasks.jsonl", b"\xef\xbb\xbf" + _text(GOOD_ROW)),),
+    ),
+    Case(
+        "task file with a NUL byte",
+        TASKS,
+        ("tasks.jsonl", "line 2", "`path`", "NUL"),
+        (("tasks.jsonl", _text(GOOD_ROW, '{"id": "b", "prompt": "x\x00", "answer": "1"}')),),
+    ),
+    Case(
+        "task file with a lone surrogate",
+        TASKS,
+        ("line 1", "`prompt`", "surrogate"),
+        (("tasks.jsonl", _text('{"id": "a", "prompt": "q \\ud800", "answer": "1"}')),),
+    ),
+    Case(
+        "task file with a 10 MB line",
+        TASKS,
+        ("line 2", "`path`", "characters long"),
+        (
+            (
+                "tasks.jsonl",
+                _text(GOOD_ROW, '{"id": "b", "prompt": "' + "x" * 10_000_000 + '", "answer": "1"}'),
+            ),
+        ),
+    ),
+    Case("task file that is a folder", ("tasks", "check", "{dir}/report"), ("report", "`path`")),
+    Case(
+        "task file with an unknown field",
+        ("tasks", "check", "{dir}/tasks.jsonl"),
+        ("line 1", "anwser"),
+        (("tasks.jsonl", _text('{"id": "a", "prompt": "q", "anwser": "1"}')),),
+    ),
+    Case(
+        "choices without the answer",
+        ("tasks", "check", "{dir}/tasks.jsonl"),
+        ("line 1", "`answer`"),
+        (
+            (
+                "tasks.jsonl",
+                _text('{"id": "a", "prompt": "q", "answer": "C", "choices": ["A", "B"]}'),
+            ),
+        ),
+    ),
+    Case("tasks make an unknown family", ("tasks", "make", "nosuch", "--n", "3"), ("`family`",)),
+    Case(
+        "tasks make zero items",
+        ("tasks", "make", "count", "--n", "3", "--count", "0"),
+        ("`count`",),
+    ),
+    Case(
+        "tasks make into a folder",
+        ("tasks", "make", "count", "--n", "3", "--out", "{dir}"),
+        ("`out`",),
+    ),
+    Case("models pull a path", ("models", "pull", "../../etc/passwd"), ("`model`",)),
+    Case("models pull an absolute GGUF", ("models", "pull", "/tmp/x.gguf"), ("`model`",)),
+    Case("models pull nothing", ("models", "pull", ""), ("`model`",)),
+    Case("lab on port 0", ("lab", "--port", "0"), ("`port`",)),
+    Case("lab on a missing folder", ("lab", "--notebooks", "{dir}/nope"), ("`notebooks`",)),
+    _answer("--m", "0", expect="`m`"),
+    _answer("--schedule", "sorted", expect="`schedule`"),
+    _answer("--bands", "3", expect="`bands`"),
+    _answer("--samples", "0", expect="`samples`"),
+    _answer("--temperature", "0", expect="`temperature`"),
+    _answer("--temperature", "nan", expect="`temperature`"),
+    _answer("--confidence", "1.5", expect="`confidence`"),
+    _answer("--target-width", "0", expect="`target_width`"),
+    _answer("--k", "-1", expect="`k`"),
+    _answer("--seed", "-1", expect="`seed`"),
+    _answer("--method", "guess", expect="`method`"),
+    _answer("--chart", "{dir}/chart.pdf", expect="`chart`"),
+    _answer("--choice", "1", "--choice", "1", expect="`choice`"),
+    _answer("--backend", "local:/dev/zero", expect="`backend`"),
+    Case(
+        "answer an empty query",
+        ("answer", "{dir}/examples.jsonl", "--query", " "),
+        ("`query`",),
+        WITH_EXAMPLES,
+    ),
+    Case("answer from missing examples", ANSWER, ("examples.jsonl", "`examples`")),
 ]
 
 API_CASES: list[ApiCase] = []

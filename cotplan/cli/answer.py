@@ -123,6 +123,54 @@ def _print(result: Any, default_choices: bool) -> None:
         _console.print(f"note: {escape(note)}", highlight=False)
 
 
+CHART_SUFFIXES = (".png", ".svg", ".html")
+MAX_M = 100_000
+
+
+def _check_options(
+    *,
+    query: str,
+    choices: list[str] | None,
+    m: int,
+    seed: int,
+    samples: int,
+    temperature: float,
+    target_width: float | None,
+    confidence: float,
+    k: int | None,
+    chart: Path | None,
+    backend: str,
+    base_url: str | None,
+) -> None:
+    """Every option of `cotplan answer`, before the model is started or called."""
+    from cotplan.cli.calibrate import check_backend, check_int, check_out, check_probability
+
+    if not query.strip():
+        raise InputError("must not be empty", field="query")
+    for candidate in choices or ():
+        if not candidate.strip():
+            raise InputError("must not be empty", field="choice")
+    if choices and len(set(choices)) != len(choices):
+        raise InputError(f"must be distinct, got {choices!r}", field="choice")
+    check_int(m, "m", high=MAX_M)
+    check_int(seed, "seed", low=0)
+    check_int(samples, "samples", high=1000)
+    if math.isnan(temperature) or not 0.0 < temperature <= 2.0:
+        raise InputError(f"must be in (0, 2], got {temperature!r}", field="temperature")
+    check_probability(target_width, "target_width", closed_high=True)
+    check_probability(confidence, "confidence")
+    check_int(k, "k", low=0)
+    if chart is not None:
+        if chart.suffix.lower() not in CHART_SUFFIXES:
+            raise InputError(
+                f"must end in {', '.join(CHART_SUFFIXES)}, got {chart.name!r}", field="chart"
+            )
+        if chart.is_dir():
+            raise InputError(f"{chart} is a folder", field="chart")
+        check_out(chart.parent, field="chart")
+    check_backend(backend, base_url)
+
+
 def register(app: typer.Typer) -> None:
     """Add `cotplan answer` to the top-level app."""
 
@@ -194,6 +242,7 @@ def register(app: typer.Typer) -> None:
         from cotplan.backends.connect import connect
         from cotplan.generate.fewshot import FewShotTemplate, load_examples
         from cotplan.generate.permutation import permutation_average
+        from cotplan.generate.schedules import check_schedule, make_orderings
 
         loaded = load_examples(examples)
         default_choices = not choice
@@ -212,6 +261,22 @@ def register(app: typer.Typer) -> None:
         )
         if method not in ("auto", "logprobs", "sampled"):
             raise InputError(f"must be auto, logprobs or sampled, got {method!r}", field="method")
+        _check_options(
+            query=query,
+            choices=choices,
+            m=m,
+            seed=seed,
+            samples=samples,
+            temperature=temperature,
+            target_width=target_width,
+            confidence=confidence,
+            k=k,
+            chart=chart,
+            backend=backend,
+            base_url=base_url,
+        )
+        # The orderings are drawn before any call, so their options fail here too.
+        make_orderings(len(loaded), m, check_schedule(schedule), seed=seed, bands=bands)
         with connect(backend, base_url=base_url) as model:
             result = permutation_average(
                 model,

@@ -17,6 +17,8 @@ __all__ = ["lab_command", "register"]
 
 def lab_command(notebooks: Path, port: int, open_browser: bool) -> list[str]:
     """The JupyterLab command line: loopback only, root allowed where we run as root."""
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
+        raise InputError(f"must be in 1..65535, got {port!r}", field="port")
     if not notebooks.is_dir():
         raise InputError(f"{notebooks} is not a folder", field="notebooks")
     if importlib.util.find_spec("jupyterlab") is None:

@@ -271,11 +271,19 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Answer items at several reasoning budgets and save the calibration table."""
         from cotplan.backends import connect
+        from cotplan.cli.calibrate import check_calibrate_options
         from cotplan.planner.calibrate import calibrate as run_calibration
 
+        grid: Any = check_calibrate_options(
+            budgets=budgets,
+            count=count,
+            concurrency=concurrency,
+            answer_tokens=answer_tokens,
+            backend=backend,
+            base_url=base_url,
+            out=out,
+        )  # all before the first (maybe paid) call; the folder is made once there is a result
         items = build_items(family, tasks, parse_ints(n, "n"), count, seed)
-        grid: Any = "paper" if budgets.strip() == "paper" else parse_ints([budgets], "budgets")
-        folder = report_folder(out)
         with connect(backend, base_url=base_url) as model:
             result = run_calibration(
                 model,
@@ -285,6 +293,7 @@ def register(app: typer.Typer) -> None:
                 progress=progress,
                 answer_tokens=answer_tokens,
             )
+        folder = report_folder(out)
         path = result.to_csv(folder / "calibration.csv")
         print_calibration(result)
         console.print(f"wrote {path}")

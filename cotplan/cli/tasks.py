@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from cotplan.errors import InputError
 from cotplan.tasks import item_to_dict, list_families, load_tasks, make_tasks, save_tasks
 
 __all__ = ["app"]
@@ -75,6 +76,8 @@ def make_command(
     ] = None,
 ) -> None:
     """Generate COUNT items of FAMILY at each size n, reproducibly from SEED."""
+    if out is not None and out.is_dir():
+        raise InputError(f"{out} is a folder; name a file in it, e.g. tasks.jsonl", field="out")
     items = [item for size in n for item in make_tasks(family, n=size, count=count, seed=seed)]
     if out is None:
         for item in items:

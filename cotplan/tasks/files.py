@@ -24,10 +24,12 @@ from cotplan.errors import InputError
 from cotplan.io import write_text
 from cotplan.tasks.item import AnswerKind, TaskItem
 
-__all__ = ["MAX_N", "item_from_dict", "item_to_dict", "load_tasks", "save_tasks"]
+__all__ = ["MAX_LINE_CHARS", "MAX_N", "item_from_dict", "item_to_dict", "load_tasks", "save_tasks"]
 
 #: The largest size accepted for an item (a million: beyond any context window).
 MAX_N = 1_000_000
+#: The longest line accepted (a million characters: some 250k tokens, beyond any context window).
+MAX_LINE_CHARS = 1_000_000
 
 _FIELDS = ("id", "prompt", "messages", "answer", "kind", "choices", "n", "family")
 _KINDS: tuple[str, ...] = get_args(AnswerKind)
@@ -41,6 +43,20 @@ def _infer_kind(answer: str, choices: tuple[str, ...] | None) -> AnswerKind:
     except ValueError:
         return "text"
     return "integer"
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+    if isinstance(value, list):
+        return any(_has_lone_surrogate(v) for v in value)
+    if isinstance(value, dict):
+        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
+    return False
 
 
 def item_from_dict(
@@ -58,6 +74,11 @@ def item_from_dict(
         raise fail(
             f"unknown field(s) {', '.join(map(repr, unknown))}; allowed: {', '.join(_FIELDS)}"
         )
+    for name, value in row.items():
+        if _has_lone_surrogate(value):
+            raise fail(
+                "holds a lone surrogate escape (e.g. \\ud800): not text any model accepts", name
+            )
     if "id" not in row:
         raise fail("missing", "id")
     raw_id = row["id"]
@@ -154,12 +175,34 @@ def load_tasks(path: str | os.PathLike[str]) -> list[TaskItem]:
     except FileNotFoundError:
         raise InputError("no such file", field="path", source=source) from None
     except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text ({exc.reason})", source=source) from exc
+        raise InputError(f"not UTF-8 text ({exc.reason})", field="path", source=source) from exc
     except OSError as exc:
-        raise InputError(f"cannot read ({exc.strerror})", source=source) from exc
+        raise InputError(f"cannot read ({exc.strerror})", field="path", source=source) from exc
+    if text.startswith("\ufeff"):
+        raise InputError(
+            "starts with a byte-order mark (BOM); save it as UTF-8 without BOM",
+            field="path",
+            line=1,
+            source=source,
+        )
     items: list[TaskItem] = []
     first_line: dict[str, int] = {}
     for number, raw in enumerate(text.splitlines(), start=1):
+        if "\x00" in raw:
+            raise InputError(
+                "holds a NUL byte: a binary file, not JSON lines",
+                field="path",
+                line=number,
+                source=source,
+            )
+        if len(raw) > MAX_LINE_CHARS:
+            raise InputError(
+                f"is {len(raw):,} characters long (at most {MAX_LINE_CHARS:,}: beyond any "
+                "model's context)",
+                field="path",
+                line=number,
+                source=source,
+            )
         if not raw.strip():
             continue
         try:
@@ -179,7 +222,7 @@ def load_tasks(path: str | os.PathLike[str]) -> list[TaskItem]:
         first_line[item.id] = number
         items.append(item)
     if not items:
-        raise InputError("no items (the file is empty)", source=source)
+        raise InputError("no items (the file is empty)", field="path", source=source)
     return items
 
 

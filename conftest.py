@@ -1,0 +1,240 @@
+"""Session-wide test set-up for tests/ and the executed notebooks (root conftest).
+
+- **No leaks from the developer's shell.** Variables that change what cotplan reads or where it
+  sends requests (`COTPLAN_CACHE`, `COTPLAN_PRICES`, `COTPLAN_KEY_FILE`, `COTPLAN_DEBUG`, provider
+  keys and endpoints, proxies) are removed for the whole session; a test that needs one sets it
+  itself (`monkeypatch.setenv`). `COTPLAN_HOME` points at a fresh temporary folder from the
+  start, so a notebook kernel (a child process that inherits the environment) gets it too,
+  whatever order the tests run in.
+- **Hypothesis** runs with the `cotplan` profile (no deadline: a loaded 2-core machine is not a
+  bug), and with `ci` (derandomized, the same examples every run) when `CI` is set.
+- **Markers.** A test that uses the `local_model`/`local_backend` fixtures is marked `model`; an
+  executed notebook is marked `slow`, and `model` when it starts the embedded model; a test
+  module that imports torch is marked `torch`.
+- **`--fast`** (what `./scripts/test --fast` passes): deselects `model`, `slow` and `torch`, and
+  makes a test that starts the embedded model or imports torch without its marker fail with a
+  message saying which marker to add.
+- **`--clock DATE`** (or `COTPLAN_TEST_CLOCK=DATE`): runs the session with the clock moved to
+  DATE (time-machine, ticking), to check that no test depends on the calendar:
+  `pytest --clock 2028-01-01 tests/test_pricing_cost.py`. It moves this process's clock only:
+  child processes (notebook kernels, CLI subprocesses) keep the real date.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.abc
+import inspect
+import os
+import re
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from importlib.machinery import ModuleSpec
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+# Read at import, before any test module imports cotplan, so nothing caches the shell's values.
+LEAKY_VARIABLES = (
+    "COTPLAN_CACHE",
+    "COTPLAN_PRICES",
+    "COTPLAN_KEY_FILE",
+    "COTPLAN_DEBUG",
+    "COTPLAN_HOME",
+    "TIKTOKEN_CACHE_DIR",
+    "OPENAI_BASE_URL",
+    "OPENAI_API_BASE",
+    "OPENAI_ORG_ID",
+    "OPENAI_ORGANIZATION",
+    "OPENAI_PROJECT_ID",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+)
+# Any provider's key: OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY, AZURE_OPENAI_API_KEY...
+KEY_PATTERN = re.compile(r".*_(API_KEY|API_TOKEN|ACCESS_TOKEN)$")
+
+CLOCK_ENV = "COTPLAN_TEST_CLOCK"
+TORCH_MESSAGE = (
+    "torch is not loaded in --fast runs; a test that needs it is marked `torch` (a module-level "
+    "or in-test `pytest.importorskip('torch')` marks it)"
+)
+
+
+def _clean_environment() -> None:
+    for name in list(os.environ):
+        if name in LEAKY_VARIABLES or KEY_PATTERN.fullmatch(name):
+            del os.environ[name]
+
+
+_clean_environment()
+_HOME = Path(tempfile.mkdtemp(prefix="cotplan-test-home-"))
+os.environ["COTPLAN_HOME"] = str(_HOME)
+SESSION_HOME = _HOME
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("cotplan")
+    group.addoption(
+        "--fast",
+        action="store_true",
+        help="Skip tests marked model, slow or torch; fail a test that needs either unmarked.",
+    )
+    group.addoption(
+        "--clock",
+        metavar="DATE",
+        default=os.environ.get(CLOCK_ENV) or None,
+        help=f"Move the clock to DATE (ISO, e.g. 2028-01-01) for the session (env {CLOCK_ENV}).",
+    )
+
+
+class _NoTorch(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Makes `import torch` fail with a message, so an unmarked torch test fails fast instead of
+    running slowly; `pytest.importorskip("torch")` skips as if torch were not installed."""
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
+        if fullname == "torch" or fullname.startswith("torch."):
+            return ModuleSpec(fullname, self)
+        return None
+
+    def create_module(self, spec: ModuleSpec) -> ModuleType | None:
+        raise ModuleNotFoundError(TORCH_MESSAGE, name=spec.name)
+
+    def exec_module(self, module: ModuleType) -> None:
+        raise ModuleNotFoundError(TORCH_MESSAGE, name=module.__name__)
+
+
+_clock: Any = None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global _clock
+    _register_hypothesis_profiles()
+    if config.getoption("fast"):
+        sys.meta_path.insert(0, _NoTorch())
+    when = config.getoption("clock")
+    if when:
+        import time_machine
+
+        moment = datetime.fromisoformat(when)
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        _clock = time_machine.travel(moment, tick=True)
+        _clock.start()
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    lines = [f"cotplan: COTPLAN_HOME={_HOME} (shell variables cleared)"]
+    if config.getoption("clock"):
+        lines.append(f"cotplan: clock moved to {config.getoption('clock')} (--clock)")
+    if config.getoption("fast"):
+        lines.append("cotplan: --fast: model, slow and torch tests deselected")
+    return lines
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    global _clock
+    if _clock is not None:
+        _clock.stop()
+        _clock = None
+    shutil.rmtree(_HOME, ignore_errors=True)
+
+
+def _register_hypothesis_profiles() -> None:
+    from hypothesis import HealthCheck, settings
+
+    settings.register_profile(
+        "cotplan", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    )
+    settings.register_profile(
+        "ci",
+        parent=settings.get_profile("cotplan"),
+        derandomize=True,
+        print_blob=True,
+    )
+    chosen = os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "cotplan")
+    settings.load_profile(chosen)
+
+
+MODEL_FIXTURES = {"local_model", "local_backend"}
+# A notebook that starts the embedded model (through the library) says so in its source.
+MODEL_IN_NOTEBOOK = re.compile(r"LocalModel|connect\(|local_backend|--backend")
+
+
+def _notebook_uses_model(path: Path) -> bool:
+    paired = path.with_suffix(".py")
+    source = paired.read_text() if paired.exists() else path.read_text()
+    return bool(MODEL_IN_NOTEBOOK.search(source))
+
+
+# At the start of a line: a module-level import (or importorskip) makes every test need torch.
+TORCH_IN_MODULE = re.compile(
+    r'^(import torch|from torch\b|\w+ = pytest.importorskip\("torch"\))', re.M
+)
+
+
+def _needs_torch(item: pytest.Item, modules: dict[Path, bool]) -> bool:
+    path = Path(str(item.path))
+    if path not in modules:
+        modules[path] = bool(TORCH_IN_MODULE.search(path.read_text()))
+    if modules[path]:
+        return True
+    function = getattr(item, "function", None)
+    with contextlib.suppress(OSError, TypeError):
+        source = inspect.getsource(function) if function is not None else ""
+        return 'importorskip("torch")' in source or "import torch" in source
+    return False
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    torch_modules: dict[Path, bool] = {}
+    for item in items:
+        path = Path(str(item.path))
+        if path.suffix == ".ipynb":
+            item.add_marker(pytest.mark.slow)
+            if _notebook_uses_model(path):
+                item.add_marker(pytest.mark.model)
+            continue
+        if MODEL_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.model)
+        if path.suffix == ".py" and _needs_torch(item, torch_modules):
+            item.add_marker(pytest.mark.torch)
+    if not config.getoption("fast"):
+        return
+    kept: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
+    for item in items:
+        marked = {m.name for m in item.iter_markers()}
+        (dropped if marked & {"model", "slow", "torch"} else kept).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
+@pytest.fixture(autouse=True)
+def _refuse_unmarked_model(request: pytest.FixtureRequest) -> Iterator[None]:
+    """In --fast runs, a test that starts the embedded model without `model` fails, and says so."""
+    if not request.config.getoption("fast"):
+        yield
+        return
+    from cotplan.backends.local import LocalModel
+
+    def refuse(self: LocalModel) -> LocalModel:
+        pytest.fail(
+            "this test starts the embedded model: mark it `@pytest.mark.model`", pytrace=False
+        )
+
+    with contextlib.ExitStack() as stack:
+        patch = stack.enter_context(pytest.MonkeyPatch.context())
+        patch.setattr(LocalModel, "start", refuse)
+        yield
