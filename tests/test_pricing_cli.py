@@ -80,3 +80,74 @@ def test_project_needs_a_token_distribution(capsys: pytest.CaptureFixture[str]) 
     with pytest.raises(SystemExit):
         main(["cost", "project", "gpt-6.2-sol", "--queries-per-day", "10"])
     assert "`sample`: give a token sample" in capsys.readouterr().err
+
+
+def test_prices_filter_by_provider_and_name_and_show_the_source(tmp_path: Path) -> None:
+    out = run("prices", "--provider", "openai", "--model", "4o-mini", "--csv",
+              str(tmp_path / "p.csv"))  # fmt: skip
+    assert "gpt-4o-mini" in out
+    assert "gpt-6.2-sol" not in out
+    assert "genai-prices 0.2.3" in out
+    written = pd.read_csv(tmp_path / "p.csv")
+    assert set(written["provider"]) == {"openai"}
+    assert written["model"].str.contains("4o-mini").all()
+    assert {"origin", "source", "effective_to", "as_of", "age_days"} <= set(written.columns)
+
+
+def test_prices_without_filters_lists_cotplan_rows_and_exports_the_merged_table(
+    tmp_path: Path,
+) -> None:
+    out = run("prices", "--csv", str(tmp_path / "all.csv"), "--on", "2026-11-29")
+    assert "gpt-6.2-sol" in out
+    assert "more rows come from genai-prices" in out
+    merged = pd.read_csv(tmp_path / "all.csv")
+    assert len(merged) >= 2_000
+    assert merged["origin"].str.startswith("genai-prices").sum() >= 2_000
+    assert (merged["origin"] == "cotplan").sum() >= 19
+
+
+@pytest.mark.parametrize(
+    ("args", "pattern"),
+    [
+        (("--provider", "opneai"), "`provider`: no prices for 'opneai' (did you mean openai"),
+        (("--model", "no-such-model-anywhere"), "`model`: no price rows match"),
+        (("--source", "web"), "`source`: must be one of cotplan, genai-prices, all"),
+    ],
+)
+def test_prices_options_are_checked(
+    args: tuple[str, ...], pattern: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["cost", "prices", *args])
+    assert info.value.code == 2
+    assert pattern in " ".join(capsys.readouterr().err.split())
+
+
+def test_an_ambiguous_model_names_its_sellers(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["cost", "call", "claude-3-5-haiku", "--prompt-tokens", "1", "--completion-tokens",
+              "1"])  # fmt: skip
+    assert "several providers (anthropic, google)" in " ".join(capsys.readouterr().err.split())
+    out = run("call", "claude-3-5-haiku", "--provider", "google", "--prompt-tokens", "1000",
+              "--completion-tokens", "10", "--on", "2026-11-29")  # fmt: skip
+    assert "claude-3-5-haiku (google)" in out
+    assert "price: genai-prices 0.2.3" in out
+
+
+def test_warnings_are_one_line_notes(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["cost", "call", "gpt-6-astra", "--prompt-tokens", "10", "--completion-tokens", "1",
+              "--on", "2027-09-01"])  # fmt: skip
+    assert info.value.code == 0
+    err = capsys.readouterr().err
+    notes = [line for line in err.splitlines() if line.strip()]
+    assert notes[0].startswith("note: the price of gpt-6-astra (openai) was read on 2026-09-13")
+    assert ".py:" not in err
+    assert "StalePriceWarning" not in err
+
+
+def test_a_local_gguf_is_free_in_the_cli() -> None:
+    out = run("call", "local:/models/gemma-3-270m-it-Q4_K_M.gguf", "--prompt-tokens", "900",
+              "--completion-tokens", "100", "--on", "2031-01-01")  # fmt: skip
+    assert "price: local, no API charge" in out
+    assert "note:" not in out

@@ -135,7 +135,10 @@ def test_no_price_in_effect_yet(tmp_path: Path) -> None:
 def test_stale_price_warns_with_its_date() -> None:
     table = price_table()
     later = date(2027, 9, 1)
-    with pytest.warns(StalePriceWarning, match=r"gpt-6-astra \(openai\) was read on 2026-09-13, 353 days before 2027-09-01"):
+    with pytest.warns(
+        StalePriceWarning,
+        match=r"gpt-6-astra \(openai\) was read on 2026-09-13, 353 days before 2027-09-01",
+    ):
         table.lookup("gpt-6-astra", on=later)
 
 

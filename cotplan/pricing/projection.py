@@ -226,7 +226,8 @@ class TokenDistribution(Protocol):
     number of real observations behind the distribution (None: treat its mean as known).
     """
 
-    n_observed: int | None
+    @property
+    def n_observed(self) -> int | None: ...
 
     def sample(self, draws: int, rng: np.random.Generator) -> tuple[
         _FloatArray, _FloatArray, _FloatArray
