@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import random
+import select
 import socket
 import threading
 import time
@@ -54,6 +55,22 @@ class ProxyStats:
         return max(self.forwarded.values(), default=0)
 
 
+def _gave_up(connection: socket.socket, seconds: float) -> bool:
+    """Wait up to `seconds` for the client to close its connection; True if it did."""
+    deadline = time.monotonic() + seconds
+    while (left := deadline - time.monotonic()) > 0:
+        readable, _, _ = select.select([connection], [], [], left)
+        if not readable:
+            break
+        try:
+            if connection.recv(1, socket.MSG_PEEK) == b"":
+                return True
+        except OSError:
+            return True
+        time.sleep(min(0.05, max(left, 0.0)))  # bytes of a next request: keep waiting
+    return False
+
+
 class FaultProxy:
     """A loopback HTTP proxy that injects faults at a seeded rate.
 
@@ -69,6 +86,8 @@ class FaultProxy:
         Seeds the fault draws, so a failing run can be replayed.
     slow_seconds:
         How long a "slow" fault waits before answering (set it above the client's timeout).
+        A client that gives up meanwhile gets nothing and its request is never forwarded, so
+        the server does no work nobody will read.
     hold_after:
         Once this many requests were forwarded, hold every further request (unforwarded)
         until `release()`; `stats.held` counts them. A test can then kill its client at a
@@ -178,8 +197,11 @@ class FaultProxy:
                     self.end_headers()
                     self.wfile.write(payload)
                     return
-                if fault == "slow":
-                    time.sleep(proxy.slow_seconds)
+                if fault == "slow" and _gave_up(self.connection, proxy.slow_seconds):
+                    # Never forwarded: a one-slot server must not spend its only slot on an
+                    # answer nobody reads while the client's retry waits behind it.
+                    self.close_connection = True
+                    return
                 forward_headers = {
                     k: v
                     for k, v in self.headers.items()

@@ -6,10 +6,13 @@ import os
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from cotplan.backends import local
 from cotplan.backends.cache import CallCache
 from cotplan.backends.local import LocalBackend, LocalModel
 from cotplan.backends.openai_compat import OpenAICompatibleBackend
@@ -122,18 +125,48 @@ def test_a_file_that_is_not_gguf_is_refused(tmp_path: Path) -> None:
         LocalModel(str(bogus)).start()
 
 
-def _server_processes() -> set[int]:
-    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
-    return {int(line.split()[0]) for line in out.splitlines() if "cotplan.backends._serve" in line}
+def _alive(pid: int, started: str) -> bool:
+    """Whether process `pid` (started at clock tick `started`) still runs: not gone, not a
+    zombie, and not another process that reused the number."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return fields[0] != "Z" and fields[19] == started
 
 
-def test_corrupt_gguf_fails_clearly_and_leaves_no_process(tmp_path: Path) -> None:
+def _start_tick(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+
+
+def _wait_gone(pid: int, started: str, limit: float = 120.0) -> bool:
+    """Poll for up to `limit` seconds (generous: a loaded machine is slow, not broken)."""
+    deadline = time.monotonic() + limit
+    while _alive(pid, started):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
+
+
+def test_corrupt_gguf_fails_clearly_and_leaves_no_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     corrupt = tmp_path / "corrupt.gguf"
     corrupt.write_bytes(b"GGUF" + os.urandom(4096))
-    before = _server_processes()
+    started: list[subprocess.Popen[bytes]] = []
+
+    class Recorded(subprocess.Popen[bytes]):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            started.append(self)
+
+    # This test's own server process, not every process on a machine others share.
+    monkeypatch.setattr(local.subprocess, "Popen", Recorded)
     with pytest.raises(LocalServerError, match="exited during start-up"):
         LocalModel(str(corrupt), start_timeout=30).start()
-    assert _server_processes() <= before
+    assert len(started) == 1
+    assert started[0].wait(timeout=120) != 0
 
 
 def test_port_in_use_is_a_clear_error(local_model: LocalModel) -> None:
@@ -164,10 +197,8 @@ def test_server_exits_when_its_parent_is_killed(tmp_path: Path) -> None:
     )
     assert parent.stdout is not None
     child = int(parent.stdout.readline())
+    started = _start_tick(child)
     parent.kill()
     parent.wait()
-    for _ in range(50):
-        if child not in _server_processes():
-            break
-        subprocess.run(["sleep", "0.1"], check=True)
-    assert child not in _server_processes()
+    # The server polls for its parent every half second; allow far more on a busy machine.
+    assert _wait_gone(child, started)

@@ -47,9 +47,10 @@ def study(backend: LabBackend) -> LabStudy:
     return reasoning_study("parity", "tiny", backend=backend)
 
 
-def test_the_tiny_model_trains_in_seconds_and_writes_full_traces(backend: LabBackend) -> None:
+def test_the_tiny_model_trains_and_writes_full_traces(backend: LabBackend) -> None:
     meta = backend.lab.meta
-    assert meta["train_seconds"] < 120
+    # Recorded, not asserted: the time depends on the machine's load (benchmarks measure speed).
+    assert meta["train_seconds"] > 0
     assert min(meta["accuracy_full_trace"].values()) >= 0.9
     # Without a trace, parity of 5 bits is close to a coin flip for this model.
     assert meta["accuracy_no_reasoning"]["5"] < 0.8
