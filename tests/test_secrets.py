@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import subprocess
 import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -81,14 +85,53 @@ def test_a_calibration_run_writes_the_key_nowhere(
             assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
 
 
+class _Rejecting(BaseHTTPRequestHandler):
+    """Answers 401 with a body that echoes the whole request, key included (as some gateways
+    do), so a client that printed the body would leak the key."""
+
+    seen: ClassVar[list[str]] = []
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("content-length") or 0)).decode()
+        request = f"{self.command} {self.path} {dict(self.headers)!r} {body}"
+        type(self).seen.append(request)
+        payload = json.dumps({"error": {"message": f"invalid API key; you sent {request}"}})
+        self.send_response(401)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(payload.encode())))
+        self.end_headers()
+        self.wfile.write(payload.encode())
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
 def test_a_rejected_key_is_not_echoed(tmp_path: Path) -> None:
-    # Nothing listens on port 9: the error must name the endpoint, never the key.
-    result = _run(
-        ["demo", "--backend", "openai:some-model", "--base-url", "http://127.0.0.1:9/v1"],
-        tmp_path / "home",
-        tmp_path,
-    )
+    _Rejecting.seen = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Rejecting)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    try:
+        result = _run(
+            [
+                "calibrate", "--family", "arithmetic", "--n", "2", "--count", "1",
+                "--budgets", "0", "--backend", "openai:some-model", "--base-url", url,
+                "--out", str(tmp_path / "out"), "--no-progress",
+            ],
+            tmp_path / "home",
+            tmp_path,
+        )  # fmt: skip
+    finally:
+        server.shutdown()
+        server.server_close()
+    # The request reached the server with the key, and its 401 body (echoing it) was read.
+    assert len(_Rejecting.seen) == 1, "a 401 is not retried"
+    assert f"Bearer {SECRET}" in _Rejecting.seen[0]
     assert result.returncode == 2
-    assert "127.0.0.1:9" in result.stderr
+    assert "401" in result.stderr
+    assert f"127.0.0.1:{server.server_address[1]}" in result.stderr
     assert SECRET not in result.stdout + result.stderr
     assert "Traceback" not in result.stderr
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert SECRET.encode() not in path.read_bytes(), f"the key leaked into {path}"
