@@ -16,14 +16,21 @@ import os
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import tiktoken
 
 from cotplan import paths
 from cotplan.errors import InputError, UnknownModelError
+from cotplan.model_registry import MODEL_FAMILIES, bare_name, family_of
 
-__all__ = ["count_message_tokens", "count_tokens", "encoding_for", "encoding_name_for"]
+__all__ = [
+    "TokenCounter",
+    "count_message_tokens",
+    "count_tokens",
+    "encoding_for",
+    "encoding_name_for",
+]
 
 _ENCODING_URLS = {
     "o200k_base": "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
@@ -34,37 +41,28 @@ _ENCODING_SHA256 = {
     "cl100k_base": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
 }
 
-# Longest prefix wins; covers dated snapshots such as "gpt-4o-2024-08-06".
-_FAMILY_PREFIXES: tuple[tuple[str, str], ...] = (
-    ("gpt-5", "o200k_base"),
-    ("gpt-4.1", "o200k_base"),
-    ("gpt-4.5", "o200k_base"),
-    ("gpt-4o", "o200k_base"),
-    ("chatgpt-4o", "o200k_base"),
-    ("gpt-oss", "o200k_base"),
-    ("o1", "o200k_base"),
-    ("o3", "o200k_base"),
-    ("o4", "o200k_base"),
-    ("gpt-4", "cl100k_base"),
-    ("gpt-3.5", "cl100k_base"),
-    ("text-embedding-3", "cl100k_base"),
-    ("text-embedding-ada-002", "cl100k_base"),
-)
-
 _seed_lock = threading.Lock()
 
 
+@runtime_checkable
+class TokenCounter(Protocol):
+    """Anything with its own tokenizer: every `cotplan.backends.Backend` is one."""
+
+    def count_tokens(self, text: str) -> int: ...
+
+
 def encoding_name_for(model: str) -> str:
-    """The tiktoken encoding of an OpenAI model name, or an `UnknownModelError`."""
-    name = model.split(":", 1)[-1].split("/")[-1].lower()
-    for prefix, encoding in sorted(_FAMILY_PREFIXES, key=lambda p: -len(p[0])):
-        if name.startswith(prefix):
-            return encoding
+    """The tiktoken encoding of a model name (by `cotplan.model_registry`), or an encoding's
+    own name; an `UnknownModelError` when cotplan knows no offline tokenizer for it."""
+    family = family_of(model)
+    if family is not None and family.encoding is not None:
+        return family.encoding
+    name = bare_name(model)
     if name in _ENCODING_URLS:
         return name
     import difflib
 
-    known = [p for p, _ in _FAMILY_PREFIXES] + list(_ENCODING_URLS)
+    known = [f.prefix for f in MODEL_FAMILIES if f.encoding is not None] + list(_ENCODING_URLS)
     raise UnknownModelError(
         model, difflib.get_close_matches(name, known, n=3, cutoff=0.4), what="tokenizer for model"
     )
@@ -129,15 +127,16 @@ def count_message_tokens(messages: Sequence[Mapping[str, Any]], model: str) -> i
     return total
 
 
-def count_tokens(text_or_messages: str | Sequence[Mapping[str, Any]], model: Any) -> int:
+def count_tokens(
+    text_or_messages: str | Sequence[Mapping[str, Any]], model: str | TokenCounter
+) -> int:
     """Tokens in a text or a list of chat messages, for `model`.
 
-    `model` is an OpenAI model name (counted offline with tiktoken), or a `Backend`, whose own
-    tokenizer is used (the embedded model counts with its server's tokenize endpoint).
+    `model` is a model name (counted offline with tiktoken), or a `Backend` (any
+    `TokenCounter`), whose own tokenizer is used (the embedded model counts with its server's
+    tokenize endpoint).
     """
-    from cotplan.backends.base import Backend
-
-    if isinstance(model, Backend):
+    if isinstance(model, TokenCounter):
         if isinstance(text_or_messages, str):
             return model.count_tokens(text_or_messages)
         return sum(model.count_tokens(str(m["content"])) for m in text_or_messages)

@@ -117,12 +117,12 @@ class _HiddenReasoner(Backend):
 
     model = "o4-mini"
     supports_logprobs = False
+    reasoning = True
+    budget_rule = "openai-reasoning"
 
     def __init__(self, replies: list[tuple[str, int, int, str]]) -> None:
         self.replies = replies
         self.calls: list[dict[str, Any]] = []
-        self.base_url = None
-        self.reasoning = True
 
     def generate(self, prompt: Prompt, *, max_tokens: int, **kw: Any) -> Completion:
         self.calls.append({"prompt": prompt, "max_tokens": max_tokens, **kw})
@@ -174,10 +174,10 @@ def test_hidden_reasoning_sends_the_effort_level_of_its_budget(k: int, effort: s
 
 def test_unknown_price_is_nan_with_a_note() -> None:
     backend = _HiddenReasoner([("Answer: 15", 10, 5, "stop")])
-    backend.model = "o4-mini-unpriced"
+    backend.model = "o4-zz-unpriced"
     result = budgeted_answer(backend, ITEM, 8)
     assert math.isnan(result.cost_usd)
-    assert "no price for o4-mini-unpriced" in result.cost_note
+    assert "no price for o4-zz-unpriced" in result.cost_note
 
 
 def test_bad_input_names_the_field() -> None:

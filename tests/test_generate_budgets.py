@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from cotplan.backends.base import Backend, Completion, NextTokenProbs, Prompt
 from cotplan.backends.budgets import (
     BUDGET_RULES,
     budget_params,
     check_cap,
     rule_for,
 )
+from cotplan.backends.openai_compat import OpenAICompatibleBackend
 from cotplan.errors import InputError
 
 
@@ -83,18 +88,46 @@ def test_bad_input_names_the_field() -> None:
     with pytest.raises(InputError, match="`k`: must be a whole number of tokens"):
         budget_params("openai", -1)
     with pytest.raises(InputError, match="`k`: must be a whole number of tokens"):
-        budget_params("openai", True)  # type: ignore[arg-type]
+        budget_params("openai", True)
     with pytest.raises(InputError, match="`used`"):
         check_cap(3, -2)
 
 
-class _Endpoint:
-    def __init__(self, base_url: str | None, reasoning: bool = False) -> None:
-        self.base_url = base_url
-        self.reasoning = reasoning
+def test_rule_for_a_backend_is_the_rule_it_declares() -> None:
+    class Declared(_Plain):
+        budget_rule = "anthropic"
+
+    assert rule_for(_Plain()).name == "vllm"  # the default: a plain max_tokens cap
+    assert rule_for(Declared()).name == "anthropic"
 
 
-def test_rule_for_a_backend() -> None:
-    assert rule_for(_Endpoint(None)).name == "openai"
-    assert rule_for(_Endpoint(None, reasoning=True)).name == "openai-reasoning"
-    assert rule_for(_Endpoint("http://localhost:8000/v1")).name == "vllm"
+@pytest.mark.parametrize(
+    ("model", "base_url", "rule"),
+    [
+        ("gpt-4o-mini", None, "openai"),
+        ("o3", None, "openai-reasoning"),
+        ("gpt-6.2-sol", None, "openai-reasoning"),
+        ("gpt-5-chat-latest", None, "openai"),
+        ("my-fine-tune", None, "openai"),
+        ("qwen3-8b", "http://127.0.0.1:8000/v1", "vllm"),
+        ("o4-mini", "http://127.0.0.1:8000/v1", "openai-reasoning"),
+        ("claude-sonnet-5", "http://127.0.0.1:8000/v1", "anthropic"),
+    ],
+)
+def test_the_client_declares_the_rule_of_its_model_and_endpoint(
+    model: str, base_url: str | None, rule: str
+) -> None:
+    backend = OpenAICompatibleBackend(model, base_url=base_url, api_key="x", cache=None)
+    try:
+        assert backend.budget_rule == rule
+        assert rule_for(backend).name == rule
+    finally:
+        backend.close()
+
+
+class _Plain(Backend):
+    def generate(self, prompt: Prompt, *, max_tokens: int, **kw: Any) -> Completion:
+        raise NotImplementedError
+
+    def next_token_probs(self, prompt: Prompt, candidates: Sequence[str]) -> NextTokenProbs:
+        raise NotImplementedError

@@ -8,16 +8,20 @@ averaging, the experiments) is built from those two.
 from __future__ import annotations
 
 import abc
+import functools
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
-from cotplan.errors import InputError, ResponseFormatError
+from cotplan.errors import CapabilityError, InputError, ResponseFormatError
+from cotplan.messages import Message, Prompt, validate_prompt
+from cotplan.tokens import count_tokens
 
 __all__ = [
     "Backend",
+    "CallStats",
     "Completion",
     "Message",
     "NextTokenProbs",
@@ -26,9 +30,6 @@ __all__ = [
     "Usage",
     "validate_prompt",
 ]
-
-Message = dict[str, str]
-Prompt = str | Sequence[Message]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -141,42 +142,65 @@ class NextTokenProbs:
         return cls(probs, covered, raw, missing, usage or Usage(), from_cache)
 
 
-def validate_prompt(prompt: Prompt, *, field_name: str = "prompt") -> Prompt:
-    """Reject empty prompts and malformed message lists before any request is made."""
-    if isinstance(prompt, str):
-        if not prompt.strip():
-            raise InputError("must not be empty", field=field_name)
-        return prompt
-    if not isinstance(prompt, Sequence) or len(prompt) == 0:
-        raise InputError("must be a non-empty string or list of messages", field=field_name)
-    for i, message in enumerate(prompt):
-        if not isinstance(message, Mapping) or "role" not in message or "content" not in message:
-            raise InputError(
-                "each message must be a dict with `role` and `content`",
-                field=f"{field_name}[{i}]",
-            )
-        if message["role"] not in {"system", "user", "assistant", "developer"}:
-            raise InputError(f"unknown role {message['role']!r}", field=f"{field_name}[{i}].role")
-    messages = cast(Sequence[Mapping[str, Any]], prompt)
-    if not any(str(m["content"]).strip() for m in messages):
-        raise InputError("all messages are empty", field=field_name)
-    return prompt
+@dataclass
+class CallStats:
+    """Counts of one backend's traffic: `attempts - requests` is the retries it made.
+
+    `requests` are calls that reached the model, `cache_hits` calls answered without it,
+    `attempts` what went over the wire (an HTTP client counts its retries here).
+    """
+
+    requests: int = 0
+    attempts: int = 0
+    cache_hits: int = 0
+
+    @property
+    def retries(self) -> int:
+        return max(0, self.attempts - self.requests)
 
 
 class Backend(abc.ABC):
     """A model cotplan can call. Subclasses implement `generate` and `next_token_probs`.
 
-    Capabilities are class attributes so callers can plan before calling:
-    `supports_logprobs` (next-token probabilities are available) and `max_top_logprobs`
-    (how many alternatives one request can return).
+    The capabilities below are the whole contract between a backend and the code that drives
+    it: callers read them, never probe for other attributes. Each has the default a minimal
+    subclass gets; a backend that differs says so with a class attribute (or sets it per
+    instance in `__init__`).
     """
 
-    supports_logprobs: bool = True
-    max_top_logprobs: int = 20
     #: A name that identifies the model's weights (used in cache keys and cost lookups).
     model: str = ""
+    #: `next_token_probs` works and `generate(logprobs=n)` returns token logprobs.
+    supports_logprobs: bool = True
+    #: How many alternatives one request can return per position.
+    max_top_logprobs: int = 20
     #: How many requests this backend serves well at once (used by `map`).
     default_concurrency: int = 4
+    #: A plain-text prompt is continued as text (a /v1/completions endpoint, a raw language
+    #: model) rather than read as one user message. Decides how budgeted CoT writes out a chat
+    #: template and whether scored choices keep their leading space.
+    text_completions: bool = False
+    #: The model reasons in hidden tokens before its visible answer (OpenAI's o-series and
+    #: gpt-5/gpt-6); such models refuse logprobs, `temperature` and `stop`, and a budget caps
+    #: reasoning and answer together.
+    reasoning: bool = False
+    #: The name of the rule in `cotplan.backends.budgets.BUDGET_RULES` by which this backend
+    #: takes a token budget; the default is a plain `max_tokens` cap on written-out text.
+    budget_rule: str = "vllm"
+    #: The endpoint requests go to; None for an in-process model or a provider's own default.
+    base_url: str | None = None
+    #: `tokenize(text)` returns the model's own token ids (the embedded model's server does).
+    supports_tokenize: bool = False
+
+    @functools.cached_property
+    def stats(self) -> CallStats:
+        """This backend's traffic so far (zero counts for a backend that keeps none)."""
+        return CallStats()
+
+    def tokenize(self, text: str) -> list[int]:
+        """Token ids of `text` by the model's own tokenizer (no BOS), where
+        `supports_tokenize`; a `CapabilityError` otherwise."""
+        raise CapabilityError(f"{self.model or type(self).__name__} does not tokenize text")
 
     @abc.abstractmethod
     def generate(
@@ -202,8 +226,6 @@ class Backend(abc.ABC):
 
     def count_tokens(self, text: str) -> int:
         """Tokens in `text` by this model's tokenizer (default: the model's tiktoken encoding)."""
-        from cotplan.tokens import count_tokens
-
         return count_tokens(text, self.model)
 
     def map(

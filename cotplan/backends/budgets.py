@@ -1,12 +1,20 @@
-"""One reasoning budget, translated into each provider's own parameters, as data.
+"""Where a token budget becomes request fields: the one place, for every provider.
 
 Providers cap reasoning in different ways: a plain output cap (`max_tokens`), a cap on hidden
 reasoning plus the visible answer (`max_completion_tokens`), a coarse level
 (`reasoning_effort`), a thinking budget with a floor (Anthropic's `budget_tokens` >= 1024) or a
-soft budget (Gemini's `thinking_budget`). `BUDGET_RULES` holds what each one accepts;
-`budget_params(rule, k)` turns a budget of k reasoning tokens into the request fields (with a
-note whenever the provider cannot express k exactly), and `check_cap` says, after the call,
-whether the provider kept to it.
+soft budget (Gemini's `thinking_budget`). `BUDGET_RULES` holds what each one accepts.
+
+- `rule_for_model(provider, model)`: the rule that applies, from the model's family
+  (`cotplan.model_registry`) or else the provider serving it (`PROVIDER_RULES`);
+- `request_fields(provider, model, k)` / `budget_params(rule, k)`: the request fields that cap
+  reasoning at k tokens (with a note whenever the provider cannot express k exactly);
+  `BudgetParams.max_tokens` is the generation cap to pass as `Backend.generate(max_tokens=)`
+  and `BudgetParams.extra` the other fields, passed as `generate(extra=)`;
+- `cap_fields(rule, max_tokens)`: the field that carries a generation cap, which the
+  OpenAI-compatible client sends for every request (so the two agree by construction);
+- `rule_for(backend)`: the rule a backend declares (`Backend.budget_rule`);
+- `check_cap`: after the call, whether the provider kept to the budget.
 
 The `reasoning_effort` thresholds are cotplan's assumption, not a provider's: effort levels are
 not token counts, so the hard limit always travels with them (`max_completion_tokens`), and the
@@ -16,21 +24,27 @@ level only keeps the model from planning reasoning it will not be allowed to fin
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Literal
 
+from cotplan.backends.base import Backend
 from cotplan.errors import InputError
+from cotplan.model_registry import family_of
 
 __all__ = [
     "BUDGET_RULES",
     "EFFORT_THRESHOLDS",
+    "PROVIDER_RULES",
     "BudgetParams",
     "BudgetRule",
     "CapCheck",
     "budget_params",
+    "cap_fields",
     "check_cap",
+    "request_fields",
     "rule_for",
+    "rule_for_model",
 ]
 
 #: What a provider's budget parameter bounds: the visible text (`output`, reasoning written out
@@ -58,6 +72,7 @@ class BudgetRule:
     treats the budget as a hint (check the usage afterwards). `answer_room` is True when the
     cap also has to leave room for the visible answer. `effort` is True when the provider
     also takes a `reasoning_effort` level. `logprobs` says whether answer probabilities exist.
+    `cap_parameter` is the chat request field that caps all generated tokens.
     """
 
     name: str
@@ -71,6 +86,7 @@ class BudgetRule:
     effort: bool = False
     logprobs: bool = True
     notes: str = ""
+    cap_parameter: str = "max_tokens"
 
 
 BUDGET_RULES: Mapping[str, BudgetRule] = MappingProxyType(
@@ -90,8 +106,9 @@ BUDGET_RULES: Mapping[str, BudgetRule] = MappingProxyType(
                 answer_room=True,
                 effort=True,
                 logprobs=False,
-                notes="o-series / gpt-5-style reasoning models refuse `max_tokens` and logprobs; "
-                "the cap covers hidden reasoning and the visible answer",
+                notes="o-series / gpt-5 / gpt-6 reasoning models refuse `max_tokens` and "
+                "logprobs; the cap covers hidden reasoning and the visible answer",
+                cap_parameter="max_completion_tokens",
             ),
             BudgetRule(
                 "anthropic",
@@ -137,6 +154,20 @@ BUDGET_RULES: Mapping[str, BudgetRule] = MappingProxyType(
     }
 )
 
+#: The rule of each provider, for models whose family has no rule of its own: an
+#: OpenAI-compatible server of unknown make takes a plain `max_tokens` cap, as vLLM does.
+PROVIDER_RULES: Mapping[str, str] = MappingProxyType(
+    {
+        "openai": "openai",
+        "anthropic": "anthropic",
+        "google": "gemini",
+        "vllm": "vllm",
+        "llama.cpp": "llama.cpp",
+        "ollama": "ollama",
+        "openai-compatible": "vllm",
+    }
+)
+
 
 @dataclass(frozen=True)
 class BudgetParams:
@@ -147,7 +178,8 @@ class BudgetParams:
     provider will actually allow (it can exceed `k` where a provider has a floor), and `exact`
     is False whenever `cap` differs from `k` or the budget is soft. `visible_reasoning` is True
     when the reasoning has to be written out as text (the provider's own thinking cannot be
-    set as low as `k`). `notes` explains every departure.
+    set as low as `k`). `notes` explains every departure. `cap_parameter` is the rule's
+    field for the generation cap (see `max_tokens` and `extra`).
     """
 
     rule: str
@@ -157,6 +189,19 @@ class BudgetParams:
     exact: bool
     visible_reasoning: bool
     notes: tuple[str, ...] = field(default_factory=tuple)
+    cap_parameter: str = "max_tokens"
+
+    @property
+    def max_tokens(self) -> int | None:
+        """The generation cap among the fields (None when they set none): what to pass as
+        `Backend.generate(max_tokens=...)`, which sends it back under `cap_parameter`."""
+        value = self.params.get(self.cap_parameter)
+        return int(value) if value is not None else None
+
+    @property
+    def extra(self) -> dict[str, Any]:
+        """Every field but the generation cap: what to pass as `Backend.generate(extra=...)`."""
+        return {name: value for name, value in self.params.items() if name != self.cap_parameter}
 
 
 @dataclass(frozen=True)
@@ -188,6 +233,12 @@ def _check_k(k: object, name: str) -> int:
     return k
 
 
+def request_fields(provider: str, model: str, k: int, *, answer_tokens: int = 16) -> BudgetParams:
+    """The request fields that cap reasoning at `k` tokens for `model` served by `provider`
+    (a key of `PROVIDER_RULES`): `budget_params` under `rule_for_model(provider, model)`."""
+    return budget_params(rule_for_model(provider, model), k, answer_tokens=answer_tokens)
+
+
 def budget_params(rule: str | BudgetRule, k: int, *, answer_tokens: int = 16) -> BudgetParams:
     """The request fields that cap reasoning at `k` tokens under `rule` (a name or a rule).
 
@@ -196,19 +247,38 @@ def budget_params(rule: str | BudgetRule, k: int, *, answer_tokens: int = 16) ->
     chosen = _rule(rule)
     k = _check_k(k, "k")
     answer_tokens = _check_k(answer_tokens, "answer_tokens")
+    fields = _budget_fields(chosen, k, answer_tokens)
+    return replace(fields, cap_parameter=chosen.cap_parameter)
+
+
+def cap_fields(
+    rule: str | BudgetRule, max_tokens: int, *, operation: str = "chat"
+) -> dict[str, int]:
+    """The request field that caps all generated tokens at `max_tokens` under `rule`.
+
+    The legacy text `completions` endpoint knows only `max_tokens`; chat requests use the
+    rule's `cap_parameter` (`max_completion_tokens` for OpenAI's reasoning models).
+    """
+    if operation == "completions":
+        return {"max_tokens": max_tokens}
+    return {_rule(rule).cap_parameter: max_tokens}
+
+
+def _budget_fields(chosen: BudgetRule, k: int, answer_tokens: int) -> BudgetParams:
     notes: list[str] = []
     if chosen.covers == "output":
         # Reasoning as text under a plain output cap; the answer is a separate short request.
         return BudgetParams(
             chosen.name, k, {chosen.parameter: k} if k > 0 else {}, k, True, True, ()
         )
-    if chosen.name == "openai-reasoning":
-        params: dict[str, Any] = {"max_completion_tokens": k + answer_tokens}
-        params["reasoning_effort"] = _effort(k)
-        notes.append(
-            f"`reasoning_effort` {params['reasoning_effort']!r} is a level, not a count; "
-            f"the hard cap is max_completion_tokens = {k} + {answer_tokens} answer tokens"
-        )
+    if chosen.covers == "reasoning+output":
+        params: dict[str, Any] = {chosen.cap_parameter: k + answer_tokens}
+        if chosen.effort:
+            params["reasoning_effort"] = _effort(k)
+            notes.append(
+                f"`reasoning_effort` {params['reasoning_effort']!r} is a level, not a count; "
+                f"the hard cap is {chosen.cap_parameter} = {k} + {answer_tokens} answer tokens"
+            )
         return BudgetParams(chosen.name, k, params, k, False, False, tuple(notes))
     if chosen.name == "anthropic":
         assert chosen.minimum is not None
@@ -268,21 +338,24 @@ def check_cap(k: int, used: int, *, rule: str | BudgetRule | None = None) -> Cap
     )
 
 
-def rule_for(backend: Any) -> BudgetRule:
-    """The rule that fits a backend: by its `budget_rule` attribute if it has one, else
-    OpenAI's two flavours for api.openai.com, llama.cpp for the embedded model, and a plain
-    `max_tokens` cap (vLLM-style) for any other OpenAI-compatible endpoint."""
-    named = getattr(backend, "budget_rule", None)
-    if isinstance(named, str):
-        return _rule(named)
-    if getattr(backend, "server", None) is not None:
-        return BUDGET_RULES["llama.cpp"]
-    if getattr(backend, "base_url", "") is None:
-        reasoning = getattr(backend, "reasoning", False)
-        return BUDGET_RULES["openai-reasoning" if reasoning else "openai"]
-    if getattr(backend, "reasoning", False):
-        return BUDGET_RULES["openai-reasoning"]
-    return BUDGET_RULES["vllm"]
+def rule_for_model(provider: str, model: str) -> BudgetRule:
+    """The rule for `model` served by `provider`: its family's own rule where it has one
+    (`cotplan.model_registry`: OpenAI's chat and reasoning models, Claude, Gemini), else the
+    provider's (`PROVIDER_RULES`)."""
+    if provider not in PROVIDER_RULES:
+        raise InputError(
+            f"unknown provider {provider!r}; known: {', '.join(PROVIDER_RULES)}",
+            field="provider",
+        )
+    family = family_of(model)
+    if family is not None and family.budget_rule is not None:
+        return _rule(family.budget_rule)
+    return _rule(PROVIDER_RULES[provider])
+
+
+def rule_for(backend: Backend) -> BudgetRule:
+    """The rule a backend declares (`Backend.budget_rule`)."""
+    return _rule(backend.budget_rule)
 
 
 def _rule(rule: str | BudgetRule | None) -> BudgetRule:

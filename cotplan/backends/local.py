@@ -266,6 +266,8 @@ class LocalModel:
 class LocalBackend(OpenAICompatibleBackend):
     """The OpenAI-compatible client pointed at a `LocalModel`, with its tokenizer."""
 
+    supports_tokenize = True
+
     def __init__(
         self,
         server: LocalModel,
@@ -288,7 +290,11 @@ class LocalBackend(OpenAICompatibleBackend):
             max_retries=max_retries,
             timeout=timeout,
             concurrency=server.parallel,
+            provider="llama.cpp",
         )
+
+    def tokenize(self, text: str) -> list[int]:
+        return self.server.tokenize(text)
 
     def _send(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
         try:

@@ -16,7 +16,6 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import httpx2 as httpx
@@ -24,6 +23,7 @@ import openai
 
 from cotplan.backends.base import (
     Backend,
+    CallStats,
     Completion,
     Message,
     NextTokenProbs,
@@ -32,6 +32,7 @@ from cotplan.backends.base import (
     Usage,
     validate_prompt,
 )
+from cotplan.backends.budgets import cap_fields, rule_for_model
 from cotplan.backends.cache import CallCache, canonical_key
 from cotplan.backends.keys import find_key
 from cotplan.errors import (
@@ -45,6 +46,7 @@ from cotplan.errors import (
     ResponseFormatError,
     ServerUnreachableError,
 )
+from cotplan.model_registry import family_of
 
 __all__ = [
     "CallStats",
@@ -55,26 +57,12 @@ __all__ = [
     "parse_top_logprobs",
 ]
 
-_REASONING_PREFIXES = ("o1", "o3", "o4", "gpt-5")
-
 
 def is_reasoning_model(model: str) -> bool:
-    """OpenAI reasoning models take `max_completion_tokens`, refuse logprobs and temperature."""
-    name = model.split("/")[-1].lower()
-    return name.startswith(_REASONING_PREFIXES) and not name.startswith("gpt-5-chat")
-
-
-@dataclass
-class CallStats:
-    """Counts of one backend's traffic: `attempts - requests` is the retries the SDK made."""
-
-    requests: int = 0
-    attempts: int = 0
-    cache_hits: int = 0
-
-    @property
-    def retries(self) -> int:
-        return max(0, self.attempts - self.requests)
+    """Whether `model` reasons in hidden tokens (`cotplan.model_registry`): such models take
+    `max_completion_tokens` and `reasoning_effort`, and refuse logprobs and temperature."""
+    family = family_of(model)
+    return family is not None and family.reasoning
 
 
 def _usage(raw: dict[str, Any] | None) -> Usage:
@@ -221,6 +209,11 @@ class OpenAICompatibleBackend(Backend):
         The endpoint scores every position of a prompt in one request (vLLM's
         ``prompt_logprobs``); enables `prompt_logprobs()`, which the experiments use to read a
         whole sequence's predictions at once.
+    provider:
+        The API behind `base_url`, for its budget rule (`cotplan.backends.budgets`):
+        ``"vllm"``, ``"llama.cpp"``, ``"ollama"``, ... Default: ``"openai"`` without a
+        `base_url`, else ``"openai-compatible"``. A model family with a rule of its own
+        (`cotplan.model_registry`: OpenAI's reasoning models, Claude, Gemini) keeps it.
     """
 
     def __init__(
@@ -242,6 +235,7 @@ class OpenAICompatibleBackend(Backend):
         extra_body: dict[str, Any] | None = None,
         prompt_logprobs: bool = False,
         api_key_file: str | os.PathLike[str] | None = None,
+        provider: str | None = None,
     ) -> None:
         if not model:
             raise InputError("must be a non-empty model name", field="model")
@@ -252,7 +246,9 @@ class OpenAICompatibleBackend(Backend):
             key = "no-key-needed"
         self.model = model
         self.base_url = base_url
+        self.provider = provider or ("openai" if base_url is None else "openai-compatible")
         self.reasoning = is_reasoning_model(model)
+        self.budget_rule = rule_for_model(self.provider, model).name
         self.supports_logprobs = not self.reasoning
         self.max_top_logprobs = max_top_logprobs
         self.default_concurrency = concurrency
@@ -442,7 +438,7 @@ class OpenAICompatibleBackend(Backend):
         if isinstance(prompt, str) and self.text_completions:
             operation = "completions"
             params["prompt"] = prompt
-            params["max_tokens"] = max_tokens
+            params.update(cap_fields(self.budget_rule, max_tokens, operation=operation))
             if logprobs:
                 params["logprobs"] = logprobs
         else:
@@ -453,11 +449,7 @@ class OpenAICompatibleBackend(Backend):
                 else [dict(m) for m in prompt]
             )
             params["messages"] = messages
-            if self.reasoning:
-                # Reasoning models refuse `max_tokens`; this cap covers reasoning + answer.
-                params["max_completion_tokens"] = max_tokens
-            else:
-                params["max_tokens"] = max_tokens
+            params.update(cap_fields(self.budget_rule, max_tokens, operation=operation))
             if logprobs:
                 params["logprobs"] = True
                 params["top_logprobs"] = logprobs

@@ -49,6 +49,7 @@ import pandas as pd
 from cotplan.backends.base import Backend, Completion, Message, TokenLogprob, Usage
 from cotplan.backends.budgets import BudgetRule, budget_params, check_cap, rule_for
 from cotplan.errors import InputError
+from cotplan.model_registry import family_of
 from cotplan.tasks.answers import extract_answer, is_correct
 from cotplan.tasks.item import TaskItem
 from cotplan.tasks.size import item_size
@@ -122,16 +123,14 @@ CHAT_TEMPLATES: dict[str, ChatTemplate] = {
     ),
     "chatml": ChatTemplate("chatml", None),
 }
-_TEMPLATE_BY_MODEL = (("smollm2", "smollm2"), ("qwen", "chatml"))
 
 
 def template_for(model: str) -> ChatTemplate | None:
-    """The chat template of a model cotplan knows, by name prefix; None when unknown."""
-    name = model.split("/")[-1].lower()
-    for prefix, template in _TEMPLATE_BY_MODEL:
-        if name.startswith(prefix):
-            return CHAT_TEMPLATES[template]
-    return None
+    """The chat template of a model's family (`cotplan.model_registry`); None when unknown."""
+    family = family_of(model)
+    if family is None or family.chat_template is None:
+        return None
+    return CHAT_TEMPLATES[family.chat_template]
 
 
 @dataclass(frozen=True)
@@ -219,7 +218,7 @@ def resolve_mode(backend: Backend, mode: Mode | Literal["auto"] = "auto") -> Mod
         return mode
     if rule_for(backend).covers == "reasoning+output":
         return "hidden"
-    if getattr(backend, "text_completions", False) and template_for(backend.model) is not None:
+    if backend.text_completions and template_for(backend.model) is not None:
         return "template"
     return "chat"
 
@@ -532,17 +531,17 @@ def _chat_answer(s: _Setup, k: int) -> BudgetedAnswer:
 def _hidden_answer(s: _Setup, k: int) -> BudgetedAnswer:
     backend = s.backend
     messages = _messages(s.item, s.prompt.direct)
-    # The backend sends this cap as `max_completion_tokens` for reasoning models: hidden
-    # reasoning and the visible answer share it. The rule's other fields (the
-    # `reasoning_effort` level) go with it, so the model also aims low, not only stops early.
+    # The request fields come from the budget rule whole: the cap that hidden reasoning and the
+    # visible answer share (the backend sends it under the rule's own field name), and the
+    # rest (the `reasoning_effort` level), so the model also aims low, not only stops early.
     request = budget_params(s.rule, k, answer_tokens=s.answer_tokens)
-    extra = {name: value for name, value in request.params.items() if name != s.rule.parameter}
+    assert request.max_tokens is not None  # a reasoning+output rule always sets its cap
     reply = backend.generate(
         messages,
-        max_tokens=k + s.answer_tokens,
+        max_tokens=request.max_tokens,
         temperature=s.temperature,
         seed=s.seed,
-        extra=extra or None,
+        extra=request.extra or None,
     )
     hidden = reply.usage.reasoning_tokens
     if reply.text.strip():

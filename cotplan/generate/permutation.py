@@ -358,7 +358,7 @@ class _Run:
         return [int(s) for s in sequence.generate_state(self.samples, dtype=np.uint32) >> 1]
 
     def sample(self, index: int, order: Sequence[int]) -> PromptScore:
-        reasoning = bool(getattr(self.backend, "reasoning", False))
+        reasoning = self.backend.reasoning
         longest = max(len(c) for c in self.choices)
         cap = self.max_answer_tokens or (2048 if reasoning else max(8, longest + 4))
         return sample_prompt(
@@ -572,7 +572,7 @@ def permutation_average(
     )
     orderings = make_orderings(n, m, schedule, seed=int(seed), bands=bands)
 
-    text_mode = bool(getattr(backend, "text_completions", True))
+    text_mode = backend.text_completions
     notes: list[str] = []
     if not text_mode and template.answer_prefix:
         notes.append("chat backend: choices scored without the template's leading space")

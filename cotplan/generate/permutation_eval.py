@@ -84,7 +84,7 @@ def score_every_ordering(
     template = template or DEFAULT_TEMPLATE
     orderings = np.array(list(itertools.permutations(range(n))), dtype=np.int64)
     prompts = [template.prompt([examples[i] for i in row], query) for row in orderings]
-    text_mode = bool(getattr(backend, "text_completions", True))
+    text_mode = backend.text_completions
     if not backend.supports_logprobs:
         raise CapabilityError(f"{backend.model} returns no logprobs")
     plan = plan_candidates(

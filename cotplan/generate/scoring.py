@@ -108,9 +108,10 @@ class NoLogprobsError(ResponseFormatError):
 
 
 def _server_tokenizer(backend: Backend) -> Callable[[str], list[int]] | None:
-    server = getattr(backend, "server", None)
-    tokenize = getattr(server, "tokenize", None)
-    return tokenize if callable(tokenize) else None
+    """The model's own tokenizer, where the backend has one and continues text as text."""
+    if backend.supports_tokenize and backend.text_completions:
+        return backend.tokenize
+    return None
 
 
 def _tiktoken_encoding(backend: Backend) -> object | None:
@@ -191,7 +192,7 @@ def token_pieces(
     """The token texts of `continuation` right after `prompt`, and where they came from."""
     label = choice if choice is not None else continuation
     tokenize = _server_tokenizer(backend)
-    if tokenize is not None and getattr(backend, "text_completions", True):
+    if tokenize is not None:
         return _server_pieces(tokenize, prompt, continuation, label), "server"
     encoding = _tiktoken_encoding(backend)
     if encoding is not None:

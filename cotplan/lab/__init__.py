@@ -18,6 +18,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from cotplan.backends.base import Backend
+from cotplan.backends.connect import ConnectRequest, register_provider
 from cotplan.lab._torch import require_torch, torch_available
 
 _LAZY = {
@@ -77,3 +79,13 @@ def __getattr__(name: str) -> Any:
     value = getattr(importlib.import_module(f"cotplan.lab.{module}"), name)
     globals()[name] = value
     return value
+
+
+def _lab_provider(request: ConnectRequest) -> Backend:
+    """``connect("lab:FAMILY")``: the lab registers its reasoning models as a provider."""
+    from cotplan.lab.reasoning.backend import lab_backend  # lazy: imports torch
+
+    return lab_backend(request.name, **request.options)
+
+
+register_provider("lab", _lab_provider, usage="lab:FAMILY")

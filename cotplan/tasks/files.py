@@ -19,9 +19,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, cast, get_args
 
-from cotplan.backends.base import Message, validate_prompt
 from cotplan.errors import InputError
 from cotplan.io import write_text
+from cotplan.messages import Message, validate_prompt
 from cotplan.tasks.item import AnswerKind, TaskItem
 
 __all__ = ["MAX_LINE_CHARS", "MAX_N", "item_from_dict", "item_to_dict", "load_tasks", "save_tasks"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from cotplan.backends.base import Message
+from cotplan.messages import Message
 
 __all__ = ["AnswerKind", "TaskItem"]
 

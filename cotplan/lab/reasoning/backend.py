@@ -49,6 +49,7 @@ import numpy as np
 
 from cotplan.backends.base import (
     Backend,
+    CallStats,
     Completion,
     NextTokenProbs,
     Prompt,
@@ -71,11 +72,9 @@ ANSWER_NOW = re.compile(
 
 
 @dataclass
-class LabStats:
-    """Calls made (`requests`) and calls answered entirely from remembered runs."""
-
-    requests: int = 0
-    cache_hits: int = 0
+class LabStats(CallStats):
+    """Calls made (`requests`) and calls answered entirely from remembered runs (an
+    in-process model makes no retries: `attempts` stays 0)."""
 
 
 def encode_prompt(prompt: Prompt, tokenizer: LabTokenizer) -> list[int]:
@@ -156,6 +155,8 @@ class LabBackend(Backend):
     default_concurrency = 1
     #: A hard `max_tokens` cap on reasoning written out as text, as for vLLM.
     budget_rule = "vllm"
+    #: A text prompt is read as one user turn (see the prompt protocol above).
+    text_completions = False
 
     def __init__(self, model: LabReasoningModel, *, remember: int = 50_000) -> None:
         if not isinstance(model, LabReasoningModel):
