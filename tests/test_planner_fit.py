@@ -304,7 +304,7 @@ def test_too_little_data_gives_a_verdict_then_refuses_to_plan(
 ) -> None:
     planner = BudgetPlanner().fit(frame)
     assert planner.status_ == "too_few"
-    assert pytest.approx(0) != planner.verdict_
+    assert isinstance(planner.verdict_, str)
     import re
 
     assert re.search(verdict, planner.verdict_)
