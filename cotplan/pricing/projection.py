@@ -37,7 +37,7 @@ from __future__ import annotations
 import calendar
 import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from decimal import Decimal
@@ -840,20 +840,16 @@ def _prices_frame(rows: Sequence[PriceRow]) -> pd.DataFrame:
     return pd.DataFrame([r.to_dict() for r in rows])
 
 
-def _write_excel(path: str | os.PathLike[str], sheets: Mapping[str, pd.DataFrame]) -> None:
-    def cell(value: Any) -> Any:
-        # openpyxl writes numbers (Decimal included), dates and text; anything else as text.
-        if value is None or isinstance(value, int | float | Decimal | date | str):
-            return value
-        return str(value)
+_SOURCE_COLUMNS = (
+    "provider", "model", "effective_from", "effective_to", "input_per_mtok",
+    "cached_input_per_mtok", "cache_write_per_mtok", "output_per_mtok", "batch_discount",
+    "long_context_threshold", "as_of", "source",
+)  # fmt: skip
+_HEADLINE = ("label", "queries", "mean_usd", "p10_usd", "p50_usd", "p90_usd")
 
-    with pd.ExcelWriter(path, engine="openpyxl") as writer:
-        for name, frame in sheets.items():
-            out = frame.copy()
-            for column in out.columns:
-                if out[column].dtype == object:
-                    out[column] = out[column].map(cell)
-            out.to_excel(writer, sheet_name=name[:31], index=False)
+
+def _sources(prices: pd.DataFrame) -> pd.DataFrame:
+    return prices[[c for c in _SOURCE_COLUMNS if c in prices.columns]]
 
 
 @dataclass(frozen=True)
@@ -879,22 +875,41 @@ class Projection:
         return self.frame.copy()
 
     def assumptions_frame(self) -> pd.DataFrame:
-        """The inputs as a two-column table, for a spreadsheet."""
+        """The inputs as a two-column table (values keep their types), for a spreadsheet."""
         return pd.DataFrame(
-            {"assumption": list(self.assumptions), "value": [str(v) for v in
-                                                            self.assumptions.values()]}
-        )  # fmt: skip
+            {"assumption": list(self.assumptions), "value": list(self.assumptions.values())}
+        )
 
     def to_csv(self, path: str | os.PathLike[str]) -> None:
         """Write the period table as CSV."""
         write_csv(self.frame, path)
 
     def to_excel(self, path: str | os.PathLike[str]) -> None:
-        """Write an XLSX workbook: projection, assumptions and prices sheets."""
-        _write_excel(
+        """Write an XLSX workbook for an analyst: a summary sheet first (the year and total
+        with P10/P50/P90, cost per query, the assumptions and the price sources beside them),
+        then the projection, assumptions and prices sheets; currency formats, frozen headers,
+        fitted columns."""
+        from cotplan.pricing.excel import write_workbook
+
+        frame = self.frame
+        first_day = frame[frame["period"] == "day"].head(1)
+        first_month = frame[frame["period"] == "month"].head(1)
+        totals = frame[frame["period"].isin(("year", "total"))]
+        headline = pd.concat([first_day, first_month, totals])[list(_HEADLINE)]
+        if len(frame[frame["period"] == "year"]) == 1 and frame["period"].eq("month").sum() == 12:
+            headline = headline[headline["label"].map(lambda s: not str(s).startswith("total"))]
+        a = self.assumptions
+        write_workbook(
             path,
-            {"projection": self.frame, "assumptions": self.assumptions_frame(),
+            [("usd_per_query", self.per_query_usd), ("usd_per_call", a["usd_per_call"]),
+             ("price_source", a["price_source"])],
+            headline,
+            {"projection": frame, "assumptions": self.assumptions_frame(),
              "prices": self.prices},
+            title=f"Projected spend, USD: {self.model} ({a['provider']}), {self.policy}, "
+            f"{a['draws']:,} draws, seed {a['seed']}",
+            beside={"Assumptions": self.assumptions_frame(), "Price sources":
+                    _sources(self.prices)},
         )  # fmt: skip
 
     def chart(self) -> Any:
@@ -948,12 +963,22 @@ class Comparison:
             [p.assumptions_frame().assign(scenario=name) for name, p in self.projections.items()]
         )[["scenario", "assumption", "value"]]
         prices = pd.concat([p.prices for p in self.projections.values()]).drop_duplicates(
-            subset=["model", "effective_from"]
+            subset=["provider", "model", "effective_from"]
         )
-        _write_excel(
+        from cotplan.pricing.excel import write_workbook
+
+        columns = ["scenario", "model", "policy", "usd_per_query", "total_mean_usd",
+                   "total_p10_usd", "total_p50_usd", "total_p90_usd", "savings_mean_usd",
+                   "savings_pct", "savings_p10_usd", "savings_p90_usd"]  # fmt: skip
+        write_workbook(
             path,
+            None,
+            self.frame[columns],
             {"comparison": self.frame, "monthly": self.monthly, "assumptions": assumptions,
              "prices": prices},
+            title=f"Scenarios compared, USD over {self.frame.attrs.get('horizon', 'the horizon')}"
+            f" (baseline: {self.baseline}); savings P10..P90 are of the paired difference",
+            beside={"Assumptions": assumptions, "Price sources": _sources(prices)},
         )  # fmt: skip
 
     def chart(self) -> Any:
