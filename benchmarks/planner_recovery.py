@@ -49,9 +49,9 @@ def main() -> None:
     k_true = 5.0 + 2.0 * 16**0.5 * np.log(0.9 / 0.1)  # n = 16, ε = 0.2
     start = time.perf_counter()
     for r in range(args.replicates):
-        planner = BudgetPlanner(eps=0.2, n_bootstrap=args.bootstrap, random_state=r)
+        planner = BudgetPlanner("paper", n_bootstrap=args.bootstrap, random_state=r)
         planner.fit(planted(1000 + r, args.items))
-        budget = planner.budget(16)
+        budget = planner.budget(16, 0.2)
         for name in TRUTH:
             estimates[name].append(getattr(planner, f"{name}_"))
             interval = planner.intervals_[name]

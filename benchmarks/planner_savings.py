@@ -197,7 +197,7 @@ def main() -> None:
                 # Lab models have no price: their costs are NaN, which is what the CSV says.
                 warnings.simplefilter("ignore", CostUnknownWarning)
                 frame = calibrate(backend, calib_items, grid, progress=False).frame
-        planner = BudgetPlanner(0.5, n_bootstrap=200, random_state=args.seed).fit(frame)
+        planner = BudgetPlanner(n_bootstrap=200, random_state=args.seed).fit(frame)
         eps = args.eps if args.eps is not None else relative_target(planner, 0.25)
         plan = plan_budgets(planner, sizes, eps)
         k_star = {n: (b.tokens if b is not None else 0) for n, b in plan.items()}

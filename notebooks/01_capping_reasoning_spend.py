@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -67,13 +69,18 @@ print("mean reasoning tokens actually used per budget:", spent.round(1).to_dict(
 # %% [markdown]
 # ## 2. Fit the budget model
 #
-# e(k, n) = e0 + (e_base − e0) · exp(−max(k − k0, 0) / (c · n^α)), by maximum likelihood, with
-# intervals from a bootstrap over items. The verdict says in words whether reasoning helps and
-# whether the √n law holds.
+# The paper's law e(k, n) = e0 + (e_base − e0) · exp(−max(k − k0, 0) / (c · n^α)) and the
+# other laws (α = 1/2, a logistic fall around a budget that grows with n, a step, a shape-free
+# monotone curve), each by maximum likelihood with intervals from a bootstrap over items. They
+# are compared on held-out items; the verdict says in words whether reasoning helps, whether
+# the √n law holds, and which law plans.
 
 # %%
-planner = cotplan.BudgetPlanner(0.99, n_bootstrap=100, random_state=seed).fit(frame)
+planner = cotplan.BudgetPlanner(n_bootstrap=100, random_state=seed).fit(frame)
 planner.report().to_frame()
+
+# %%
+planner.laws_.to_frame() if planner.laws_ is not None else "reasoning is not credited: no law"
 
 # %%
 print(planner.verdict_)
@@ -94,7 +101,10 @@ plan = plan_budgets(planner, sizes, eps)
 credited = planner.status_ not in NO_BENEFIT_STATUSES
 print(f"status {planner.status_}; target ε = {eps:.2f}")
 for n, budget in plan.items():
-    print(f"n = {n}: k* = {0 if budget is None else budget.k_star:.1f}")
+    if budget is None:
+        print(f"n = {n}: cap 0 (reasoning not credited)")
+    else:
+        print(f"n = {n}: k* = {budget.k_star:.1f}, cap {budget.tokens} ({budget.basis})")
 
 # %%
 budget_chart(planner, eps=eps) if credited else "no budget curve: reasoning is not credited"

@@ -153,10 +153,10 @@ def test_compare_answers_needs_the_same_items() -> None:
 
 
 def test_relative_target_leaves_a_share_of_the_gain() -> None:
-    planner = BudgetPlanner.from_constants(c=2.0, e0=0.2, e_base=0.6, eps=0.5)
+    planner = BudgetPlanner.from_constants(c=2.0, e0=0.2, e_base=0.6)
     assert relative_target(planner, 0.25) == pytest.approx(0.30)
     assert relative_target(planner, 0.5) == pytest.approx(0.40)
-    flat = BudgetPlanner(0.5, n_bootstrap=0).fit(
+    flat = BudgetPlanner(n_bootstrap=0).fit(
         pd.DataFrame(
             {"item": [f"q{i}" for i in range(10) for _ in (0, 8)],
              "n": 4, "k": [0, 8] * 10, "correct": [i % 2 == 0 for i in range(10) for _ in (0, 8)]}

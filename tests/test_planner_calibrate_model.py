@@ -61,9 +61,9 @@ def test_a_killed_run_resumes_without_paying_twice(local_model: LocalModel, tmp_
 
 def test_run_plan_applies_k_star_and_compares_with_uncapped(local_backend: LocalBackend) -> None:
     # Constants given, not fitted: k* = 2 · √4 · ln(1 / 0.5) = 2.77 -> a cap of 3 tokens.
-    planner = BudgetPlanner.from_constants(c=2.0, alpha=0.5, eps=0.5)
+    planner = BudgetPlanner.from_constants(c=2.0, alpha=0.5)
     held_out = make_tasks("parity", n=4, count=2, seed=1)
-    result = run_plan(local_backend, planner, held_out, uncapped=12, progress=False)
+    result = run_plan(local_backend, planner, held_out, 0.5, uncapped=12, progress=False)
     assert result.plan["tokens"].tolist() == [3]
     planned = result.answers["planned"]
     assert [a.k for a in planned] == [3, 3]

@@ -55,7 +55,7 @@ def synth(
 
 @pytest.fixture(scope="module")
 def planted() -> BudgetPlanner:
-    return BudgetPlanner(eps=0.2).fit(synth(0))
+    return BudgetPlanner().fit(synth(0))
 
 
 def test_fit_returns_self_and_recovers_planted_constants(planted: BudgetPlanner) -> None:
@@ -90,18 +90,30 @@ def test_a_different_exponent_is_detected() -> None:
 
 
 def test_budget_solves_the_model(planted: BudgetPlanner) -> None:
-    budget = planted.budget(16)
+    budget = planted.budget(16, 0.2)
     assert isinstance(budget, Budget)
     assert budget.eps == 0.2
     assert budget.n == 16
     assert planted.predict_error(16, budget.k_star) == pytest.approx(0.2, abs=1e-9)
-    assert budget.tokens == math.ceil(budget.k_star)
+    # The cap is the certified budget: on this coarse grid (…, 32, 64, 128) the first budget
+    # whose 95% bound is below 0.2, above the law's k*.
+    assert budget.certified
+    assert budget.tokens == 64
+    assert budget.error_bound <= 0.2
+    assert budget.law == "paper"
     assert float(budget) == budget.k_star
     assert budget.low <= budget.k_star <= budget.high
-    assert budget.baselines.keys() == {"alpha_half", "least_squares"}
+    assert budget.baselines.keys() == {"paper", "alpha_half", "least_squares"}
     assert not budget.extrapolated
+    # An uncalibrated size scales the certified cap by the law: k*(24) / k*(16).
+    between = planted.budget(24, 0.2)
+    assert between.extrapolated
+    assert not between.certified
+    assert between.cap_low <= between.tokens <= between.cap_high + 1
+    ratio = between.k_star / budget.k_star
+    assert between.tokens == math.ceil(64 * ratio - 1e-9)
     assert planted.budget(16, eps=0.3).k_star < budget.k_star
-    assert planted.budget(1000).extrapolated
+    assert planted.budget(1000, 0.2).extrapolated
     frame = budget.to_frame()
     assert list(frame["k_star"]) == [budget.k_star]
     assert "k_star_alpha_half" in frame.columns
@@ -110,7 +122,7 @@ def test_budget_solves_the_model(planted: BudgetPlanner) -> None:
 def test_log_base_changes_the_reported_c_not_the_budget() -> None:
     frame = synth(1)
     by_base = {
-        base: BudgetPlanner(eps=0.2, log_base=base, n_bootstrap=0).fit(frame).budget(8)
+        base: BudgetPlanner(log_base=base, n_bootstrap=0).fit(frame).budget(8, 0.2)
         for base in ("e", "2", "10")
     }
     assert by_base["2"].k_star == pytest.approx(by_base["e"].k_star)
@@ -123,8 +135,8 @@ def test_log_base_changes_the_reported_c_not_the_budget() -> None:
 def test_paper_worked_example_in_both_log_bases() -> None:
     # Cor 4.6: c = sqrt(α / (H·ΔB)) = sqrt(5 / 18); n = 100, ε = 0.1 -> 17.5 (log2), 12.1 (ln).
     c = math.sqrt(5 / 18)
-    log2 = BudgetPlanner.from_constants(c=c, log_base="2", eps=0.1).budget(100)
-    ln = BudgetPlanner.from_constants(c=c, log_base="e", eps=0.1).budget(100)
+    log2 = BudgetPlanner.from_constants(c=c, log_base="2").budget(100, 0.1)
+    ln = BudgetPlanner.from_constants(c=c, log_base="e").budget(100, 0.1)
     assert log2.k_star == pytest.approx(17.5, abs=0.05)
     assert ln.k_star == pytest.approx(12.1, abs=0.05)
     assert math.isnan(ln.low)
@@ -154,7 +166,7 @@ def test_target_at_or_below_the_floor_is_infeasible(planted: BudgetPlanner) -> N
 def test_budget_validates_its_arguments(
     planted: BudgetPlanner, kwargs: dict[str, object], message: str
 ) -> None:
-    args: dict[str, object] = {"n": 8, **kwargs}
+    args: dict[str, object] = {"n": 8, "eps": 0.2, **kwargs}
     with pytest.raises(InputError, match=message):
         planted.budget(**args)  # type: ignore[arg-type]
 
@@ -190,7 +202,7 @@ def test_report_tabulates_fit_and_baselines(planted: BudgetPlanner) -> None:
     report = planted.report()
     assert isinstance(report, PlanReport)
     frame = report.to_frame()
-    assert set(frame["model"]) == {"fit", "alpha=1/2", "least squares"}
+    assert set(frame["model"]) == {"fit", "alpha=1/2", "least squares", "logistic", "step"}
     alpha_half = frame[(frame.model == "alpha=1/2") & (frame.parameter == "alpha")]
     assert float(alpha_half["estimate"].iloc[0]) == 0.5
     text = str(report)
@@ -243,16 +255,16 @@ def test_one_size_only_uses_alpha_half() -> None:
     assert planner.alpha_ == 0.5
     assert planner.lrt_ is None
     assert "too few sizes to fit α; fixed α = 1/2 used" in planner.verdict_
-    assert planner.budget(8).k_star > 0
+    assert planner.budget(8, 0.1).k_star > 0
 
 
 def test_no_benefit_is_reported_not_invented() -> None:
     frame = synth(7)
     frame["correct"] = np.random.default_rng(0).random(len(frame)) < 0.4
-    planner = BudgetPlanner(eps=0.7).fit(frame)
+    planner = BudgetPlanner().fit(frame)
     assert planner.status_ == "no_benefit"
     assert planner.verdict_.startswith("no measurable benefit from reasoning: k* = 0")
-    assert planner.budget(8).k_star == 0.0
+    assert planner.budget(8, 0.7).k_star == 0.0
     assert planner.optimal(8, 100.0, 1e-6).k == 0
     assert planner.predict_error(8, 1000) == pytest.approx(1 - frame["correct"].mean())
     assert math.isnan(planner.c_)
@@ -309,13 +321,14 @@ def test_too_little_data_gives_a_verdict_then_refuses_to_plan(
 
     assert re.search(verdict, planner.verdict_)
     with pytest.raises(InputError, match=r"`calibration`: cannot plan from this calibration"):
-        planner.budget(8)
+        planner.budget(8, 0.1)
     assert planner.report().constants == {}
 
 
 def test_not_fitted() -> None:
     planner = BudgetPlanner()
-    for call in (lambda: planner.budget(8), lambda: planner.predict_error(8, 8), planner.report):
+    calls = (lambda: planner.budget(8, 0.1), lambda: planner.predict_error(8, 8), planner.report)
+    for call in calls:
         with pytest.raises(NotFittedError, match=r"not fitted yet: call `fit"):
             call()
 
@@ -355,6 +368,9 @@ def test_records_are_accepted_too() -> None:
         ({"confidence": 95}, r"`confidence`: must be in \(0, 1\)"),
         ({"min_items": 1}, r"`min_items`: must be an integer ≥ 2"),
         ({"random_state": None}, r"`random_state`: must be an integer seed"),
+        ({"law": "exponential"}, r"`law`: must be 'auto' or one of 'paper', 'paper-half'"),
+        ({"delta": 0.0}, r"`delta`: must be in \(0, 1\)"),
+        ({"folds": 1}, r"`folds`: must be an integer ≥ 2"),
     ],
 )
 def test_bad_parameters_are_caught_at_fit(params: dict[str, object], message: str) -> None:
@@ -365,7 +381,7 @@ def test_bad_parameters_are_caught_at_fit(params: dict[str, object], message: st
 
 def test_repr_shows_changed_parameters() -> None:
     assert repr(BudgetPlanner()) == "BudgetPlanner()"
-    assert repr(BudgetPlanner(0.05, alpha=0.5)) == "BudgetPlanner(eps=0.05, alpha=0.5)"
+    assert repr(BudgetPlanner("step", alpha=0.5)) == "BudgetPlanner(law='step', alpha=0.5)"
 
 
 def test_analytic_gradient_matches_finite_differences() -> None:
@@ -417,13 +433,13 @@ def test_trend_test_has_its_nominal_false_alarm_rate() -> None:
 def test_coarse_budgets_leave_the_curve_unidentified_and_say_so() -> None:
     # The error reaches its floor long before the first positive budget (k = 64).
     frame = synth(12, c=0.5, k0=0.0, budgets=(0, 64, 128), items=20)
-    planner = BudgetPlanner(eps=0.3, n_bootstrap=50).fit(frame)
+    planner = BudgetPlanner(n_bootstrap=50).fit(frame)
     assert planner.status_ == "helps"
     assert "too coarse to resolve the curve" in planner.verdict_
     for name in ("k0", "c", "alpha"):
         assert math.isnan(planner.intervals_[name].low)
     assert planner.lrt_ is None
-    budget = planner.budget(8)
+    budget = planner.budget(8, 0.3)
     assert budget.k_star == 64.0
     assert budget.low == 0.0
     assert budget.note.startswith("k* ≤ 64")
@@ -472,7 +488,7 @@ def test_a_rise_then_fall_is_fitted_up_to_the_peak() -> None:
     # balance around the middle, so one trend test over all of them sees no rise at all.
     accuracy = {0: 0.1, 8: 0.3, 32: 0.6, 64: 0.45, 128: 0.2, 256: 0.1}
     frame = _rise_then_fall(3, accuracy)
-    planner = BudgetPlanner(eps=0.5).fit(frame)
+    planner = BudgetPlanner().fit(frame)
     assert evidence_module._trend_test(data_module._validate_frame(frame)).p_value > 0.05
     assert planner.status_ == "helps"
     assert planner.peak_budget_ == 32
@@ -495,6 +511,6 @@ def test_a_monotone_rise_has_no_peak(planted: BudgetPlanner) -> None:
 
 def test_noise_after_a_plateau_is_not_called_a_fall() -> None:
     accuracy = {0: 0.1, 16: 0.7, 64: 0.7, 256: 0.7}
-    planner = BudgetPlanner(eps=0.4).fit(_rise_then_fall(4, accuracy))
+    planner = BudgetPlanner().fit(_rise_then_fall(4, accuracy))
     assert planner.status_ == "helps"
     assert planner.peak_budget_ is None

@@ -26,7 +26,7 @@ def _frame(seed: int, *, flat: bool = False) -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def planner() -> BudgetPlanner:
-    return BudgetPlanner(eps=0.3, n_bootstrap=40).fit(_frame(0))
+    return BudgetPlanner(n_bootstrap=40).fit(_frame(0))
 
 
 def test_observed_errors_pool_the_calibration(planner: BudgetPlanner) -> None:
@@ -51,7 +51,7 @@ def test_error_curve_has_bands_around_the_fit(planner: BudgetPlanner) -> None:
 
 
 def test_budget_table_one_row_per_size(planner: BudgetPlanner) -> None:
-    table = planner.budget_table([4, 8, 16])
+    table = planner.budget_table([4, 8, 16], 0.3)
     assert list(table["n"]) == [4, 8, 16]
     assert table["k_star"].is_monotonic_increasing
     with pytest.raises(InfeasibleTargetError):
@@ -65,19 +65,19 @@ def test_charts_render_offline(planner: BudgetPlanner, tmp_path: Path) -> None:
     assert "reasoning helps" in " ".join(spec["title"]["subtitle"])
     models = {
         row.get("model")
-        for rows in budget_chart(planner).to_dict()["datasets"].values()
+        for rows in budget_chart(planner, eps=0.3).to_dict()["datasets"].values()
         for row in rows
     }
-    assert {"fit", "α = 1/2 fit", "least-squares c"} <= models
+    assert {"fit", "cap (certified / scaled)", "α = 1/2 fit", "least-squares c"} <= models
     target = tmp_path / "calibration.svg"
     cal.save(str(target))
     assert target.read_text().startswith("<svg")
 
 
 def test_budget_chart_says_why_when_the_target_is_unattainable(tmp_path: Path) -> None:
-    flat = BudgetPlanner(eps=0.1, n_bootstrap=20).fit(_frame(1, flat=True))
+    flat = BudgetPlanner(n_bootstrap=20).fit(_frame(1, flat=True))
     assert flat.status_ == "no_benefit"
-    chart = budget_chart(flat)
+    chart = budget_chart(flat, eps=0.1)
     subtitle = " ".join(chart.to_dict()["title"]["subtitle"])
     assert "unattainable" in subtitle
     spec = calibration_chart(flat).to_dict()

@@ -73,18 +73,21 @@ def calibration_chart(planner: BudgetPlanner, *, title: str | None = None) -> An
 def budget_chart(
     planner: BudgetPlanner,
     *,
+    eps: float,
     sizes: Sequence[float] | None = None,
-    eps: float | None = None,
     title: str | None = None,
 ) -> Any:
-    """k* against n (log scale) with its bootstrap interval, next to the paper's α = 1/2 fit
-    and the through-origin least-squares c. Sizes default to a grid over the calibrated range;
-    an unattainable `eps` gives an empty chart whose subtitle says why."""
+    """k* against n (log scale) with its bootstrap interval, next to the cap to use (certified
+    at calibrated sizes, scaled by the law elsewhere), the paper's α = 1/2 fit and the
+    through-origin least-squares c. Sizes default to a grid over the calibrated range (and the
+    calibrated sizes themselves); an unattainable `eps` gives an empty chart whose subtitle
+    says why."""
     import altair as alt
 
     if sizes is None:
         low, high = (planner.sizes_[0], planner.sizes_[-1]) if planner.sizes_ else (1, 100)
-        sizes = sorted({float(v) for v in np.geomspace(max(low, 1), max(high, 2), 25)})
+        grid = np.geomspace(max(low, 1), max(high, 2), 25)
+        sizes = sorted({float(v) for v in grid} | {float(v) for v in planner.sizes_})
     rows: list[dict[str, Any]] = []
     note = planner.verdict_
     for n in sizes:
@@ -97,11 +100,13 @@ def budget_chart(
         rows.append(
             {"n": n, "model": "fit", "k": budget.k_star, "low": budget.low, "high": budget.high}
         )
+        if planner.status_ == "helps":
+            rows.append({"n": n, "model": "cap (certified / scaled)", "k": float(budget.tokens)})
         for name, label in (("alpha_half", "α = 1/2 fit"), ("least_squares", "least-squares c")):
             if name in budget.baselines and math.isfinite(budget.baselines[name]):
                 rows.append({"n": n, "model": label, "k": budget.baselines[name]})
     frame = pd.DataFrame(rows, columns=["n", "model", "k", "low", "high"])
-    target = planner.eps if eps is None else eps
+    target = eps
     x = alt.X("n:Q", title="size n", scale=alt.Scale(type="log", domain=[min(sizes), max(sizes)]))
     y_title = f"k* for ε = {target:g} (tokens)"
     y = alt.Y("k:Q", title=y_title)

@@ -232,11 +232,7 @@ def register(app: typer.Typer) -> None:
             print_calibration(calibration)
 
             console.rule("2. plan")
-            # The planner's own verdict mentions its ε: fit with the user's, or with a
-            # placeholder no verdict calls unattainable until the target is chosen from the fit.
-            planner = BudgetPlanner(
-                eps if eps is not None else 0.99, n_bootstrap=preset.bootstrap
-            ).fit(calibration.frame)
+            planner = BudgetPlanner(n_bootstrap=preset.bootstrap).fit(calibration.frame)
             print_report(planner)
             if eps is None:
                 target, why = _auto_eps(planner)

@@ -392,7 +392,7 @@ def _fit(
         except ValueError:
             raise InputError(f"must be 'fit' or a number, got {alpha!r}", field="alpha") from None
     planner = BudgetPlanner(
-        eps, log_base=log_base, alpha=alpha_value, n_bootstrap=bootstrap, random_state=seed
+        log_base=log_base, alpha=alpha_value, n_bootstrap=bootstrap, random_state=seed
     ).fit(loaded.frame)
     return loaded.frame, planner
 

@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Literal
 
 import numpy as np
@@ -64,8 +65,8 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import special, stats
 
 from cotplan.errors import InfeasibleTargetError, InputError, NotFittedError
+from cotplan.planner.certify import Certification
 from cotplan.planner.data import (
-    _Cells,
     _cells,
     _check_fraction,
     _check_log_base,
@@ -85,14 +86,18 @@ from cotplan.planner.law_paper import (
     _k_star_ls,
     _maximise,
     _optimal_k,
+    _paper_starts,
 )
+from cotplan.planner.laws import LAW_NAMES, compare_laws, make_laws, score_laws
 from cotplan.planner.records import (
     _NAN_CI,
     BASE_LABEL,
     LOG_BASES,
     Budget,
+    CertifiedBudget,
     ConfidenceInterval,
     Estimate,
+    LawComparison,
     LikelihoodRatioTest,
     LogBase,
     OptimalBudget,
@@ -116,12 +121,32 @@ __all__ = [
 ]
 
 
+def _law_formula(law: str, params: NDArray[np.float64], n: float, eps: float) -> str:
+    if law == "logistic":
+        e0, eb, a, beta, s, gamma = (float(v) for v in params)
+        return (
+            f"k* = {a:.3g} · {n:g}^{beta:.3g} + {s:.3g} · {n:g}^{gamma:.3g} · ln((1 − r) / r), "
+            f"r = ({eps:g} − {e0:.3g}) / ({eb:.3g} − {e0:.3g})"
+        )
+    if law == "step":
+        e0, eb, a, beta = (float(v) for v in params)
+        return f"k* = {a:.3g} · {n:g}^{beta:.3g} (the error steps from {eb:.3g} to {e0:.3g})"
+    return "k* read off the isotonic error curve (a power of n fitted across sizes elsewhere)"
+
+
 class BudgetPlanner:
     """Fit e(k, n) on a calibration frame and plan reasoning budgets from it.
 
+    The target error ε is given in one place: `budget(n, eps)` (and `certify(eps)`); nothing
+    the fit computes or says depends on it.
+
     Parameters
     ----------
-    eps : the default target error for `budget` (the share of answers allowed to be wrong).
+    law : "auto" (the parametric law with the best held-out likelihood, the paper's unless the
+        data tell them apart), or one of "paper" (α free), "paper-half" (α = 1/2), "logistic",
+        "step", "monotone" (shape-free, per calibrated size).
+    delta : 1 − the confidence of the certified budgets (default 0.05: 95%).
+    folds : item folds of the cross-validation that compares the laws.
     log_base : "e", "2" or "10": the base in which reports express c (see the module
         docstring; the budget itself does not depend on it).
     alpha : "fit" to estimate the exponent α in [0, 2], or a number to fix it (0.5 is the
@@ -138,13 +163,19 @@ class BudgetPlanner:
     ConfidenceInterval), `loglik_`, `alpha_half_` (name -> value for the α = 1/2 fit),
     `alpha_half_loglik_`, `c_least_squares_`, `trend_`, `peak_budget_` (None unless accuracy
     falls after a peak), `lrt_` (None with one size), `status_`, `verdict_`, `bootstrap_` (a
-    frame of the resampled constants), `sizes_`, `budgets_`, `n_items_`.
+    frame of the resampled constants), `sizes_`, `budgets_`, `n_items_`. Those constants are
+    the paper law's (always fitted: the verdict on the √n law is read from them). The law used
+    for planning is `law_`; `laws_` (a `LawComparison`) holds every law's fit and held-out
+    score (None unless reasoning helps); `certified_` (a `Certification`) the exact evidence per
+    calibrated size and budget; `peak_budgets_` the peak per size where accuracy falls after it.
     """
 
     def __init__(
         self,
-        eps: float = 0.1,
+        law: str = "auto",
         *,
+        delta: float = 0.05,
+        folds: int = 5,
         log_base: LogBase | str = "e",
         alpha: float | Literal["fit"] = "fit",
         e_base: float | Literal["fit"] = "fit",
@@ -154,7 +185,9 @@ class BudgetPlanner:
         min_items: int = 8,
         random_state: int = 0,
     ) -> None:
-        self.eps = eps
+        self.law = law
+        self.delta = delta
+        self.folds = folds
         self.log_base = log_base
         self.alpha = alpha
         self.e_base = e_base
@@ -169,7 +202,9 @@ class BudgetPlanner:
     def get_params(self) -> dict[str, Any]:
         """The constructor parameters (scikit-learn convention)."""
         return {
-            "eps": self.eps,
+            "law": self.law,
+            "delta": self.delta,
+            "folds": self.folds,
             "log_base": self.log_base,
             "alpha": self.alpha,
             "e_base": self.e_base,
@@ -187,7 +222,14 @@ class BudgetPlanner:
 
     def _validated_params(self) -> dict[str, Any]:
         checked: dict[str, Any] = {}
-        checked["eps"] = _check_fraction(self.eps, "eps")
+        if self.law != "auto" and self.law not in LAW_NAMES:
+            raise InputError(
+                f"must be 'auto' or one of {', '.join(repr(n) for n in LAW_NAMES)}, "
+                f"got {self.law!r}",
+                field="law",
+            )
+        checked["law"] = self.law
+        checked["delta"] = _check_fraction(self.delta, "delta")
         checked["log_base"] = _check_log_base(self.log_base)
         if self.alpha == "fit":
             checked["alpha"] = None
@@ -203,7 +245,7 @@ class BudgetPlanner:
             checked["e_base"] = None
         else:
             checked["e_base"] = _check_fraction(self.e_base, "e_base", closed_high=True)
-        for name, low in (("n_bootstrap", 0), ("min_items", 2)):
+        for name, low in (("n_bootstrap", 0), ("min_items", 2), ("folds", 2)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise InputError(f"must be an integer ≥ {low}, got {value!r}", field=name)
@@ -230,6 +272,19 @@ class BudgetPlanner:
         data = _validate_frame(calibration)
         self._p = p
         self._data = data
+        self.law_: str | None = None
+        self.laws_: LawComparison | None = None
+        self.peak_budgets_: dict[int, int] = {}
+        self._fit_paper(p, data)
+        # The certificate reads the calibration itself (up to each size's peak), whatever
+        # law was chosen and whether or not reasoning was credited.
+        self.certified_: Certification | None = Certification.from_data(
+            data, p["delta"], self.peak_budgets_
+        )
+        return self
+
+    def _fit_paper(self, p: Mapping[str, Any], data: _Data) -> BudgetPlanner:
+        """The paper law, the tests and the status; then the other laws where reasoning helps."""
         self.n_items_ = data.n_items
         self.n_rows_ = len(data.y)
         self.sizes_ = tuple(int(v) for v in np.unique(data.n))
@@ -282,25 +337,40 @@ class BudgetPlanner:
                 f"no answer was right at any budget up to k = {k_max}: the floor e0 = 1 makes "
                 "every target ε < 1 unattainable with this model at these budgets",
             )
-        peak = _peak_before_a_fall(data, p["significance"])
-        if peak is not None:
-            peak_k, fall = peak
-            up_to_peak = _subset(data, data.k <= peak_k)
+        # Each size is searched for its own peak: budgets are often a multiple of n, so one
+        # budget is early for a large n and late for a small one. The fall is tested at a
+        # Bonferroni level over the sizes, so more sizes do not mean more false peaks.
+        peaks: dict[int, tuple[int, TrendTest]] = {}
+        fall_level = p["significance"] / len(self.sizes_)
+        for size in self.sizes_:
+            found = _peak_before_a_fall(_subset(data, data.n == size), fall_level)
+            if found is not None:
+                peaks[size] = found
+        if peaks:
+            keep = np.ones(len(data.y), dtype=bool)
+            for size, (peak_k, _) in peaks.items():
+                keep &= ~((data.n == size) & (data.k > peak_k))
+            up_to_peak = _subset(data, keep)
             rise = _trend_test(up_to_peak)
-            # The peak was chosen by looking at the data: the rise up to it is judged with a
-            # Bonferroni factor for the budgets it could have been.
-            candidates = len(self.budgets_) - 1
+            # The peaks were chosen by looking at the data: the rise up to them is judged with
+            # a Bonferroni factor for the budgets they could have been.
+            candidates = sum(len(np.unique(data.k[data.n == size])) - 1 for size in peaks)
             p_rise = min(1.0, rise.p_value * candidates)
             if p_rise < p["significance"]:
-                self.peak_budget_ = peak_k
-                data, k_max = up_to_peak, peak_k
+                self.peak_budgets_ = {size: peak_k for size, (peak_k, _) in peaks.items()}
+                self.peak_budget_ = max(self.peak_budgets_.values())
+                data, k_max = up_to_peak, self.peak_budget_
+                where = ", ".join(f"k = {k} (n = {size})" for size, k in self.peak_budgets_.items())
+                falls = "; ".join(
+                    fall.verdict.removeprefix("trend test ") for _, fall in peaks.values()
+                )
                 self.trend_ = TrendTest(
                     rise.statistic,
                     p_rise,
                     rise.p_value_decrease,
-                    f"{rise.verdict} (budgets up to the peak k = {peak_k}; the p for a rise is "
+                    f"{rise.verdict} (budgets up to the peak {where}; the p for a rise is "
                     f"×{candidates} for choosing the peak); beyond the peak accuracy falls: "
-                    f"{fall.verdict.removeprefix('trend test ')}",
+                    f"{falls}",
                 )
         cells = _cells(data)
         free_alpha = p["alpha"] is None and len(self.sizes_) >= 2
@@ -309,7 +379,7 @@ class BudgetPlanner:
         if p["e_base"] is not None:
             fixed[1] = p["e_base"]
         fixed_primary = dict(fixed) if free_alpha else {**fixed, 4: alpha_fixed}
-        starts = self._starts(cells, free_alpha=free_alpha, alpha=alpha_fixed)
+        starts = _paper_starts(cells, free_alpha=free_alpha, alpha=alpha_fixed)
         primary = _maximise(cells, starts, fixed_primary, k_max)
         half = (
             primary
@@ -356,8 +426,36 @@ class BudgetPlanner:
                 self.alpha_half_intervals_[name] = _NAN_CI
         if free_alpha and not unresolved:
             self.lrt_ = self._likelihood_ratio(primary, half)
+        self._fit_laws(p, data, primary, half)
         self.verdict_ = self._helps_verdict(free_alpha, p, unresolved)
         return self
+
+    def _fit_laws(self, p: Mapping[str, Any], data: _Data, primary: _Fit, half: _Fit) -> None:
+        """Every law, scored on held-out item folds; the one asked for or chosen."""
+        laws = make_laws(one_size=len(self.sizes_) < 2, alpha=p["alpha"], e_base=p["e_base"])
+        scored = score_laws(
+            data,
+            laws,
+            folds=min(p["folds"], data.n_items),
+            n_bootstrap=p["n_bootstrap"],
+            seed=p["random_state"],
+            given={
+                "paper": (primary.params, primary.loglik),
+                "paper-half": (half.params, half.loglik),
+            },
+            given_draws={"paper": self._draws, "paper-half": self._half_draws},
+        )
+        self.laws_ = compare_laws(
+            scored,
+            laws,
+            asked=p["law"],
+            confidence=p["confidence"],
+            alpha_verdict=self.lrt_.verdict if self.lrt_ is not None else None,
+        )
+        self.law_ = self.laws_.selected
+        self._law = laws[self.law_]
+        self._law_params = scored[self.law_].params
+        self._law_draws = scored[self.law_].draws
 
     def _unresolved(self) -> bool:
         """True when the fitted curve is at its floor already at the smallest positive budget."""
@@ -365,30 +463,8 @@ class BudgetPlanner:
         gap = self.e_base_ - self.e0_
         if not positive or gap <= 0:
             return False
-        at_first = self.predict_error(np.array(self.sizes_, dtype=float), float(positive[0]))
+        at_first = _error(self._params, np.array(self.sizes_, dtype=float), float(positive[0]))
         return bool(np.all((at_first - self.e0_) / gap < 0.05))
-
-    def _starts(
-        self, cells: _Cells, *, free_alpha: bool, alpha: float
-    ) -> list[NDArray[np.float64]]:
-        err = 1.0 - cells.successes / cells.trials
-        k_min, k_max = cells.k.min(), cells.k.max()
-        e_first = float(np.clip(np.average(err[cells.k == k_min]), 0.05, 0.95))
-        e_last = float(np.clip(np.average(err[cells.k == k_max]), 0.01, 0.95))
-        if e_last >= e_first:
-            e_last = e_first / 2
-        positive = cells.k[cells.k > 0]
-        k_small = float(positive.min()) if positive.size else 1.0
-        k_mid = float(np.median(positive)) if positive.size else 1.0
-        alphas = [0.5, 0.25, 1.0] if free_alpha else [alpha]
-        starts = []
-        for a in alphas:
-            n_typ = float(np.exp(np.mean(cells.logn))) ** a
-            for c_mult in (0.2, 1.0, 5.0):
-                for k0 in (0.0, 0.5 * k_small):
-                    c = max(k_mid / math.log(2.0) / n_typ * c_mult, 1e-3)
-                    starts.append(np.array([e_last, e_first, k0, c, a]))
-        return starts
 
     def _set_constants(
         self, params: NDArray[np.float64], intervals: Mapping[str, ConfidenceInterval], ll: float
@@ -440,11 +516,8 @@ class BudgetPlanner:
         ll = float(np.sum(special.xlogy(data.y, 1 - error) + special.xlogy(1 - data.y, error)))
         self._set_constants(params, intervals, ll)
         self.status_ = status
-        unattainable = error > 0 and p["eps"] < error
-        if unattainable and status not in {"all_wrong"}:
-            verdict += (
-                f"; the target ε = {p['eps']:g} is unattainable (attainable: ε ≥ {error:.2f})"
-            )
+        if 0 < error < 1:
+            verdict += f"; attainable targets: ε ≥ {error:.2f}"
         self.verdict_ = verdict
         return self
 
@@ -605,12 +678,8 @@ class BudgetPlanner:
             )
         else:
             parts.append(f"α fixed at {self.alpha_:g}")
-        eps = p["eps"]
-        if eps <= self.e0_:
-            parts.append(
-                f"the floor e0 = {self.e0_:.2f} makes ε = {eps:g} unattainable "
-                f"(attainable: ε > {self.e0_:.2f})"
-            )
+        if self.laws_ is not None:
+            parts.append(f"planning law: {self.laws_.selected} ({self.laws_.reason})")
         return "; ".join(parts)
 
     # -- using the fit ------------------------------------------------------------------------
@@ -640,23 +709,56 @@ class BudgetPlanner:
             raise InputError("must be non-negative", field="k")
         if self._constant:
             out = np.full(np.broadcast(n_arr, k_arr).shape, self.e0_)
+        elif self.law_ is not None:
+            out = np.asarray(self._law.error(self._law_params, n_arr, k_arr), dtype=float)
         else:
             out = _error(self._params, n_arr, k_arr)
         return float(out) if out.ndim == 0 else out
 
-    def budget(self, n: float, eps: float | None = None) -> Budget:
-        """k*: the reasoning budget at which the modelled error at size `n` reaches `eps`.
+    def budget(self, n: float, eps: float) -> Budget:
+        """The reasoning cap for size `n` and target error `eps`, and how it is backed.
 
-        Raises `InfeasibleTargetError` (with `attainable`) when `eps` is at or below the floor
-        e0, and `InputError` for `eps` outside (0, 1) or a non-positive `n`.
+        `k_star` is the planning law's point k* with its bootstrap interval; `tokens` is the
+        cap to use. At a calibrated size the cap is the certified budget (`certified`: the
+        error there is at most `eps` with confidence 1 − delta, whatever the curve's shape)
+        when the calibration can certify one, else the law's k* rounded up (the note says how
+        many items would certify it). At other sizes (`extrapolated`) the nearest certified
+        budget is scaled by the law's k*(n) / k*(n_ref); the note says how far beyond the data
+        that reaches. Where reasoning is not credited (flat or harmful) the cap is 0.
+
+        Raises `InfeasibleTargetError` (with `attainable`) when `eps` is at or below the law's
+        floor and no calibrated budget certifies it, and `InputError` for `eps` outside (0, 1)
+        or a non-positive `n`.
         """
         self._check_fitted()
         n_val = _check_positive(n, "n")
-        eps_val = self._p["eps"] if eps is None else _check_fraction(eps, "eps")
+        eps_val = _check_fraction(eps, "eps")
+        calibrated = self.status_ != "given" and n_val in self.sizes_
+        certificate = (
+            self.certified_.at(int(n_val), eps_val)
+            if calibrated and self.status_ == "helps" and self.certified_ is not None
+            else None
+        )
+        try:
+            budget = self._model_budget(n_val, eps_val)
+        except InfeasibleTargetError:
+            if certificate is None or not certificate.certified:
+                raise
+            budget = self._certified_only(n_val, eps_val, certificate)
+        if self.status_ != "helps":
+            return budget
+        return self._with_certificate(budget, certificate)
+
+    def _model_budget(self, n_val: float, eps_val: float) -> Budget:
         log_base = self._p["log_base"]
-        e0 = self.e0_
-        # A flat error is met exactly at ε = e0; the fitted curve only approaches its floor.
-        unattainable = eps_val < e0 if self._constant else eps_val <= e0
+        law = self._law if self.status_ == "helps" else None
+        paper = law is None or law.name in ("paper", "paper-half")
+        e0 = self.e0_ if law is None else law.floor(self._law_params)
+        if law is None:
+            # A flat error is met exactly at ε = e0; the fitted curve only approaches its floor.
+            unattainable = eps_val < e0 if self._constant else eps_val <= e0
+        else:
+            unattainable = not math.isfinite(law.k_star(self._law_params, n_val, eps_val))
         if unattainable:
             if self.status_ == "all_wrong":
                 reason = f"no answer was right at any budget up to k = {self.budgets_[-1]}"
@@ -667,7 +769,9 @@ class BudgetPlanner:
                 )
             else:
                 reason = f"the error floor of this model on this task is e0 = {e0:.3f}"
-            bound = "≥" if self._constant else ">"
+                if law is not None:
+                    reason += f" (by the {law.name} law)"
+            bound = "≥" if self._constant or (law is not None and not paper) else ">"
             attainable = f"; attainable: ε {bound} {e0:.3f}" if e0 < 1 else ""
             raise InfeasibleTargetError(
                 f"ε = {eps_val:g} is unattainable: {reason}{attainable}",
@@ -677,6 +781,9 @@ class BudgetPlanner:
         if self._constant:
             k_star = 0.0
             draws = np.array([0.0 if eps_val >= d[0] else math.inf for d in self._draws])
+        elif law is not None:
+            k_star = law.k_star(self._law_params, n_val, eps_val)
+            draws = np.array([law.k_star(d, n_val, eps_val) for d in self._law_draws])
         else:
             k_star = _k_star(self._params, n_val, eps_val)
             draws = np.array([_k_star(d, n_val, eps_val) for d in self._draws])
@@ -687,7 +794,7 @@ class BudgetPlanner:
         else:
             ci = _NAN_CI
         coarse_note = ""
-        if self._coarse and k_star > 0:
+        if self._coarse and paper and k_star > 0:
             # The fitted k* below the first positive budget is an artefact of the optimiser's
             # start; what the data show is that that budget suffices.
             first = float(next(k for k in self.budgets_ if k > 0))
@@ -701,6 +808,7 @@ class BudgetPlanner:
         c_in_base = self.c_ * scale
         baselines: dict[str, float] = {}
         if not self._constant:
+            baselines["paper"] = _k_star(self._params, n_val, eps_val)
             baselines["alpha_half"] = _k_star(self._half_params, n_val, eps_val)
             if math.isfinite(self.c_least_squares_):
                 baselines["least_squares"] = _k_star_ls(self.c_least_squares_, n_val, eps_val)
@@ -720,12 +828,15 @@ class BudgetPlanner:
             extrapolated = True
             notes.append(f"k* is beyond the largest calibrated budget ({self.budgets_[-1]})")
         if k_star == 0.0 and not self._constant:
-            notes.append(f"ε = {eps_val:g} is met without reasoning (e_base = {self.e_base_:.2f})")
+            e_at_0 = float(self.predict_error(n_val, 0.0))
+            notes.append(f"ε = {eps_val:g} is met without reasoning (error {e_at_0:.2f} at k = 0)")
         label = BASE_LABEL[log_base]
         if coarse_note:
             formula = f"k* ≤ {k_star:g} (the curve is not resolved below that budget)"
         elif self._constant:
             formula = f"k* = 0 (the error stays at {e0:.3g} whatever the budget)"
+        elif law is not None and law.name not in ("paper", "paper-half"):
+            formula = _law_formula(law.name, self._law_params, n_val, eps_val)
         else:
             formula = (
                 f"k* = {self.k0_:.3g} + {c_in_base:.3g} · {n_val:g}^{self.alpha_:.3g} · "
@@ -744,7 +855,112 @@ class BudgetPlanner:
             extrapolated=extrapolated,
             note="; ".join(notes),
             baselines=baselines,
+            law="flat" if self._constant else ("paper" if law is None else law.name),
         )
+
+    def _certified_only(self, n_val: float, eps_val: float, cert: CertifiedBudget) -> Budget:
+        """A certified budget where the law itself cannot reach ε (the data can)."""
+        assert cert.k is not None
+        return Budget(
+            n=n_val,
+            eps=eps_val,
+            k_star=float(cert.k),
+            low=math.nan,
+            high=math.nan,
+            tokens=cert.k,
+            log_base=self._p["log_base"],
+            c_in_base=self.c_ * LOG_BASES[self._p["log_base"]],
+            formula=f"the {self.law_} law does not reach ε = {eps_val:g}; the calibration does",
+            law=str(self.law_),
+        )
+
+    def _with_certificate(self, budget: Budget, cert: CertifiedBudget | None) -> Budget:
+        """Attach the certified cap (calibrated size) or the scaled one (elsewhere)."""
+        n_val, eps_val = budget.n, budget.eps
+        assert self.certified_ is not None
+        notes = [budget.note] if budget.note else []
+        conf = f"{1 - self._p['delta']:.0%}"
+        if cert is not None:
+            peak = self.peak_budgets_.get(int(n_val))
+            if cert.certified:
+                assert cert.k is not None
+                basis = (
+                    f"certified: error ≤ {cert.error_bound:.3f} at k = {cert.k} with {conf} "
+                    f"confidence ({cert.errors} of {cert.items} items wrong)"
+                )
+                return replace(
+                    budget,
+                    tokens=cert.k,
+                    certified=True,
+                    error_bound=cert.error_bound,
+                    basis=basis,
+                    extrapolated=False,
+                    note="; ".join(n for n in notes if not n.startswith("k* is beyond")),
+                )
+            tokens = budget.tokens
+            if peak is not None and tokens > peak:
+                tokens = peak
+                notes.append(f"capped at the peak k = {peak}: larger budgets lowered accuracy")
+            notes.append(cert.note)
+            basis = f"the {budget.law} law's k* (not certified)"
+            return replace(budget, tokens=tokens, basis=basis, note="; ".join(notes))
+        sizes = [s for s in self.certified_.sizes]
+        refs = [(s, self.certified_.at(s, eps_val)) for s in sizes]
+        certified = [(s, c) for s, c in refs if c.certified and c.k is not None]
+        largest, smallest = self.sizes_[-1], self.sizes_[0]
+        if n_val > largest:
+            reach = f"n = {n_val:g} is {n_val / largest:.2g}× the largest calibrated size {largest}"
+        elif n_val < smallest:
+            reach = f"n = {n_val:g} is below the smallest calibrated size {smallest}"
+        else:
+            reach = f"n = {n_val:g} lies between calibrated sizes"
+        law = self._law
+        low, high = math.nan, math.nan
+        if certified and math.isfinite(budget.k_star):
+            ref_n, ref = min(certified, key=lambda r: abs(math.log(r[0]) - math.log(n_val)))
+            assert ref.k is not None
+            k_ref = law.k_star(self._law_params, float(ref_n), eps_val)
+            if k_ref > 0 and math.isfinite(k_ref):
+                ratio = budget.k_star / k_ref
+                tokens = math.ceil(ref.k * ratio - 1e-9)
+                ratios = np.array(
+                    [
+                        law.k_star(d, n_val, eps_val) / law.k_star(d, float(ref_n), eps_val)
+                        for d in self._law_draws
+                    ]
+                )
+                ratios = ratios[np.isfinite(ratios)]
+                if len(ratios):
+                    ci = _percentile(ratios, self._p["confidence"])
+                    low, high = ref.k * ci.low, ref.k * ci.high
+                basis = (
+                    f"extrapolated: the certified k = {ref.k} at n = {ref_n} × the {law.name} "
+                    f"law's k*({n_val:g}) / k*({ref_n}) = {ratio:.2f}; {reach}"
+                )
+            else:
+                tokens = max(budget.tokens, ref.k)
+                basis = f"extrapolated from the certified k = {ref.k} at n = {ref_n}; {reach}"
+        else:
+            tokens = budget.tokens
+            basis = f"extrapolated by the {law.name} law (no calibrated size certifies ε); {reach}"
+        return replace(
+            budget,
+            tokens=tokens,
+            cap_low=low,
+            cap_high=high,
+            basis=basis,
+            extrapolated=True,
+            reach=n_val / largest,
+        )
+
+    def certify(self, eps: float) -> pd.DataFrame:
+        """The certified budget at every calibrated size for target `eps` (one row each; see
+        `CertifiedBudget`)."""
+        self._check_fitted()
+        eps_val = _check_fraction(eps, "eps")
+        if self.certified_ is None:
+            raise InputError("nothing was calibrated to certify", field="calibration")
+        return self.certified_.frame_at(eps_val)
 
     def optimal(self, n: float, value_of_correct: float, price_per_token: float) -> OptimalBudget:
         """The budget minimising value_of_correct · e(k, n) + price_per_token · k per query.
@@ -759,9 +975,22 @@ class BudgetPlanner:
         if self._constant:
             k = 0.0
             draws = np.zeros(len(self._draws))
+        elif self.law_ is not None and self.law_ not in ("paper", "paper-half"):
+            # No closed form for the other laws: search the integer budgets up to twice the
+            # largest calibrated one (beyond that the law has no data behind it).
+            law, grid = self._law, np.arange(0.0, 2.0 * max(self.budgets_[-1], 1) + 1.0)
+
+            def best(params: NDArray[np.float64]) -> float:
+                cost = value * law.error(params, n_val, grid) + price * grid
+                return float(grid[int(np.argmin(cost))])
+
+            k = best(self._law_params)
+            draws = np.array([best(d) for d in self._law_draws])
         else:
-            k = _optimal_k(self._params, n_val, value, price)
-            draws = np.array([_optimal_k(d, n_val, value, price) for d in self._draws])
+            params = self._law_params if self.law_ is not None else self._params
+            k = _optimal_k(params, n_val, value, price)
+            pool = self._law_draws if self.law_ is not None else self._draws
+            draws = np.array([_optimal_k(d, n_val, value, price) for d in pool])
         ci = _percentile(draws, self._p["confidence"]) if len(draws) else _NAN_CI
         error = float(self.predict_error(n_val, k))
         base = float(self.predict_error(n_val, 0.0))
@@ -815,7 +1044,12 @@ class BudgetPlanner:
             error = np.atleast_1d(self.predict_error(n, ks)).astype(float)
             low = np.full_like(error, np.nan)
             high = np.full_like(error, np.nan)
-            if len(self._draws) and not self._constant:
+            if self.law_ is not None and not self._constant:
+                if len(self._law_draws):
+                    grid = np.array([self._law.error(d, n, ks) for d in self._law_draws])
+                    tail = 100 * (1 - conf) / 2
+                    low, high = np.nanpercentile(grid, [tail, 100 - tail], axis=0)
+            elif len(self._draws) and not self._constant:
                 grid = np.array([_error(d, n, ks) for d in self._draws])
                 tail = 100 * (1 - conf) / 2
                 low, high = np.nanpercentile(grid, [tail, 100 - tail], axis=0)
@@ -825,12 +1059,10 @@ class BudgetPlanner:
             frames.append(pd.DataFrame({"n": n, "k": ks, "error": error, "low": low, "high": high}))
         return pd.concat(frames, ignore_index=True)
 
-    def budget_table(
-        self, sizes: Sequence[float] | None = None, eps: float | None = None
-    ) -> pd.DataFrame:
+    def budget_table(self, sizes: Sequence[float] | None, eps: float) -> pd.DataFrame:
         """`budget(n, eps)` for several sizes, one row each (see `Budget.to_frame`).
 
-        Defaults: the calibrated sizes. Raises like `budget` when `eps` is unattainable.
+        `sizes` None: the calibrated sizes. Raises like `budget` when `eps` is unattainable.
         """
         self._check_fitted()
         ns = list(sizes) if sizes is not None else list(self.sizes_)
@@ -871,6 +1103,7 @@ class BudgetPlanner:
             trend=self.trend_,
             lrt=self.lrt_,
             loglik=self.loglik_,
+            laws=self.laws_,
         )
 
     # -- constants from elsewhere -------------------------------------------------------------
@@ -884,7 +1117,6 @@ class BudgetPlanner:
         e0: float = 0.0,
         k0: float = 0.0,
         e_base: float = 1.0,
-        eps: float = 0.1,
         log_base: LogBase | str = "e",
     ) -> BudgetPlanner:
         """A planner with given constants instead of fitted ones (e.g. the paper's c).
@@ -892,7 +1124,7 @@ class BudgetPlanner:
         `c` is read in `log_base`, as a paper reports it: `from_constants(c=1.2, log_base="2")`
         plans k* = 1.2 · √n · log2(1/ε). No intervals, tests or calibration ranges.
         """
-        planner = cls(eps, log_base=log_base, alpha=alpha, n_bootstrap=0)
+        planner = cls("paper", log_base=log_base, alpha=alpha, n_bootstrap=0)
         p = planner._validated_params()
         c_nat = _check_positive(c, "c") / LOG_BASES[p["log_base"]]
         if not 0.0 <= e0 < 1.0:
@@ -918,6 +1150,10 @@ class BudgetPlanner:
         planner.sizes_ = ()
         planner.budgets_ = ()
         planner.peak_budget_ = None
+        planner.peak_budgets_ = {}
+        planner.law_ = None
+        planner.laws_ = None
+        planner.certified_ = None
         planner.status_ = "given"
         planner.verdict_ = "constants given, not fitted"
         return planner

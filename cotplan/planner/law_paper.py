@@ -192,3 +192,24 @@ def _optimal_k(params: NDArray[np.float64], n: float, value: float, price: float
     candidates = np.array([0.0, math.floor(k_cont), math.ceil(k_cont)])
     costs = value * _error(params, n, candidates) + price * candidates
     return float(candidates[int(np.argmin(costs))])
+
+
+def _paper_starts(cells: _Cells, *, free_alpha: bool, alpha: float) -> list[NDArray[np.float64]]:
+    err = 1.0 - cells.successes / cells.trials
+    k_min, k_max = cells.k.min(), cells.k.max()
+    e_first = float(np.clip(np.average(err[cells.k == k_min]), 0.05, 0.95))
+    e_last = float(np.clip(np.average(err[cells.k == k_max]), 0.01, 0.95))
+    if e_last >= e_first:
+        e_last = e_first / 2
+    positive = cells.k[cells.k > 0]
+    k_small = float(positive.min()) if positive.size else 1.0
+    k_mid = float(np.median(positive)) if positive.size else 1.0
+    alphas = [0.5, 0.25, 1.0] if free_alpha else [alpha]
+    starts = []
+    for a in alphas:
+        n_typ = float(np.exp(np.mean(cells.logn))) ** a
+        for c_mult in (0.2, 1.0, 5.0):
+            for k0 in (0.0, 0.5 * k_small):
+                c = max(k_mid / math.log(2.0) / n_typ * c_mult, 1e-3)
+                starts.append(np.array([e_last, e_first, k0, c, a]))
+    return starts

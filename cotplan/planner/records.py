@@ -11,8 +11,11 @@ import pandas as pd
 
 __all__ = [
     "Budget",
+    "CertifiedBudget",
     "ConfidenceInterval",
     "Estimate",
+    "LawComparison",
+    "LawFit",
     "LikelihoodRatioTest",
     "LogBase",
     "OptimalBudget",
@@ -89,8 +92,15 @@ class Budget:
     `high` bound k* (bootstrap percentiles; `high` is inf when some resamples cannot reach
     `eps`). `c_in_base` is the model's c expressed for `log_base` (the budget does not depend on
     the base). `extrapolated` is True when `n` or k* lies outside what was calibrated.
-    `baselines` holds k* by the paper's fixed-α = 1/2 fit and by the through-origin
-    least-squares c (k* = c · √n · ln(1/ε)), for comparison.
+    `baselines` holds k* by the paper's law (α free), by its fixed-α = 1/2 fit and by the
+    through-origin least-squares c (k* = c · √n · ln(1/ε)), for comparison.
+
+    `law` is the law k* comes from. `tokens` is the cap to use: with `certified` it is the
+    smallest calibrated budget whose error is at most `eps` with confidence 1 − delta
+    (`error_bound` is the exact upper bound there); otherwise the law's k* rounded up, or, at
+    a size not calibrated, a certified budget scaled by the law (`extrapolated`; `reach` is n
+    over the largest calibrated size; `cap_low`/`cap_high` bound that cap over the law's
+    bootstrap). `basis` says which in words.
     """
 
     n: float
@@ -105,6 +115,13 @@ class Budget:
     extrapolated: bool = False
     note: str = ""
     baselines: Mapping[str, float] = field(default_factory=dict)
+    law: str = "paper"
+    certified: bool = False
+    error_bound: float = math.nan
+    basis: str = ""
+    reach: float = 1.0
+    cap_low: float = math.nan
+    cap_high: float = math.nan
 
     def __float__(self) -> float:
         """`float(budget)` is k*, for code that wants the number alone."""
@@ -122,6 +139,13 @@ class Budget:
             "log_base": self.log_base,
             "c_in_base": self.c_in_base,
             "extrapolated": self.extrapolated,
+            "law": self.law,
+            "certified": self.certified,
+            "error_bound": self.error_bound,
+            "reach": self.reach,
+            "cap_low": self.cap_low,
+            "cap_high": self.cap_high,
+            "basis": self.basis,
         }
         row.update({f"k_star_{name}": value for name, value in self.baselines.items()})
         return pd.DataFrame([row])
@@ -186,13 +210,14 @@ class PlanReport:
     trend: TrendTest | None
     lrt: LikelihoodRatioTest | None
     loglik: float
+    laws: LawComparison | None = None
 
     def to_frame(self) -> pd.DataFrame:
         """One row per (model, parameter): estimate, low, high.
 
-        Models: `fit` (the planner's model), `alpha=1/2` (the paper's fixed exponent),
-        `least squares` (the through-origin c of the paper's code). c is natural-log based;
-        the `c (log base b)` rows give it in the report's base.
+        Models: `fit` (the paper's law, α free), `alpha=1/2` (the paper's fixed exponent),
+        `least squares` (the through-origin c of the paper's code), then the other laws by
+        name. c is natural-log based; the `c (log base b)` rows give it in the report's base.
         """
         scale = LOG_BASES[self.log_base]
         rows = []
@@ -206,6 +231,11 @@ class PlanReport:
             rows.append(
                 _row("least squares", f"c (log base {self.log_base})", self.c_least_squares, scale)
             )
+        if self.laws is not None:
+            for law in self.laws.fits:
+                if law.law in ("paper", "paper-half"):
+                    continue  # the rows `fit` and `alpha=1/2` above
+                rows.extend(_row(law.law, name, est) for name, est in law.parameters.items())
         return pd.DataFrame(rows, columns=["model", "parameter", "estimate", "low", "high"])
 
     def __str__(self) -> str:
@@ -225,6 +255,8 @@ class PlanReport:
             lines.append(self.trend.verdict)
         if self.lrt is not None:
             lines.append(self.lrt.verdict)
+        if self.laws is not None:
+            lines.append(str(self.laws))
         return "\n".join(lines)
 
 
@@ -255,3 +287,133 @@ def _join(values: Sequence[int]) -> str:
 
 
 _NAN_CI = ConfidenceInterval(math.nan, math.nan)
+
+
+# --------------------------------------------------------------------------------------------
+# The laws and the certified budgets
+
+
+@dataclass(frozen=True)
+class LawFit:
+    """One law's fit: parameters with item-bootstrap intervals and its held-out score.
+
+    `heldout_loglik` sums the log-likelihood of each item fold under the law fitted without
+    it; `difference` is that minus the paper law's (positive: better than the paper's law) and
+    `difference_se` its fold-to-fold standard error.
+    """
+
+    law: str
+    formula: str
+    parameters: Mapping[str, Estimate]
+    loglik: float
+    heldout_loglik: float
+    difference: float
+    difference_se: float
+    note: str = ""
+
+    def parameter_text(self) -> str:
+        return ", ".join(
+            f"{name} {_fmt(est.value)}"
+            + (
+                ""
+                if math.isnan(est.interval.low)
+                else f" [{_fmt(est.interval.low)}, {_fmt(est.interval.high)}]"
+            )
+            for name, est in self.parameters.items()
+        )
+
+
+@dataclass(frozen=True)
+class LawComparison:
+    """The laws side by side (`to_frame()`, `str()`), the one selected and why."""
+
+    fits: tuple[LawFit, ...]
+    selected: str
+    reason: str
+    folds: int
+
+    def __getitem__(self, law: str) -> LawFit:
+        for fit in self.fits:
+            if fit.law == law:
+                return fit
+        raise KeyError(law)
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per law: held-out and in-sample log-likelihood, parameters, selection."""
+        return pd.DataFrame(
+            [
+                {
+                    "law": f.law,
+                    "heldout_loglik": f.heldout_loglik,
+                    "vs_paper": f.difference,
+                    "vs_paper_se": f.difference_se,
+                    "loglik": f.loglik,
+                    "parameters": f.parameter_text(),
+                    "selected": f.law == self.selected,
+                    "note": f.note,
+                }
+                for f in self.fits
+            ]
+        )
+
+    def __str__(self) -> str:
+        lines = [
+            f"laws compared by held-out log-likelihood ({self.folds}-fold cross-validation over "
+            "items; vs paper: difference to the paper's law ± its fold-to-fold standard error)"
+        ]
+        for f in self.fits:
+            mark = "*" if f.law == self.selected else " "
+            lines.append(
+                f" {mark} {f.law:<10} held-out {f.heldout_loglik:9.1f}  vs paper "
+                f"{f.difference:+7.1f} ± {_fmt(f.difference_se):<5}  {f.parameter_text()}"
+            )
+            if f.note:
+                lines.append(f"     {'':<10} {f.note}")
+        lines.append(f"chosen: {self.selected} ({self.reason})")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class CertifiedBudget:
+    """The smallest calibrated budget whose error is at most `eps` with confidence 1 − `delta`.
+
+    Budgets are tested from the largest (at most the peak) down with an exact one-sided
+    binomial (Clopper-Pearson) bound, stopping at the first that fails (fixed-sequence testing,
+    "Learn then Test"): whatever the curve's shape, the chance that the certified budget's
+    true error exceeds `eps` is at most `delta`. `k` is None when no budget passes;
+    `items_needed` then estimates how many items a size would let the best budget pass.
+    `error_bound` is the upper bound at `k` (or at the best budget when none passes).
+    """
+
+    n: int
+    eps: float
+    delta: float
+    k: int | None
+    error_bound: float
+    errors: int
+    items: int
+    tested: int
+    items_needed: int | None = None
+    note: str = ""
+
+    @property
+    def certified(self) -> bool:
+        return self.k is not None
+
+    def to_frame(self) -> pd.DataFrame:
+        return pd.DataFrame(
+            [
+                {
+                    "n": self.n,
+                    "eps": self.eps,
+                    "delta": self.delta,
+                    "k": self.k,
+                    "error_bound": self.error_bound,
+                    "errors": self.errors,
+                    "items": self.items,
+                    "budgets_tested": self.tested,
+                    "items_needed": self.items_needed,
+                    "note": self.note,
+                }
+            ]
+        )

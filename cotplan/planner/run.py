@@ -177,7 +177,7 @@ def relative_target(planner: BudgetPlanner, remaining: float = 0.25) -> float:
 
 
 def plan_budgets(
-    planner: BudgetPlanner, sizes: Iterable[int], eps: float | None = None
+    planner: BudgetPlanner, sizes: Iterable[int], eps: float
 ) -> dict[int, Budget | None]:
     """k*(n, ε) for each size; None where the planner credits reasoning with no effect
     (`NO_BENEFIT_STATUSES`: the plan is then k* = 0). Raises `InfeasibleTargetError` when ε
@@ -294,7 +294,7 @@ def run_plan(
     backend: Backend,
     planner: BudgetPlanner,
     items: Iterable[TaskItem],
-    eps: float | None = None,
+    eps: float,
     *,
     uncapped: int = 512,
     concurrency: int | None = None,
@@ -308,13 +308,14 @@ def run_plan(
 ) -> PlanRun:
     """Answer held-out `items` at the planned k*(n, ε) and uncapped; compare (see module doc).
 
-    `eps` defaults to the planner's. Planned budgets above `uncapped` are capped there.
+    `eps` is the target the plan is made for. Planned budgets above `uncapped` are capped
+    there (at calibrated sizes the cap is the certified budget where one exists).
     Raises `InfeasibleTargetError` when ε is below what the model reaches at some size.
     """
     chosen = _check_items(items)
     if isinstance(uncapped, bool) or not isinstance(uncapped, int) or uncapped < 1:
         raise InputError(f"must be a positive whole number, got {uncapped!r}", field="uncapped")
-    target = float(planner.eps if eps is None else eps)
+    target = float(eps)
     sizes = {item.id: item_size(item, counter=backend.count_tokens) for item in chosen}
     budgets = plan_budgets(planner, sizes.values(), target)
     caps = {n: min(b.tokens, uncapped) if b is not None else 0 for n, b in budgets.items()}
