@@ -186,7 +186,7 @@ def report(calibration: pd.DataFrame, args: argparse.Namespace, budgets: list[in
     helped = []
     for family in args.families:
         frame = calibration[calibration.family == family]
-        planner = BudgetPlanner(eps=0.5, random_state=args.seed).fit(frame)
+        planner = BudgetPlanner(random_state=args.seed).fit(frame)
         trend = planner.trend_
         p_rise = f"{trend.p_value:.2g}" if trend is not None else "-"
         demo = "yes" if planner.status_ == "helps" else "no"

@@ -327,7 +327,7 @@ def _law_fits(frame: pd.DataFrame, eps: float, seed: int) -> pd.DataFrame:
         ("α = 1 (linear)", 1.0),
     )
     for label, alpha in laws:
-        planner = BudgetPlanner(eps, alpha=alpha, n_bootstrap=0, random_state=seed).fit(frame)
+        planner = BudgetPlanner("paper", alpha=alpha, n_bootstrap=0, random_state=seed).fit(frame)
         loglik = float(getattr(planner, "loglik_", math.nan))
         free = 5 if alpha == "fit" else 4
         rows.append(
@@ -596,9 +596,7 @@ def reasoning_study(
         warnings.simplefilter("ignore", CostUnknownWarning)
         calibration = calibrate(backend, items, grid, progress=progress)
     frame = calibration.frame
-    planner = BudgetPlanner(
-        settings.eps, n_bootstrap=settings.n_bootstrap, random_state=settings.seed
-    ).fit(frame)
+    planner = BudgetPlanner(n_bootstrap=settings.n_bootstrap, random_state=settings.seed).fit(frame)
     report = planner.report()
     constants = report.to_frame()
     deviance, df, p_fit = (
