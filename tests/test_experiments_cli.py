@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
@@ -31,6 +32,15 @@ def test_quick_commands_on_an_exact_reference(command: str, tmp_path) -> None:  
     assert result.exit_code == 0, result.output
     assert f"{command}_vs_paper.csv" in {p.name for p in out.iterdir()}
     assert "saved" in result.output
+    # The files hold the run, not just their names: every CSV has rows; the comparison with
+    # the paper has a claim, a measurement and a verdict on every row, all of this experiment.
+    for path in out.glob("*.csv"):
+        assert len(pd.read_csv(path)) > 0, path.name
+    versus = pd.read_csv(out / f"{command}_vs_paper.csv")
+    assert {"experiment", "claim", "paper", "measured", "verdict"} <= set(versus.columns)
+    assert len(versus) >= 3
+    assert (versus["experiment"] == command).all()
+    assert versus[["claim", "measured", "verdict"]].notna().all().all()
 
 
 def test_martingale_then_debias_from_the_saved_gaps(tmp_path) -> None:  # type: ignore[no-untyped-def]
