@@ -520,3 +520,141 @@ def test_the_debug_variable_shows_the_traceback(
     monkeypatch.setenv("COTPLAN_DEBUG", "1")
     with pytest.raises(InputError, match="`n`"):
         main(["tasks", "make", "count", "--n", "-1"])
+
+
+# --- #19 cost commands: prices, call, project -------------------------------------------------
+
+_COST_CALL = ("cost", "call", "gpt-6.2-sol", "--prompt-tokens", "100", "--completion-tokens", "10")
+_COST_PROJECT = (
+    "cost",
+    "project",
+    "gpt-6.2-sol",
+    "--queries-per-day",
+    "100",
+    "--prompt-mean",
+    "900",
+    "--output-mean",
+    "100",
+    "--out",
+    "{dir}/report",
+)
+_NAN_SAMPLE = _text("prompt_tokens,completion_tokens,reasoning_tokens", "100,50,0", "120,NaN,0")
+
+CASES += [
+    Case("cost call with a bad --on", (*_COST_CALL, "--on", "2026-13-40"), ("`on`", "not a date")),
+    Case(
+        "cost call for an unknown provider",
+        (*_COST_CALL, "--provider", "opneai"),
+        ("`provider`", "opneai"),
+    ),
+    Case(
+        "cost call on a name several providers sell",
+        ("cost", "call", "claude-3-5-haiku", *_COST_CALL[3:]),
+        ("`provider`", "anthropic, google"),
+    ),
+    Case(
+        "cost project with 1e9 draws",
+        (*_COST_PROJECT, "--draws", "1e9"),
+        ("`draws`", "at most 10,000,000"),
+    ),
+    Case("cost project with 1.5 draws", (*_COST_PROJECT, "--draws", "1.5"), ("`draws`",)),
+    Case("cost project with NaN draws", (*_COST_PROJECT, "--draws", "nan"), ("`draws`",)),
+    Case("cost project with a negative seed", (*_COST_PROJECT, "--seed", "-1"), ("`seed`",)),
+    Case("cost project with a bad --on", (*_COST_PROJECT, "--on", "yesterday"), ("`on`",)),
+    Case("cost project with a bad --start", (*_COST_PROJECT, "--start", "2027-13"), ("`start`",)),
+    Case(
+        "cost project with a NaN in the sample",
+        (
+            "cost",
+            "project",
+            "gpt-6.2-sol",
+            "--queries-per-day",
+            "100",
+            "--sample",
+            "{dir}/calls.csv",
+            "--out",
+            "{dir}/report",
+        ),
+        ("`completion_tokens`", "finite"),
+        (("calls.csv", _NAN_SAMPLE),),
+    ),
+    Case(
+        "cost project with cache shares over 1",
+        (*_COST_PROJECT, "--cache-hit-rate", "0.8", "--cache-write-rate", "0.5"),
+        ("`cache_write_rate`",),
+    ),
+    Case(
+        "cost project with a negative cap to compare",
+        (*_COST_PROJECT, "--compare-cap", "-5"),
+        ("`k`",),
+    ),
+    Case(
+        "cost project comparing an unknown model",
+        (*_COST_PROJECT, "--compare-model", "gpt-99o"),
+        ("`model`", "gpt-99o"),
+    ),
+    Case(
+        "cost project --out on a file",
+        (*_COST_PROJECT[:-1], "{dir}/report/plan.csv"),
+        ("`out`", "is a file"),
+    ),
+    Case(
+        "cost project growing per week", (*_COST_PROJECT, "--growth-per", "week"), ("`growth_per`",)
+    ),
+    Case(
+        "cost prices --csv in a missing folder",
+        ("cost", "prices", "--csv", "{dir}/no/p.csv"),
+        ("`csv`", "does not exist"),
+    ),
+    Case(
+        "cost prices for an unknown provider",
+        ("cost", "prices", "--provider", "acme"),
+        ("`provider`", "acme"),
+    ),
+    Case(
+        "cost prices from an unknown source", ("cost", "prices", "--source", "web"), ("`source`",)
+    ),
+]
+
+
+def _projection(**options: Any) -> object:
+    from cotplan.pricing import ParametricTokens, Workload, project_costs
+
+    work = Workload(queries_per_day=100)
+    return project_costs("gpt-6.2-sol", work, ParametricTokens(900, 0, 100, 0), **options)
+
+
+def _comparison_with_a_bad_last_scenario() -> object:
+    from cotplan.pricing import ParametricTokens, Scenario, Workload, compare_scenarios
+
+    scenarios = [Scenario("a", "gpt-6.2-sol"), Scenario("b", "gpt-99o")]
+    return compare_scenarios(
+        Workload(queries_per_day=100), ParametricTokens(900, 0, 100, 0), scenarios
+    )
+
+
+def _ambiguous_call() -> object:
+    from cotplan.pricing import call_cost
+
+    return call_cost("claude-3-5-haiku", prompt_tokens=1, completion_tokens=1)
+
+
+API_CASES += [
+    ApiCase("project_costs(draws=10**9)", lambda d: _projection(draws=10**9), ("`draws`",)),
+    ApiCase(
+        "project_costs with cache shares over 1",
+        lambda d: _projection(cache_hit_rate=0.7, cache_write_rate=0.7),
+        ("`cache_write_rate`",),
+    ),
+    ApiCase("project_costs(provider='')", lambda d: _projection(provider=" "), ("`provider`",)),
+    ApiCase(
+        "compare_scenarios checks every scenario first",
+        lambda d: _comparison_with_a_bad_last_scenario(),
+        ("`model`", "gpt-99o"),
+    ),
+    ApiCase(
+        "call_cost on a name several providers sell",
+        lambda d: _ambiguous_call(),
+        ("`provider`", "anthropic, google"),
+    ),
+]

@@ -99,6 +99,17 @@ def _rate(value: Decimal | None) -> str:
     return f"{value:.2f}" if value == value.quantize(Decimal("0.01")) else f"{value.normalize():f}"
 
 
+def _whole(text: str, name: str) -> int:
+    """A whole number written as 100000, 100_000 or 1e5."""
+    try:
+        number = float(text.replace("_", ""))
+    except ValueError:
+        raise InputError(f"must be a whole number, got {text!r}", field=name) from None
+    if not number.is_integer():
+        raise InputError(f"must be a whole number, got {text!r}", field=name)
+    return int(number)
+
+
 def _out_file(path: Path | None, name: str) -> None:
     """Refuse an output file that cannot be written, before any work is done."""
     if path is None:
@@ -401,7 +412,9 @@ def project(
     compare_cap: Annotated[
         list[int] | None, Opt("--compare-cap", help="Also project this cap (repeatable).")
     ] = None,
-    draws: Annotated[int, Opt("--draws", help="Monte Carlo draws.")] = 100_000,
+    draws: Annotated[
+        str, Opt("--draws", help="Monte Carlo draws (100 to 10,000,000; 1e6 is fine).")
+    ] = "100000",
     seed: Annotated[int, Opt("--seed", help="Random seed.")] = 0,
     out: Annotated[Path | None, Opt("--out", help="Write CSV, XLSX and PNG files here.")] = None,
     provider: Annotated[
@@ -417,7 +430,7 @@ def project(
     from cotplan.pricing.table import price_table
 
     today = _date(on, "on")
-    check_draws(draws, seed)
+    n_draws, _ = check_draws(_whole(draws, "draws"), seed)
     _out_dir(out, "out")
     workload = Workload(
         queries_per_day=queries_per_day, queries_per_month=queries_per_month,
@@ -444,7 +457,7 @@ def project(
                          field="compare_model")  # fmt: skip
     comparison = _run(
         lambda: compare_scenarios(
-            workload, tokens, scenarios, draws=draws, seed=seed, table=table, today=today
+            workload, tokens, scenarios, draws=n_draws, seed=seed, table=table, today=today
         )
     )
     base = comparison.projections[comparison.baseline]
@@ -455,7 +468,7 @@ def project(
     _console.print(
         f"first month's average day: {_money(day['mean_usd'])} (P10 {_money(day['p10_usd'])}, "
         f"P90 {_money(day['p90_usd'])}); cost per query {_money(base.per_query_usd, 6)}; "
-        f"{draws:,} draws, seed {seed}",
+        f"{n_draws:,} draws, seed {seed}",
         highlight=False,
     )
     for name, proj in comparison.projections.items():
