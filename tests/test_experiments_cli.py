@@ -113,5 +113,5 @@ def test_table_shows_limit_and_verdict(tmp_path) -> None:  # type: ignore[no-unt
     )
     assert result.exit_code == 0, result.output
     assert "efficiency 0.9567 at n = 20, 99% first at n = 97" in result.output
-    assert "not reproduced" in result.output
+    assert "not a model claim: fails" in result.output  # Laplace needs 80 at p = 0.3
     assert "Laplace is the Bayes-optimal predictor" in result.output

@@ -72,8 +72,10 @@ def test_experiment_matches_the_exact_curves_for_laplace() -> None:
     assert r.excess_exponent == pytest.approx(-1.0, abs=0.2)
     assert r.mle_variance_ratio_ci.low > 1
     rows = r.versus_paper().set_index("claim")
-    assert bool(rows.loc["the model reaches 99% of optimal within 20 examples", "breaks_limit"])
-    assert rows.loc["Laplace smoothing needs > 100 examples for 99%", "verdict"] == "not reproduced"
+    # p = 0.3 is fixed: beating Laplace there is possible, so nothing breaks the Bayes limit.
+    assert not rows["breaks_limit"].any()
+    laplace_row = rows.loc["Laplace smoothing needs > 100 examples for 99%"]
+    assert (laplace_row["verdict"], laplace_row["holds"]) == ("not a model claim", "no")
 
 
 def test_oracle_reaches_full_efficiency_at_once_for_its_p() -> None:

@@ -65,3 +65,38 @@ def test_falck_quick_on_the_model(predictor: BackendPredictor) -> None:
     r = falck_tests(predictor, **FALCK_QUICK)
     assert r.run.predictions == planned_predictions("falck", FALCK_QUICK)
     assert len(r.versus_paper()) == 3
+    assert r.predictor == predictor.name
+    # The numbers, not only their count: each setting's T1 lies on its exact null's support,
+    # with an ordered band, a p-value, and a flag that agrees with them.
+    t = r.t1t2
+    assert len(t) > 0
+    assert np.all(np.isfinite(t["T1"]))
+    assert (t["T1_low"] <= t["T1_high"]).all()
+    assert t["T1_p"].between(0.0, 1.0).all()
+    assert r.t1_violations == int(t["T1_outside"].sum())
+    inside = (t["T1_low"] <= t["T1"]) & (t["T1"] <= t["T1_high"])
+    assert not (inside & t["T1_outside"]).any(), "a T1 inside its band cannot be a violation"
+    # T3: the spread of path means per n, non-negative, with an ordered Bayes band and a slope.
+    assert len(r.t3) == len(FALCK_QUICK["t3_ns"])
+    assert (r.t3["iqr"] >= 0).all()
+    assert (r.t3["bayes_low"] <= r.t3["bayes_high"]).all()
+    assert np.isfinite(r.t3_slope)
+
+
+def test_planted_and_exact_predictors_do_not_outscore_the_model(
+    predictor: BackendPredictor,
+) -> None:
+    """On claims about models, a 12-line recency predictor and exact Laplace must not score more
+    "reproduced" rows than a real model: before the verdicts were separated, recency did."""
+    from cotplan.experiments import Recency, laplace, reproduction_report
+
+    model = reproduction_report(predictor, "quick")
+    claims = model.model_claims()
+    assert model.kind == "model"
+    # The model tests structural claims for real: some rows reach a verdict either way.
+    assert claims["reproduced"] + claims["not reproduced"] >= 5
+    for control in (Recency(0.8), laplace()):
+        other = reproduction_report(control, "quick")
+        assert other.model_claims()["reproduced"] <= claims["reproduced"], control.name
+        assert other.model_claims()["not reproduced"] == 0, control.name
+    assert "can test the paper's structural claims" in model.capability()

@@ -19,7 +19,8 @@ def test_exchangeable_predictors_have_exactly_zero_order_variance(predictor) -> 
     assert r.sigma == 0.0
     assert np.all(r.sd == 0.0)
     assert math.isnan(r.slope)
-    assert r.versus_paper().iloc[0]["verdict"] == "not reproduced"
+    row = r.versus_paper().iloc[0]
+    assert (row["verdict"], row["holds"]) == ("follows from averaging", "")  # no spread at all
 
 
 def test_order_dependent_predictor_follows_the_clt_slope() -> None:
@@ -31,11 +32,11 @@ def test_order_dependent_predictor_follows_the_clt_slope() -> None:
     assert r.measured_at_20
     # Averaging cannot remove the bias against Bayes: the RMSE saturates above |bias|.
     assert r.rmse[-1] >= r.bias * 0.99
-    frame = r.versus_paper()
-    assert (
-        frame.set_index("claim").loc["20-30 orderings reduce the variance by 70-80%", "verdict"]
-        == "not reproduced"
-    )
+    rows = r.versus_paper().set_index("claim")
+    # The CLT rows hold for any order-dependent predictor: they cannot tell models apart.
+    averaging = rows.iloc[:4]
+    assert (averaging["verdict"] == "follows from averaging").all()
+    assert list(averaging["holds"]) == ["yes", "yes", "yes", "no"]  # variance falls 95%, not 70-80%
 
 
 def test_validation() -> None:

@@ -14,13 +14,15 @@ from cotplan.experiments.report import (
     planned_predictions,
     reproduction_report,
 )
+from cotplan.experiments.verdicts import VERDICTS
 
 
 def test_cot_worked_example_arithmetic() -> None:
     row = cot_example_rows()[0]
     assert row.measured == pytest.approx(math.sqrt(500 / 18) * math.log2(10))
     assert row.measured_text == "17.5 (log2) / 12.1 (ln)"
-    assert row.verdict == "not reproduced"
+    assert row.verdict == "not a model claim"  # the paper's arithmetic, not a model's
+    assert row.holds is False
 
 
 def test_planned_predictions_match_the_presets() -> None:
@@ -45,7 +47,10 @@ def test_report_on_a_recency_biased_predictor(tmp_path) -> None:  # type: ignore
     report = reproduction_report(Recency(0.9), "quick", stage=stage)
     frame = report.to_frame()
     assert set(frame["experiment"]) == {"martingale", "debias", "order", "entropy", "falck", "cot"}
-    assert set(frame["verdict"]) <= {"reproduced", "not reproduced", "not testable here"}
+    assert set(frame["verdict"]) <= set(VERDICTS)
+    # A planted predictor is no model: none of its rows reproduces a claim about models.
+    assert report.model_claims()["reproduced"] == 0
+    assert "planted effect" in report.capability()
     assert frame["why"].str.len().min() > 10
     assert [s for s, _ in stages] == ["martingale", "debias", "order", "entropy", "falck"]
     markdown = report.to_markdown()

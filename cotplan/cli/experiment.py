@@ -136,20 +136,34 @@ def _progress() -> Iterator[Callable[[str, int], Callable[[int], None] | None]]:
         yield stage
 
 
+#: How each verdict of `cotplan.experiments.verdicts` is shown.
+VERDICT_COLOURS = {
+    "reproduced": "green",
+    "not reproduced": "red",
+    "not comparable (model)": "blue",
+    "not comparable (scale)": "blue",
+    "not testable": "yellow",
+    "follows from averaging": "magenta",
+    "not a model claim": "cyan",
+    "cotplan check": "cyan",
+}
+
+
 def _print_rows(frame: Any, title: str) -> None:
     table = Table(title=title, show_lines=False)
     for column in ("claim", "paper", "measured", "interval", "limit", "verdict"):
         table.add_column(column, overflow="fold")
     for row in frame.itertuples():
-        colour = {"reproduced": "green", "not reproduced": "red"}.get(row.verdict, "yellow")
+        colour = VERDICT_COLOURS.get(row.verdict, "yellow")
         flag = " ⚠" if row.breaks_limit else ""
+        outcome = {"yes": ": holds", "no": ": fails"}.get(str(getattr(row, "holds", "")), "")
         table.add_row(
             escape(row.claim),
             escape(row.paper),
             escape(str(row.measured)),
             escape(str(row.interval)),
             escape(row.limit),
-            f"[{colour}]{row.verdict}{flag}[/]",
+            f"[{colour}]{row.verdict}{outcome}{flag}[/]",
         )
     _console.print(table)
 
@@ -191,6 +205,48 @@ def _preset(name: str, quick: bool) -> dict[str, Any]:
     return dict(PRESETS["quick" if quick else "full"][name])
 
 
+def _read_p(text: str) -> float | None:
+    """`--p`: a probability, or 'prior' for p drawn per sequence from the uniform prior."""
+    if text.strip().lower() == "prior":
+        return None
+    try:
+        value = float(text)
+    except ValueError as exc:
+        raise InputError(f"must be a number in (0, 1) or 'prior', got {text!r}", field="p") from exc
+    if not 0.0 < value < 1.0:
+        raise InputError(f"must be a number in (0, 1) or 'prior', got {text!r}", field="p")
+    return value
+
+
+def _check_lab(families: tuple[str, ...], preset: str) -> None:
+    """`--cot-lab` and `--cot-lab-preset`, checked by the lab's own tables (no torch needed)."""
+    from cotplan.lab.reasoning.study import STUDY_PRESETS
+    from cotplan.lab.reasoning.tasks import get_lab_family
+
+    if preset not in STUDY_PRESETS:
+        raise InputError(
+            f"must be one of {', '.join(STUDY_PRESETS)}, got {preset!r}", field="cot_lab_preset"
+        )
+    if not families:
+        raise InputError("names no family (e.g. parity,state)", field="cot_lab")
+    for family in families:
+        try:
+            get_lab_family(family)
+        except InputError as exc:
+            raise InputError(str(exc).removeprefix("`family`: "), field="cot_lab") from exc
+
+
+def _check_first(backend: str, concurrency: int | None, *runs: tuple[str, dict[str, Any]]) -> None:
+    """Validate every option before a model is started or connected to."""
+    from cotplan.experiments.report import check_params
+
+    if concurrency is not None and concurrency < 1:
+        raise InputError(f"must be >= 1, got {concurrency}", field="concurrency")
+    exact_predictor(backend)  # a malformed reference spec fails here
+    for name, params in runs:
+        check_params(name, params)
+
+
 @app.command()
 def martingale(
     backend: Backend = "local",
@@ -213,6 +269,7 @@ def martingale(
     params["design"] = design
     if n_sequences is not None:
         params["n_sequences"] = n_sequences
+    _check_first(backend, concurrency, ("martingale", params))
     with (
         _open_predictor(backend, base_url, instruction, concurrency) as predictor,
         _progress() as st,
@@ -260,6 +317,7 @@ def debias(
         folder = out or paths.home() / "reports" / f"debias-{_dt.datetime.now():%Y%m%d-%H%M%S}"
     else:
         mparams = _preset("martingale", quick)
+        _check_first(backend, concurrency, ("martingale", mparams))
         with (
             _open_predictor(backend, base_url, instruction, concurrency) as predictor,
             _progress() as st,
@@ -305,6 +363,7 @@ def order(
     params = _preset("order", quick)
     if n_orderings is not None:
         params["n_orderings"] = n_orderings
+    _check_first(backend, concurrency, ("order", params))
     with (
         _open_predictor(backend, base_url, instruction, concurrency) as predictor,
         _progress() as st,
@@ -340,14 +399,12 @@ def entropy(
 
     params = _preset("entropy", quick)
     if p is not None:
-        try:
-            params["p"] = None if p.lower() == "prior" else float(p)
-        except ValueError as exc:
-            raise InputError(f"must be a number or 'prior', got {p!r}", field="p") from exc
+        params["p"] = _read_p(p)
     if n_max is not None:
         params["n_max"] = n_max
     if n_sequences is not None:
         params["n_sequences"] = n_sequences
+    _check_first(backend, concurrency, ("entropy", params))
     with (
         _open_predictor(backend, base_url, instruction, concurrency) as predictor,
         _progress() as st,
@@ -400,6 +457,7 @@ def falck(
     params = _preset("falck", quick)
     if n_paths is not None:
         params["n_paths"] = n_paths
+    _check_first(backend, concurrency, ("falck", params))
     with (
         _open_predictor(backend, base_url, instruction, concurrency) as predictor,
         _progress() as st,
@@ -445,28 +503,52 @@ def report(
     cot_lab_preset: Annotated[
         str, Opt(help="Lab model preset for --cot-lab: tiny, quick or standard.")
     ] = "quick",
+    p: Annotated[
+        str | None,
+        Opt("--p", help="Entropy experiment: Bernoulli p, or 'prior' (p ~ Beta(1,1))."),
+    ] = None,
 ) -> None:
     """Every headline number of the paper beside what this backend gives, with verdicts."""
     from cotplan.experiments import EXPERIMENTS, reproduction_report
 
-    chosen = tuple(e.strip() for e in only.split(",")) if only else EXPERIMENTS
+    chosen = tuple(e.strip() for e in only.split(",") if e.strip()) if only else EXPERIMENTS
+    unknown = [e for e in chosen if e not in EXPERIMENTS]
+    if unknown or not chosen:
+        raise InputError(f"unknown {unknown or [only]}; choose from {EXPERIMENTS}", field="only")
     lab_families = tuple(f.strip() for f in cot_lab.split(",") if f.strip()) if cot_lab else ()
+    if cot_lab is not None:
+        _check_lab(lab_families, cot_lab_preset)
+    preset = "quick" if quick else "full"
+    overrides: dict[str, dict[str, Any]] = {}
+    if p is not None:
+        overrides["entropy"] = {"p": _read_p(p)}
+    _check_first(
+        backend,
+        concurrency,
+        *(
+            (name, {**PRESETS[preset][name], **overrides.get(name, {})})
+            for name in chosen
+            if name != "debias"
+        ),
+    )
     with (
         _open_predictor(backend, base_url, instruction, concurrency) as predictor,
         _progress() as st,
     ):
         result = reproduction_report(
             predictor,
-            "quick" if quick else "full",
+            preset,
             seed,
             experiments=chosen,
+            overrides=overrides,
             stage=st,
             cot_lab=lab_families,
             cot_lab_preset=cot_lab_preset,
         )
     _print_rows(result.to_frame(), f"Reproduction report: {result.predictor}")
-    counts = ", ".join(f"{v} {k}" for k, v in sorted(result.counts().items()))
-    _console.print(f"{counts}; {result.requests} model requests in total")
+    _console.print(escape(result.tally_line()))
+    _console.print(escape(result.capability()))
+    _console.print(f"{result.requests} model requests in total")
     _saved(result.save(_out_folder(out, "report", predictor), charts=charts))
 
 

@@ -7,11 +7,18 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import pandas as pd
 
 from cotplan.experiments.predictors import BackendPredictor, Predictor
+from cotplan.experiments.verdicts import (
+    NOT_REPRODUCED,
+    NOT_TESTABLE,
+    REPRODUCED,
+    Verdict,
+    as_control,
+)
 from cotplan.io import write_csv
 
 __all__ = [
@@ -24,16 +31,15 @@ __all__ = [
     "Snapshot",
     "Verdict",
     "ensure_folder",
+    "finish_rows",
     "fmt",
+    "predictor_kind",
     "rows_frame",
     "run_info",
     "snapshot",
 ]
 
-Verdict = Literal["reproduced", "not reproduced", "not testable here"]
-REPRODUCED: Verdict = "reproduced"
-NOT_REPRODUCED: Verdict = "not reproduced"
-NOT_TESTABLE: Verdict = "not testable here"
+# The verdict words live in one module (verdicts.py); these names stay importable from here.
 
 
 @dataclass(frozen=True)
@@ -58,8 +64,12 @@ class Interval:
 class ReportRow:
     """One headline claim: the paper's number beside the measured one and the theoretical limit.
 
-    `breaks_limit` is True when a reported or measured number is impossible under the stated
-    limit (for example, beating the Bayes mixture in expectation under its own prior).
+    `verdict` takes its words from `cotplan.experiments.verdicts`. `breaks_limit` is True when a
+    reported or measured number is impossible under the stated limit (for example, beating the
+    Bayes mixture in expectation under its own prior). `holds` says whether the statement held
+    where it was evaluated, for rows whose verdict is not about a model (follows from averaging,
+    not a model claim, cotplan check). `control` is set on the rows of a predictor that is no
+    model: the verdict the row would have had on a model.
     """
 
     experiment: str
@@ -72,6 +82,8 @@ class ReportRow:
     why: str
     breaks_limit: bool = False
     measured_text: str = ""
+    holds: bool | None = None
+    control: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -82,9 +94,18 @@ class ReportRow:
             "interval": "" if self.interval is None else str(self.interval),
             "limit": self.limit,
             "verdict": self.verdict,
+            "holds": "" if self.holds is None else ("yes" if self.holds else "no"),
             "why": self.why,
             "breaks_limit": self.breaks_limit,
+            "control": self.control,
         }
+
+    @property
+    def label(self) -> str:
+        """The verdict with its outcome where the verdict alone does not say it."""
+        if self.holds is None:
+            return self.verdict
+        return f"{self.verdict}: {'holds' if self.holds else 'fails'}"
 
 
 def rows_frame(rows: list[ReportRow]) -> pd.DataFrame:
@@ -118,6 +139,8 @@ class RunInfo:
     wall_s: float
     #: Attempts the client repeated after a failure (5xx, 429, timeout, dropped or cut reply).
     retries: int = 0
+    #: "model", or what else the predictor is ("an exact reference", "a planted effect").
+    kind: str = "model"
 
     def as_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -169,7 +192,31 @@ def run_info(predictor: Predictor, before: Snapshot) -> RunInfo:
             wall,
             _retries(predictor) - before.retries,
         )
-    return RunInfo(predictor.name, predictor.exact, 0, 0, 0, float("nan"), 0, wall)
+    return RunInfo(
+        predictor.name,
+        predictor.exact,
+        0,
+        0,
+        0,
+        float("nan"),
+        0,
+        wall,
+        kind=predictor_kind(predictor),
+    )
+
+
+def predictor_kind(predictor: Predictor) -> str:
+    """ "model" for anything that runs a network; otherwise what the predictor is instead."""
+    if not predictor.exact:
+        return "model"
+    return "an exact reference" if predictor.exchangeable else "a planted effect"
+
+
+def finish_rows(rows: list[ReportRow], run: RunInfo) -> list[ReportRow]:
+    """A result's rows as the report shows them: controls when the predictor is no model."""
+    if run.kind == "model":
+        return rows
+    return as_control(rows, run.predictor, run.kind)
 
 
 def ensure_folder(folder: str | Path) -> Path:

@@ -52,6 +52,7 @@ from cotplan.experiments._stats import (
 )
 from cotplan.experiments.martingale import GapData, MartingaleResult
 from cotplan.experiments.predictors import FloatArray
+from cotplan.experiments.verdicts import NOT_COMPARABLE_MODEL, Verdict, is_paper_model
 
 if TYPE_CHECKING:
     import altair as alt
@@ -225,39 +226,67 @@ class DebiasResult:
         span = float(self.positions[-1] - self.positions[0]) + spacing
         paper_period = PAPER_DEBIAS["period"]
         note = f"p = {fmt(self.p_value)} (permutation test, {self.n_permutations} shuffles)"
+        short = span < 2 * paper_period
+        paper_model = is_paper_model(self.source)
         rows: list[ReportRow] = []
-        if span < 2 * paper_period:
-            rows.append(
-                ReportRow(
-                    "debias",
-                    "per-position gaps have period 64 (harmonics 64, 32, 21.3)",
-                    "64",
-                    self.period,
-                    self.period_ci,
-                    "detected from the data, not hard-coded",
-                    NOT_TESTABLE,
-                    f"the grid spans {span:g} positions; two cycles of 64 need at least 128",
-                )
+        claim = "per-position gaps have period 64 (harmonics 64, 32, 21.3)"
+        limit = "detected from the data, not hard-coded (GPT-3 has learned absolute positions)"
+        if short:
+            found = (
+                f"a significant period at {self.period:.1f}, but "
+                if self.significant
+                else "no significant period, and "
             )
-        else:
+            verdict: Verdict = NOT_TESTABLE
+            why = (
+                f"{found}the grid spans {span:g} positions: two cycles of 64 need at least 128 "
+                f"(the full grid, --full); {note}"
+            )
+        elif self.significant:
             hit = (
                 paper_period in self.period_ci
                 if self.period_ci is not None
                 else abs(self.period - paper_period) <= 0.1 * paper_period
             )
-            rows.append(
-                ReportRow(
-                    "debias",
-                    "per-position gaps have period 64 (harmonics 64, 32, 21.3)",
-                    "64",
-                    self.period,
-                    self.period_ci,
-                    "detected from the data, not hard-coded (GPT-3 has learned absolute "
-                    "positions, not RoPE)",
-                    REPRODUCED if (hit and self.significant) else NOT_REPRODUCED,
-                    note + ("" if self.significant else "; the peak does not stand out from noise"),
+            if hit:
+                verdict = REPRODUCED
+                why = f"a significant period at 64; {note}"
+            else:
+                verdict = NOT_REPRODUCED if paper_model else NOT_COMPARABLE_MODEL
+                why = (
+                    f"a significant period exists, at {self.period:.1f}, not 64: the period "
+                    f"belongs to the model's positions, and {self.source} is not the paper's "
+                    f"model; {note}"
                 )
+        else:
+            verdict = NOT_REPRODUCED
+            why = f"no period stands out from noise (the structural claim fails); {note}"
+        rows.append(
+            ReportRow("debias", claim, "64", self.period, self.period_ci, limit, verdict, why)
+        )
+
+        def magnitude(near: bool) -> tuple[Verdict, str]:
+            """The debias percentages are GPT-3's magnitudes, and need a period to remove."""
+            if not self.significant:
+                if short:
+                    return NOT_TESTABLE, (
+                        "no significant period on this short grid (the harmonics fit noise): "
+                        "run the full grid, --full"
+                    )
+                return (NOT_REPRODUCED if paper_model else NOT_COMPARABLE_MODEL), (
+                    "no significant period in these gaps, so the harmonics fit noise and the "
+                    "number means nothing; the paper's figure is GPT-3's"
+                )
+            if near:
+                return REPRODUCED, "the paper's value lies in the interval"
+            return (NOT_REPRODUCED if paper_model else NOT_COMPARABLE_MODEL), (
+                f"the paper's value lies outside the interval; the figure is GPT-3's magnitude "
+                f"and {self.source} is another model"
             )
+
+        explained_verdict, explained_why = magnitude(
+            self.explained > PAPER_DEBIAS["explained_above"]
+        )
         rows.append(
             ReportRow(
                 "debias",
@@ -266,19 +295,13 @@ class DebiasResult:
                 self.explained,
                 self.explained_ci,
                 "share of the detrended gaps' variance",
-                REPRODUCED
-                if (self.explained > PAPER_DEBIAS["explained_above"] and self.significant)
-                else NOT_REPRODUCED,
-                note,
+                explained_verdict,
+                f"{explained_why}; {note}",
             )
         )
         change = PAPER_DEBIAS["variance_change"]
-        noise = (
-            ""
-            if self.significant
-            else "; no significant period, so the harmonics fit noise and the number means nothing"
-        )
         near = _near(change, self.variance_change, self.variance_change_ci, 0.05)
+        change_verdict, change_why = magnitude(near)
         rows.append(
             ReportRow(
                 "debias",
@@ -287,18 +310,14 @@ class DebiasResult:
                 self.variance_change,
                 self.variance_change_ci,
                 "Var(gaps − harmonics) / Var(gaps) − 1",
-                REPRODUCED if (near and self.significant) else NOT_REPRODUCED,
-                (
-                    "the paper's value lies in the interval"
-                    if near
-                    else "the paper's value lies outside the interval"
-                )
-                + noise,
+                change_verdict,
+                change_why,
             )
         )
         ok = _near(PAPER_DEBIAS["r2_before"], self.r2_before, self.r2_before_ci, 0.05) and _near(
             PAPER_DEBIAS["r2_after"], self.r2_after, self.r2_after_ci, 0.05
         )
+        r2_verdict, r2_why = magnitude(ok)
         rows.append(
             ReportRow(
                 "debias",
@@ -307,9 +326,9 @@ class DebiasResult:
                 self.r2_after,
                 self.r2_after_ci,
                 "cross-validated kernel-regression R² (0: position predicts nothing)",
-                REPRODUCED if (ok and self.significant) else NOT_REPRODUCED,
+                r2_verdict,
                 f"before {fmt(self.r2_before)} {self.r2_before_ci or ''}, after "
-                f"{fmt(self.r2_after)} {self.r2_after_ci or ''}" + noise,
+                f"{fmt(self.r2_after)} {self.r2_after_ci or ''}; {r2_why}",
                 measured_text=f"{fmt(self.r2_before)} -> {fmt(self.r2_after)}",
             )
         )

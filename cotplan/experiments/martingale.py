@@ -36,12 +36,11 @@ import pandas as pd
 from cotplan.errors import InputError
 from cotplan.experiments._common import (
     NOT_REPRODUCED,
-    NOT_TESTABLE,
     REPRODUCED,
     Interval,
     ReportRow,
     RunInfo,
-    Verdict,
+    finish_rows,
     fmt,
     rows_frame,
     run_info,
@@ -56,6 +55,7 @@ from cotplan.experiments._stats import (
 )
 from cotplan.experiments.predictors import FloatArray, Predictor, ProgressFn, laplace
 from cotplan.experiments.sequences import balanced_sequences
+from cotplan.experiments.verdicts import COTPLAN_CHECK, value_verdict
 
 if TYPE_CHECKING:
     import altair as alt
@@ -257,8 +257,25 @@ class MartingaleResult:
         log_wins = delta_aic >= 2.0 and self.log_preferred_share >= 0.95
         ref_delta = self.ref_fit_inverse.chi2 - self.ref_fit_log.chi2
         crossing = _negative_crossing(a_paper, b_paper)
-        model_note = f"the paper measured {PAPER_MARTINGALE['model']}; this is {self.predictor}"
-        return [
+        paper_model = str(PAPER_MARTINGALE["model"])
+        a_verdict = value_verdict(
+            self.fit_log.A_ci,
+            a_paper,
+            a_err,
+            predictor=self.predictor,
+            paper_model=paper_model,
+            n_sequences=self.n_sequences,
+        )
+        b_verdict = value_verdict(
+            self.fit_log.B_ci,
+            b_paper,
+            b_err,
+            predictor=self.predictor,
+            paper_model=paper_model,
+            n_sequences=self.n_sequences,
+        )
+        excess_holds = self.mean_excess_ci.low > 0
+        rows = [
             ReportRow(
                 "martingale",
                 "Δn fits A·log n/n + B better than a 1/n model",
@@ -269,8 +286,9 @@ class MartingaleResult:
                 f"{fmt(self.ref_fit_log.adj_r2)} vs 1/n R² {fmt(self.ref_fit_inverse.r2)}, "
                 f"ΔAIC {fmt(ref_delta)}",
                 REPRODUCED if log_wins else NOT_REPRODUCED,
-                f"ΔAIC (1/n − log n/n) = {fmt(delta_aic)}, log n/n better in "
-                f"{self.log_preferred_share:.0%} of bootstrap resamples"
+                f"the form of the fit, testable on any model: ΔAIC (1/n − log n/n) = "
+                f"{fmt(delta_aic)}, log n/n better in {self.log_preferred_share:.0%} of "
+                "bootstrap resamples"
                 + ("" if log_wins else "; a difference needs ΔAIC ≥ 2 in ≥ 95% of resamples"),
                 measured_text=f"adj. R² {fmt(self.fit_log.adj_r2)}; 1/n R² "
                 f"{fmt(self.fit_inverse.r2)}",
@@ -283,7 +301,7 @@ class MartingaleResult:
                 self.fit_log.A_ci,
                 f"exact Bayes ({self.reference}): A = {fmt(self.ref_fit_log.A)} "
                 f"{self.ref_fit_log.A_ci}",
-                *_value_verdict(self.fit_log.A_ci, a_paper, a_err, model_note),
+                *a_verdict,
             ),
             ReportRow(
                 "martingale",
@@ -293,22 +311,24 @@ class MartingaleResult:
                 self.fit_log.B_ci,
                 "a mean |gap| cannot be negative: the paper's fit crosses 0 at n ≈ "
                 f"{fmt(crossing)}, so it cannot hold far beyond its grid",
-                *_value_verdict(self.fit_log.B_ci, b_paper, b_err, model_note),
+                *b_verdict,
             ),
             ReportRow(
                 "martingale",
                 "the gap exceeds an exact Bayesian's on the same sequences",
-                "not reported (the paper compares with 0)",
+                "not a claim of the paper (it compares with 0)",
                 self.mean_excess,
                 self.mean_excess_ci,
                 f"exact Bayes ({self.reference}) mean gap over the grid: "
                 f"{fmt(float(np.mean(self.ref_gap)))} (not 0)",
-                REPRODUCED if self.mean_excess_ci.low > 0 else NOT_REPRODUCED,
+                COTPLAN_CHECK,
                 "mean over n of Δ̂n(model) − Δ̂n(Bayes), paired bootstrap over sequences; a larger "
                 "update alone is not a martingale violation (a Bayesian with a weaker prior also "
                 "updates more): see the Falck rows",
+                holds=excess_holds,
             ),
         ]
+        return finish_rows(rows, self.run)
 
     def versus_paper(self) -> pd.DataFrame:
         return rows_frame(self.paper_rows())
@@ -331,22 +351,6 @@ class MartingaleResult:
             self.chart if charts else None,
             "martingale.png",
         )
-
-
-def _value_verdict(ci: Interval, paper: float, err: float, note: str) -> tuple[Verdict, str]:
-    """Reproduced when the interval overlaps the paper's; untestable when it is too wide to say.
-
-    An interval more than four times as wide as the paper's ± band would "overlap" almost any
-    value, so the preset was too small to tell.
-    """
-    if ci.high - ci.low > 8 * err:
-        return NOT_TESTABLE, (
-            f"the interval is {fmt(ci.high - ci.low)} wide, more than 4x the paper's ±{err}: "
-            f"too imprecise to compare (the quick preset, or a noisy model); {note}"
-        )
-    if ci.overlaps(paper - err, paper + err):
-        return REPRODUCED, f"the interval overlaps the paper's; {note}"
-    return NOT_REPRODUCED, f"the interval misses the paper's; {note}"
 
 
 def _negative_crossing(a: float, b: float) -> float:

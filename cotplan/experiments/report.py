@@ -3,7 +3,7 @@
 `reproduction_report(predictor, preset)` runs the experiments (martingale gap, positional
 debiasing, order variance, entropy efficiency, Falck's checks) on one predictor and collects
 their `paper_rows()` plus the rows that need no model (the paper's own CoT arithmetic), each
-with a one-line verdict: reproduced, not reproduced, or not testable here, and why.
+with a verdict whose words come from `cotplan.experiments.verdicts`, and why.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as _dt
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,12 +19,13 @@ import pandas as pd
 
 from cotplan.errors import InputError
 from cotplan.experiments._common import (
-    NOT_REPRODUCED,
     NOT_TESTABLE,
     ReportRow,
     RunInfo,
     ensure_folder,
+    finish_rows,
     fmt,
+    predictor_kind,
     rows_frame,
 )
 from cotplan.experiments.debias import DebiasResult, positional_debias
@@ -38,6 +39,17 @@ from cotplan.experiments.martingale import (
 )
 from cotplan.experiments.order import ORDER_FULL, ORDER_QUICK, order_variance
 from cotplan.experiments.predictors import Predictor, ProgressFn
+from cotplan.experiments.verdicts import (
+    COTPLAN_CHECK,
+    MEANINGS,
+    NOT_A_MODEL_CLAIM,
+    REPRODUCED,
+    VERDICTS,
+    Verdict,
+    capability_line,
+    model_claims,
+    tally,
+)
 from cotplan.io import write_csv, write_text
 
 __all__ = [
@@ -45,6 +57,7 @@ __all__ = [
     "PRESETS",
     "ReproductionReport",
     "StageFn",
+    "check_params",
     "cot_example_rows",
     "planned_predictions",
     "reproduction_report",
@@ -108,6 +121,55 @@ def planned_predictions(experiment: str, params: dict[str, Any]) -> int:
     )
 
 
+class _Checked(Exception):
+    """Raised by `_DryRun` at its first use: everything before it was validation."""
+
+
+class _DryRun(Predictor):
+    """A predictor that stops the experiment at its first prediction (see `check_params`)."""
+
+    name = "dry run"
+
+    def prob_one(self, prefixes: Any) -> Any:
+        raise _Checked
+
+    def prefix_probs(self, *args: Any, **kwargs: Any) -> Any:
+        raise _Checked
+
+    def sample_paths(self, *args: Any, **kwargs: Any) -> Any:
+        raise _Checked
+
+
+_RUNNERS: dict[str, Callable[..., Any]] = {
+    "martingale": martingale_gap,
+    "order": order_variance,
+    "entropy": entropy_efficiency,
+    "falck": falck_tests,
+}
+
+
+def check_params(experiment: str, params: dict[str, Any]) -> None:
+    """Validate an experiment's parameters without reading a single prediction.
+
+    The experiment runs on a predictor that stops it at its first prediction, so every check the
+    experiment makes before it reads the model runs here, with the same messages: a command can
+    validate all its options before it connects to a model.
+    """
+    if experiment == "debias":
+        return  # its parameters are the preset's; its data come from the martingale run
+    runner = _RUNNERS.get(experiment)
+    if runner is None:
+        raise InputError(
+            f"unknown experiment {experiment!r}; choose from {EXPERIMENTS}", field="experiment"
+        )
+    try:
+        runner(_DryRun(), **params)
+    except _Checked:
+        return
+    except TypeError as exc:
+        raise InputError(f"unknown parameter for {experiment}: {exc}", field="params") from exc
+
+
 def cot_example_rows() -> list[ReportRow]:
     """The paper's CoT worked example (Cor 4.6) recomputed: arithmetic, no model needed."""
     alpha, n, h_cot, gap, eps = 5.0, 100, 3.0, 6.0, 0.1
@@ -124,11 +186,13 @@ def cot_example_rows() -> list[ReportRow]:
             None,
             f"k* = √(αn / (H·gap))·log(1/ε): {k_log2:.1f} with log2 (as the theorem writes), "
             f"{k_ln:.1f} with ln",
-            NOT_REPRODUCED,
-            f"only the natural log lands within ±1.3 of 12.8; the n = 1000 example (≈ 40) gives "
-            f"{big * math.log(10):.1f} with ln and {big * math.log2(10):.1f} with log2, so the "
-            "paper used ln while writing log2",
+            NOT_A_MODEL_CLAIM,
+            f"the paper's arithmetic, the same for every model: only the natural log lands "
+            f"within ±1.3 of 12.8; the n = 1000 example (≈ 40) gives {big * math.log(10):.1f} "
+            f"with ln and {big * math.log2(10):.1f} with log2, so the paper used ln while "
+            "writing log2",
             measured_text=f"{k_log2:.1f} (log2) / {k_ln:.1f} (ln)",
+            holds=abs(k_log2 - 12.8) <= 1.3,
         ),
         ReportRow(
             "cot",
@@ -138,8 +202,9 @@ def cot_example_rows() -> list[ReportRow]:
             None,
             "v1 gives no empirical test",
             NOT_TESTABLE,
-            "a property of reasoning tasks, not of binary sequences: `cotplan plan` measures B(k) "
-            "per task and model and fits k*",
+            "a property of reasoning tasks, not of binary sequences: testable with `cotplan plan` "
+            "(B(k) per task and model, k* fitted) or with `--cot-lab FAMILIES` (lab reasoning "
+            "models whose mechanism is known)",
             measured_text="see `cotplan plan`",
         ),
     ]
@@ -156,6 +221,8 @@ class ReproductionReport:
     runs: dict[str, RunInfo]
     results: dict[str, Any] = field(repr=False)
     created: str = ""
+    #: "model", or what else the predictor is ("an exact reference", "a planted effect").
+    kind: str = "model"
 
     def to_frame(self) -> pd.DataFrame:
         return rows_frame(list(self.rows))
@@ -167,9 +234,25 @@ class ReproductionReport:
     def requests(self) -> int:
         return sum(r.requests for r in self.runs.values())
 
-    def counts(self) -> dict[str, int]:
-        frame = self.to_frame()
-        return {str(k): int(v) for k, v in frame["verdict"].value_counts().items()}
+    def counts(self) -> dict[Verdict, int]:
+        """Rows per verdict, every category listed apart (zeros included)."""
+        return tally(self.rows)
+
+    def model_claims(self) -> dict[Verdict, int]:
+        """Rows per verdict among the paper's claims about models."""
+        return model_claims(self.rows)
+
+    def tally_line(self) -> str:
+        """The tally in one line: every category, then the claims about models."""
+        counts = self.counts()
+        claims = self.model_claims()
+        every = ", ".join(f"{counts[v]} {v}" for v in VERDICTS)
+        about = ", ".join(f"{n} {v}" for v, n in claims.items() if n)
+        return f"{every}. Claims about models ({sum(claims.values())}): {about or 'none'}."
+
+    def capability(self) -> str:
+        """One line: what this predictor can and cannot test."""
+        return capability_line(self.rows, self.predictor, self.kind)
 
     def to_markdown(self) -> str:
         """A self-contained markdown page: the table, then the cost of each run."""
@@ -185,7 +268,7 @@ class ReproductionReport:
         ]
         for row in self.rows:
             d = row.as_dict()
-            verdict = d["verdict"] + (
+            verdict = row.label + (
                 " (⚠ a number here breaks the limit)" if row.breaks_limit else ""
             )
             cells = [
@@ -199,6 +282,9 @@ class ReproductionReport:
                 d["why"],
             ]
             lines.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")
+        lines += ["", f"**Tally.** {self.tally_line()}", "", f"**Scope.** {self.capability()}", ""]
+        lines += ["**What the verdicts mean** (`cotplan.experiments.verdicts`):", ""]
+        lines += [f"- *{v}*: {MEANINGS[v]}" for v in VERDICTS]
         lines += [
             "",
             "## Cost",
@@ -279,8 +365,8 @@ def reproduction_report(
                 n_permutations=params["debias"].get("n_permutations", 999),
             )
             results["debias"] = debias
-            for row in debias.paper_rows():
-                rows.append(_with_control(row, control))
+            debias_rows = [_with_control(row, control) for row in debias.paper_rows()]
+            rows += finish_rows(debias_rows, result.run)
     if "order" in chosen:
         order = order_variance(
             predictor, seed=seed, progress=progress_for("order"), **params["order"]
@@ -301,7 +387,7 @@ def reproduction_report(
     if cot_lab:
         from cotplan.lab.reasoning.study import lab_report_rows  # lazy: imports torch
 
-        rows += lab_report_rows(list(cot_lab), cot_lab_preset)
+        rows += [_own_check(row) for row in lab_report_rows(list(cot_lab), cot_lab_preset)]
     return ReproductionReport(
         predictor=predictor.name,
         preset=preset,
@@ -310,7 +396,15 @@ def reproduction_report(
         runs=runs,
         results=results,
         created=_dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        kind=predictor_kind(predictor),
     )
+
+
+def _own_check(row: ReportRow) -> ReportRow:
+    """A row whose paper column says it is cotplan's own check carries that verdict."""
+    if "cotplan's own check" not in row.paper or row.verdict == COTPLAN_CHECK:
+        return row
+    return replace(row, verdict=COTPLAN_CHECK, holds=row.verdict == REPRODUCED)
 
 
 def _with_control(row: ReportRow, control: DebiasResult) -> ReportRow:
@@ -319,15 +413,4 @@ def _with_control(row: ReportRow, control: DebiasResult) -> ReportRow:
         f"control: exact Bayes on the same sequences gives period {control.period:.1f} "
         f"(p = {fmt(control.p_value)}), position R² {fmt(control.r2_before)}"
     )
-    return ReportRow(
-        row.experiment,
-        row.claim,
-        row.paper,
-        row.measured,
-        row.interval,
-        f"{row.limit}; {note}",
-        row.verdict,
-        row.why,
-        row.breaks_limit,
-        row.measured_text,
-    )
+    return replace(row, limit=f"{row.limit}; {note}")

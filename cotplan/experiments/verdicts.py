@@ -1,0 +1,224 @@
+"""Where a verdict's words come from: one vocabulary for every row of the reproduction report.
+
+A row answers one question about one claim; its verdict says which kind of answer it is.
+
+=========================  ==============================================================
+``reproduced``             a claim about models, tested on a model that can test it, holds
+``not reproduced``         the same test, and the claim fails
+``not comparable (model)`` a magnitude the paper measured on its own model (GPT-3, or v2's
+                           trained transformers) that this different model misses; or any
+                           claim about models read on a predictor that is no model at all
+                           (an exact reference, a planted effect): the row is then a control
+``not comparable (scale)`` the paper's figure belongs to a setting of another size (a grid,
+                           a length) than the one measured, and the number depends on it
+``not testable``           too little data at this preset; `why` says what would make it
+                           testable
+``follows from averaging`` true for any predictor whose orderings are independent draws (the
+                           central limit theorem): it cannot tell one model from another
+``not a model claim``      computed from exact references or the paper's own arithmetic: the
+                           same for every model
+``cotplan check``          a check cotplan adds; not a claim of the paper
+=========================  ==============================================================
+
+The first five answer claims about models; `tally` counts every category apart and
+`model_claims` counts only those five. The last three carry `holds` (did the statement hold
+where it was evaluated) so a reader still sees, for example, that the paper's worked example
+does not add up.
+
+Value rules (`value_verdict`): an interval that excludes the paper's band is a miss whatever
+its width; only an interval that still overlaps the band and is too wide to tell is "not
+testable". A miss is "not reproduced" on the paper's own model and "not comparable (model)" on
+any other.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from cotplan.experiments._common import Interval, ReportRow
+
+__all__ = [
+    "COTPLAN_CHECK",
+    "FOLLOWS_FROM_AVERAGING",
+    "MEANINGS",
+    "MODEL_CLAIM_VERDICTS",
+    "NOT_A_MODEL_CLAIM",
+    "NOT_COMPARABLE_MODEL",
+    "NOT_COMPARABLE_SCALE",
+    "NOT_REPRODUCED",
+    "NOT_TESTABLE",
+    "REPRODUCED",
+    "VERDICTS",
+    "Verdict",
+    "as_control",
+    "capability_line",
+    "is_paper_model",
+    "model_claims",
+    "tally",
+    "value_verdict",
+]
+
+Verdict = Literal[
+    "reproduced",
+    "not reproduced",
+    "not comparable (model)",
+    "not comparable (scale)",
+    "not testable",
+    "follows from averaging",
+    "not a model claim",
+    "cotplan check",
+]
+REPRODUCED: Verdict = "reproduced"
+NOT_REPRODUCED: Verdict = "not reproduced"
+NOT_COMPARABLE_MODEL: Verdict = "not comparable (model)"
+NOT_COMPARABLE_SCALE: Verdict = "not comparable (scale)"
+NOT_TESTABLE: Verdict = "not testable"
+FOLLOWS_FROM_AVERAGING: Verdict = "follows from averaging"
+NOT_A_MODEL_CLAIM: Verdict = "not a model claim"
+COTPLAN_CHECK: Verdict = "cotplan check"
+
+#: Every verdict, in the order the report lists them.
+VERDICTS: tuple[Verdict, ...] = (
+    REPRODUCED,
+    NOT_REPRODUCED,
+    NOT_COMPARABLE_MODEL,
+    NOT_COMPARABLE_SCALE,
+    NOT_TESTABLE,
+    FOLLOWS_FROM_AVERAGING,
+    NOT_A_MODEL_CLAIM,
+    COTPLAN_CHECK,
+)
+#: The verdicts that answer a claim of the paper about models.
+MODEL_CLAIM_VERDICTS: tuple[Verdict, ...] = VERDICTS[:5]
+
+#: One line per verdict, printed under the report's table.
+MEANINGS: dict[Verdict, str] = {
+    REPRODUCED: "a claim about models, tested on a model that can test it, holds",
+    NOT_REPRODUCED: "the same test, and the claim fails",
+    NOT_COMPARABLE_MODEL: "a magnitude the paper measured on its own model that this different "
+    "model misses, or a claim about models read on a predictor that is no model (a control)",
+    NOT_COMPARABLE_SCALE: "the paper's figure belongs to a setting of another size than the one "
+    "measured",
+    NOT_TESTABLE: "too little data at this preset; the row says what would make it testable",
+    FOLLOWS_FROM_AVERAGING: "true for any predictor whose orderings are independent draws: it "
+    "cannot tell one model from another",
+    NOT_A_MODEL_CLAIM: "computed from exact references or the paper's arithmetic: the same for "
+    "every model",
+    COTPLAN_CHECK: "a check cotplan adds, not a claim of the paper",
+}
+
+#: The model behind the paper's v1 figures; a miss on it would be "not reproduced".
+PAPER_MODEL_MARKERS = ("text-davinci-002",)
+
+
+def is_paper_model(name: str) -> bool:
+    """True when `name` is the model the paper measured (GPT-3 text-davinci-002)."""
+    lowered = name.lower()
+    return any(marker in lowered for marker in PAPER_MODEL_MARKERS)
+
+
+def value_verdict(
+    ci: Interval,
+    paper: float,
+    err: float,
+    *,
+    predictor: str,
+    paper_model: str,
+    n_sequences: int | None = None,
+    max_width_factor: float = 4.0,
+) -> tuple[Verdict, str]:
+    """The verdict on a model-specific value with a 95% interval against the paper's value ± err.
+
+    Exclusion is checked first: an interval that lies wholly outside [paper − err, paper + err]
+    is a miss however wide it is ("not reproduced" on the paper's own model, "not comparable
+    (model)" on any other). An interval that overlaps the band is "reproduced" unless it is more
+    than `max_width_factor` times as wide as the paper's ±err band, when it is "not testable":
+    the row then says roughly how many sequences would narrow it enough (widths fall as 1/√n).
+    """
+    low, high = paper - err, paper + err
+    width = ci.high - ci.low
+    note = f"the paper measured {paper_model}; this is {predictor}"
+    if not (math.isfinite(ci.low) and math.isfinite(ci.high)):
+        return NOT_TESTABLE, f"no interval could be computed; {note}"
+    if not ci.overlaps(low, high):
+        side = "above" if ci.low > high else "below"
+        if is_paper_model(predictor):
+            return NOT_REPRODUCED, f"the whole interval lies {side} the paper's band; {note}"
+        return NOT_COMPARABLE_MODEL, (
+            f"the whole interval lies {side} the paper's band (a miss whatever its width), but "
+            f"the figure is {paper_model}'s magnitude; {note}"
+        )
+    limit = 2 * max_width_factor * err
+    if width > limit:
+        need = ""
+        if n_sequences is not None and width > 0:
+            factor = (width / limit) ** 2
+            need = f"; about {math.ceil(factor * n_sequences):,} sequences (now {n_sequences}) "
+            need += "would narrow it enough"
+        return NOT_TESTABLE, (
+            f"the interval overlaps the paper's band but is {width:.3g} wide, more than "
+            f"{max_width_factor:g}x the paper's ±{err:g}{need}; {note}"
+        )
+    return REPRODUCED, f"the interval overlaps the paper's band; {note}"
+
+
+def as_control(rows: Iterable[ReportRow], predictor: str, kind: str) -> list[ReportRow]:
+    """Rows of a predictor that is no model (`kind`: "exact reference", "planted effect").
+
+    A claim about models says nothing about such a predictor: every model-claim verdict becomes
+    "not comparable (model)", and `control` keeps what the row would have read on a model, so
+    the row still checks the estimator (Laplace passes T1, a planted recency fails it).
+    Idempotent: rows already marked as controls are left alone.
+    """
+    out = []
+    for row in rows:
+        if row.verdict in MODEL_CLAIM_VERDICTS and not row.control:
+            would = row.verdict
+            out.append(
+                replace(
+                    row,
+                    verdict=NOT_COMPARABLE_MODEL,
+                    control=would,
+                    why=f"{predictor} is {kind}, not a language model: as a control this row "
+                    f"reads '{would}'; {row.why}",
+                )
+            )
+        else:
+            out.append(row)
+    return out
+
+
+def tally(rows: Iterable[ReportRow]) -> dict[Verdict, int]:
+    """How many rows carry each verdict, every category listed (zeros included)."""
+    counts: dict[Verdict, int] = dict.fromkeys(VERDICTS, 0)
+    for row in rows:
+        counts[row.verdict] += 1
+    return counts
+
+
+def model_claims(rows: Iterable[ReportRow]) -> dict[Verdict, int]:
+    """The tally restricted to claims about models (the first five verdicts)."""
+    full = tally(rows)
+    return {v: full[v] for v in MODEL_CLAIM_VERDICTS}
+
+
+def capability_line(rows: Sequence[ReportRow], predictor: str, kind: str) -> str:
+    """One line: what this predictor can and cannot test, from its own rows."""
+    counts = tally(rows)
+    testable = counts[REPRODUCED] + counts[NOT_REPRODUCED]
+    if kind != "model":
+        return (
+            f"{predictor} is {kind}, not a language model: it tests none of the paper's claims "
+            f"about models ({sum(model_claims(rows).values())} rows read as controls), only the "
+            "estimators, the exact references and the paper's arithmetic."
+        )
+    return (
+        f"{predictor} can test the paper's structural claims ({testable} rows: the form of the "
+        "gap, a period, martingale violations, Bayes in expectation, the excess-risk rate) but "
+        f"not the paper's model's magnitudes ({counts[NOT_COMPARABLE_MODEL]} rows not comparable)"
+        f"; {counts[NOT_TESTABLE]} rows need more data than this preset."
+    )

@@ -1,0 +1,214 @@
+"""Verdicts that mean what they say: each rule on small constructed intervals and results."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+
+from cotplan.errors import InputError
+from cotplan.experiments import Interval, ReportRow
+from cotplan.experiments.entropy import entropy_efficiency
+from cotplan.experiments.falck import _exact_p, falck_tests, path_statistics, t1_null
+from cotplan.experiments.order import ORDER_QUICK, order_variance
+from cotplan.experiments.predictors import BetaBernoulli, Recency, kt, laplace
+from cotplan.experiments.report import check_params
+from cotplan.experiments.verdicts import (
+    MODEL_CLAIM_VERDICTS,
+    VERDICTS,
+    as_control,
+    model_claims,
+    tally,
+    value_verdict,
+)
+
+SMOL = "SmolLM2-135M-Instruct"
+GPT3 = "openai:text-davinci-002"
+PAPER = "GPT-3 text-davinci-002"
+
+
+def _verdict(low: float, high: float, predictor: str = SMOL, n: int | None = 100) -> str:
+    return value_verdict(
+        Interval(low, high), 0.182, 0.021, predictor=predictor, paper_model=PAPER, n_sequences=n
+    )[0]
+
+
+def test_an_interval_that_excludes_the_band_is_a_miss_whatever_its_width() -> None:
+    # The embedded model's full-grid A = 0.334 [0.215, 0.425]: 0.21 wide, 5x the paper's ±0.021,
+    # and wholly above 0.161..0.203. Before the fix its width made it "not testable".
+    assert _verdict(0.215, 0.425, GPT3) == "not reproduced"
+    assert _verdict(0.215, 0.425) == "not comparable (model)"  # GPT-3's magnitude, another model
+    assert _verdict(0.215, 5.0, GPT3) == "not reproduced"  # absurdly wide, still excluded
+    assert _verdict(-3.0, 0.150, GPT3) == "not reproduced"  # below the band
+
+
+def test_only_an_overlapping_interval_can_be_too_wide_to_tell() -> None:
+    verdict, why = value_verdict(
+        Interval(0.0, 0.4), 0.182, 0.021, predictor=GPT3, paper_model=PAPER, n_sequences=100
+    )
+    assert verdict == "not testable"
+    assert "sequences (now 100)" in why  # says what would make it testable
+    assert _verdict(0.17, 0.25, GPT3) == "reproduced"  # overlaps, 0.08 wide < 8 × 0.021
+    assert _verdict(0.17, 0.25) == "reproduced"
+    assert _verdict(0.2, 0.36, GPT3) == "reproduced"  # 0.16 wide, just under 8 × 0.021
+    assert _verdict(0.2, 0.38, GPT3) == "not testable"
+    assert _verdict(float("nan"), 1.0, GPT3) == "not testable"
+
+
+def test_tally_counts_every_category_apart() -> None:
+    rows = [
+        ReportRow("x", "c", "p", 1.0, None, "l", verdict, "why")
+        for verdict in ("reproduced", "not reproduced", "not reproduced", "cotplan check")
+    ]
+    counts = tally(rows)
+    assert list(counts) == list(VERDICTS)
+    assert counts["not reproduced"] == 2
+    assert counts["follows from averaging"] == 0
+    assert sum(model_claims(rows).values()) == 3  # the cotplan check is not a claim of the paper
+
+
+def test_controls_keep_what_the_row_would_read_and_are_idempotent() -> None:
+    row = ReportRow("falck", "T1", "violation", 1.0, None, "l", "reproduced", "1 of 2 outside")
+    check = ReportRow("m", "excess", "-", 0.1, None, "l", "cotplan check", "w", holds=True)
+    once = as_control([row, check], "recency(0.8)", "a planted effect")
+    assert once[0].verdict == "not comparable (model)"
+    assert once[0].control == "reproduced"
+    assert once[0].why.startswith("recency(0.8) is a planted effect, not a language model")
+    assert once[1] == check  # not a claim about models: unchanged
+    assert as_control(once, "recency(0.8)", "a planted effect") == once
+
+
+def test_averaging_rows_cannot_tell_predictors_apart() -> None:
+    # Two order-dependent predictors with very different biases: the CLT rows read the same.
+    labels = []
+    for predictor in (Recency(0.9), Recency(0.6)):
+        rows = order_variance(predictor, **ORDER_QUICK).versus_paper()
+        labels.append(list(zip(rows["verdict"][:4], rows["holds"][:4], strict=True)))
+        assert set(rows["verdict"][:4]) == {"follows from averaging"}
+    assert labels[0] == labels[1]
+
+
+def _as_model(result, scale: float, name: str):  # type: ignore[no-untyped-def]
+    """The same result as if a model had given predictions with `scale` times the spread."""
+    preds = result.predictions
+    centre = preds.mean(axis=1, keepdims=True)
+    run = dataclasses.replace(result.run, kind="model", exact=False)
+    return dataclasses.replace(
+        result, predictions=centre + scale * (preds - centre), predictor=name, run=run
+    )
+
+
+def test_v2_variance_is_compared_by_magnitude_not_by_being_above_zero() -> None:
+    base = order_variance(Recency(0.9), **ORDER_QUICK)
+    variance = float(np.var(base.predictions[0], ddof=1))
+    near = math.sqrt(3.8e-7 / variance)  # rescaled to v2's RoPE value
+    far = math.sqrt(3.8e-3 / variance)  # four orders of magnitude above it
+
+    def v2(result) -> tuple[str, float]:  # type: ignore[no-untyped-def]
+        row = result.versus_paper().iloc[5]
+        return row["verdict"], float(row["measured"])
+
+    assert v2(_as_model(base, near, "lab rope"))[0] == "reproduced"
+    verdict, measured = v2(_as_model(base, far, "lab rope"))
+    assert verdict == "not reproduced"  # a lab transformer trained like v2's, 10,000x off
+    assert measured == pytest.approx(3.8e-3, rel=1e-6)
+    assert v2(_as_model(base, far, SMOL))[0] == "not comparable (model)"
+    assert v2(_as_model(base, 0.0, "lab rope"))[0] == "not reproduced"  # no order dependence
+    other_n = order_variance(Recency(0.9), n=16, ones=(8,), n_orderings=64, ks=(1, 2, 4, 8))
+    assert _as_model(other_n, 1.0, SMOL).versus_paper().iloc[5]["verdict"] == (
+        "not comparable (scale)"
+    )
+
+
+def test_the_bayes_limit_flag_needs_p_drawn_from_the_prior() -> None:
+    small = {"n_max": 30, "n_sequences": 10, "n_boot": 100}
+    fixed = entropy_efficiency(laplace(), p=0.3, **small).versus_paper().set_index("claim")
+    prior = entropy_efficiency(laplace(), p=None, **small).versus_paper().set_index("claim")
+    claim = "the model reaches 99% of optimal within 20 examples"
+    assert not fixed.loc[claim, "breaks_limit"]  # possible for one fixed p
+    assert prior.loc[claim, "breaks_limit"]  # impossible when p is drawn from the prior
+    check = prior.loc["measured curves respect the Bayes limit"]
+    assert (check["verdict"], check["holds"]) == ("cotplan check", "yes")
+    assert "measured curves respect the Bayes limit" not in fixed.index
+
+
+def test_mle_variance_is_not_a_model_claim_and_reads_the_same_for_every_predictor() -> None:
+    small = {"p": 0.3, "n_max": 20, "n_sequences": 10, "n_boot": 100}
+    rows = [
+        entropy_efficiency(p, **small).versus_paper().set_index("claim")
+        for p in (laplace(), Recency(0.7))
+    ]
+    claim = "the MLE has high variance at small n"
+    assert {r.loc[claim, "verdict"] for r in rows} == {"not a model claim"}
+    assert rows[0].loc[claim, "measured"] == rows[1].loc[claim, "measured"]
+
+
+@pytest.mark.parametrize(
+    "predictor", [laplace(), kt(), BetaBernoulli(11, 11), BetaBernoulli(0.5, 3.0)]
+)
+def test_falck_t1_band_holds_for_any_exchangeable_predictive(predictor) -> None:  # type: ignore[no-untyped-def]
+    # The old band came from Laplace's predictive alone; Beta(11, 11) is as Bayesian as Laplace.
+    # 200 independent contexts and path sets, one T1 test each at α = 0.05: a valid test alarms
+    # at most 5% of the time (about 10); P(≥ 19 | rate 0.05) < 0.5% is this test's false alarm.
+    rng = np.random.default_rng(11)
+    alarms = 0
+    for _ in range(200):
+        context = (rng.random(20) < 0.3).astype(int).tolist()
+        paths = predictor.sample_paths(context, rng.random((30, 10)))
+        t1, _ = path_statistics(paths)
+        values, probs = t1_null(paths)
+        alarms += _exact_p(values, probs, float(t1)) <= 0.05
+    assert alarms <= 18
+
+
+def test_the_t1_null_is_exact_so_reseeding_cannot_move_its_band() -> None:
+    rng = np.random.default_rng(3)
+    paths = (rng.random((30, 10)) < 0.6).astype(np.int8)
+    values, probs = t1_null(paths)
+    assert probs.sum() == pytest.approx(1.0)
+    assert float(values @ probs) == pytest.approx(0.0, abs=1e-12)  # exchangeable: no drift
+    # The same law by simulation (rearranging each path at random), 20,000 times.
+    shuffled = np.take_along_axis(
+        np.broadcast_to(paths, (20_000, 30, 10)),
+        np.argsort(rng.random((20_000, 30, 10)), axis=-1),
+        axis=-1,
+    )
+    simulated, _ = path_statistics(shuffled)
+    for edge in (-0.1, -0.05, 0.0, 0.05):
+        exact = float(probs[values <= edge + 1e-12].sum())
+        # 4 standard errors of a simulated probability: a false alarm about once in 16,000.
+        tolerance = 4 * math.sqrt(exact * (1 - exact) / 20_000) + 1e-4
+        assert float(np.mean(simulated <= edge + 1e-12)) == pytest.approx(exact, abs=tolerance)
+    # The verdict depends on the sampled paths only: another seed for the rest changes nothing.
+    a = falck_tests(laplace(), thetas=(0.3,), ns=(20,), ratios=(0.5,), n_paths=30, t3_ns=())
+    b = falck_tests(laplace(), thetas=(0.3,), ns=(20,), ratios=(0.5,), n_paths=30, t3_ns=())
+    assert a.t1t2[["T1_low", "T1_high", "T1_p"]].equals(b.t1t2[["T1_low", "T1_high", "T1_p"]])
+
+
+def test_falck_still_catches_a_recency_biased_predictor() -> None:
+    r = falck_tests(Recency(0.6), thetas=(0.3,), ns=(20,), ratios=(2.0,), n_paths=30, t3_ns=())
+    assert r.t1_violations == 1
+
+
+def test_check_params_validates_without_a_model() -> None:
+    check_params("martingale", {"ns": [10, 12, 14], "n_sequences": 5, "n_boot": 100})
+    with pytest.raises(InputError, match="`n_sequences`: must be >= 2"):
+        check_params("martingale", {"n_sequences": 1})
+    with pytest.raises(InputError, match="`n_null`: must be >= 5000"):
+        check_params("falck", {"n_null": 100})
+    with pytest.raises(InputError, match="`params`: unknown parameter"):
+        check_params("order", {"n_ordering": 10})
+    with pytest.raises(InputError, match="`experiment`: unknown"):
+        check_params("tarot", {})
+
+
+def test_every_row_of_every_experiment_uses_the_vocabulary() -> None:
+    from cotplan.experiments.report import reproduction_report
+
+    report = reproduction_report(Recency(0.8), "quick", experiments=("order", "entropy"))
+    assert set(report.to_frame()["verdict"]) <= set(VERDICTS)
+    for row in report.rows:
+        if row.verdict in MODEL_CLAIM_VERDICTS[:2]:
+            pytest.fail(f"a planted predictor reproduced or missed a model claim: {row.claim}")
