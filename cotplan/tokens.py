@@ -62,7 +62,12 @@ def encoding_name_for(model: str) -> str:
         return name
     import difflib
 
-    known = [f.prefix for f in MODEL_FAMILIES if f.encoding is not None] + list(_ENCODING_URLS)
+    # A known family without a published tokenizer: suggest its vendor's closest ones.
+    known = [
+        f.prefix
+        for f in MODEL_FAMILIES
+        if f.encoding is not None and (family is None or f.vendor == family.vendor)
+    ] + ([] if family is not None else list(_ENCODING_URLS))
     raise UnknownModelError(
         model, difflib.get_close_matches(name, known, n=3, cutoff=0.4), what="tokenizer for model"
     )

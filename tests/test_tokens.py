@@ -52,3 +52,19 @@ def test_unknown_models_and_bad_arguments() -> None:
         count_tokens("x", "gpt4o")
     with pytest.raises(InputError, match="`model`"):
         count_tokens("x", "")
+
+
+def test_anything_with_its_own_tokenizer_counts_with_it() -> None:
+    class Words:
+        def count_tokens(self, text: str) -> int:
+            return len(text.split())
+
+    assert count_tokens("one two three", Words()) == 3
+    messages = [{"role": "user", "content": "a b"}, {"role": "assistant", "content": "c"}]
+    assert count_tokens(messages, Words()) == 3
+
+
+def test_a_family_without_a_published_tokenizer_is_unknown() -> None:
+    # gpt-6 is in the model registry (a reasoning model) but its encoding is not published.
+    with pytest.raises(UnknownModelError, match=r"tokenizer for model 'gpt-6\.2-sol'; closest"):
+        count_tokens("x", "gpt-6.2-sol")
