@@ -14,16 +14,19 @@
 # %% [markdown]
 # # Projecting API costs (for finance)
 #
-# This notebook prices calls from a dated price table, then projects a year of spend with
-# P10/P50/P90 bands, and shows what a reasoning cap, a cheaper model and permutation averaging
-# do to the bill. Every number in the text is computed in the cell above it.
+# This notebook prices calls from two price sources (cotplan's own dated rows, then
+# genai-prices' bundled data for about two thousand more models), projects a year of spend with
+# P10/P50/P90 bands on a model of each source, and shows what a reasoning cap, a cheaper model
+# and permutation averaging do to the bill. Every number in the text is computed in the cell
+# above it.
 #
 # The parameters cell below can be changed (or injected with papermill) to price another model
 # or workload with the same code.
 
 # %% tags=["parameters"]
-model = "gpt-6.2-sol"
+model = "gpt-6.2-sol"  # priced by cotplan's own row
 cheaper_model = "gpt-6.1-terra"
+other_source_model = "gemini-2.5-flash"  # priced by genai-prices' bundled data
 queries_per_day = 10_000
 monthly_growth = 0.03
 first_month = "2027-01-01"
@@ -54,16 +57,29 @@ on = date.fromisoformat(price_date)
 # %% [markdown]
 # ## 1. The price table
 #
-# Every row carries the date its price was read and its public source. A model missing from the
-# table is an error, never a silent zero.
+# Every row says where its price came from: cotplan's own row (the page and the date it was
+# read) or genai-prices (its release and the dates a historic price held). Where both price a
+# model for the same provider, cotplan's row wins. A model missing from both is an error, never
+# a silent zero.
 
 # %%
-table = cotplan.prices()
-table[["provider", "model", "input_per_mtok", "output_per_mtok", "reasoning_billing", "as_of"]]
+table = cotplan.prices(on=on)
+print(f"{len(table):,} price rows for {len(table.groupby(['provider', 'model'])):,} models")
+table["origin"].value_counts()
+
+# %%
+columns = ["provider", "model", "input_per_mtok", "output_per_mtok", "reasoning_billing", "source"]
+table[table["model"].isin([model, other_source_model])][columns]
 
 # %%
 try:
-    call_cost("gpt-4o-mini-typo", prompt_tokens=1, completion_tokens=1)
+    call_cost("gpt-4o-mini-typo", prompt_tokens=1, completion_tokens=1, on=on)
+except cotplan.CotplanError as error:
+    print(error)
+
+# %%
+try:  # a name several providers sell needs the provider
+    call_cost("claude-3-5-haiku", prompt_tokens=1, completion_tokens=1, on=on)
 except cotplan.CotplanError as error:
     print(error)
 
@@ -85,7 +101,7 @@ one = call_cost(
 one.to_frame()
 
 # %%
-print(f"one call costs ${one.usd} (an exact Decimal)")
+print(f"one call costs ${one.usd} (an exact Decimal); price: {one.source}")
 
 # %% [markdown]
 # ## 3. A year of spend
@@ -100,7 +116,9 @@ workload = Workload(
     start=date.fromisoformat(first_month),
 )
 tokens = ParametricTokens(1_500, 600, 300, 150, 2_000, 1_500, n_observed=200)
-projection = project_costs(model, workload, tokens, cache_hit_rate=0.2, draws=100_000, seed=seed)
+projection = project_costs(
+    model, workload, tokens, cache_hit_rate=0.2, draws=100_000, seed=seed, today=on
+)
 projection.frame.tail(3)
 
 # %%
@@ -111,6 +129,21 @@ print(
 
 # %%
 projection.chart()
+
+# %% [markdown]
+# The same workload on a model priced by genai-prices. Gemini reports thinking tokens apart
+# from the answer; cotplan adds them once, at the output rate.
+
+# %%
+other = project_costs(
+    other_source_model, workload, tokens, cache_hit_rate=0.2, draws=100_000, seed=seed, today=on
+)
+other_year = other.frame.iloc[-1]
+print(
+    f"{other_source_model}: year 1 P10 ${other_year['p10_usd']:,.0f}, "
+    f"P50 ${other_year['p50_usd']:,.0f}, P90 ${other_year['p90_usd']:,.0f}; "
+    f"price: {other.assumptions['price_source']}"
+)
 
 # %% [markdown]
 # ## 4. Scenarios: a reasoning cap, a cheaper model, permutation averaging
@@ -125,6 +158,7 @@ comparison = compare_scenarios(
         Scenario("uncapped", model, cache_hit_rate=0.2),
         Scenario(f"cap {reasoning_cap}", model, policy=reasoning_cap, cache_hit_rate=0.2),
         Scenario("cheaper model", cheaper_model, cache_hit_rate=0.2),
+        Scenario("other source", other_source_model, cache_hit_rate=0.2),
         Scenario(
             f"cap {reasoning_cap}, 5 orderings",
             model,
@@ -135,6 +169,7 @@ comparison = compare_scenarios(
     ],
     draws=100_000,
     seed=seed,
+    today=on,
 )
 comparison.frame[["scenario", "total_mean_usd", "total_p10_usd", "total_p90_usd", "savings_pct"]]
 
@@ -148,10 +183,16 @@ comparison.chart()
 # %% [markdown]
 # ## 5. For the spreadsheet
 #
-# The XLSX keeps every assumption on its own sheet so a colleague can rerun the numbers.
+# The workbook opens on a summary sheet (the headline figures, then the assumptions and the
+# price sources beside them), with dollars in a currency format, frozen headers and fitted
+# columns; every assumption is kept so a colleague can rerun the numbers.
 
 # %%
+from openpyxl import load_workbook
+
 out = Path(mkdtemp(prefix="cotplan-costs-"))
 comparison.to_excel(out / "comparison.xlsx")
+projection.to_excel(out / "projection.xlsx")
 projection.to_csv(out / "projection.csv")
-sorted(p.name for p in out.iterdir())
+print(sorted(p.name for p in out.iterdir()))
+load_workbook(out / "projection.xlsx").sheetnames
