@@ -658,3 +658,50 @@ API_CASES += [
         ("`provider`", "anthropic, google"),
     ),
 ]
+
+
+# --- #17 experiment commands: martingale, debias, order, entropy, falck, report, pe-ablation ---
+# Each runs with the default backend (the embedded model): the guard fails the case if a bad
+# option is only noticed after the server starts.
+
+CASES += [
+    Case("martingale with one sequence", ("experiment", "martingale", "--n-sequences", "1"),
+         ("`n_sequences`",)),
+    Case("martingale with an unknown design", ("experiment", "martingale", "--design", "zigzag"),
+         ("`design`", "zigzag")),
+    Case("martingale on a malformed reference", ("experiment", "martingale", "-b", "beta:1"),
+         ("`backend`",)),
+    Case("debias with no sequences", ("experiment", "debias", "--quick", "--concurrency", "0"),
+         ("`concurrency`",)),
+    Case("order with two orderings", ("experiment", "order", "--n-orderings", "2"),
+         ("`n_orderings`",)),
+    Case("entropy with p above 1", ("experiment", "entropy", "--p", "1.5"), ("`p`", "prior")),
+    Case("entropy with p a word", ("experiment", "entropy", "--p", "uniform"), ("`p`",)),
+    Case("entropy with short sequences", ("experiment", "entropy", "--n-max", "3"), ("`n_max`",)),
+    Case("falck with two paths", ("experiment", "falck", "--quick", "--n-paths", "2"),
+         ("`n_paths`",)),
+    Case("report of an unknown experiment", ("experiment", "report", "--only", "order,tarot"),
+         ("`only`", "tarot")),
+    Case("report with p out of range", ("experiment", "report", "--quick", "--p", "0"), ("`p`",)),
+    Case("report with an unknown lab family", ("experiment", "report", "--cot-lab", "chess"),
+         ("`cot_lab`", "chess")),
+    Case("report with an unknown lab preset",
+         ("experiment", "report", "--cot-lab", "parity", "--cot-lab-preset", "huge"),
+         ("`cot_lab_preset`",)),
+    Case("pe-ablation with no seeds", ("experiment", "pe-ablation", "--quick", "--seeds", "0"),
+         ("`seeds`",)),
+    Case("pe-ablation with zero steps", ("experiment", "pe-ablation", "--steps", "0"),
+         ("`steps`",)),
+]  # fmt: skip
+
+
+def _falck_with_few_null_draws() -> object:
+    from cotplan.experiments import falck_tests, laplace
+
+    return falck_tests(laplace(), n_null=500)
+
+
+API_CASES += [
+    ApiCase("falck_tests with 500 null draws", lambda d: _falck_with_few_null_draws(),
+            ("`n_null`", "5000")),
+]  # fmt: skip

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 import pytest
 from typer.testing import CliRunner
@@ -148,3 +150,67 @@ def test_a_lab_model_is_a_backend_for_the_experiment_commands(tmp_path) -> None:
     result = CliRunner().invoke(app, [*args, "--no-charts"])
     assert result.exit_code == 0, result.output
     assert "lab none" in result.output
+
+
+#: Seconds per seed: one tiny encoding plus "none", 30 training steps, a short evaluation.
+TINY_SEEDS = {
+    "encodings": ("none", "rope"),
+    "ordinary_none": False,
+    "ts": (20,),
+    "n_orderings": 40,
+    "n_sequences": 4,
+    "n_boot": 100,
+    "threads": 1,
+    "steps": 30,
+}
+
+
+def test_seeds_give_the_spread_across_training_seeds(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from cotplan.lab.ablation import pe_ablation_seeds
+
+    spread = pe_ablation_seeds("quick", seeds=(0, 1, 2), **TINY_SEEDS)  # type: ignore[arg-type]
+    assert spread.seeds == (0, 1, 2)
+    table = spread.spread().set_index("model")
+    rope = table.loc["rope"]
+    per_seed = [rope[f"variance_seed{s}"] for s in (0, 1, 2)]
+    assert len(set(per_seed)) == 3  # each seed trains its own model
+    assert rope["min"] == min(per_seed)
+    assert rope["max"] == max(per_seed)
+    assert rope["fold"] == pytest.approx(max(per_seed) / min(per_seed))
+    assert rope["v2_variance"] == pytest.approx(3.8e-7)
+    assert table.loc["none", "max"] < 1e-28  # exchangeable by construction, every seed
+    rows = spread.versus_paper().set_index("claim")
+    rope_row = rows.loc["variance over orderings of P(1 | S_20 = 10), rope, 3 seeds"]
+    assert rope_row["interval"] == _range(per_seed)  # the range over seeds
+    # The verdict needs every seed: all agree, none agree, or the seeds decide (not testable).
+    agree = [abs(math.log10(v / 3.8e-7)) <= 1 for v in per_seed]
+    expected = (
+        "reproduced" if all(agree) else "not reproduced" if not any(agree) else "not testable"
+    )
+    assert rope_row["verdict"] == expected
+    files = {p.relative_to(tmp_path).as_posix() for p in spread.save(tmp_path, charts=False)}
+    assert {"pe_seeds_spread.csv", "pe_seeds_vs_paper.csv", "seed1/pe_ablation.csv"} <= files
+
+
+def _range(values: list[float]) -> str:
+    from cotplan.experiments import Interval
+
+    return str(Interval(min(values), max(values)))
+
+
+def test_seeds_must_be_distinct_and_at_least_two() -> None:
+    from cotplan.lab.ablation import pe_ablation_seeds
+
+    with pytest.raises(InputError, match="`seeds`: need at least 2 distinct"):
+        pe_ablation_seeds("quick", seeds=(3, 3))
+
+
+def test_the_cli_prints_the_spread_across_seeds(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    args = ["experiment", "pe-ablation", "--quick", "--encodings", "none", "--no-ordinary"]
+    options = ["--seeds", "2", "--steps", "30", "--threads", "1", "-o", str(tmp_path)]
+    result = CliRunner().invoke(app, [*args, *options, "--no-charts"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "across training seeds" in result.output
+    spread = pd.read_csv(tmp_path / "pe_seeds_spread.csv")
+    assert {"variance_seed0", "variance_seed1", "fold"} <= set(spread.columns)
+    assert (tmp_path / "seed1" / "pe_training.csv").exists()

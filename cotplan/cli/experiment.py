@@ -571,6 +571,10 @@ def pe_ablation(
         int | None, Opt(help="torch threads (default: the idle cores, 1 to 4).")
     ] = None,
     retrain: Annotated[bool, Opt(help="Train again even where a stored model matches.")] = False,
+    seeds: Annotated[
+        int,
+        Opt(help="Training seeds (seed, seed+1, ...); 3 or more print the spread across seeds."),
+    ] = 1,
     out: Out = None,
     charts: Charts = True,
 ) -> None:
@@ -580,9 +584,15 @@ def pe_ablation(
     evaluates. Prints the training losses beside the Bayes-optimal loss, the variance over
     orderings at t = 20 and beyond beside the paper's v2 table, and the martingale-gap fits.
     """
+    for name, value in (("seeds", seeds), ("steps", steps), ("threads", threads)):
+        if value is not None and value < 1:
+            raise InputError(f"must be >= 1, got {value}", field=name)
+    if seed < 0:
+        raise InputError(f"must be >= 0, got {seed}", field="seed")
     from cotplan.lab import require_torch
 
     require_torch()
+    from cotplan.lab.ablation import _variants, pe_ablation_seeds
     from cotplan.lab.ablation import pe_ablation as run_ablation
     from cotplan.lab.transformer import POSITIONAL_ENCODINGS
 
@@ -591,10 +601,38 @@ def pe_ablation(
         if encodings
         else POSITIONAL_ENCODINGS
     )
+    _variants(chosen, "tokens", ordinary)  # unknown encodings fail before any training
     overrides: dict[str, Any] = {} if steps is None else {"steps": steps}
+    preset = "quick" if quick else "full"
+    folder = out or paths.home() / "reports" / (
+        f"pe-ablation-{_dt.datetime.now():%Y%m%d-%H%M%S}-{preset}"
+    )
+    if seeds > 1:
+        with _progress() as st:
+            spread = pe_ablation_seeds(
+                preset,
+                seeds=range(seed, seed + seeds),
+                encodings=chosen,
+                ordinary_none=ordinary,
+                threads=threads,
+                retrain=retrain,
+                stage=st,
+                **overrides,
+            )
+        _console.print(
+            "Variance over orderings of P(1 | t/2 ones among t bits) across training seeds:"
+        )
+        table = spread.spread()
+        columns = ["model", "t", *[c for c in table.columns if c.startswith("variance_seed")]]
+        columns += ["geometric_mean", "min", "max", "fold", "v2_variance"]
+        _console.print(table[columns].to_string(index=False, float_format=lambda v: f"{v:.3g}"))
+        _print_rows(spread.versus_paper(), "Across seeds vs the paper (v2)")
+        _console.print(f"{len(spread.seeds)} seeds in {spread.wall_s:.1f} s")
+        _saved(spread.save(folder, charts=charts))
+        return
     with _progress() as st:
         result = run_ablation(
-            "quick" if quick else "full",
+            preset,
             encodings=chosen,
             ordinary_none=ordinary,
             seed=seed,
@@ -619,7 +657,4 @@ def pe_ablation(
     )
     _print_rows(result.versus_paper(), "Positional-encoding ablation vs the paper (v2)")
     _console.print(f"{len(result.variants)} models in {result.wall_s:.1f} s")
-    folder = out or paths.home() / "reports" / (
-        f"pe-ablation-{_dt.datetime.now():%Y%m%d-%H%M%S}-{result.preset}"
-    )
     _saved(result.save(folder, charts=charts))
