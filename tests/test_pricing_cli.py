@@ -99,7 +99,7 @@ def test_prices_without_filters_lists_cotplan_rows_and_exports_the_merged_table(
 ) -> None:
     out = run("prices", "--csv", str(tmp_path / "all.csv"), "--on", "2026-11-29")
     assert "gpt-6.2-sol" in out
-    assert "more rows come from genai-prices" in out
+    assert "The rest come from genai-prices" in out
     merged = pd.read_csv(tmp_path / "all.csv")
     assert len(merged) >= 2_000
     assert merged["origin"].str.startswith("genai-prices").sum() >= 2_000

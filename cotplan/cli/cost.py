@@ -93,10 +93,13 @@ _BILLING_WORDS = {"in_completion": "in completion", "separate": "apart", "none":
 
 
 def _rate(value: Decimal | None) -> str:
-    """A rate with at least two decimals, all of its own: 0.80, 0.125."""
+    """A rate with two to four decimals: 0.80, 0.125, 0.0833 (the CSV keeps every digit)."""
     if value is None:
         return ""
-    return f"{value:.2f}" if value == value.quantize(Decimal("0.01")) else f"{value.normalize():f}"
+    if value == value.quantize(Decimal("0.01")):
+        return f"{value:.2f}"
+    shown = f"{value:.4f}".rstrip("0")
+    return shown if Decimal(shown) == value else f"{shown}…"
 
 
 def _whole(text: str, name: str) -> int:
@@ -203,11 +206,12 @@ def prices_(
         write_csv(frame[picked], csv, private=False)
     # Two narrow tables rather than one wide one: both stay readable in an 80-column terminal.
     money = Table(title="API prices, USD per 1M tokens", box=box.SIMPLE_HEAD, pad_edge=False)
-    money.add_column("model", no_wrap=True)
+    money.add_column("model", overflow="fold")
     for column in ("input", "cached", "write", "output", "batch", "long >"):
-        money.add_column(column, justify="right", no_wrap=True)
+        money.add_column(column, justify="right", no_wrap=True, min_width=len(column))
     facts = Table(title="Billing rules and sources", box=box.SIMPLE_HEAD, pad_edge=False)
-    for column in ("model", "reasoning", "valid", "read on", "source"):
+    facts.add_column("model", overflow="fold")
+    for column in ("reasoning", "valid", "read on", "source"):
         facts.add_column(column, no_wrap=True)
     # Sources are listed under the tables, whole, so a URL is never folded across lines.
     sources: dict[str, int] = {}
@@ -217,12 +221,14 @@ def prices_(
             money.add_row(f"[bold]{row.provider}[/]")
             facts.add_row(f"[bold]{row.provider}[/]")
             provider_seen = row.provider
-        number = sources.setdefault(row.source_url, len(sources) + 1)
+        origin = "local" if row.is_local else "genai-prices" if row.from_genai else row.origin
+        where = f"{row.origin} (data of {row.as_of:%Y-%m}): " if row.from_genai else ""
+        number = sources.setdefault(where + row.source_url, len(sources) + 1)
         read_on = str(row.as_of)
-        if row.is_local:
-            read_on = ""
-        elif row.is_stale(when):
-            read_on = f"[bold red]{read_on}, stale ({row.age_days(when)} days)[/]"
+        if row.is_local or row.from_genai:
+            read_on = ""  # a release's date is in its source line
+        if row.is_stale(when):
+            read_on = f"[bold red]{row.as_of}, stale ({row.age_days(when)} days)[/]"
         long = "" if row.long_context_threshold is None else f"{row.long_context_threshold:,}"
         money.add_row(
             f"  {row.model}", _rate(row.input_per_mtok), _rate(row.cached_input_per_mtok),
@@ -234,7 +240,6 @@ def prices_(
             valid = f"until {row.effective_to}"
         elif row.effective_from is not None and row.effective_to is None:
             valid = f"from {row.effective_from}"
-        origin = "local" if row.is_local else row.origin
         facts.add_row(f"  {row.model}", _BILLING_WORDS[row.reasoning_billing], valid, read_on,
                       f"{origin} [{number}]")  # fmt: skip
     _console.print(money)
@@ -242,13 +247,16 @@ def prices_(
     for url, number in sources.items():
         _console.print(f"[{number}] {url}", highlight=False, markup=False, soft_wrap=True)
     genai_rows = sum(r.from_genai for r in table.rows)
+    models = len({(r.provider, r.model) for r in table.rows})
     hidden = "" if chosen != "cotplan" else (
-        f" {genai_rows:,} more rows come from genai-prices: filter with --provider or --model, "
-        "or --source all."
+        " The rest come from genai-prices: filter with --provider or --model, or --source all."
     )  # fmt: skip
     _console.print(
-        f"{len(rows):,} rows shown.{hidden} Source: cotplan's own row (read on the date shown) "
-        "or genai-prices (its release; valid: the dates a historic price held). "
+        f"{len(rows):,} rows shown of {len(table.rows):,}: {models:,} models (provider and "
+        f"name) from {len(table.providers())} providers, {genai_rows:,} rows from "
+        f"genai-prices.{hidden} Source: cotplan's own row (read on the date shown) "
+        "or genai-prices (the release's data date is in the source line; valid: the dates a "
+        "historic price held). "
         "write: cache write. batch: discount for batch calls. long >: above this many prompt "
         "tokens the whole call pays the long-context rates. "
         "Reasoning 'in completion' is already in the completion count (never added again); "
