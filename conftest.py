@@ -14,10 +14,16 @@
 - **`--fast`** (what `./scripts/test --fast` passes): deselects `model`, `slow` and `torch`, and
   makes a test that starts the embedded model or imports torch without its marker fail with a
   message saying which marker to add.
+- **Pinned clock where a test prices something.** A test marked `clock("YYYY-MM-DD")` runs
+  with the clock at that day (time-machine, ticking). Tests whose module prices something (it
+  names `cotplan.pricing`, `call_cost`, `project_costs`, `budgeted_answer`, `run_plan`, or runs
+  the `cost` or `demo` command) get `clock(PRICE_DAY)` automatically: the day after the price
+  data was read, so no price is stale however late the suite runs.
 - **`--clock DATE`** (or `COTPLAN_TEST_CLOCK=DATE`): runs the session with the clock moved to
   DATE (time-machine, ticking), to check that no test depends on the calendar:
-  `pytest --clock 2028-01-01 tests/test_pricing_cost.py`. It moves this process's clock only:
-  child processes (notebook kernels, CLI subprocesses) keep the real date.
+  `pytest --clock 2028-01-01 tests/test_pricing_cost.py`. Pinned tests keep their day (they
+  cannot depend on the calendar); everything else runs at DATE. It moves this process's clock
+  only: child processes (notebook kernels, CLI subprocesses) keep the real date.
 """
 
 from __future__ import annotations
@@ -63,6 +69,13 @@ LEAKY_VARIABLES = (
 KEY_PATTERN = re.compile(r".*_(API_KEY|API_TOKEN|ACCESS_TOKEN)$")
 
 CLOCK_ENV = "COTPLAN_TEST_CLOCK"
+#: The day tests that price something run on: after the newest `as_of` of the price data
+#: (cotplan/pricing/prices.csv, genai-prices' release), before any price is stale.
+PRICE_DAY = "2026-12-01"
+PRICES_SOMETHING = re.compile(
+    r"cotplan\.pricing|\bcall_cost\b|\bproject_costs\b|\bbudgeted_answer\b|\brun_plan\b"
+    r'|"cost"|"demo"'
+)
 TORCH_MESSAGE = (
     "torch is not loaded in --fast runs; a test that needs it is marked `torch` (a module-level "
     "or in-test `pytest.importorskip('torch')` marks it)"
@@ -126,11 +139,13 @@ def pytest_configure(config: pytest.Config) -> None:
     if when:
         import time_machine
 
-        moment = datetime.fromisoformat(when)
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=UTC)
-        _clock = time_machine.travel(moment, tick=True)
+        _clock = time_machine.travel(_moment(when), tick=True)
         _clock.start()
+
+
+def _moment(when: str) -> datetime:
+    moment = datetime.fromisoformat(when)
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -153,8 +168,12 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def _register_hypothesis_profiles() -> None:
     from hypothesis import HealthCheck, settings
 
+    # Explicit parent: Hypothesis loads its own "ci" profile when it sees CI in the environment.
     settings.register_profile(
-        "cotplan", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+        "cotplan",
+        parent=settings.get_profile("default"),
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow],
     )
     settings.register_profile(
         "ci",
@@ -196,8 +215,15 @@ def _needs_torch(item: pytest.Item, modules: dict[Path, bool]) -> bool:
     return False
 
 
+def _prices_something(path: Path, modules: dict[Path, bool]) -> bool:
+    if path not in modules:
+        modules[path] = bool(PRICES_SOMETHING.search(path.read_text()))
+    return modules[path]
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     torch_modules: dict[Path, bool] = {}
+    priced_modules: dict[Path, bool] = {}
     for item in items:
         path = Path(str(item.path))
         if path.suffix == ".ipynb":
@@ -209,6 +235,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.model)
         if path.suffix == ".py" and _needs_torch(item, torch_modules):
             item.add_marker(pytest.mark.torch)
+        if (
+            path.suffix == ".py"
+            and item.get_closest_marker("clock") is None
+            and _prices_something(path, priced_modules)
+        ):
+            item.add_marker(pytest.mark.clock(PRICE_DAY))
     if not config.getoption("fast"):
         return
     kept: list[pytest.Item] = []
@@ -237,4 +269,17 @@ def _refuse_unmarked_model(request: pytest.FixtureRequest) -> Iterator[None]:
     with contextlib.ExitStack() as stack:
         patch = stack.enter_context(pytest.MonkeyPatch.context())
         patch.setattr(LocalModel, "start", refuse)
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _pinned_clock(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test marked `clock(DAY)` runs with the clock at DAY (ticking)."""
+    marker = request.node.get_closest_marker("clock")
+    if marker is None:
+        yield
+        return
+    import time_machine
+
+    with time_machine.travel(_moment(str(marker.args[0])), tick=True):
         yield
