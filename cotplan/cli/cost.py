@@ -102,6 +102,13 @@ def _rate(value: Decimal | None) -> str:
     return shown if Decimal(shown) == value else f"{shown}…"
 
 
+def _exact(usd: Decimal) -> str:
+    """Exact dollars, every digit and no trailing zeros beyond cents: 0.0424, 0.01, 0.00."""
+    text = f"{usd.normalize():f}"
+    whole, _, cents = text.partition(".")
+    return f"{whole}.{cents.ljust(2, '0')}"
+
+
 def _whole(text: str, name: str) -> int:
     """A whole number written as 100000, 100_000 or 1e5."""
     try:
@@ -318,11 +325,11 @@ def call(
         ("reasoning", cost.reasoning_tokens, r.reasoning_rate, cost.reasoning_usd),
     )
     for item, tokens, rate, usd in items:
-        out.add_row(item, f"{tokens:,}", _rate(rate), f"{usd:f}")
+        out.add_row(item, f"{tokens:,}", _rate(rate), _exact(usd))
     if cost.batch:
-        out.add_row("batch discount", "", "", f"{cost.batch_discount_usd:f}")
+        out.add_row("batch discount", "", "", _exact(cost.batch_discount_usd))
     all_tokens = cost.prompt_tokens + cost.output_tokens + cost.reasoning_tokens
-    out.add_row("[bold]total[/]", f"{all_tokens:,}", "", f"[bold]{cost.usd:f}[/]")
+    out.add_row("[bold]total[/]", f"{all_tokens:,}", "", f"[bold]{_exact(cost.usd)}[/]")
     _console.print(out)
     notes = [f"price: {cost.source}"]
     if cost.long_context:
