@@ -14,6 +14,7 @@ import statistics
 import time
 
 import openai
+from _outcome import Outcome
 from rich.console import Console
 from rich.table import Table
 
@@ -21,7 +22,7 @@ from cotplan.backends.cache import CallCache
 from cotplan.backends.local import LocalModel
 
 
-def main() -> None:
+def main(outcome: Outcome) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=200, help="requests per round")
     parser.add_argument("--rounds", type=int, default=5)
@@ -90,9 +91,9 @@ def main() -> None:
         "",
     )
     Console().print(table)
-    verdict = "meets" if overhead <= 0.05 else "MISSES"
-    print(f"cotplan overhead {overhead:+.1%} per request: {verdict} the 5% target")
+    outcome.target("cotplan within 5% of the raw SDK", overhead <= 0.05, f"{overhead:+.1%}")
 
 
 if __name__ == "__main__":
-    main()
+    with Outcome("backend_overhead") as outcome:
+        main(outcome)

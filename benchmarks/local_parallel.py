@@ -19,6 +19,7 @@ import os
 import tempfile
 import time
 
+from _outcome import Outcome
 from rich.console import Console
 from rich.table import Table
 
@@ -57,7 +58,7 @@ def measure(slots: int, reproducible: bool, runs: int) -> tuple[int, float, floa
     return len(results), sum(seconds) / len(seconds), martingale_s, prompt_s
 
 
-def main() -> None:
+def main(outcome: Outcome) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=4)
     args = parser.parse_args()
@@ -68,6 +69,9 @@ def main() -> None:
         table.add_column(column, justify="right")
     for slots, reproducible in SETTINGS:
         distinct, calibration_s, martingale_s, prompt_s = measure(slots, reproducible, args.runs)
+        if (slots, reproducible) == (1, True):  # LocalModel's default: its docstring's promise
+            outcome.check("the default (1 slot, reproducible) gives one result every run",
+                          distinct == 1, f"{distinct} distinct of {args.runs}")  # fmt: skip
         table.add_row(
             str(slots),
             str(reproducible),
@@ -80,4 +84,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with Outcome("local_parallel") as outcome:
+        main(outcome)

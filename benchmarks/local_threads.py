@@ -13,6 +13,7 @@ import argparse
 import multiprocessing
 import time
 
+from _outcome import Outcome
 from rich.console import Console
 from rich.table import Table
 
@@ -38,11 +39,12 @@ def measure(threads: int) -> tuple[float, float]:
         return probs_s, time.perf_counter() - started
 
 
-def main() -> None:
+def main(outcome: Outcome) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--busy", type=int, default=0, help="busy processes to start first")
     parser.add_argument("--threads", default="1,2", help="thread counts to compare")
     args = parser.parse_args()
+    outcome.note("no target: the table is the measurement behind LocalModel's default threads")
     burners = [multiprocessing.Process(target=_burn, daemon=True) for _ in range(args.busy)]
     for burner in burners:
         burner.start()
@@ -60,4 +62,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with Outcome("local_threads") as outcome:
+        main(outcome)

@@ -17,6 +17,8 @@ import os
 import time
 from pathlib import Path
 
+import numpy as np
+from _outcome import Outcome
 from rich.console import Console
 
 from cotplan.backends.connect import connect
@@ -30,7 +32,7 @@ from cotplan.experiments import (
 )
 
 
-def main() -> None:
+def main(outcome: Outcome) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="the quick preset instead")
     parser.add_argument("--design", default="nested", choices=["nested", "independent"])
@@ -89,7 +91,19 @@ def main() -> None:
     if args.out is not None:
         files = result.save(args.out)
         console.print(f"saved {len(files)} files in {args.out}")
+    outcome.check(
+        "every gap and excess is finite",
+        bool(np.all(np.isfinite(result.gap)) and np.all(np.isfinite(result.excess))),
+    )
+    outcome.check("every planned prediction was made", run.predictions == planned,
+                  f"{run.predictions} of {planned}")  # fmt: skip
+    if params is MARTINGALE_FULL and args.design == "nested":
+        outcome.target("the full grid in under 15 minutes", run.wall_s < 15 * 60,
+                       f"{run.wall_s / 60:.2f} min")  # fmt: skip
+    else:
+        outcome.note("the 15-minute target is for the full grid, nested design")
 
 
 if __name__ == "__main__":
-    main()
+    with Outcome("martingale_grid") as outcome:
+        main(outcome)

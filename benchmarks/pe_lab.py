@@ -20,6 +20,7 @@ import os
 import time
 
 import pandas as pd
+from _outcome import Outcome
 from rich.console import Console
 
 from cotplan.lab.bernoulli import PE_LAB_PRESETS, EvalPoint, train
@@ -31,7 +32,7 @@ def _load() -> str:
     return f"load average {one:.2f} / {five:.2f} / {fifteen:.2f} (1 / 5 / 15 min)"
 
 
-def main() -> None:
+def main(outcome: Outcome) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument(
         "--threads",
@@ -112,6 +113,15 @@ def main() -> None:
             + f", final excess {report.excess:.5f} ± {report.excess_se:.5f} nats ({_load()})"
         )
     total = time.perf_counter() - started
+    for row in rows:
+        reached = not math.isnan(row[f"step_within_{args.target:g}"])
+        if args.quick or args.steps is not None:
+            outcome.note(f"{row['model']}: the target is stated for the full preset's steps")
+        else:
+            excess = f"final excess {row['excess']} ± {row['excess_se']}"
+            outcome.target(
+                f"{row['model']} within {args.target:g} nats of the Bayes loss", reached, excess
+            )
     console.print(pd.DataFrame(rows).to_string(index=False))
     console.print(
         f"all {len(rows)} models: {total:.1f} s ({total / 60:.1f} min) wall; after: {_load()}"
@@ -119,4 +129,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with Outcome("pe_lab") as outcome:
+        main(outcome)

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from _outcome import Outcome
 
 from cotplan.backends.local import LocalModel
 from cotplan.generate.fewshot_tasks import FEWSHOT_FAMILIES, FewShotItem, make_fewshot_tasks
@@ -85,7 +86,7 @@ def _quality(probs: np.ndarray, truth: np.ndarray) -> dict[str, float]:
     }
 
 
-def main() -> None:
+def main(outcome: Outcome) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--families", type=lambda s: s.split(","), default=list(FEWSHOT_FAMILIES))
     parser.add_argument("--items", type=int, default=8, help="questions per family")
@@ -193,6 +194,13 @@ def main() -> None:
           f"{max(found) if found else 'n/a'}, not within {max(SHOWN_M)}: "
           f"{len(per_item) - len(found)} of {len(per_item)}")  # fmt: skip
 
+    if population <= max(m_values):
+        # All n! orderings, each once: every replicate averages the same set, so no spread.
+        outcome.check(f"balanced has no spread once all {population} orderings are used",
+                      rms["balanced"][population - 1] < 1e-9,
+                      f"sd {rms['balanced'][population - 1]:.2e}")  # fmt: skip
+    outcome.check("the spread of random orderings falls with m",
+                  fits["random"].slope < 0, f"slope {fits['random'].slope:+.3f}")  # fmt: skip
     one_cycle = rms["balanced"][n - 1] ** 2 / distinct[n - 1] ** 2
     print(f"   After one balanced cycle (m = {n}) the variance is {one_cycle:.0%} of that of {n} "
           "distinct random orderings:")  # fmt: skip
@@ -270,4 +278,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with Outcome("permutation_efficiency") as outcome:
+        main(outcome)

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from _outcome import Outcome
 from rich.console import Console
 from rich.table import Table
 
@@ -58,7 +59,7 @@ def same(a: Any, b: Any) -> bool:
     )
 
 
-def main() -> None:
+def main(outcome: Outcome) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rate", type=float, default=0.2)
     parser.add_argument("--seed", type=int, default=7)
@@ -84,17 +85,24 @@ def main() -> None:
                 started = time.perf_counter()
                 faulty, requests = workload(backend)
                 faulty_s = time.perf_counter() - started
+            matched = same(clean, faulty)
+            faults = sum(p.stats.faults.values())
+            outcome.check(f"{name}: results through faults equal the clean run's", matched)
+            outcome.check(f"{name}: faults were injected and every one retried",
+                          0 < faults <= backend.stats.retries,
+                          f"{faults} faults, {backend.stats.retries} retries")  # fmt: skip
             table.add_row(
                 name,
                 str(requests),
-                str(sum(p.stats.faults.values())),
+                str(faults),
                 str(backend.stats.retries),
                 f"{clean_s:.1f}",
                 f"{faulty_s:.1f}",
-                "yes" if same(clean, faulty) else "NO",
+                "yes" if matched else "NO",
             )
     Console().print(table)
 
 
 if __name__ == "__main__":
-    main()
+    with Outcome("resilience") as outcome:
+        main(outcome)

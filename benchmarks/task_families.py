@@ -35,12 +35,13 @@ import time
 from dataclasses import dataclass
 
 import pandas as pd
+from _outcome import Outcome
 
 from cotplan.backends.base import Backend
 from cotplan.backends.local import LocalModel, default_cache
 from cotplan.backends.openai_compat import OpenAICompatibleBackend
 from cotplan.planner import BudgetPlanner
-from cotplan.tasks import TaskItem, families, is_correct, make_tasks
+from cotplan.tasks import TaskItem, families, is_correct, list_families, make_tasks
 
 #: Two sizes per family: the smallest interesting one and a harder one.
 SIZES = {
@@ -101,7 +102,7 @@ def answer_item(backend: Backend, item: TaskItem, budgets: list[int]) -> list[Ro
     return rows
 
 
-def main() -> None:
+def main(outcome: Outcome) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--families", nargs="*", default=list(families))
     parser.add_argument("--count", type=int, default=20, help="items per size")
@@ -123,7 +124,17 @@ def main() -> None:
         calibration = measure(args, budgets)
     if args.out:
         calibration.to_csv(args.out, index=False)
-    report(calibration, args, budgets)
+    helped = report(calibration, args, budgets)
+    # The shipped demo flags (`cotplan tasks list`) were measured by this benchmark, 16 items
+    # per size at seed 0 (benchmarks/results/task_families_smollm2.csv): the same run must agree.
+    if args.count == 16 and args.seed == 0 and args.sizes is None:
+        shipped = {info.name for info in list_families() if info.demo}
+        measured = set(helped)
+        outcome.check("demo flags agree with `cotplan tasks list`",
+                      shipped & set(args.families) == measured,
+                      f"measured {sorted(measured)}, shipped {sorted(shipped)}")  # fmt: skip
+    else:
+        outcome.note("demo flags are compared for the shipped measurement's settings only")
 
 
 def measure(args: argparse.Namespace, budgets: list[int]) -> pd.DataFrame:
@@ -161,7 +172,7 @@ def measure(args: argparse.Namespace, budgets: list[int]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def report(calibration: pd.DataFrame, args: argparse.Namespace, budgets: list[int]) -> None:
+def report(calibration: pd.DataFrame, args: argparse.Namespace, budgets: list[int]) -> list[str]:
     """Accuracy table, reasoning tokens used, and the planner's verdict per family."""
     accuracy = calibration.pivot_table(
         index=["family", "n"], columns="k", values="correct", aggfunc="mean"
@@ -196,7 +207,9 @@ def report(calibration: pd.DataFrame, args: argparse.Namespace, budgets: list[in
             helped.append((family, planner))
     for family, planner in helped:
         print(f"\n--- {family} ---\n{planner.report()}")
+    return [family for family, _ in helped]
 
 
 if __name__ == "__main__":
-    main()
+    with Outcome("task_families") as outcome:
+        main(outcome)
