@@ -1,12 +1,17 @@
-"""API prices and costs: the dated price table, exact call costs, and spend projections.
+"""API prices and costs: two dated price sources, exact call costs, and spend projections.
 
-- `prices()`: the shipped table (plus a user file) as a DataFrame; `price_table()` for lookups.
-- `call_cost`, `cost_of_completion`, `cost_of_text`: what one call costs, in exact Decimal USD.
-- `project_costs`, `compare_scenarios`: Monte Carlo spend projections with P10/P50/P90.
+- `prices()`: cotplan's own rows (plus a user file), then genai-prices' bundled data, as a
+  DataFrame with each price's source; `price_table()` for lookups.
+- `call_cost`, `cost_of_completion`, `cost_of_text`: what one call costs, in exact Decimal USD,
+  by one formula (`price_parts`) that projections share.
+- `project_costs`, `compare_scenarios`: Monte Carlo spend projections with P10/P50/P90, and
+  workbooks a finance analyst can open.
 """
 
-from cotplan.pricing.cost import CallCost, call_cost, cost_of_completion, cost_of_text
+from cotplan.pricing.cost import CallCost, call_cost, cost_of_completion, cost_of_text, price_parts
+from cotplan.pricing.genai import GENAI_PRICES_VERSION
 from cotplan.pricing.projection import (
+    MAX_DRAWS,
     Comparison,
     CotPolicy,
     EmpiricalTokens,
@@ -22,6 +27,7 @@ from cotplan.pricing.projection import (
     project_costs,
 )
 from cotplan.pricing.table import (
+    LOCAL_SOURCE,
     PRICES_ENV,
     REASONING_BILLING,
     STALE_AFTER_DAYS,
@@ -35,6 +41,9 @@ from cotplan.pricing.table import (
 )
 
 __all__ = [
+    "GENAI_PRICES_VERSION",
+    "LOCAL_SOURCE",
+    "MAX_DRAWS",
     "PRICES_ENV",
     "REASONING_BILLING",
     "STALE_AFTER_DAYS",
@@ -59,6 +68,7 @@ __all__ = [
     "cost_of_completion",
     "cost_of_text",
     "load_price_file",
+    "price_parts",
     "price_table",
     "prices",
     "project_costs",
