@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from cotplan.cli import app, main
 from cotplan.cli.plan import parse_ints
 from cotplan.errors import InputError
+from cotplan.planner.run import SavedPlan
 
 runner = CliRunner()
 
@@ -51,6 +52,18 @@ def test_plan_prints_constants_and_k_star_and_writes_artefacts(tmp_path: Path) -
     assert "reasoning helps" in result.output
     assert "Fitted constants" in result.output
     assert "target error ε = 0.3" in result.output
+    assert "Error laws by held-out log-likelihood" in result.output
+    assert "law: paper" in result.output
+    assert "Certified budgets" in result.output
+    assert "calibration spend: 360 answers of 60 items" in result.output
+    saved = SavedPlan.load(tmp_path / "plan.json")
+    assert saved.eps == 0.3
+    assert saved.sizes_ == (4, 16)
+    assert saved.budget(16, 0.3).extrapolated  # 16 is twice the largest calibrated size
+    laws = pd.read_csv(tmp_path / "laws.csv")
+    assert set(laws["law"]) == {"paper", "paper-half", "logistic", "step", "monotone"}
+    certified = pd.read_csv(tmp_path / "certified.csv")
+    assert certified["n"].tolist() == [4, 8]
     plan = pd.read_csv(tmp_path / "plan.csv")
     assert plan["n"].tolist() == [4, 16]
     # k* grows with n, and at n = 4 it is near the planted 3 · 2 · ln(0.8 / 0.2) = 8.3.
@@ -112,12 +125,19 @@ def test_calibrate_then_run_on_the_embedded_model(tmp_path: Path) -> None:
 
     planted = planted_calibration(tmp_path / "planted.csv")
     result = runner.invoke(
+        app, ["plan", "--calibration", str(planted), "--eps", "0.5", "--bootstrap", "0"]
+    )
+    assert result.exit_code == 0, result.output
+    saved = SavedPlan.load(tmp_path / "plan.json")
+    result = runner.invoke(
         app,
-        ["run", "--calibration", str(planted), "--eps", "0.5", "--family", "parity", "--n", "4",
-         "--count", "2", "--uncapped", "8", "--bootstrap", "0", "--out", str(out),
-         "--no-progress"],
+        ["run", "--plan", str(tmp_path / "plan.json"), "--family", "parity", "--n", "4",
+         "--count", "2", "--uncapped", "8", "--out", str(out), "--no-progress"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
+    # The caps run are the ones the plan file holds (no refit).
+    run_plan = pd.read_csv(out / "run_plan.csv")
+    assert run_plan["tokens"].tolist() == [min(saved.budget(4, 0.5).tokens, 8)]
     comparison = pd.read_csv(out / "comparison.csv")
     assert comparison["policy"].tolist() == ["planned", "uncapped"]
     assert (comparison["items"] == 2).all()

@@ -17,9 +17,12 @@ import typer
 from rich.table import Table
 
 from cotplan.cli.plan import (
+    check_at_least,
+    check_unit,
     console,
     print_budgets,
     print_calibration,
+    print_certified,
     print_comparison,
     print_report,
     report_folder,
@@ -191,6 +194,12 @@ def register(app: typer.Typer) -> None:
         progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
     ) -> None:
         """Calibrate, plan and run on a built-in task, then project the cost."""
+        # Every option is checked before the model starts.
+        if eps is not None:
+            check_unit(eps, "eps")
+        check_at_least(queries_per_day, "queries_per_day", 0)
+        check_at_least(count, "count", 1)
+        check_at_least(held_out, "held_out", 1)
         from cotplan.backends import connect
         from cotplan.charts.planner import budget_chart, calibration_chart
         from cotplan.planner import BudgetPlanner
@@ -240,6 +249,7 @@ def register(app: typer.Typer) -> None:
             else:
                 target = eps
             budgets = plan_budgets(planner, sizes, target)
+            print_certified(planner, target)
             shown = [b for b in budgets.values() if b is not None]
             if shown:
                 print_budgets(shown, target)

@@ -1,8 +1,11 @@
 """`cotplan calibrate`, `cotplan plan`, `cotplan run`: top-level planner commands.
 
-Each command parses its options, calls the library (`cotplan.planner`), prints with rich and
-writes its artefacts (CSV, PNG) into a report folder: `--out`, by default `reports/<timestamp>/`
-for `calibrate` and the calibration's own folder for `plan` and `run`.
+Each command parses and checks ALL its options before it reads a file or connects to a model,
+calls the library (`cotplan.planner`), prints with rich and writes its artefacts (CSV, PNG,
+plan.json) into a report folder: `--out`, by default `reports/<timestamp>/` for `calibrate`
+and the calibration's own folder for `plan`. `plan` prints the chosen law, the certified
+budgets and the extrapolations and writes plan.json; `run` applies that plan file as written
+(no refit).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ __all__ = [
     "parse_ints",
     "print_budgets",
     "print_calibration",
+    "print_certified",
     "print_comparison",
     "print_report",
     "register",
@@ -50,6 +54,14 @@ CalibrationFile = Annotated[
 LogBaseOption = Annotated[str, typer.Option(help="Base in which c is reported: e, 2 or 10.")]
 AlphaOption = Annotated[str, typer.Option(help="'fit' or a fixed exponent (0.5: the paper).")]
 Bootstrap = Annotated[int, typer.Option(help="Item-bootstrap resamples for the intervals.")]
+LawOption = Annotated[
+    str,
+    typer.Option(help="'auto' (chosen on held-out items), paper, paper-half, logistic, step, "
+                 "monotone."),
+]  # fmt: skip
+DeltaOption = Annotated[
+    float, typer.Option(help="1 − confidence of the certified budgets (0.05: 95%).")
+]
 OutNextToCalibration = Annotated[
     Path | None, typer.Option(help="Report folder (default: the calibration's folder).")
 ]
@@ -75,6 +87,29 @@ def parse_ints(values: Sequence[str] | None, name: str, *, low: int | None = Non
                 raise InputError(f"must be at least {low}, got {number}", field=name)
             out.append(number)
     return out
+
+
+def check_unit(value: float, name: str) -> float:
+    """A share strictly between 0 and 1 (a target error, a risk level)."""
+    if not (isinstance(value, int | float) and 0.0 < float(value) < 1.0):
+        raise InputError(f"must be in (0, 1), got {value!r}", field=name)
+    return float(value)
+
+
+def check_at_least(value: float | None, name: str, low: float) -> None:
+    """`value` ≥ `low` (None passes: the option was not given)."""
+    if value is not None and not (math.isfinite(value) and value >= low):
+        raise InputError(f"must be at least {low:g}, got {value!r}", field=name)
+
+
+def check_law(law: str) -> str:
+    from cotplan.planner.laws import LAW_NAMES
+
+    if law != "auto" and law not in LAW_NAMES:
+        raise InputError(
+            f"must be 'auto' or one of {', '.join(LAW_NAMES)}, got {law!r}", field="law"
+        )
+    return law
 
 
 def report_folder(out: Path | None, default: Path | None = None) -> Path:
@@ -153,6 +188,25 @@ def print_calibration(
     )
     for note in calibration.notes:
         console.print(f"[yellow]note:[/] {note}")
+    print_spend(calibration.frame)
+
+
+def print_spend(frame: Any) -> None:
+    """One line: what the calibration itself cost (answers, tokens, USD)."""
+    from cotplan.planner.calibrate import calibration_spend
+
+    spend = calibration_spend(frame)
+    tokens = [
+        f"{spend[kind]:,.0f} {kind.removesuffix('_tokens')}"
+        for kind in ("prompt_tokens", "reasoning_tokens", "answer_tokens")
+        if not math.isnan(spend[kind])
+    ]
+    usd = "price unknown" if math.isnan(spend["cost_usd"]) else f"USD {spend['cost_usd']:.4f}"
+    console.print(
+        f"calibration spend: {spend['answers']:.0f} answers of {spend['items']:.0f} items"
+        + (f"; tokens {', '.join(tokens)}" if tokens else "")
+        + f"; {usd}"
+    )
 
 
 def print_report(planner: Any) -> None:
@@ -187,19 +241,66 @@ def print_report(planner: Any) -> None:
     ):
         if line:
             console.print(f"  {line}")
+    laws = getattr(planner, "laws_", None)
+    if laws is None:
+        return
+    table = Table(
+        title=f"Error laws by held-out log-likelihood ({laws.folds}-fold cross-validation over "
+        "items)"
+    )
+    for column in ("law", "held-out", "vs paper ± se", "parameters (95% intervals)"):
+        table.add_column(column, justify="left" if column[0] in "lp" else "right")
+    for fit in laws.fits:
+        mark = " *" if fit.law == laws.selected else ""
+        table.add_row(
+            fit.law + mark,
+            f"{fit.heldout_loglik:.1f}",
+            f"{fit.difference:+.1f} ± {_fmt(fit.difference_se, 1)}",
+            fit.parameter_text() or "(one error per calibrated budget)",
+        )
+    console.print(table)
+    console.print(f"[bold]law:[/] {laws.selected} ({laws.reason})")
+
+
+def print_certified(planner: Any, eps: float) -> None:
+    """The certified budget at each calibrated size for `eps`, or why there is none."""
+    if getattr(planner, "certified_", None) is None or planner.status_ != "helps":
+        return
+    delta = planner.certified_.delta
+    table = Table(
+        title=f"Certified budgets: error ≤ ε = {eps:g} with {1 - delta:.0%} confidence "
+        "(exact binomial bounds, tested from the largest budget down)"
+    )
+    for column in ("n", "cap", "error bound", "wrong / items", "note"):
+        table.add_column(column, justify="left" if column == "note" else "right")
+    for n in planner.certified_.sizes:
+        cert = planner.certified_.at(n, eps)
+        table.add_row(
+            str(n),
+            "–" if cert.k is None else str(cert.k),
+            f"{cert.error_bound:.3f}",
+            f"{cert.errors} / {cert.items}",
+            cert.note,
+        )
+    console.print(table)
 
 
 def print_budgets(budgets: Sequence[Any], eps: float) -> None:
     """k* per size, with its interval and the cap to use."""
     table = Table(title=f"Planned budget k* for target error ε = {eps:g}")
-    for column in ("n", "k*", "interval", "cap (tokens)", "note"):
-        table.add_column(column, justify="left" if column == "note" else "right")
+    for column in ("n", "law", "k*", "interval", "cap (tokens)", "how", "note"):
+        table.add_column(column, justify="left" if column in ("law", "how", "note") else "right")
     for budget in budgets:
+        how = getattr(budget, "basis", "")
+        if getattr(budget, "extrapolated", False) and math.isfinite(budget.cap_high):
+            how += f" (cap interval {budget.cap_low:.0f}–{budget.cap_high:.0f})"
         table.add_row(
             f"{budget.n:g}",
+            getattr(budget, "law", ""),
             _fmt(budget.k_star, 1),
             f"[{_fmt(budget.low, 1)}, {_fmt(budget.high, 1)}]",
             str(budget.tokens),
+            how,
             budget.note,
         )
     console.print(table)
@@ -305,27 +406,43 @@ def register(app: typer.Typer) -> None:
         n: Annotated[
             list[str] | None, typer.Option("--n", help="Sizes to plan for, e.g. --n 6,40.")
         ] = None,
+        law: LawOption = "auto",
+        delta: DeltaOption = 0.05,
         log_base: LogBaseOption = "e",
         alpha: AlphaOption = "fit",
         bootstrap: Bootstrap = 200,
         seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = 0,
         out: OutNextToCalibration = None,
     ) -> None:
-        """Fit the budget model on a calibration and print k* for the sizes asked."""
-        asked = parse_ints(n, "n", low=1)  # before the fit: a typo should not cost a bootstrap
-        _, planner = _fit(calibration, eps, log_base, alpha, bootstrap, seed)
+        """Fit the error laws on a calibration, print the chosen law, the certified budgets
+        and k* for the sizes asked; write plan.json for `cotplan run`."""
+        from cotplan.planner.run import SavedPlan
+
+        # Every option is checked before the fit: a typo should not cost a bootstrap.
+        asked = parse_ints(n, "n", low=1)
+        check_unit(eps, "eps")
+        check_unit(delta, "delta")
+        check_law(law)
+        check_at_least(bootstrap, "bootstrap", 0)
+        frame, planner = _fit(calibration, law, delta, log_base, alpha, bootstrap, seed)
         sizes = asked or list(planner.sizes_)
+        print_spend(frame)
         print_report(planner)
+        print_certified(planner, eps)
         budgets = [planner.budget(size, eps) for size in sizes]
         print_budgets(budgets, eps)
         folder = report_folder(out, calibration.parent)
         _write_plan(folder, planner, budgets, eps)
-        console.print(f"wrote {folder}/plan.csv, constants.csv, calibration.png, budget.png")
+        saved = SavedPlan.from_planner(planner, budgets, eps, str(calibration.resolve()))
+        saved.save(folder / "plan.json")
+        console.print(
+            f"wrote {folder}/plan.json (for `cotplan run --plan`), plan.csv, constants.csv, "
+            "laws.csv, certified.csv, calibration.png, budget.png"
+        )
 
     @app.command()
     def run(
-        calibration: CalibrationFile,
-        eps: Annotated[float, typer.Option(help="Target error rate the plan is made for.")],
+        plan: Annotated[Path, typer.Option(help="plan.json written by `cotplan plan`.")],
         family: Family = None,
         tasks: TasksFile = None,
         n: Sizes = None,
@@ -334,39 +451,51 @@ def register(app: typer.Typer) -> None:
             int, typer.Option(help="Seed of the held-out items (not the calibration's).")
         ] = 1,
         uncapped: Annotated[int, typer.Option(help="The cap that stands for 'uncapped'.")] = 512,
-        log_base: LogBaseOption = "e",
-        alpha: AlphaOption = "fit",
-        bootstrap: Bootstrap = 200,
         backend: BackendSpec = "local",
         base_url: BaseUrl = None,
         concurrency: Concurrency = None,
         out: OutNextToCalibration = None,
         progress: ShowProgress = True,
     ) -> None:
-        """Apply the plan on held-out items and compare with uncapped reasoning."""
+        """Apply the plan that `cotplan plan` wrote on held-out items; compare with uncapped."""
         from cotplan.backends import connect
-        from cotplan.planner.run import run_plan
+        from cotplan.planner.calibrate import load_calibration
+        from cotplan.planner.run import SavedPlan, run_plan
 
-        frame, planner = _fit(calibration, eps, log_base, alpha, bootstrap, 0)
-        sizes = parse_ints(n, "n") or list(planner.sizes_)
-        items = build_items(family, tasks, sizes, count, seed)
-        items, dropped = drop_seen(items, frame)
-        if dropped:
-            console.print(
-                f"[yellow]note:[/] dropped {dropped} held-out item(s) seen in calibration"
+        asked = parse_ints(n, "n", low=1)
+        check_at_least(count, "count", 1)
+        check_at_least(uncapped, "uncapped", 1)
+        check_at_least(concurrency, "concurrency", 1)
+        saved = SavedPlan.load(plan)
+        sizes = asked or list(saved.sizes_)
+        missing = sorted(set(sizes) - set(saved.sizes_))
+        if missing and saved.status_ == "helps":
+            raise InputError(
+                f"the plan has no budget for n = {', '.join(map(str, missing))}: plan them "
+                f"with `cotplan plan --n {','.join(map(str, sizes))}`",
+                field="n",
             )
+        items = build_items(family, tasks, sizes, count, seed)
+        if Path(saved.calibration).is_file():
+            items, dropped = drop_seen(items, load_calibration(saved.calibration).frame)
+            if dropped:
+                console.print(
+                    f"[yellow]note:[/] dropped {dropped} held-out item(s) seen in calibration"
+                )
+        console.print(f"plan {plan} (law {saved.law or 'none'}): {saved.verdict_}")
+        print_budgets(list(saved.budgets), saved.eps)
         with connect(backend, base_url=base_url) as model:
             result = run_plan(
                 model,
-                planner,
+                saved,
                 items,
-                eps,
+                saved.eps,
                 uncapped=uncapped,
                 concurrency=concurrency,
                 progress=progress,
             )
         print_comparison(result)
-        folder = report_folder(out, calibration.parent)
+        folder = report_folder(out, plan.parent)
         _write_run(folder, result)
         console.print(f"wrote {folder}/run.csv, comparison.csv, comparison.png")
 
@@ -379,7 +508,13 @@ def drop_seen(items: list[Any], calibration: Any) -> tuple[list[Any], int]:
 
 
 def _fit(
-    calibration: Path, eps: float, log_base: str, alpha: str, bootstrap: int, seed: int
+    calibration: Path,
+    law: str,
+    delta: float,
+    log_base: str,
+    alpha: str,
+    bootstrap: int,
+    seed: int,
 ) -> tuple[Any, Any]:
     from cotplan.planner import BudgetPlanner
     from cotplan.planner.calibrate import load_calibration
@@ -392,7 +527,12 @@ def _fit(
         except ValueError:
             raise InputError(f"must be 'fit' or a number, got {alpha!r}", field="alpha") from None
     planner = BudgetPlanner(
-        log_base=log_base, alpha=alpha_value, n_bootstrap=bootstrap, random_state=seed
+        law,
+        delta=delta,
+        log_base=log_base,
+        alpha=alpha_value,
+        n_bootstrap=bootstrap,
+        random_state=seed,
     ).fit(loaded.frame)
     return loaded.frame, planner
 
@@ -404,6 +544,10 @@ def _write_plan(folder: Path, planner: Any, budgets: Sequence[Any], eps: float) 
 
     write_csv(pd.concat([b.to_frame() for b in budgets], ignore_index=True), folder / "plan.csv")
     write_csv(planner.report().to_frame(), folder / "constants.csv")
+    if planner.laws_ is not None:
+        write_csv(planner.laws_.to_frame(), folder / "laws.csv")
+    if planner.certified_ is not None:
+        write_csv(planner.certify(eps), folder / "certified.csv")
     save_chart(calibration_chart(planner), folder / "calibration.png")
     if planner.status_ == "helps":
         save_chart(budget_chart(planner, eps=eps), folder / "budget.png")

@@ -42,6 +42,7 @@ __all__ = [
     "Calibration",
     "CostUnknownWarning",
     "calibrate",
+    "calibration_spend",
     "default_budgets",
     "load_calibration",
     "paper_budgets",
@@ -56,6 +57,28 @@ CALIBRATION_COLUMNS = (
 )  # fmt: skip
 
 Budgets = Sequence[int] | Callable[[int], Sequence[int]] | Literal["paper"] | None
+
+
+def calibration_spend(frame: pd.DataFrame) -> dict[str, float]:
+    """What a calibration cost: answers, items, tokens by kind, and USD (NaN when unpriced).
+
+    Calibration is spend too: with hidden reasoning every (item, budget) is its own request,
+    so a 41-budget grid costs 41 answers an item (see `cotplan.planner.adaptive`)."""
+
+    def total(column: str) -> float:
+        if column not in frame.columns:
+            return math.nan
+        values = pd.to_numeric(frame[column], errors="coerce")
+        return float(values.sum()) if values.notna().all() else math.nan
+
+    return {
+        "answers": float(len(frame)),
+        "items": float(frame["item"].nunique()) if "item" in frame.columns else math.nan,
+        "prompt_tokens": total("prompt_tokens"),
+        "reasoning_tokens": total("reasoning_tokens"),
+        "answer_tokens": total("answer_tokens"),
+        "cost_usd": total("cost_usd"),
+    }
 
 
 class CostUnknownWarning(UserWarning):

@@ -35,6 +35,20 @@ def _peak_before_a_fall(data: _Data, significance: float) -> tuple[int, TrendTes
     return int(budgets[peak_index]), fall
 
 
+def _peaks_per_size(data: _Data, significance: float) -> dict[int, tuple[int, TrendTest]]:
+    """`_peak_before_a_fall` for each size on its own, the fall tested at a Bonferroni level
+    over the sizes (more sizes must not mean more false peaks). Budgets are often multiples of
+    n, so one budget is early for a large n and late for a small one: peaks are per size."""
+    sizes = np.unique(data.n)
+    level = significance / len(sizes)
+    peaks: dict[int, tuple[int, TrendTest]] = {}
+    for size in sizes:
+        found = _peak_before_a_fall(_subset(data, data.n == size), level)
+        if found is not None:
+            peaks[int(size)] = found
+    return peaks
+
+
 def _trend_test(data: _Data) -> TrendTest:
     """Stratified Cochran–Armitage trend test of budget rank against correctness.
 

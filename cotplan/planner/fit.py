@@ -75,7 +75,7 @@ from cotplan.planner.data import (
     _subset,
     _validate_frame,
 )
-from cotplan.planner.evidence import _peak_before_a_fall, _percentile, _trend_test
+from cotplan.planner.evidence import _peaks_per_size, _percentile, _trend_test
 from cotplan.planner.law_paper import (
     _ALPHA_MAX,
     _PARAMS,
@@ -337,15 +337,7 @@ class BudgetPlanner:
                 f"no answer was right at any budget up to k = {k_max}: the floor e0 = 1 makes "
                 "every target ε < 1 unattainable with this model at these budgets",
             )
-        # Each size is searched for its own peak: budgets are often a multiple of n, so one
-        # budget is early for a large n and late for a small one. The fall is tested at a
-        # Bonferroni level over the sizes, so more sizes do not mean more false peaks.
-        peaks: dict[int, tuple[int, TrendTest]] = {}
-        fall_level = p["significance"] / len(self.sizes_)
-        for size in self.sizes_:
-            found = _peak_before_a_fall(_subset(data, data.n == size), fall_level)
-            if found is not None:
-                peaks[size] = found
+        peaks = _peaks_per_size(data, p["significance"])
         if peaks:
             keep = np.ones(len(data.y), dtype=bool)
             for size, (peak_k, _) in peaks.items():

@@ -14,9 +14,11 @@ for its fixed caps and prompt-stated budgets too.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Literal, cast
 
 import numpy as np
@@ -34,6 +36,7 @@ from cotplan.tasks.size import item_size
 __all__ = [
     "NO_BENEFIT_STATUSES",
     "PlanRun",
+    "SavedPlan",
     "compare_answers",
     "plan_budgets",
     "relative_target",
@@ -176,8 +179,82 @@ def relative_target(planner: BudgetPlanner, remaining: float = 0.25) -> float:
     return min(0.99, math.ceil(eps * 100 - 1e-9) / 100)
 
 
+@dataclass(frozen=True)
+class SavedPlan:
+    """A plan as `cotplan plan` writes it (plan.json): the budgets per size for one ε.
+
+    It answers `budget(n, eps)` like the planner it came from, for the sizes and the ε it was
+    made for, so `run_plan` (and `cotplan run`) apply exactly the caps that were printed,
+    without fitting again. `calibration` is the calibration file it was fitted on."""
+
+    eps: float
+    delta: float
+    law: str | None
+    status_: str
+    verdict_: str
+    calibration: str
+    budgets: tuple[Budget, ...]
+
+    @property
+    def sizes_(self) -> tuple[int, ...]:
+        return tuple(int(b.n) for b in self.budgets)
+
+    @classmethod
+    def from_planner(
+        cls, planner: BudgetPlanner, budgets: Sequence[Budget], eps: float, calibration: str
+    ) -> SavedPlan:
+        return cls(
+            eps=eps,
+            delta=float(planner.delta),
+            law=planner.law_,
+            status_=planner.status_,
+            verdict_=planner.verdict_,
+            calibration=calibration,
+            budgets=tuple(budgets),
+        )
+
+    def budget(self, n: float, eps: float) -> Budget:
+        if not math.isclose(eps, self.eps):
+            raise InputError(
+                f"the plan was made for ε = {self.eps:g}, not {eps:g}: plan again with "
+                f"`cotplan plan --eps {eps:g}`",
+                field="eps",
+            )
+        for budget in self.budgets:
+            if budget.n == n:
+                return budget
+        raise InputError(
+            f"the plan has no budget for n = {n:g} (it has n = "
+            f"{', '.join(str(s) for s in self.sizes_)}): plan it with `cotplan plan --n {n:g}`",
+            field="n",
+        )
+
+    def save(self, path: Path) -> Path:
+        record = asdict(self)
+        record["budgets"] = [{**asdict(b), "baselines": dict(b.baselines)} for b in self.budgets]
+        path.write_text(json.dumps(record, indent=2, ensure_ascii=False))
+        return path
+
+    @classmethod
+    def load(cls, path: Path) -> SavedPlan:
+        if not path.is_file():
+            raise InputError(
+                f"no such file: {path} (write one with `cotplan plan`)",
+                field="plan",
+                source=str(path),
+            )
+        try:
+            record = json.loads(path.read_text())
+            budgets = tuple(Budget(**b) for b in record.pop("budgets"))
+            return cls(**record, budgets=budgets)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise InputError(
+                f"not a plan written by `cotplan plan`: {exc}", field="plan", source=str(path)
+            ) from exc
+
+
 def plan_budgets(
-    planner: BudgetPlanner, sizes: Iterable[int], eps: float
+    planner: BudgetPlanner | SavedPlan, sizes: Iterable[int], eps: float
 ) -> dict[int, Budget | None]:
     """k*(n, ε) for each size; None where the planner credits reasoning with no effect
     (`NO_BENEFIT_STATUSES`: the plan is then k* = 0). Raises `InfeasibleTargetError` when ε
@@ -292,7 +369,7 @@ def comparison_chart(comparison: pd.DataFrame, *, title: str = "Policies") -> An
 
 def run_plan(
     backend: Backend,
-    planner: BudgetPlanner,
+    planner: BudgetPlanner | SavedPlan,
     items: Iterable[TaskItem],
     eps: float,
     *,

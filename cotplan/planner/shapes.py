@@ -108,7 +108,7 @@ def _logistic(n: NDArray[np.float64], k: NDArray[np.float64]) -> NDArray[np.floa
 
 def _peaked(n: NDArray[np.float64], k: NDArray[np.float64]) -> NDArray[np.float64]:
     fall = _paper(0.0, 0.9, 2.5, 0.5)(n, k)
-    out: NDArray[np.float64] = fall + 0.5 * np.clip((k - 3.0 * n) / (2.0 * n), 0.0, 1.0)
+    out: NDArray[np.float64] = fall + 0.5 * np.clip((k - 4.0 * n) / n, 0.0, 1.0)
     return out
 
 
@@ -130,7 +130,7 @@ SHAPES: dict[str, Shape] = {
         ),
         Shape(
             "peaked",
-            "0.9 · exp(−k / (2.5 √n)) + 0.5 · clip((k − 3n) / 2n, 0, 1): hurts past 3n",
+            "0.9 · exp(−k / (2.5 √n)) + 0.5 · clip((k − 4n) / n, 0, 1): hurts past 4n",
             _peaked,
         ),
         Shape("flat", "0.04 at every budget: reasoning buys nothing", _flat),
