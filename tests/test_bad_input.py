@@ -126,6 +126,7 @@ class ApiCase:
     call: Callable[[Path], object]
     expect: tuple[str, ...]  # substrings of the error message (the field, the line)
     error: type[CotplanError] = InputError
+    files: tuple[tuple[str, bytes], ...] = ()  # written into the case's folder first
 
 
 def _text(*lines: str) -> bytes:
@@ -414,6 +415,95 @@ CASES += [
 
 API_CASES: list[ApiCase] = []
 
+
+def _offline_backend() -> Any:
+    """A client for a port nothing listens on: building it sends nothing."""
+    from cotplan.backends.openai_compat import OpenAICompatibleBackend
+
+    return OpenAICompatibleBackend("m", base_url="http://127.0.0.1:9/v1", api_key="x", cache=None)
+
+
+def _calibrate(budgets: Any = None, items: Any = None) -> Any:
+    from cotplan import calibrate
+    from cotplan.tasks import make_tasks
+
+    chosen = make_tasks("count", n=3, count=2) if items is None else items
+    return calibrate(_offline_backend(), chosen, budgets, progress=False)
+
+
+def _load(folder: Path) -> Any:
+    from cotplan.tasks import load_tasks
+
+    return load_tasks(folder / "tasks.jsonl")
+
+
+def _budgeted(k: Any = 8, **options: Any) -> Any:
+    from cotplan.generate import budgeted_answer
+    from cotplan.tasks import make_tasks
+
+    return budgeted_answer(_offline_backend(), make_tasks("count", n=3, count=1)[0], k, **options)
+
+
+def _local(**options: Any) -> Any:
+    from cotplan.backends.local import LocalModel
+
+    return LocalModel(**options)
+
+
+def _connect(spec: str) -> Any:
+    from cotplan.backends import connect
+
+    return connect(spec)
+
+
+def _make(family: str, **options: Any) -> Any:
+    from cotplan.tasks import make_tasks
+
+    return make_tasks(family, **{"n": 3, "count": 2, **options})
+
+
+# --- #16 suite: the public API behind calibrate, tasks, models, answer ---
+API_CASES += [
+    ApiCase("calibrate(items=[])", lambda d: _calibrate(items=[]), ("`items`",)),
+    ApiCase("calibrate(budgets=[])", lambda d: _calibrate(budgets=[]), ("`budgets`",)),
+    ApiCase("calibrate(budgets=[-1])", lambda d: _calibrate(budgets=[0, -1]), ("`budgets`",)),
+    ApiCase("calibrate(budgets=[4.5])", lambda d: _calibrate(budgets=[4.5]), ("`budgets`",)),
+    ApiCase("calibrate(budgets='fast')", lambda d: _calibrate(budgets="fast"), ("`budgets`",)),
+    ApiCase("load_tasks with a BOM", _load, ("line 1", "`path`", "BOM"),
+            files=(("tasks.jsonl", b"\xef\xbb\xbf" + _text(GOOD_ROW)),)),
+    ApiCase("load_tasks with a NUL byte", _load, ("line 1", "`path`", "NUL"),
+            files=(("tasks.jsonl", b"\x00" + _text(GOOD_ROW)),)),
+    ApiCase("load_tasks with a lone surrogate", _load, ("line 1", "`answer`", "surrogate"),
+            files=(("tasks.jsonl", _text('{"id": "a", "prompt": "q", "answer": "\\udc80"}')),)),
+    ApiCase("load_tasks of a folder", lambda d: __import__("cotplan.tasks").tasks.load_tasks(d),
+            ("`path`",)),
+    ApiCase("make_tasks(n=0)", lambda d: _make("count", n=0), ("`n`",)),
+    ApiCase("make_tasks(count=0)", lambda d: _make("count", count=0), ("`count`",)),
+    ApiCase("make_tasks of an unknown family", lambda d: _make("nosuch"), ("`family`",)),
+    ApiCase("budgeted_answer(k=-1)", lambda d: _budgeted(-1), ("`k`",)),
+    ApiCase("budgeted_answer(k=nan)", lambda d: _budgeted(float("nan")), ("`k`",)),
+    ApiCase("budgeted_answer(answer_tokens=0)", lambda d: _budgeted(answer_tokens=0),
+            ("`answer_tokens`",)),
+    ApiCase("LocalModel(port=0)", lambda d: _local(port=0), ("`port`",)),
+    ApiCase("LocalModel(n_ctx=8)", lambda d: _local(n_ctx=8), ("`n_ctx`",)),
+    ApiCase("LocalModel(parallel=0)", lambda d: _local(parallel=0), ("`parallel`",)),
+    ApiCase("connect('')", lambda d: _connect(""), ("`backend`",)),
+    ApiCase("connect of an unknown provider", lambda d: _connect("nosuch:model"), ("`backend`",)),
+    ApiCase("connect('local:no-such-model')", lambda d: _connect("local:no-such-model"),
+            ("`model`", "no-such-model")),
+    ApiCase("models.pull of a path", lambda d: _pull("../../etc/passwd"), ("`model`",)),
+    ApiCase("a fault proxy off loopback",
+            lambda d: __import__("cotplan.testing").testing.FaultProxy("http://10.0.0.1:8/v1"),
+            ("`upstream`", "loopback")),
+]  # fmt: skip
+
+
+def _pull(name: str) -> Any:
+    from cotplan.backends.models import pull
+
+    return pull(name)
+
+
 # What a previous run left in the report folder: a bad input must leave it exactly as it was.
 SAVED = {"calibration.csv": b"item,n,k,correct\nold,4,0,1\n", "plan.csv": b"n,k_star\n4,12\n"}
 
@@ -462,6 +552,8 @@ def test_bad_input_gets_one_clear_error_before_any_call_and_writes_nothing(
 def test_bad_api_call_raises_before_any_call_and_writes_nothing(
     api_case: ApiCase, case_folder: Path
 ) -> None:
+    for name, content in api_case.files:
+        (case_folder / name).write_bytes(content)
     before = snapshot(case_folder)
     with no_model_calls() as attempts, pytest.raises(api_case.error) as raised:
         api_case.call(case_folder)
