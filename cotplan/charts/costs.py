@@ -42,13 +42,17 @@ def projection_chart(projection: Projection, *, title: str | None = None) -> Any
     import altair as alt
 
     data = _months(projection.frame)
-    base = alt.Chart(data).encode(x=alt.X("start:T", title="month", axis=alt.Axis(format="%b %Y")))
+    base = alt.Chart(data).encode(
+        x=alt.X("start:T", title="month", axis=alt.Axis(format="%b %Y", tickCount="month"))
+    )
     band = base.mark_area(opacity=0.25).encode(
         y=alt.Y("p10_usd:Q", title="USD per month (P10-P90, P50)"), y2="p90_usd:Q"
     )
     line = base.mark_line(point=True).encode(y="p50_usd:Q", tooltip=_tooltip(alt))
     heading = title or f"Projected spend: {projection.model}, {projection.policy}"
-    return (band + line).properties(title=heading, width=560, height=280)
+    source = projection.assumptions.get("price_source")
+    chart_title = alt.Title(heading, subtitle=f"price: {source}") if source else heading
+    return (band + line).properties(title=chart_title, width=560, height=280)
 
 
 def comparison_chart(comparison: Comparison, *, title: str | None = None) -> Any:
@@ -58,7 +62,8 @@ def comparison_chart(comparison: Comparison, *, title: str | None = None) -> Any
     data = _months(comparison.monthly)
     color = alt.Color("scenario:N", title="scenario")
     base = alt.Chart(data).encode(
-        x=alt.X("start:T", title="month", axis=alt.Axis(format="%b %Y")), color=color
+        x=alt.X("start:T", title="month", axis=alt.Axis(format="%b %Y", tickCount="month")),
+        color=color,
     )
     band = base.mark_area(opacity=0.18).encode(
         y=alt.Y("p10_usd:Q", title="USD per month (P10-P90, P50)"), y2="p90_usd:Q"

@@ -61,7 +61,9 @@ def warnings_as_notes() -> Iterator[None]:
             note(text, category)
 
     with warnings.catch_warnings():
-        warnings.simplefilter("always")
+        # Warnings meant for users (stale prices, for one) show every time, as notes and never
+        # as errors; developer warnings (deprecations) keep Python's default of silence.
+        warnings.simplefilter("always", UserWarning)
         warnings.showwarning = show
         yield
 
