@@ -120,4 +120,13 @@ ablation.chart()
 
 # %%
 report = reproduction_report(ablation.models["rope"], "quick", seed)
-report.to_frame()[["experiment", "claim", "paper", "measured", "verdict"]]
+report.to_frame()[["experiment", "claim", "paper", "measured", "verdict", "holds"]]
+
+# %% [markdown]
+# The verdicts come from `cotplan.experiments.verdicts`: a lab transformer can test the
+# structural claims, not GPT-3's magnitudes (those read *not comparable (model)*); the tally
+# counts each category apart.
+
+# %%
+print(report.tally_line())
+print(report.capability())

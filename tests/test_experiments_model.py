@@ -83,6 +83,7 @@ def test_falck_quick_on_the_model(predictor: BackendPredictor) -> None:
     assert np.isfinite(r.t3_slope)
 
 
+@pytest.mark.slow  # three quick reports, one of them on the model: about a minute idle
 def test_planted_and_exact_predictors_do_not_outscore_the_model(
     predictor: BackendPredictor,
 ) -> None:

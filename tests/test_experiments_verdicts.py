@@ -212,3 +212,22 @@ def test_every_row_of_every_experiment_uses_the_vocabulary() -> None:
     for row in report.rows:
         if row.verdict in MODEL_CLAIM_VERDICTS[:2]:
             pytest.fail(f"a planted predictor reproduced or missed a model claim: {row.claim}")
+
+
+def test_a_t3_slope_interval_that_holds_zero_too_is_not_a_reproduction() -> None:
+    base = falck_tests(laplace(), thetas=(0.3,), ns=(20,), ratios=(0.5,), n_paths=8,
+                       t3_ns=(20, 50), t3_length=12)  # fmt: skip
+    run = dataclasses.replace(base.run, kind="model", exact=False)
+    t3 = base.t3.assign(outside=False)
+
+    def verdict(low: float, high: float) -> str:
+        result = dataclasses.replace(
+            base, run=run, t3=t3, t3_slope=(low + high) / 2, t3_slope_ci=Interval(low, high),
+            t3_bayes_slope=-0.5,
+        )  # fmt: skip
+        return str(result.versus_paper().iloc[2]["verdict"])
+
+    # The embedded model's quick run: 1.2 [−1.5, 3.2] holds −0.5 and 0 alike.
+    assert verdict(-1.5, 3.2) == "not testable"
+    assert verdict(-0.8, -0.3) == "reproduced"
+    assert verdict(-0.3, 0.4) == "not reproduced"  # excludes the Bayes slope

@@ -43,10 +43,12 @@ from scipy import stats
 from cotplan.errors import InputError
 from cotplan.experiments._common import (
     NOT_REPRODUCED,
+    NOT_TESTABLE,
     REPRODUCED,
     Interval,
     ReportRow,
     RunInfo,
+    Verdict,
     finish_rows,
     fmt,
     rows_frame,
@@ -166,7 +168,22 @@ class FalckResult:
         t2_tests = int(self.t1t2[[f"T2_{k}" for k in range(1, LAGS + 1)]].notna().to_numpy().sum())
         slope_ok = self.t3_bayes_slope in self.t3_slope_ci
         t3_out = int(self.t3["outside"].sum()) if len(self.t3) else 0
-        t3_ok = slope_ok and t3_out == 0
+        # A slope interval that holds both the Bayes slope and 0 cannot tell shrinking from
+        # standing still: with no spread outside the band either, the preset was too small.
+        flat_too = 0.0 in self.t3_slope_ci
+        t3_verdict: Verdict
+        if t3_out or not slope_ok:
+            t3_verdict = NOT_REPRODUCED
+        elif flat_too or math.isnan(self.t3_slope):
+            t3_verdict = NOT_TESTABLE
+        else:
+            t3_verdict = REPRODUCED
+        t3_note = (
+            "; the interval also holds 0 (no shrinking), so it cannot tell: more paths per n "
+            "(--n-paths) or more and longer contexts (the full preset) would"
+            if t3_verdict == NOT_TESTABLE
+            else ""
+        )
         band = (
             "bands valid for any exchangeable predictive (each path rearranged given its count "
             f"of ones), family-wise α = {self.alpha:g} (Bonferroni)"
@@ -213,7 +230,7 @@ class FalckResult:
                 self.t3_slope_ci,
                 f"Bayes ({self.reference}): IQR of path means ∝ n^{fmt(self.t3_bayes_slope)} "
                 f"(about n^−0.5); bands from {self.n_null:,} simulated sets",
-                REPRODUCED if t3_ok else NOT_REPRODUCED,
+                t3_verdict,
                 "log-log slope of the spread of path means over n = "
                 + ", ".join(str(int(n)) for n in self.t3["n"])
                 + (
@@ -222,7 +239,8 @@ class FalckResult:
                     else "; the Bayes slope lies outside the interval"
                 )
                 + f"; {t3_out} of {len(self.t3)} spreads outside the Bayes band (short paths add "
-                "sampling spread that does not shrink with n, so the slope has little power)",
+                f"sampling spread that does not shrink with n, so the slope has little power)"
+                f"{t3_note}",
             ),
         ]
         return finish_rows(rows, self.run)
