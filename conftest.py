@@ -9,8 +9,8 @@
 - **Hypothesis** runs with the `cotplan` profile (no deadline: a loaded 2-core machine is not a
   bug), and with `ci` (derandomized, the same examples every run) when `CI` is set.
 - **Markers.** A test that uses the `local_model`/`local_backend` fixtures is marked `model`; an
-  executed notebook is marked `slow`, and `model` when it starts the embedded model; a test
-  module that imports torch is marked `torch`.
+  executed notebook is marked `slow`, `model` when it starts the embedded model and `torch` when
+  it trains a lab model; a test that imports torch (or importorskips it) is marked `torch`.
 - **`--fast`** (what `./scripts/test --fast` passes): deselects `model`, `slow` and `torch`, and
   makes a test that starts the embedded model or imports torch without its marker fail with a
   message saying which marker to add.
@@ -22,8 +22,9 @@
 - **`--clock DATE`** (or `COTPLAN_TEST_CLOCK=DATE`): runs the session with the clock moved to
   DATE (time-machine, ticking), to check that no test depends on the calendar:
   `pytest --clock 2028-01-01 tests/test_pricing_cost.py`. Pinned tests keep their day (they
-  cannot depend on the calendar); everything else runs at DATE. It moves this process's clock
-  only: child processes (notebook kernels, CLI subprocesses) keep the real date.
+  cannot depend on the calendar) unless `--unpin` is given too; everything else runs at DATE.
+  It moves this process's clock only: child processes (notebook kernels, CLI subprocesses)
+  keep the real date.
 """
 
 from __future__ import annotations
@@ -100,6 +101,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--fast",
         action="store_true",
         help="Skip tests marked model, slow or torch; fail a test that needs either unmarked.",
+    )
+    group.addoption(
+        "--unpin",
+        action="store_true",
+        help="With --clock: move pinned tests too (shows which tests need their pin).",
     )
     group.addoption(
         "--clock",
@@ -186,14 +192,15 @@ def _register_hypothesis_profiles() -> None:
 
 
 MODEL_FIXTURES = {"local_model", "local_backend"}
-# A notebook that starts the embedded model (through the library) says so in its source.
-MODEL_IN_NOTEBOOK = re.compile(r"LocalModel|connect\(|local_backend|--backend")
+# A notebook that starts the embedded model (through the library) or trains a lab model with
+# torch says so in its source (its paired .py file, see scripts/sync-notebooks).
+MODEL_IN_NOTEBOOK = re.compile(r"LocalModel|local_backend|connect\((?!f?[\"']lab:)")
+TORCH_IN_NOTEBOOK = re.compile(r"import torch|cotplan\.lab\.(ablation|bernoulli|reasoning)")
 
 
-def _notebook_uses_model(path: Path) -> bool:
+def _notebook_source(path: Path) -> str:
     paired = path.with_suffix(".py")
-    source = paired.read_text() if paired.exists() else path.read_text()
-    return bool(MODEL_IN_NOTEBOOK.search(source))
+    return paired.read_text() if paired.exists() else path.read_text()
 
 
 # At the start of a line: a module-level import (or importorskip) makes every test need torch.
@@ -228,8 +235,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         path = Path(str(item.path))
         if path.suffix == ".ipynb":
             item.add_marker(pytest.mark.slow)
-            if _notebook_uses_model(path):
+            source = _notebook_source(path)
+            if MODEL_IN_NOTEBOOK.search(source):
                 item.add_marker(pytest.mark.model)
+            if TORCH_IN_NOTEBOOK.search(source):
+                item.add_marker(pytest.mark.torch)
             continue
         if MODEL_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.model)
@@ -276,7 +286,7 @@ def _refuse_unmarked_model(request: pytest.FixtureRequest) -> Iterator[None]:
 def _pinned_clock(request: pytest.FixtureRequest) -> Iterator[None]:
     """A test marked `clock(DAY)` runs with the clock at DAY (ticking)."""
     marker = request.node.get_closest_marker("clock")
-    if marker is None:
+    if marker is None or request.config.getoption("unpin"):
         yield
         return
     import time_machine
