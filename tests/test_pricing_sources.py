@@ -251,8 +251,12 @@ def test_converted_rows_price_like_genai_prices_itself(
     on = row.effective_from or ON
     if row.effective_to is not None:
         on = row.effective_to
-    call: dict[str, Any] = {"prompt_tokens": prompt, "cached_tokens": read, "cache_write_tokens": write,
-            "completion_tokens": completion}  # fmt: skip
+    call: dict[str, Any] = {
+        "prompt_tokens": prompt,
+        "cached_tokens": read,
+        "cache_write_tokens": write,
+        "completion_tokens": completion,
+    }
     ours = call_cost(row.model, provider=row.provider, on=on, table=TABLE, **call).usd
     assert ours == _genai_total(row, call, on), (row.provider, row.model, on, call)
 
