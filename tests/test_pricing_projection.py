@@ -351,6 +351,10 @@ def test_exports_for_spreadsheets_and_charts(tmp_path: Path) -> None:
     rate = prices_sheet.cell(row=2, column=columns.index("input_per_mtok") + 1)
     assert rate.value == 2  # input_per_mtok of gpt-6.2-sol, as a number
     assert "source" in columns
+    assert list(cmp.frame["price_source"]) == [
+        "https://developers.openai.com/api/docs/models/gpt-6.2-sol, read 2026-11-29",
+        "https://developers.openai.com/api/docs/models/gpt-6-luna, read 2026-11-29",
+    ]
     png = save_chart(cmp.chart(), tmp_path / "c.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "<svg" in save_chart(proj.chart(), tmp_path / "p.svg").read_text()[:500]

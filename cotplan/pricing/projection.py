@@ -940,7 +940,8 @@ class Comparison:
 
     `frame` has one row per scenario: horizon spend (mean, P10, P50, P90), average monthly
     spend, cost per query and savings against `baseline` (mean, percent, and P10/P90 of the
-    paired difference: every scenario sees the same random draws). `monthly` is the long
+    paired difference: every scenario sees the same random draws), then the provider, the
+    cache-write rate and where the price came from (`price_source`). `monthly` is the long
     table of month rows of every scenario.
     """
 
@@ -1163,7 +1164,10 @@ def compare_scenarios(
              "total_p50_usd": float(total["p50_usd"]), "total_p90_usd": float(total["p90_usd"]),
              "savings_mean_usd": s_mean,
              "savings_pct": 100.0 * s_mean / base_mean if base_mean > 0 else float("nan"),
-             "savings_p10_usd": s10, "savings_p90_usd": s90}
+             "savings_p10_usd": s10, "savings_p90_usd": s90,
+             "provider": proj.assumptions["provider"],
+             "cache_write_rate": proj.assumptions["cache_write_rate"],
+             "price_source": proj.assumptions["price_source"]}
         )  # fmt: skip
     frame = pd.DataFrame(rows)
     frame.attrs.update(baseline=base, horizon=str(total["label"]))
