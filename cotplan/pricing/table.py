@@ -28,6 +28,7 @@ import json
 import math
 import os
 import re
+import threading
 import tomllib
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
@@ -128,6 +129,9 @@ _KNOWN_PROVIDERS = ("openai", "anthropic", "google", "local")
 #: Columns of `PriceTable.to_frame` beyond the file columns.
 _FRAME_EXTRA = ("effective_to", "origin", "source")
 _DATE_SUFFIX = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8})$")
+
+
+_SOFT_WARNING_LOCK = threading.Lock()
 
 
 class StalePriceWarning(UserWarning):
@@ -290,7 +294,9 @@ class PriceRow:
             return
         warning = StalePriceWarning(self.stale_message(on))
         if soft:
-            with warnings.catch_warnings():
+            # The lock keeps concurrent recordings (threads of `Backend.map`) from restoring
+            # each other's filters out of order.
+            with _SOFT_WARNING_LOCK, warnings.catch_warnings():
                 warnings.simplefilter("always", StalePriceWarning)
                 warnings.warn(warning, stacklevel=stacklevel + 1)
         else:
