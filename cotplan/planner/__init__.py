@@ -1,23 +1,43 @@
-"""Calibration runs, constant fitting, and the `BudgetPlanner`."""
+"""Calibration runs, the error laws, certified budgets, and the `BudgetPlanner`.
 
-from cotplan.planner.fit import (
+Modules: `records` (result dataclasses), `data` (the calibration as the planner reads it),
+`law_paper`, `law_location`, `law_monotone` (one per law's likelihood), `laws` (the common
+interface and the held-out comparison), `certify` (exact bounds, fixed-sequence testing),
+`adaptive` (an adaptive grid for hidden reasoning), `evidence` (trend test, peaks), `shapes`
+(known curves for testing), `fit` (the planner tying them together), `calibrate`, `run`.
+"""
+
+from cotplan.planner.adaptive import AdaptiveCertificate, adaptive_certify
+from cotplan.planner.certify import Certification
+from cotplan.planner.fit import BudgetPlanner
+from cotplan.planner.records import (
     Budget,
-    BudgetPlanner,
+    CertifiedBudget,
     ConfidenceInterval,
     Estimate,
+    LawComparison,
+    LawFit,
     LikelihoodRatioTest,
     OptimalBudget,
     PlanReport,
     TrendTest,
 )
+from cotplan.planner.run import SavedPlan
 
 __all__ = [
+    "AdaptiveCertificate",
     "Budget",
     "BudgetPlanner",
+    "Certification",
+    "CertifiedBudget",
     "ConfidenceInterval",
     "Estimate",
+    "LawComparison",
+    "LawFit",
     "LikelihoodRatioTest",
     "OptimalBudget",
     "PlanReport",
+    "SavedPlan",
     "TrendTest",
+    "adaptive_certify",
 ]

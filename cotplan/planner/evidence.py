@@ -1,8 +1,11 @@
-"""The evidence the planner weighs: the trend test, the peak before a fall, percentiles."""
+"""The evidence the planner weighs and the prose it says: the trend test, the peaks before a
+fall, percentiles, the test of the √n law and the verdict where reasoning helps."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -10,7 +13,18 @@ from numpy.typing import NDArray
 from scipy import stats
 
 from cotplan.planner.data import _Data, _subset
-from cotplan.planner.records import _NAN_CI, ConfidenceInterval, TrendTest
+from cotplan.planner.records import (
+    _NAN_CI,
+    ConfidenceInterval,
+    Estimate,
+    LikelihoodRatioTest,
+    TrendTest,
+    _fmt,
+)
+
+if TYPE_CHECKING:
+    from cotplan.planner.fit import BudgetPlanner
+    from cotplan.planner.law_paper import _Fit
 
 __all__: list[str] = []
 
@@ -96,3 +110,88 @@ def _percentile(values: NDArray[np.float64], confidence: float) -> ConfidenceInt
     lo = ordered[math.floor(tail * (len(ordered) - 1))]
     hi = ordered[math.ceil((1.0 - tail) * (len(ordered) - 1))]
     return ConfidenceInterval(float(lo), float(hi))
+
+
+def likelihood_ratio(planner: BudgetPlanner, free: _Fit, half: _Fit) -> LikelihoodRatioTest:
+    p = planner._p
+    statistic = max(2.0 * (free.loglik - half.loglik), 0.0)
+    p_chi2 = float(stats.chi2.sf(statistic, 1))
+    alpha_hat = float(free.params[4])
+    interval = planner.intervals_["alpha"]
+    p_boot = math.nan
+    if len(planner._draws):
+        # Invert the percentile interval: twice the share of resampled α on the far side
+        # of 1/2. Unlike a Wald test it stays valid when α sits at an end of [0, 2].
+        draws = planner._draws[:, 4]
+        p_boot = min(1.0, 2.0 * float(min(np.mean(draws <= 0.5), np.mean(draws >= 0.5))))
+    sig = p["significance"]
+    ci_text = (
+        f"α = {alpha_hat:.2f} ({p['confidence']:.0%} CI {_fmt(interval.low)} to "
+        f"{_fmt(interval.high)})"
+    )
+    boot_text = (
+        f"< {1 / len(planner._draws):.2g}" if p_boot == 0 and len(planner._draws) else _fmt(p_boot)
+    )
+    tests = f"likelihood-ratio p = {p_chi2:.2g}, item-bootstrap p {boot_text}"
+    if not boot_text.startswith("<"):
+        tests = tests.replace("item-bootstrap p ", "item-bootstrap p = ")
+    plain_rejects = p_chi2 < sig
+    boot_rejects = not math.isnan(p_boot) and p_boot < sig
+    if plain_rejects and boot_rejects:
+        verdict = f"the √n law does not hold for this task: {ci_text}; {tests}"
+    elif plain_rejects or boot_rejects:
+        verdict = (
+            f"the √n law is in doubt: {ci_text}; {tests} (the tests disagree; the "
+            "bootstrap one allows for answers of one item being alike)"
+        )
+    else:
+        verdict = f"consistent with the √n law (α = 1/2): {ci_text}; {tests}"
+        if interval.high - interval.low > 1.0:
+            verdict += "; but the interval is wide: calibrate over a wider range of n"
+    return LikelihoodRatioTest(statistic, 1, p_chi2, p_boot, Estimate(alpha_hat, interval), verdict)
+
+
+def helps_verdict(
+    planner: BudgetPlanner, free_alpha: bool, p: Mapping[str, Any], unresolved: bool
+) -> str:
+    from cotplan.planner.law_paper import _ALPHA_MAX  # law_paper imports this module
+
+    parts = [
+        f"reasoning helps: error falls from {planner.e_base_:.2f} without reasoning to a floor "
+        f"e0 = {planner.e0_:.2f}"
+    ]
+    positive = [k for k in planner.budgets_ if k > 0]
+    if planner.peak_budget_ is not None:
+        parts.append(
+            f"accuracy peaks at k = {planner.peak_budget_} and falls at larger budgets, so the "
+            f"curve is fitted on budgets up to {planner.peak_budget_} and no cap above it is "
+            "recommended"
+        )
+    if unresolved:
+        parts.append(
+            f"the budgets are too coarse to resolve the curve: the floor is already reached "
+            f"at k = {positive[0]}, so k0, c and α are not identified and k* is known only "
+            f"to lie below {positive[0]}; calibrate at smaller budgets"
+        )
+    elif free_alpha:
+        parts.append(f"the budget scale grows as n^{planner.alpha_:.2f}")
+        if planner.alpha_ > _ALPHA_MAX - 0.02:
+            parts.append(
+                f"α is at the top of its range ({_ALPHA_MAX:g}): at n = {planner.sizes_[-1]} the "
+                f"error fell too little by k = {planner.budgets_[-1]} to say how fast the "
+                "budget grows; calibrate larger budgets there"
+            )
+        elif planner.alpha_ < 0.02:
+            parts.append("α is at 0: the budget needed does not grow with n here")
+    elif p["alpha"] is None:
+        parts.append(
+            f"one size only (n = {planner.sizes_[0]}): too few sizes to fit α; fixed α = 1/2 used"
+        )
+    else:
+        parts.append(f"α fixed at {planner.alpha_:g}")
+    if planner.laws_ is not None:
+        parts.append(f"planning law: {planner.laws_.selected} ({planner.laws_.reason})")
+    return "; ".join(parts)
+
+
+# -- using the fit ------------------------------------------------------------------------

@@ -1,7 +1,19 @@
 """`BudgetPlanner`: fit how a model's error falls with its reasoning budget, and plan budgets.
 
-The model
----------
+In short
+--------
+1. The paper's law (below) is always fitted: its constants, the trend test, the peak per size
+   and the verdict on the √n law come from it.
+2. Where reasoning helps, every law in `cotplan.planner.laws` (the paper's with α free and
+   α = 1/2, a logistic and a step located at a · n^β, a shape-free monotone curve) is scored
+   on held-out items; `law="auto"` keeps the paper's law unless another beats it by more than
+   the fold-to-fold standard error (`laws_`, `law_`).
+3. `certified_` holds the exact evidence per calibrated size and budget; `budget(n, eps)`
+   returns the certified cap at a calibrated size (error ≤ ε with confidence 1 − delta, any
+   curve shape) and the law-scaled cap elsewhere (`cotplan.planner.budgets`).
+
+The paper's law
+---------------
 For an item of size n answered after at most k reasoning tokens, the probability of a wrong
 answer is modelled as
 
@@ -56,15 +68,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
-from scipy import special, stats
+from scipy import special
 
 from cotplan.errors import InfeasibleTargetError, InputError, NotFittedError
+from cotplan.planner.budgets import certified_only, model_budget, with_certificate
 from cotplan.planner.certify import Certification
 from cotplan.planner.data import (
     _cells,
@@ -75,26 +87,29 @@ from cotplan.planner.data import (
     _subset,
     _validate_frame,
 )
-from cotplan.planner.evidence import _peaks_per_size, _percentile, _trend_test
+from cotplan.planner.evidence import (
+    _peaks_per_size,
+    _percentile,
+    _trend_test,
+    helps_verdict,
+    likelihood_ratio,
+)
 from cotplan.planner.law_paper import (
     _ALPHA_MAX,
     _PARAMS,
     _c_least_squares,
     _error,
     _Fit,
-    _k_star,
-    _k_star_ls,
     _maximise,
     _optimal_k,
     _paper_starts,
+    paper_bootstrap,
 )
 from cotplan.planner.laws import LAW_NAMES, compare_laws, make_laws, score_laws
 from cotplan.planner.records import (
     _NAN_CI,
-    BASE_LABEL,
     LOG_BASES,
     Budget,
-    CertifiedBudget,
     ConfidenceInterval,
     Estimate,
     LawComparison,
@@ -104,7 +119,6 @@ from cotplan.planner.records import (
     PlanReport,
     Status,
     TrendTest,
-    _fmt,
 )
 
 __all__ = [
@@ -119,19 +133,6 @@ __all__ = [
     "Status",
     "TrendTest",
 ]
-
-
-def _law_formula(law: str, params: NDArray[np.float64], n: float, eps: float) -> str:
-    if law == "logistic":
-        e0, eb, a, beta, s, gamma = (float(v) for v in params)
-        return (
-            f"k* = {a:.3g} · {n:g}^{beta:.3g} + {s:.3g} · {n:g}^{gamma:.3g} · ln((1 − r) / r), "
-            f"r = ({eps:g} − {e0:.3g}) / ({eb:.3g} − {e0:.3g})"
-        )
-    if law == "step":
-        e0, eb, a, beta = (float(v) for v in params)
-        return f"k* = {a:.3g} · {n:g}^{beta:.3g} (the error steps from {eb:.3g} to {e0:.3g})"
-    return "k* read off the isotonic error curve (a power of n fitted across sizes elsewhere)"
 
 
 class BudgetPlanner:
@@ -405,7 +406,7 @@ class BudgetPlanner:
         self._set_constants(primary.params, {}, primary.loglik)
         self._set_half(half.params, {}, half.loglik)
         self.status_: Status = "helps"
-        self._bootstrap(data, primary, half, fixed_primary, fixed, k_max)
+        paper_bootstrap(self, data, primary, half, fixed_primary, fixed, k_max)
         unresolved = self._unresolved()
         self._coarse = unresolved
         if unresolved:
@@ -417,9 +418,9 @@ class BudgetPlanner:
             for name in ("k0", "c"):
                 self.alpha_half_intervals_[name] = _NAN_CI
         if free_alpha and not unresolved:
-            self.lrt_ = self._likelihood_ratio(primary, half)
+            self.lrt_ = likelihood_ratio(self, primary, half)
         self._fit_laws(p, data, primary, half)
-        self.verdict_ = self._helps_verdict(free_alpha, p, unresolved)
+        self.verdict_ = helps_verdict(self, free_alpha, p, unresolved)
         return self
 
     def _fit_laws(self, p: Mapping[str, Any], data: _Data, primary: _Fit, half: _Fit) -> None:
@@ -513,169 +514,6 @@ class BudgetPlanner:
         self.verdict_ = verdict
         return self
 
-    def _bootstrap(
-        self,
-        data: _Data,
-        primary: _Fit,
-        half: _Fit,
-        fixed_primary: Mapping[int, float],
-        fixed: Mapping[int, float],
-        k_max: float,
-    ) -> None:
-        p = self._p
-        if p["n_bootstrap"] == 0:
-            return
-        rng = np.random.default_rng(p["random_state"])
-        draws = np.empty((p["n_bootstrap"], 5))
-        half_draws = np.empty((p["n_bootstrap"], 5))
-        ls_draws = np.empty(p["n_bootstrap"])
-        probs = np.full(data.n_items, 1.0 / data.n_items)
-        for b in range(p["n_bootstrap"]):
-            counts = rng.multinomial(data.n_items, probs).astype(float)
-            cells = _cells(data, counts[data.item])
-            # One start, at the full-data optimum: a resample's optimum lies near it.
-            fit = _maximise(cells, [primary.params], fixed_primary, k_max, ftol=1e-7)
-            draws[b] = fit.params
-            if half is primary:
-                half_draws[b] = fit.params
-            else:
-                half_draws[b] = _maximise(cells, [half.params], {**fixed, 4: 0.5}, k_max).params
-            ls_draws[b] = _c_least_squares(cells)
-        self._draws, self._half_draws, self._ls_draws = draws, half_draws, ls_draws
-        self.bootstrap_ = pd.DataFrame(draws, columns=list(_PARAMS))
-        conf = p["confidence"]
-        intervals = {
-            name: (
-                ConfidenceInterval(primary.params[i], primary.params[i])
-                if i in fixed_primary
-                else _percentile(draws[:, i], conf)
-            )
-            for i, name in enumerate(_PARAMS)
-        }
-        self._widen_at_bounds(intervals, data, fixed_primary, conf)
-        self.intervals_ = intervals
-        self.alpha_half_intervals_ = {
-            name: _percentile(half_draws[:, i], conf) for i, name in enumerate(_PARAMS)
-        }
-        self.intervals_c_least_squares_ = _percentile(ls_draws, conf)
-
-    def _widen_at_bounds(
-        self,
-        intervals: dict[str, ConfidenceInterval],
-        data: _Data,
-        fixed: Mapping[int, float],
-        confidence: float,
-    ) -> None:
-        """Replace percentile intervals that collapsed onto 0 or 1 by exact binomial bounds.
-
-        When some budget had no wrong answers, every resample has none either and the
-        bootstrap puts e0 at exactly 0: an interval of zero width that 16 answers cannot
-        justify. The floor lies below the true error of every (n, k) cell, so the
-        Clopper-Pearson upper bound of the best cell (by items, not rows) bounds e0; likewise
-        e_base lies above the true error of every cell.
-        """
-        cells = _cells(data)
-        # Distinct items per cell: repeated samples of one item are not independent answers.
-        items_per_cell = (
-            pd.DataFrame({"cell": data.cell, "item": data.item})
-            .groupby("cell")["item"]
-            .nunique()
-            .reindex(range(len(data.cell_n)), fill_value=0)
-            .to_numpy(dtype=float)
-        )[np.bincount(data.cell, minlength=len(data.cell_n)) > 0]
-        wrong = cells.trials - cells.successes
-        tail = (1.0 - confidence) / 2.0
-        ci = intervals["e0"]
-        if 0 not in fixed and ci.high - ci.low < 1e-6 and ci.high < 1e-6:
-            best = int(np.argmin(wrong / cells.trials))
-            m = max(float(items_per_cell[best]), 1.0)
-            intervals["e0"] = ConfidenceInterval(0.0, 1.0 - tail ** (1.0 / m))
-        ci = intervals["e_base"]
-        if 1 not in fixed and ci.high - ci.low < 1e-6 and ci.low > 1.0 - 1e-6:
-            worst = int(np.argmax(wrong / cells.trials))
-            m = max(float(items_per_cell[worst]), 1.0)
-            intervals["e_base"] = ConfidenceInterval(tail ** (1.0 / m), 1.0)
-
-    def _likelihood_ratio(self, free: _Fit, half: _Fit) -> LikelihoodRatioTest:
-        p = self._p
-        statistic = max(2.0 * (free.loglik - half.loglik), 0.0)
-        p_chi2 = float(stats.chi2.sf(statistic, 1))
-        alpha_hat = float(free.params[4])
-        interval = self.intervals_["alpha"]
-        p_boot = math.nan
-        if len(self._draws):
-            # Invert the percentile interval: twice the share of resampled α on the far side
-            # of 1/2. Unlike a Wald test it stays valid when α sits at an end of [0, 2].
-            draws = self._draws[:, 4]
-            p_boot = min(1.0, 2.0 * float(min(np.mean(draws <= 0.5), np.mean(draws >= 0.5))))
-        sig = p["significance"]
-        ci_text = (
-            f"α = {alpha_hat:.2f} ({p['confidence']:.0%} CI {_fmt(interval.low)} to "
-            f"{_fmt(interval.high)})"
-        )
-        boot_text = (
-            f"< {1 / len(self._draws):.2g}" if p_boot == 0 and len(self._draws) else _fmt(p_boot)
-        )
-        tests = f"likelihood-ratio p = {p_chi2:.2g}, item-bootstrap p {boot_text}"
-        if not boot_text.startswith("<"):
-            tests = tests.replace("item-bootstrap p ", "item-bootstrap p = ")
-        plain_rejects = p_chi2 < sig
-        boot_rejects = not math.isnan(p_boot) and p_boot < sig
-        if plain_rejects and boot_rejects:
-            verdict = f"the √n law does not hold for this task: {ci_text}; {tests}"
-        elif plain_rejects or boot_rejects:
-            verdict = (
-                f"the √n law is in doubt: {ci_text}; {tests} (the tests disagree; the "
-                "bootstrap one allows for answers of one item being alike)"
-            )
-        else:
-            verdict = f"consistent with the √n law (α = 1/2): {ci_text}; {tests}"
-            if interval.high - interval.low > 1.0:
-                verdict += "; but the interval is wide: calibrate over a wider range of n"
-        return LikelihoodRatioTest(
-            statistic, 1, p_chi2, p_boot, Estimate(alpha_hat, interval), verdict
-        )
-
-    def _helps_verdict(self, free_alpha: bool, p: Mapping[str, Any], unresolved: bool) -> str:
-        parts = [
-            f"reasoning helps: error falls from {self.e_base_:.2f} without reasoning to a floor "
-            f"e0 = {self.e0_:.2f}"
-        ]
-        positive = [k for k in self.budgets_ if k > 0]
-        if self.peak_budget_ is not None:
-            parts.append(
-                f"accuracy peaks at k = {self.peak_budget_} and falls at larger budgets, so the "
-                f"curve is fitted on budgets up to {self.peak_budget_} and no cap above it is "
-                "recommended"
-            )
-        if unresolved:
-            parts.append(
-                f"the budgets are too coarse to resolve the curve: the floor is already reached "
-                f"at k = {positive[0]}, so k0, c and α are not identified and k* is known only "
-                f"to lie below {positive[0]}; calibrate at smaller budgets"
-            )
-        elif free_alpha:
-            parts.append(f"the budget scale grows as n^{self.alpha_:.2f}")
-            if self.alpha_ > _ALPHA_MAX - 0.02:
-                parts.append(
-                    f"α is at the top of its range ({_ALPHA_MAX:g}): at n = {self.sizes_[-1]} the "
-                    f"error fell too little by k = {self.budgets_[-1]} to say how fast the "
-                    "budget grows; calibrate larger budgets there"
-                )
-            elif self.alpha_ < 0.02:
-                parts.append("α is at 0: the budget needed does not grow with n here")
-        elif p["alpha"] is None:
-            parts.append(
-                f"one size only (n = {self.sizes_[0]}): too few sizes to fit α; fixed α = 1/2 used"
-            )
-        else:
-            parts.append(f"α fixed at {self.alpha_:g}")
-        if self.laws_ is not None:
-            parts.append(f"planning law: {self.laws_.selected} ({self.laws_.reason})")
-        return "; ".join(parts)
-
-    # -- using the fit ------------------------------------------------------------------------
-
     def _check_fitted(self) -> None:
         if not hasattr(self, "status_"):
             raise NotFittedError(
@@ -732,218 +570,14 @@ class BudgetPlanner:
             else None
         )
         try:
-            budget = self._model_budget(n_val, eps_val)
+            budget = model_budget(self, n_val, eps_val)
         except InfeasibleTargetError:
             if certificate is None or not certificate.certified:
                 raise
-            budget = self._certified_only(n_val, eps_val, certificate)
+            budget = certified_only(self, n_val, eps_val, certificate)
         if self.status_ != "helps":
             return budget
-        return self._with_certificate(budget, certificate)
-
-    def _model_budget(self, n_val: float, eps_val: float) -> Budget:
-        log_base = self._p["log_base"]
-        law = self._law if self.status_ == "helps" else None
-        paper = law is None or law.name in ("paper", "paper-half")
-        e0 = self.e0_ if law is None else law.floor(self._law_params)
-        if law is None:
-            # A flat error is met exactly at ε = e0; the fitted curve only approaches its floor.
-            unattainable = eps_val < e0 if self._constant else eps_val <= e0
-        else:
-            unattainable = not math.isfinite(law.k_star(self._law_params, n_val, eps_val))
-        if unattainable:
-            if self.status_ == "all_wrong":
-                reason = f"no answer was right at any budget up to k = {self.budgets_[-1]}"
-            elif self._constant:
-                reason = (
-                    f"reasoning showed no measurable benefit (error {e0:.3f} at every budget up "
-                    f"to k = {self.budgets_[-1]})"
-                )
-            else:
-                reason = f"the error floor of this model on this task is e0 = {e0:.3f}"
-                if law is not None:
-                    reason += f" (by the {law.name} law)"
-            bound = "≥" if self._constant or (law is not None and not paper) else ">"
-            attainable = f"; attainable: ε {bound} {e0:.3f}" if e0 < 1 else ""
-            raise InfeasibleTargetError(
-                f"ε = {eps_val:g} is unattainable: {reason}{attainable}",
-                field="eps",
-                attainable=e0,
-            )
-        if self._constant:
-            k_star = 0.0
-            draws = np.array([0.0 if eps_val >= d[0] else math.inf for d in self._draws])
-        elif law is not None:
-            k_star = law.k_star(self._law_params, n_val, eps_val)
-            draws = np.array([law.k_star(d, n_val, eps_val) for d in self._law_draws])
-        else:
-            k_star = _k_star(self._params, n_val, eps_val)
-            draws = np.array([_k_star(d, n_val, eps_val) for d in self._draws])
-        if len(draws):
-            ci = _percentile(draws, self._p["confidence"])
-        elif self._constant:  # every answer right: nothing left to resample
-            ci = ConfidenceInterval(0.0, 0.0)
-        else:
-            ci = _NAN_CI
-        coarse_note = ""
-        if self._coarse and paper and k_star > 0:
-            # The fitted k* below the first positive budget is an artefact of the optimiser's
-            # start; what the data show is that that budget suffices.
-            first = float(next(k for k in self.budgets_ if k > 0))
-            k_star = first
-            ci = ConfidenceInterval(0.0, first if np.all(np.isfinite(draws)) else math.inf)
-            coarse_note = (
-                f"k* ≤ {first:g}: the error was already at its floor at k = {first:g}, the "
-                "smallest calibrated budget above 0"
-            )
-        scale = LOG_BASES[log_base]
-        c_in_base = self.c_ * scale
-        baselines: dict[str, float] = {}
-        if not self._constant:
-            baselines["paper"] = _k_star(self._params, n_val, eps_val)
-            baselines["alpha_half"] = _k_star(self._half_params, n_val, eps_val)
-            if math.isfinite(self.c_least_squares_):
-                baselines["least_squares"] = _k_star_ls(self.c_least_squares_, n_val, eps_val)
-        extrapolated, notes = False, [coarse_note] if coarse_note else []
-        if self.status_ != "given" and not (self.sizes_[0] <= n_val <= self.sizes_[-1]):
-            extrapolated = True
-            notes.append(
-                f"n = {n_val:g} is outside the calibrated sizes {self.sizes_[0]}–{self.sizes_[-1]}"
-            )
-        if self.peak_budget_ is not None and k_star > self.peak_budget_:
-            extrapolated = True
-            notes.append(
-                f"k* is beyond k = {self.peak_budget_}, where accuracy peaked: larger budgets "
-                "lowered accuracy in calibration"
-            )
-        elif self.status_ != "given" and k_star > self.budgets_[-1]:
-            extrapolated = True
-            notes.append(f"k* is beyond the largest calibrated budget ({self.budgets_[-1]})")
-        if k_star == 0.0 and not self._constant:
-            e_at_0 = float(self.predict_error(n_val, 0.0))
-            notes.append(f"ε = {eps_val:g} is met without reasoning (error {e_at_0:.2f} at k = 0)")
-        label = BASE_LABEL[log_base]
-        if coarse_note:
-            formula = f"k* ≤ {k_star:g} (the curve is not resolved below that budget)"
-        elif self._constant:
-            formula = f"k* = 0 (the error stays at {e0:.3g} whatever the budget)"
-        elif law is not None and law.name not in ("paper", "paper-half"):
-            formula = _law_formula(law.name, self._law_params, n_val, eps_val)
-        else:
-            formula = (
-                f"k* = {self.k0_:.3g} + {c_in_base:.3g} · {n_val:g}^{self.alpha_:.3g} · "
-                f"{label}(({self.e_base_:.3g} − {e0:.3g}) / ({eps_val:g} − {e0:.3g}))"
-            )
-        return Budget(
-            n=n_val,
-            eps=eps_val,
-            k_star=k_star,
-            low=ci.low,
-            high=ci.high,
-            tokens=math.ceil(k_star - 1e-9),
-            log_base=log_base,
-            c_in_base=c_in_base,
-            formula=formula,
-            extrapolated=extrapolated,
-            note="; ".join(notes),
-            baselines=baselines,
-            law="flat" if self._constant else ("paper" if law is None else law.name),
-        )
-
-    def _certified_only(self, n_val: float, eps_val: float, cert: CertifiedBudget) -> Budget:
-        """A certified budget where the law itself cannot reach ε (the data can)."""
-        assert cert.k is not None
-        return Budget(
-            n=n_val,
-            eps=eps_val,
-            k_star=float(cert.k),
-            low=math.nan,
-            high=math.nan,
-            tokens=cert.k,
-            log_base=self._p["log_base"],
-            c_in_base=self.c_ * LOG_BASES[self._p["log_base"]],
-            formula=f"the {self.law_} law does not reach ε = {eps_val:g}; the calibration does",
-            law=str(self.law_),
-        )
-
-    def _with_certificate(self, budget: Budget, cert: CertifiedBudget | None) -> Budget:
-        """Attach the certified cap (calibrated size) or the scaled one (elsewhere)."""
-        n_val, eps_val = budget.n, budget.eps
-        assert self.certified_ is not None
-        notes = [budget.note] if budget.note else []
-        conf = f"{1 - self._p['delta']:.0%}"
-        if cert is not None:
-            peak = self.peak_budgets_.get(int(n_val))
-            if cert.certified:
-                assert cert.k is not None
-                basis = (
-                    f"certified: error ≤ {cert.error_bound:.3f} at k = {cert.k} with {conf} "
-                    f"confidence ({cert.errors} of {cert.items} items wrong)"
-                )
-                return replace(
-                    budget,
-                    tokens=cert.k,
-                    certified=True,
-                    error_bound=cert.error_bound,
-                    basis=basis,
-                    extrapolated=False,
-                    note="; ".join(n for n in notes if not n.startswith("k* is beyond")),
-                )
-            tokens = budget.tokens
-            if peak is not None and tokens > peak:
-                tokens = peak
-                notes.append(f"capped at the peak k = {peak}: larger budgets lowered accuracy")
-            notes.append(cert.note)
-            basis = f"the {budget.law} law's k* (not certified)"
-            return replace(budget, tokens=tokens, basis=basis, note="; ".join(notes))
-        sizes = [s for s in self.certified_.sizes]
-        refs = [(s, self.certified_.at(s, eps_val)) for s in sizes]
-        certified = [(s, c) for s, c in refs if c.certified and c.k is not None]
-        largest, smallest = self.sizes_[-1], self.sizes_[0]
-        if n_val > largest:
-            reach = f"n = {n_val:g} is {n_val / largest:.2g}× the largest calibrated size {largest}"
-        elif n_val < smallest:
-            reach = f"n = {n_val:g} is below the smallest calibrated size {smallest}"
-        else:
-            reach = f"n = {n_val:g} lies between calibrated sizes"
-        law = self._law
-        low, high = math.nan, math.nan
-        if certified and math.isfinite(budget.k_star):
-            ref_n, ref = min(certified, key=lambda r: abs(math.log(r[0]) - math.log(n_val)))
-            assert ref.k is not None
-            k_ref = law.k_star(self._law_params, float(ref_n), eps_val)
-            if k_ref > 0 and math.isfinite(k_ref):
-                ratio = budget.k_star / k_ref
-                tokens = math.ceil(ref.k * ratio - 1e-9)
-                ratios = np.array(
-                    [
-                        law.k_star(d, n_val, eps_val) / law.k_star(d, float(ref_n), eps_val)
-                        for d in self._law_draws
-                    ]
-                )
-                ratios = ratios[np.isfinite(ratios)]
-                if len(ratios):
-                    ci = _percentile(ratios, self._p["confidence"])
-                    low, high = ref.k * ci.low, ref.k * ci.high
-                basis = (
-                    f"extrapolated: the certified k = {ref.k} at n = {ref_n} × the {law.name} "
-                    f"law's k*({n_val:g}) / k*({ref_n}) = {ratio:.2f}; {reach}"
-                )
-            else:
-                tokens = max(budget.tokens, ref.k)
-                basis = f"extrapolated from the certified k = {ref.k} at n = {ref_n}; {reach}"
-        else:
-            tokens = budget.tokens
-            basis = f"extrapolated by the {law.name} law (no calibrated size certifies ε); {reach}"
-        return replace(
-            budget,
-            tokens=tokens,
-            cap_low=low,
-            cap_high=high,
-            basis=basis,
-            extrapolated=True,
-            reach=n_val / largest,
-        )
+        return with_certificate(self, budget, certificate)
 
     def certify(self, eps: float) -> pd.DataFrame:
         """The certified budget at every calibrated size for target `eps` (one row each; see

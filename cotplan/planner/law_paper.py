@@ -10,12 +10,19 @@ import math
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 from scipy import optimize
 
-from cotplan.planner.data import _Cells
+from cotplan.planner.data import _Cells, _cells, _Data
+from cotplan.planner.evidence import _percentile
+from cotplan.planner.records import ConfidenceInterval
+
+if TYPE_CHECKING:
+    from cotplan.planner.fit import BudgetPlanner
 
 __all__: list[str] = []
 
@@ -213,3 +220,88 @@ def _paper_starts(cells: _Cells, *, free_alpha: bool, alpha: float) -> list[NDAr
                 c = max(k_mid / math.log(2.0) / n_typ * c_mult, 1e-3)
                 starts.append(np.array([e_last, e_first, k0, c, a]))
     return starts
+
+
+def paper_bootstrap(
+    planner: BudgetPlanner,
+    data: _Data,
+    primary: _Fit,
+    half: _Fit,
+    fixed_primary: Mapping[int, float],
+    fixed: Mapping[int, float],
+    k_max: float,
+) -> None:
+    p = planner._p
+    if p["n_bootstrap"] == 0:
+        return
+    rng = np.random.default_rng(p["random_state"])
+    draws = np.empty((p["n_bootstrap"], 5))
+    half_draws = np.empty((p["n_bootstrap"], 5))
+    ls_draws = np.empty(p["n_bootstrap"])
+    probs = np.full(data.n_items, 1.0 / data.n_items)
+    for b in range(p["n_bootstrap"]):
+        counts = rng.multinomial(data.n_items, probs).astype(float)
+        cells = _cells(data, counts[data.item])
+        # One start, at the full-data optimum: a resample's optimum lies near it.
+        fit = _maximise(cells, [primary.params], fixed_primary, k_max, ftol=1e-7)
+        draws[b] = fit.params
+        if half is primary:
+            half_draws[b] = fit.params
+        else:
+            half_draws[b] = _maximise(cells, [half.params], {**fixed, 4: 0.5}, k_max).params
+        ls_draws[b] = _c_least_squares(cells)
+    planner._draws, planner._half_draws, planner._ls_draws = draws, half_draws, ls_draws
+    planner.bootstrap_ = pd.DataFrame(draws, columns=list(_PARAMS))
+    conf = p["confidence"]
+    intervals = {
+        name: (
+            ConfidenceInterval(primary.params[i], primary.params[i])
+            if i in fixed_primary
+            else _percentile(draws[:, i], conf)
+        )
+        for i, name in enumerate(_PARAMS)
+    }
+    widen_at_bounds(planner, intervals, data, fixed_primary, conf)
+    planner.intervals_ = intervals
+    planner.alpha_half_intervals_ = {
+        name: _percentile(half_draws[:, i], conf) for i, name in enumerate(_PARAMS)
+    }
+    planner.intervals_c_least_squares_ = _percentile(ls_draws, conf)
+
+
+def widen_at_bounds(
+    planner: BudgetPlanner,
+    intervals: dict[str, ConfidenceInterval],
+    data: _Data,
+    fixed: Mapping[int, float],
+    confidence: float,
+) -> None:
+    """Replace percentile intervals that collapsed onto 0 or 1 by exact binomial bounds.
+
+    When some budget had no wrong answers, every resample has none either and the
+    bootstrap puts e0 at exactly 0: an interval of zero width that 16 answers cannot
+    justify. The floor lies below the true error of every (n, k) cell, so the
+    Clopper-Pearson upper bound of the best cell (by items, not rows) bounds e0; likewise
+    e_base lies above the true error of every cell.
+    """
+    cells = _cells(data)
+    # Distinct items per cell: repeated samples of one item are not independent answers.
+    items_per_cell = (
+        pd.DataFrame({"cell": data.cell, "item": data.item})
+        .groupby("cell")["item"]
+        .nunique()
+        .reindex(range(len(data.cell_n)), fill_value=0)
+        .to_numpy(dtype=float)
+    )[np.bincount(data.cell, minlength=len(data.cell_n)) > 0]
+    wrong = cells.trials - cells.successes
+    tail = (1.0 - confidence) / 2.0
+    ci = intervals["e0"]
+    if 0 not in fixed and ci.high - ci.low < 1e-6 and ci.high < 1e-6:
+        best = int(np.argmin(wrong / cells.trials))
+        m = max(float(items_per_cell[best]), 1.0)
+        intervals["e0"] = ConfidenceInterval(0.0, 1.0 - tail ** (1.0 / m))
+    ci = intervals["e_base"]
+    if 1 not in fixed and ci.high - ci.low < 1e-6 and ci.low > 1.0 - 1e-6:
+        worst = int(np.argmax(wrong / cells.trials))
+        m = max(float(items_per_cell[worst]), 1.0)
+        intervals["e_base"] = ConfidenceInterval(tail ** (1.0 / m), 1.0)
