@@ -112,6 +112,7 @@ def test_a_name_several_providers_sell_needs_the_provider() -> None:
     by_prefix = TABLE.lookup("google/claude-3-5-haiku", on=ON)
     by_argument = TABLE.lookup("claude-3-5-haiku", provider="google", on=ON)
     assert by_prefix == by_argument
+    assert TABLE.lookup("google/claude-3-5-haiku", provider="google", on=ON) == by_prefix
     assert by_prefix.provider == "google"
     # OpenRouter's names hold a slash of their own.
     assert TABLE.lookup("openrouter/anthropic/claude-3.5-haiku", on=ON).provider == "openrouter"
@@ -227,12 +228,31 @@ def _genai_total(row: PriceRow, call: dict[str, Any], on: date) -> Decimal:
     return model.calc_price(usage, provider, genai_request_timestamp=when).total_price
 
 
+# Rows whose every charge cotplan models: no per-request fee, no off-peak price, no separate
+# reasoning rate or Gemini's reasoning rule (genai-prices' usage has no reasoning count).
 PLAIN = [
     r for r in GENAI
     if r.reasoning_per_mtok is None and r.reasoning_billing == "in_completion"
     and "time-of-day" not in r.notes and "fallback" not in r.notes
-    and (r.cache_write_per_mtok is not None or r.cached_input_per_mtok == r.input_per_mtok)
+    and "requests_kcount" not in r.notes
 ]  # fmt: skip
+
+
+def test_every_converted_row_prices_like_genai_prices_itself() -> None:
+    calls = [(1_000, 0, 0, 500), (250_000, 50_000, 20_000, 100), (1_500_000, 0, 0, 10)]
+    wrong = []
+    for row in PLAIN:
+        on = row.effective_to or row.effective_from or ON
+        for prompt, cached, written, completion in calls:
+            call: dict[str, Any] = {"prompt_tokens": prompt, "cached_tokens": cached,
+                                    "cache_write_tokens": written,
+                                    "completion_tokens": completion}  # fmt: skip
+            ours = call_cost(row.model, provider=row.provider, on=on, table=TABLE, **call).usd
+            theirs = _genai_total(row, call, on)
+            if ours != theirs:
+                wrong.append(f"{row.provider}/{row.model} {call}: {ours} vs {theirs}")
+    assert len(PLAIN) >= 1_900
+    assert not wrong, "\n".join(wrong[:20])
 
 
 @settings(max_examples=300, deadline=None)

@@ -203,12 +203,14 @@ def _convert(provider: Any, model: Any, label: str) -> list[PriceRow]:
         if tiers:
             threshold = next(iter(tiers.values())).tiers[0].start
 
+            long_input = _long_rate(values["input_mtok"], inp)
             long = {
                 "long_context_threshold": threshold,
-                "long_input_per_mtok": _long_rate(values["input_mtok"], inp),
-                "long_cached_input_per_mtok": _long_rate(
-                    values["cache_read_mtok"], cached if cached is not None else inp
-                ),
+                "long_input_per_mtok": long_input,
+                # No cache-read price: cached tokens pay the input rate, the long one here.
+                "long_cached_input_per_mtok": long_input
+                if cached is None
+                else _long_rate(values["cache_read_mtok"], cached),
                 "long_cache_write_per_mtok": _long_rate(values["cache_write_mtok"], write),
                 "long_output_per_mtok": _long_rate(values["output_mtok"], out),
             }

@@ -409,6 +409,13 @@ class PriceTable:
         wanted = provider.strip().lower() if provider else None
         name = model.strip()
         head, sep, tail = name.partition("/")
+        if wanted is not None and sep and tail and head.lower() == wanted:
+            # provider="openai" and "openai/gpt-4o" say the same (unless the provider's own
+            # name for the model starts with its id, as some do).
+            try:
+                return self._find(name, wanted, model)
+            except UnknownModelError:
+                return self._find(tail.strip(), wanted, model)
         if wanted is None and sep and tail and self._is_provider(head.lower()):
             # "openai/gpt-4o": the provider named in the model name.
             try:
