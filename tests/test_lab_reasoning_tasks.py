@@ -29,8 +29,11 @@ from cotplan.tasks import TaskItem, is_correct
 FAMILIES = list(lab_families)
 
 
-def test_the_four_families_are_registered() -> None:
-    assert FAMILIES == ["lab-parity", "lab-sum", "lab-state", "lab-bits", "lab-majority"]
+def test_the_families_are_registered() -> None:
+    assert FAMILIES == [
+        "lab-parity", "lab-sum", "lab-state", "lab-bits", "lab-majority", "lab-lamp",
+        "lab-parity-overthink",
+    ]  # fmt: skip
     assert get_lab_family("parity").name == "lab-parity"
 
 

@@ -1,10 +1,14 @@
 """`cotplan kstar-lab ...`: train the lab reasoning models and test the k* law on them.
 
-- ``cotplan kstar-lab train FAMILY``: train (or load) a lab family's model and print what
-  training measured.
+- ``cotplan kstar-lab train FAMILY``: train a lab family's model now and print what training
+  measured (``--export DIR`` also writes shipped-weights files).
 - ``cotplan kstar-lab study [FAMILY ...]``: the study of `cotplan.lab.reasoning.study` per
   family: the error grid, the planner's constants, which law holds, the oracle per-item budget
   and the held-out policies; tables and charts go into a report folder.
+- ``cotplan kstar-lab law FAMILY``: the law on the paper's terms (B(k), relative ε, the
+  theorem's domain; `cotplan.lab.reasoning.logloss`).
+
+Every option is checked before a model is loaded or trained.
 
 Register with ``lab_reasoning.register(app)`` (adds the ``kstar-lab`` group).
 """
@@ -22,6 +26,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+
+from cotplan.errors import InputError
 
 __all__ = ["app", "print_study", "register"]
 
@@ -107,16 +113,66 @@ def print_study(study: Any) -> None:
     console.print(f"[bold]law:[/] {escape(study.law)}")
 
 
+def _check_threads(threads: int) -> None:
+    if isinstance(threads, bool) or not 1 <= threads <= 256:
+        raise InputError(f"must be between 1 and 256, got {threads!r}", field="threads")
+
+
+def _check_folder(path: Path | None, field: str) -> None:
+    """A folder to write into: no NUL byte, and neither it nor a parent is a file."""
+    if path is None:
+        return
+    text = str(path)
+    if "\x00" in text or not text.strip():
+        raise InputError(f"is not a usable folder name: {text!r}", field=field)
+    target = path.expanduser()
+    for candidate in (target, *target.parents):
+        if candidate.exists() and not candidate.is_dir():
+            raise InputError(f"{candidate} is a file, not a folder", field=field)
+
+
+def _parse_ints(text: str, field: str) -> list[int]:
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError as exc:
+        raise InputError(
+            f"must be whole numbers separated by commas, got {text!r}", field=field
+        ) from exc
+    if not values or any(v < 1 for v in values):
+        raise InputError(f"must be whole numbers ≥ 1, got {text!r}", field=field)
+    return values
+
+
+def _parse_eps(text: str) -> list[float]:
+    try:
+        values = [float(part) for part in text.split(",") if part.strip()]
+    except ValueError as exc:
+        raise InputError(f"must be numbers separated by commas, got {text!r}", field="eps") from exc
+    if not values or any(not 0 < v < 1 for v in values):
+        raise InputError(f"targets must be in (0, 1), got {text!r}", field="eps")
+    return values
+
+
 @app.command("train")
 def train_command(
-    family: Annotated[str, typer.Argument(help="parity, sum, state or bits.")],
+    family: Annotated[str, typer.Argument(help="A lab family: parity, sum, state, lamp, ...")],
     preset: Preset = "standard",
-    retrain: Annotated[bool, typer.Option(help="Train again even if saved.")] = False,
     threads: Threads = 1,
+    export: Annotated[
+        Path | None,
+        typer.Option(help="Also write the weights and their record (key, SHA-256) here."),
+    ] = None,
 ) -> None:
-    """Train a lab family's model (or load it from the user folder) and print its checks."""
-    from cotplan.lab.reasoning.train import load_or_train
+    """Train a lab family's model now (saved in the user folder) and print its checks.
 
+    Shipped weights are not touched; `--export cotplan/lab/reasoning/weights` refreshes them.
+    """
+    from cotplan.lab.reasoning.shipped import ship
+    from cotplan.lab.reasoning.train import load_or_train, settings_for
+
+    settings = settings_for(family, preset)  # validates the family and the preset
+    _check_threads(threads)
+    _check_folder(export, "export")
     _set_threads(threads)
     started = time.perf_counter()
 
@@ -124,27 +180,44 @@ def train_command(
         if step % 500 == 0:
             console.print(f"step {step}: loss {loss:.4f}")
 
-    model = load_or_train(family, preset, retrain=retrain, progress=progress)
+    model = load_or_train(settings.family, preset, retrain=True, progress=progress)
     console.print(f"{model.family} ({model.key[:12]}): {model.meta}")
+    if export is not None:
+        console.print(f"wrote {ship(model, preset, export.expanduser())}")
     console.print(f"finished in {time.perf_counter() - started:.0f} s")
 
 
 @app.command("study")
 def study_command(
-    families: Annotated[
-        list[str] | None, typer.Argument(help="Families (default: all four).")
-    ] = None,
+    families: Annotated[list[str] | None, typer.Argument(help="Families (default: all).")] = None,
     preset: Preset = "standard",
     out: Annotated[Path | None, typer.Option(help="Report folder.")] = None,
     threads: Threads = 1,
     charts: Annotated[bool, typer.Option(help="Save PNG charts.")] = True,
 ) -> None:
     """Test k* = Θ(√n·log(1/ε)) on lab models: grid, constants, law, oracle, held-out."""
-    from cotplan.lab.reasoning.study import reasoning_study, study_report_rows
+    from cotplan.lab.reasoning.study import STUDY_PRESETS, reasoning_study, study_report_rows
     from cotplan.lab.reasoning.tasks import get_lab_family, lab_families
+    from cotplan.lab.reasoning.train import settings_for
 
-    _set_threads(threads)
     names = [get_lab_family(f).name for f in (families or list(lab_families))]
+    if preset not in STUDY_PRESETS:
+        raise InputError(
+            f"unknown preset {preset!r}; choose from {', '.join(STUDY_PRESETS)}", field="preset"
+        )
+    for name in names:
+        trained = settings_for(name, STUDY_PRESETS[preset].train)
+        outside = [
+            n for n in STUDY_PRESETS[preset].sizes if not trained.n_min <= n <= trained.n_max
+        ]
+        if outside:
+            raise InputError(
+                f"sizes {outside} are outside what {name}'s {preset} model is trained on",
+                field="preset",
+            )
+    _check_threads(threads)
+    _check_folder(out, "out")
+    _set_threads(threads)
     folder = out or Path("reports") / f"kstar-lab-{datetime.now():%Y%m%d-%H%M%S}"
     started = time.perf_counter()
     studies = []
@@ -161,6 +234,74 @@ def study_command(
     )
     rows.to_csv(folder / "report.csv", index=False)
     console.print(f"wrote {folder}; finished in {time.perf_counter() - started:.0f} s")
+
+
+@app.command("law")
+def law_command(
+    family: Annotated[str, typer.Argument(help="A lab family: lamp, parity, ...")],
+    sizes: Annotated[str, typer.Option(help="Sizes n, comma-separated.")] = "4,8,16",
+    items: Annotated[int, typer.Option(help="Items per size.")] = 120,
+    eps: Annotated[
+        str, typer.Option(help="Relative targets ε, comma-separated.")
+    ] = "0.5,0.4,0.3,0.2,0.1,0.05",
+    preset: Preset = "standard",
+    bootstrap: Annotated[int, typer.Option(help="Item-bootstrap resamples.")] = 200,
+    out: Annotated[Path | None, typer.Option(help="Folder for the tables (CSV).")] = None,
+    threads: Threads = 1,
+) -> None:
+    """The law on the paper's terms: B(k) = mean −ln P(correct answer), relative ε, domain."""
+    from cotplan.lab.reasoning.backend import LabBackend
+    from cotplan.lab.reasoning.logloss import logloss_study
+    from cotplan.lab.reasoning.train import settings_for
+
+    settings = settings_for(family, preset)
+    ns = _parse_ints(sizes, "sizes")
+    outside = [n for n in ns if not settings.n_min <= n <= settings.n_max]
+    if outside:
+        raise InputError(
+            f"sizes {outside} are outside what the {preset} model is trained on "
+            f"({settings.n_min}..{settings.n_max})",
+            field="sizes",
+        )
+    targets = _parse_eps(eps)
+    if isinstance(items, bool) or not 1 <= items <= 100_000:
+        raise InputError(f"must be between 1 and 100000, got {items!r}", field="items")
+    if not 0 <= bootstrap <= 100_000:
+        raise InputError(f"must be between 0 and 100000, got {bootstrap!r}", field="bootstrap")
+    _check_threads(threads)
+    _check_folder(out, "out")
+    _set_threads(threads)
+    started = time.perf_counter()
+    backend = LabBackend.for_family(settings.family, preset)
+    study = logloss_study(backend, sizes=ns, items=items, eps_grid=targets, n_bootstrap=bootstrap)
+    curve = study.to_frame()
+    step = curve.groupby("n")["k"].transform(lambda k: max(1, len(k) // 8))
+    excerpt = curve[
+        (curve.groupby("n").cumcount() % step == 0)
+        | (curve["k"] == curve.groupby("n")["k"].transform("max"))
+    ]
+    console.rule(f"[bold]{study.family}[/] ({study.model}): B(k) in nats, 95% item bootstrap")
+    console.print(
+        _frame_table(
+            excerpt[["n", "k", "items", "B", "B_low", "B_high", "B_gap", "error", "mechanism"]],
+            "B(k), its relative gap ε(k), the 0/1 error and the mechanism's reference (excerpt)",
+            3,
+        )
+    )
+    budgets = study.budgets
+    for measure in ("B", "error"):
+        table = budgets[budgets["measure"] == measure][
+            ["n", "eps", "k", "low", "high", "full_trace", "in_domain"]
+        ]
+        console.print(
+            _frame_table(table, f"k*(n, ε) on {measure}, relative ε (95% item bootstrap)")
+        )
+    console.print(_frame_table(study.exponents, "n-exponent of k* per ε (95% item bootstrap)"))
+    console.print(f"[bold]law:[/] {escape(study.verdict())}")
+    if out is not None:
+        study.save(out)
+        console.print(f"wrote {out}")
+    console.print(f"finished in {time.perf_counter() - started:.0f} s")
 
 
 def register(parent: typer.Typer) -> None:

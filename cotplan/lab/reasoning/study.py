@@ -42,7 +42,13 @@ from scipy import stats
 from cotplan.errors import InfeasibleTargetError, InputError
 from cotplan.generate.budgeted import BudgetedAnswer, answers_frame, budgeted_answers
 from cotplan.lab.reasoning.backend import LabBackend
-from cotplan.lab.reasoning.tasks import STEP_TOKENS, blind_error, get_lab_family, make_lab_tasks
+from cotplan.lab.reasoning.tasks import (
+    STEP_TOKENS,
+    blind_error,
+    distinct_questions,
+    get_lab_family,
+    make_lab_tasks,
+)
 from cotplan.lab.reasoning.train import TrainSettings
 from cotplan.planner.calibrate import CostUnknownWarning, calibrate
 from cotplan.planner.fit import BudgetPlanner
@@ -659,13 +665,7 @@ def _constant(k: int) -> Callable[[TaskItem], int]:
 def item_counts(family: str, n: int, items: int, held_out: int) -> tuple[int, int]:
     """(calibration items, held-out items) at size n: as asked where enough distinct questions
     exist, else half of them each (parity of 4 bits has 16 questions)."""
-    distinct = {
-        "lab-parity": 2**n, "lab-bits": 2**n, "lab-majority": 2**n, "lab-sum": 10**n,
-        "lab-state": 3 ** (n + 1),
-    }  # fmt: skip
-    available = int(distinct.get(family, items + held_out))
-    if family == "lab-majority" and n % 2 == 0:
-        available -= math.comb(n, n // 2)
+    available = distinct_questions(family, n)
     if items + held_out <= available:
         return items, held_out
     calibration = min(items, max(1, available // 2))

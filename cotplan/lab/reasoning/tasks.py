@@ -39,7 +39,7 @@ import numpy as np
 from scipy import special
 
 from cotplan.errors import InputError
-from cotplan.lab.reasoning.tokenizer import CUPS, MAX_N, SWAPS
+from cotplan.lab.reasoning.tokenizer import CHECK, CUPS, MAX_N, SWAPS
 from cotplan.tasks.item import AnswerKind, TaskItem
 
 __all__ = [
@@ -47,10 +47,12 @@ __all__ = [
     "LabExample",
     "LabFamilyInfo",
     "blind_error",
+    "distinct_questions",
     "get_lab_family",
     "lab_example",
     "lab_families",
     "make_lab_tasks",
+    "mechanism_error",
     "solve",
 ]
 
@@ -67,6 +69,9 @@ class LabExample:
     question: tuple[str, ...]
     trace: tuple[str, ...]
     answer: str
+    #: Trace tokens after which the answer is settled (None: the whole trace). An
+    #: over-thinker's trace goes on past them with redundant work.
+    settled: int | None = None
 
     @property
     def prompt(self) -> str:
@@ -76,6 +81,11 @@ class LabExample:
     def full_tokens(self) -> int:
         """Reasoning tokens a complete answer takes: the trace, the marker and the answer."""
         return len(self.trace) + 2
+
+    @property
+    def needed_tokens(self) -> int:
+        """Reasoning tokens the answer needs: the settling steps, the marker and the answer."""
+        return (len(self.trace) if self.settled is None else self.settled) + 2
 
 
 @dataclass(frozen=True)
@@ -92,6 +102,17 @@ class LabFamilyInfo:
     n_max: int
     choices: tuple[str, ...] | None
     truncated: str
+    #: The family whose question and answer this one shares (an over-thinker's base), or None.
+    base: str | None = None
+
+    @property
+    def overthinks(self) -> bool:
+        """Whether the trace goes on with a redundant verification pass after the answer."""
+        return self.base is not None
+
+    def max_trace(self, n: int) -> int:
+        """The longest trace at size n (the over-thinker's check pass re-reads up to 2n inputs)."""
+        return 3 * n + (1 + 6 * n if self.overthinks else 0)
 
 
 Inputs = list[str]
@@ -115,6 +136,14 @@ def _draw_exchangeable(rng: np.random.Generator, n: int) -> Inputs:
     # Beta(1, 1)-Bernoulli, as in the paper.
     p = float(rng.random())
     return [str(int(b)) for b in (rng.random(n) < p).astype(int)]
+
+
+def _draw_lamp(rng: np.random.Generator, n: int) -> Inputs:
+    # Fair toggles; a tie (the lamp on after exactly half the steps) has no answer: draw again.
+    while True:
+        toggles = rng.integers(0, 2, size=n)
+        if 2 * int((np.cumsum(toggles) % 2).sum()) != n:
+            return [str(int(t)) for t in toggles]
 
 
 def _draw_majority(rng: np.random.Generator, n: int) -> Inputs:
@@ -148,7 +177,7 @@ def _run(family: str, inputs: Sequence[str]) -> tuple[list[str], list[str], str]
     for j, x in enumerate(steps, start=1):
         label = f"[{j}]"
         labelled += [label, x]
-        if family == "lab-parity":
+        if family in ("lab-parity", "lab-lamp"):
             state = (int(state) + int(x)) % 2
         elif family in ("lab-sum", "lab-bits", "lab-majority"):
             state = int(state) + int(x)
@@ -160,6 +189,9 @@ def _run(family: str, inputs: Sequence[str]) -> tuple[list[str], list[str], str]
     if family == "lab-majority":
         # The Bayes-optimal next bit under the uniform prior (ties are never drawn).
         return labelled, trace, "1" if 2 * int(state) > len(steps) else "0"
+    if family == "lab-lamp":
+        on = sum(int(s) for s in trace[2::3])
+        return labelled, trace, "1" if 2 * on > len(steps) else "0"
     return labelled, trace, str(state)
 
 
@@ -260,6 +292,44 @@ _FAMILIES: dict[str, _Family] = {
             ),
             _draw_majority,
         ),
+        _Family(
+            LabFamilyInfo(
+                "lab-lamp",
+                "lamp",
+                "Lamp:",
+                "A lamp starts off; each input 1 toggles it, 0 leaves it. Was it on after more "
+                "than half of the n steps? The trace writes the lamp after each step: each "
+                "written state is one vote, and the answer is their majority.",
+                "toggles",
+                "binary",
+                1,
+                MAX_N,
+                None,
+                "a cut trace has counted the first votes; each unread state is a fair coin (an "
+                "unread toggle is), so the count so far predicts the answer with an accuracy "
+                "that rises gradually with every step (`mechanism_error`)",
+            ),
+            _draw_lamp,
+        ),
+        _Family(
+            LabFamilyInfo(
+                "lab-parity-overthink",
+                "parity-overthink",
+                "Parity:",
+                "Parity questions answered by an over-thinker: after the running parity settles "
+                "the answer, a verification pass (`Check:`) re-reads n to 2n inputs, restating "
+                "the settled answer after each, before it answers.",
+                "bits",
+                "binary",
+                1,
+                24,
+                None,
+                "a trace cut before its last parity step leaves a coin flip; cut anywhere in the "
+                "verification pass, the answer is already written",
+                base="lab-parity",
+            ),
+            _draw_bits,
+        ),
     )
 }
 
@@ -295,14 +365,28 @@ def lab_example(family: str, rng: np.random.Generator, n: int) -> LabExample:
     info = get_lab_family(family)
     n = _check_n(info, n)
     inputs = _FAMILIES[info.name].draw(rng, n)
-    labelled, trace, answer = _run(info.name, inputs)
-    return LabExample(info.name, n, (info.header, *labelled), tuple(trace), answer)
+    labelled, trace, answer = _run(info.base or info.name, inputs)
+    if not info.overthinks:
+        return LabExample(info.name, n, (info.header, *labelled), tuple(trace), answer)
+    # Redundant work of random length: re-read inputs 1, 2, .. (wrapping) and restate the
+    # settled answer after each, n to 2n times: uncapped, an answer takes 2 to 3 times the
+    # tokens it needs.
+    settled = len(trace)
+    check = [CHECK]
+    for i in range(int(rng.integers(n, 2 * n + 1))):
+        j = i % n
+        check += [labelled[2 * j], labelled[2 * j + 1], answer]
+    return LabExample(info.name, n, (info.header, *labelled), tuple(trace + check), answer, settled)
 
 
 def solve(prompt: str) -> LabExample:
     """The trace and answer of a lab question (its text, as in `TaskItem.prompt`)."""
     words = str(prompt).split()
-    info = next((i for i in lab_families.values() if words and words[0] == i.header), None)
+    # An over-thinker shares its base's header: a question is the base family's.
+    info = next(
+        (i for i in lab_families.values() if words and words[0] == i.header and not i.base),
+        None,
+    )
     if info is None:
         raise InputError(
             f"not a lab question: it must start with one of "
@@ -321,12 +405,29 @@ def solve(prompt: str) -> LabExample:
     if len(labels) != len(inputs) or labels != [f"[{j}]" for j in range(1, len(labels) + 1)]:
         raise InputError("inputs must be labelled [1] x [2] y ... in order", field="prompt")
     allowed = set(SWAPS) if info.name == "lab-state" else {str(d) for d in range(10)}
-    if info.name in ("lab-parity", "lab-bits", "lab-majority"):
+    if info.name in ("lab-parity", "lab-bits", "lab-majority", "lab-lamp"):
         allowed = {"0", "1"}
     if any(x not in allowed for x in inputs):
         raise InputError(f"{info.name} inputs must be among {sorted(allowed)}", field="prompt")
     labelled, trace, answer = _run(info.name, [*head, *inputs])
     return LabExample(info.name, len(inputs), (info.header, *labelled), tuple(trace), answer)
+
+
+def distinct_questions(family: str, n: int) -> int:
+    """How many distinct questions `family` has at size `n` (ties excluded where never drawn)."""
+    info = get_lab_family(family)
+    n = _check_n(info, n)
+    name = info.base or info.name
+    if name == "lab-sum":
+        return int(10**n)
+    if name == "lab-state":
+        return int(3 ** (n + 1))
+    if name == "lab-majority" and n % 2 == 0:
+        return int(2**n - math.comb(n, n // 2))
+    if name == "lab-lamp" and n % 2 == 0:
+        # The lamp's states are a bijection of the toggles: ties are C(n, n/2) of them.
+        return int(2**n - math.comb(n, n // 2))
+    return int(2**n)
 
 
 def make_lab_tasks(
@@ -443,9 +544,77 @@ def blind_error(item: TaskItem, k: int) -> float:
         return 2.0 / 3.0
     if example.family == "lab-sum":
         return 1.0 - _sum_mode_probability(m)
+    if example.family == "lab-lamp":
+        on = sum(int(s) for s in example.trace[2 : 3 * j : 3])
+        p_one, p_zero = _lamp_odds(on, j, n)
+        return 1.0 - max(p_one, p_zero) / (p_one + p_zero)
     ones = int(example.trace[3 * j - 1]) if j else 0
     if example.family == "lab-majority":
         return _majority_blind(ones, j, n)
     # Distinct counts give distinct percentages (steps of 100 / (n + 2) > 1 for n ≤ 24): the
     # best guess is the most likely count.
     return 1.0 - float(_rest_of_count(ones, j, n).max())
+
+
+def _lamp_odds(on: int, seen: int, n: int) -> tuple[float, float]:
+    """(P(answer 1), P(answer 0)) from `on` of the first `seen` lamp states, ties excluded:
+    each unread state is a fair coin, so the rest of the count is Binomial(n − seen, 1/2)."""
+    m = n - seen
+    rest = np.arange(m + 1)
+    pmf = (
+        np.exp(special.gammaln(m + 1) - special.gammaln(rest + 1) - special.gammaln(m - rest + 1))
+        / 2.0**m
+    )
+    total = on + rest
+    return float(pmf[2 * total > n].sum()), float(pmf[2 * total < n].sum())
+
+
+def _binomial_half(j: int) -> np.ndarray:
+    c = np.arange(j + 1)
+    pmf: np.ndarray = (
+        np.exp(special.gammaln(j + 1) - special.gammaln(c + 1) - special.gammaln(j - c + 1))
+        / 2.0**j
+    )
+    return pmf
+
+
+def mechanism_error(family: str, n: int, k: int) -> float:
+    """The exact expected `blind_error` at budget `k` over random questions of size `n`.
+
+    The error-versus-k reference curve of the mechanism: the best guess from what a trace cut
+    at k tokens wrote, averaged over the family's own question distribution (ties excluded
+    where the family never draws them). For ``lab-lamp`` it falls gradually with every step;
+    for parity, cups and the over-thinker it is a step at the last input.
+    """
+    info = get_lab_family(family)
+    n = _check_n(info, n)
+    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 0:
+        raise InputError(f"must be a whole number ≥ 0, got {k!r}", field="k")
+    name = info.base or info.name
+    j = min(int(k) // 3, n)
+    m = n - j
+    if m == 0:
+        return 0.0
+    if name == "lab-parity":
+        return 0.5
+    if name == "lab-state":
+        return 2.0 / 3.0
+    if name == "lab-sum":
+        return 1.0 - _sum_mode_probability(m)
+    if name == "lab-bits":
+        # The count of the first j exchangeable bits is uniform on 0..j.
+        return 1.0 - float(np.mean([_rest_of_count(c, j, n).max() for c in range(j + 1)]))
+    # Majority and lamp: P(count so far), then the odds of each answer, ties excluded.
+    wrong = right = 0.0
+    for c in range(j + 1):
+        if name == "lab-lamp":
+            weight = float(_binomial_half(j)[c])
+            p_one, p_zero = _lamp_odds(c, j, n)
+        else:
+            weight = 1.0 / (j + 1)
+            pmf = _rest_of_count(c, j, n)
+            total = c + np.arange(len(pmf))
+            p_one, p_zero = float(pmf[2 * total > n].sum()), float(pmf[2 * total < n].sum())
+        wrong += weight * min(p_one, p_zero)
+        right += weight * max(p_one, p_zero)
+    return wrong / (wrong + right)

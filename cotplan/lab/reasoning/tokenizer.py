@@ -6,9 +6,10 @@ exactly those tokens (`encode(decode(ids)) == ids`), which lets a truncated reas
 back to the model as an assistant turn, and lets `budgeted_answers` cut one greedy run into
 shorter budgets by its token strings.
 
-The vocabulary is shared by all lab families: the markers ``Reasoning:`` and ``Answer:``, a
-header per family, position labels ``[1]`` .. ``[MAX_N]``, the numbers 0 .. `MAX_NUMBER`, cup
-names and swaps. Three tokens have no surface: padding, the start of a sequence and its end.
+The vocabulary is shared by all lab families: the markers ``Reasoning:``, ``Answer:`` and
+``Check:`` (an over-thinker's verification pass), a header per family, position labels
+``[1]`` .. ``[MAX_N]``, the numbers 0 .. `MAX_NUMBER`, cup names and swaps. Three
+tokens have no surface: padding, the start of a sequence and its end.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from cotplan.errors import InputError
 __all__ = [
     "ANSWER",
     "BOS",
+    "CHECK",
     "EOS",
     "HEADERS",
     "MAX_N",
@@ -34,10 +36,12 @@ __all__ = [
 
 PAD, BOS, EOS = "<pad>", "<bos>", "<eos>"
 REASONING, ANSWER = "Reasoning:", "Answer:"
+#: Opens an over-thinking model's redundant verification pass (after the answer is settled).
+CHECK = "Check:"
 #: The first word of each family's question.
-HEADERS = ("Parity:", "Sum:", "Cups:", "Bits:", "Majority:")
-#: Most positions a question may label ([1] .. [MAX_N]).
-MAX_N = 48
+HEADERS = ("Parity:", "Sum:", "Cups:", "Bits:", "Majority:", "Lamp:")
+#: Most positions a question may label ([1] .. [MAX_N]); room for the theorem's n ≥ 64.
+MAX_N = 128
 #: Largest number with a token of its own (running sums of up to 24 digits stay below it).
 MAX_NUMBER = 255
 CUPS = ("A", "B", "C")
@@ -46,7 +50,7 @@ _SILENT = (PAD, BOS, EOS)
 
 
 def _words() -> tuple[str, ...]:
-    words = [*_SILENT, REASONING, ANSWER, *HEADERS]
+    words = [*_SILENT, REASONING, ANSWER, CHECK, *HEADERS]
     words += [f"[{i}]" for i in range(1, MAX_N + 1)]
     words += [str(i) for i in range(MAX_NUMBER + 1)]
     words += [*CUPS, *SWAPS]

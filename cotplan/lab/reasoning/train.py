@@ -7,17 +7,19 @@ preset)` loads the model trained with exactly these settings from the user folde
 (`cotplan.lab.store`, kind ``"reasoning"``), and trains and saves it when there is none.
 
 Presets (`PRESETS`): ``"tiny"`` (n = 2..5, a few hundred steps: seconds, for tests),
-``"quick"`` (n up to 8, about a minute), ``"standard"`` (n up to 16, what the study uses).
+``"quick"`` (n up to 8, about a minute), ``"standard"`` (n up to 16, what the study uses),
+``"wide"`` (n up to 64, for the families that allow it: the theorem's domain).
 Training is seeded (`TrainSettings.seed`) and uses the threads torch is allowed; call
 `torch.set_num_threads(1)` first on a shared machine.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,16 +39,18 @@ from cotplan.lab.schedule import warmup_cosine
 
 __all__ = [
     "DATA_FORMAT",
+    "FAMILY_PRESETS",
     "PRESETS",
     "LabReasoningModel",
     "TrainSettings",
     "load_or_train",
+    "preset_name",
     "settings_for",
     "train_lab_model",
 ]
 
 #: Bumped whenever the sequences a model is trained on change: older weights are not reused.
-DATA_FORMAT = 2
+DATA_FORMAT = 3
 _STORE_KIND = "reasoning"
 
 
@@ -89,8 +93,8 @@ class TrainSettings:
 
     @property
     def max_len(self) -> int:
-        # <bos>, header, start cup, 2n labelled inputs, Reasoning:, 3n trace, Answer:, answer.
-        return 5 * self.n_max + 8
+        # <bos>, header, start cup, 2n labelled inputs, Reasoning:, the trace, Answer:, answer.
+        return 2 * self.n_max + 8 + get_lab_family(self.family).max_trace(self.n_max)
 
     def model_config(self, tokenizer: LabTokenizer) -> Any:
         from cotplan.lab.transformer import TransformerConfig
@@ -121,7 +125,14 @@ PRESETS: dict[str, dict[str, Any]] = {
     "tiny": {"n_min": 2, "n_max": 5, "steps": 600, "batch_size": 32, "d_model": 32, "d_ff": 128},
     "quick": {"n_min": 1, "n_max": 8, "steps": 1500, "batch_size": 32},
     "standard": {"n_min": 1, "n_max": 16, "steps": 4000, "batch_size": 32},
+    # Sizes where the theorem's domain ε ∈ [max(n^−1/4, 1/V), 1/2] is not empty (n ≥ 64):
+    # only families that allow n = 64 (the lamp).
+    "wide": {"n_min": 1, "n_max": 64, "steps": 6000, "batch_size": 32},
 }
+
+#: Where a family's preset departs from `PRESETS` (none today; the lookup is kept so a family
+#: can need more steps without a new preset name).
+FAMILY_PRESETS: dict[tuple[str, str], dict[str, Any]] = {}
 
 
 def settings_for(family: str, preset: str | TrainSettings = "standard") -> TrainSettings:
@@ -134,7 +145,10 @@ def settings_for(family: str, preset: str | TrainSettings = "standard") -> Train
         raise InputError(
             f"unknown preset {preset!r}; choose from {', '.join(PRESETS)}", field="preset"
         )
-    return TrainSettings(family=family, **PRESETS[preset])
+    name = get_lab_family(family).name
+    return TrainSettings(
+        family=name, **{**PRESETS[preset], **FAMILY_PRESETS.get((name, preset), {})}
+    )
 
 
 class LabReasoningModel:
@@ -178,7 +192,7 @@ class LabReasoningModel:
                 f"the sequence has {len(ids)} tokens, more than this model's {self.max_len}",
                 field="prompt",
             )
-        with torch.no_grad():
+        with one_thread(), torch.no_grad():
             out = self.network(torch.tensor([list(ids)], dtype=torch.long))[0, -1]
         return out.double().numpy()
 
@@ -235,7 +249,9 @@ class LabReasoningModel:
         for _ in range(count):
             example = lab_example(self.family, rng, n)
             prompt = self.answer_prompt(example.prompt, reason=reason)
-            new, _, _, _ = self.continuation(prompt, len(example.trace) + 3)
+            # Room for the longest trace (an over-thinker's check pass has a random length).
+            longest = get_lab_family(self.family).max_trace(n)
+            new, _, _, _ = self.continuation(prompt, longest + 3)
             words = self.tokenizer.decode(new).split()
             if ANSWER in words:
                 words = words[words.index(ANSWER) + 1 :]
@@ -243,6 +259,23 @@ class LabReasoningModel:
                 words = []
             right += bool(words) and words[0] == example.answer
         return right / count
+
+
+@contextlib.contextmanager
+def one_thread() -> Iterator[None]:
+    """Run torch on one thread, restoring the count after. A lab model's matrices are too small
+    to gain from more, and on a busy 2-core machine two threads made a forward pass about ten
+    times slower than one."""
+    torch = require_torch()
+    previous = torch.get_num_threads()
+    if previous == 1:
+        yield
+        return
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
 
 
 def _schedule(step: int, settings: TrainSettings) -> float:
@@ -308,27 +341,54 @@ def train_lab_model(
     return model
 
 
+def preset_name(settings: TrainSettings) -> str | None:
+    """The name of the preset whose settings these are, or None."""
+    for name in PRESETS:
+        try:
+            if settings_for(settings.family, name) == settings:
+                return name
+        except InputError:  # a preset the family's sizes do not allow ("wide")
+            continue
+    return None
+
+
+def _restore(
+    settings: TrainSettings, state: Mapping[str, Any], meta: Mapping[str, Any]
+) -> LabReasoningModel:
+    from cotplan.lab.transformer import TinyTransformer
+
+    tokenizer = default_tokenizer()
+    network = TinyTransformer(settings.model_config(tokenizer))
+    network.load_state_dict(dict(state))
+    return LabReasoningModel(network, settings, meta, tokenizer)
+
+
 def load_or_train(
     family: str,
     preset: str | TrainSettings = "standard",
     *,
     retrain: bool = False,
     progress: Callable[[int, float], None] | None = None,
+    check_sizes: Sequence[int] | None = None,
 ) -> LabReasoningModel:
-    """The model for `family` trained with `preset`: from the user folder, or trained now
-    (and saved there) when there is none or `retrain` is set."""
+    """The model for `family` trained with `preset`: the weights that ship with cotplan
+    (`cotplan.lab.reasoning.shipped`), else the user folder's, else trained now (and saved in
+    the user folder). `retrain` trains again whatever exists (shipped files stay as they are);
+    `check_sizes` are the sizes training's accuracy check measures (`train_lab_model`).
+    """
     from cotplan.lab import store
-    from cotplan.lab.transformer import TinyTransformer
+    from cotplan.lab.reasoning.shipped import shipped_state
 
     settings = settings_for(family, preset)
     key = settings.to_dict()
     if not retrain:
+        name = preset_name(settings)
+        shipped = shipped_state(settings, name) if name is not None else None
+        if shipped is not None:
+            return _restore(settings, *shipped)
         stored = store.load(_STORE_KIND, key)
         if stored is not None:
-            tokenizer = default_tokenizer()
-            network = TinyTransformer(settings.model_config(tokenizer))
-            network.load_state_dict(stored.state)
-            return LabReasoningModel(network, settings, stored.meta, tokenizer)
-    model = train_lab_model(settings, progress=progress)
+            return _restore(settings, stored.state, stored.meta)
+    model = train_lab_model(settings, progress=progress, check_sizes=check_sizes)
     store.save(_STORE_KIND, key, model.network.state_dict(), model.meta)
     return model

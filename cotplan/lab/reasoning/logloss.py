@@ -1,0 +1,349 @@
+"""The length law on the paper's own terms: the log-loss B(k) and a relative ε.
+
+The paper (v1 §4) states k* = Θ(√n · log(1/ε)) for B(k) = −log P(answer | context, k CoT
+tokens), with ε = (B(k) − B_opt) / (B(0) − B_opt) the share of the achievable improvement
+still missing, valid for ε in [max(n^−1/4, 1/V), 1/2] (V the vocabulary). `logloss_study`
+measures exactly that on a lab backend:
+
+- per item and budget k, the model's own greedy trace is cut at k tokens, ``Answer:`` is
+  forced (the same transcript `budgeted_answer` sends), and the backend's `next_token_probs`
+  gives P(correct answer) over the family's possible answers (`raw`: the model's own softmax
+  probability, not renormalised). B(k) = mean over items of −ln P (nats); the 0/1 error beside
+  it is that of the most probable candidate;
+- B_opt is the model's B with its full trace (the largest budget); ε(k) = (B(k) − B_opt) /
+  (B(0) − B_opt), and likewise for the 0/1 error;
+- k*(n, ε) = the smallest budget from which the relative gap stays ≤ ε, with item-bootstrap
+  intervals (items resampled within each size, B(0) and B_opt recomputed per resample);
+- per ε, the n-exponent of k* (slope of log k* on log n) with its interval, and whether
+  (n, ε) lies in the theorem's domain.
+
+`LogLossStudy.to_frame()` is the curve per (n, k); `budgets` and `exponents` hold the law.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from cotplan.errors import InputError
+from cotplan.generate.budgeted import DEFAULT_PROMPT
+from cotplan.lab.reasoning.backend import LabBackend
+from cotplan.lab.reasoning.tasks import (
+    distinct_questions,
+    get_lab_family,
+    make_lab_tasks,
+    mechanism_error,
+)
+from cotplan.tasks.item import TaskItem
+
+__all__ = [
+    "DEFAULT_EPS",
+    "LogLossStudy",
+    "answer_candidates",
+    "in_domain",
+    "logloss_study",
+    "relative_budgets",
+]
+
+#: Relative targets: 0.5 and 0.4 lie in the theorem's domain from n = 16 and n = 40 on.
+DEFAULT_EPS: tuple[float, ...] = (0.5, 0.4, 0.3, 0.2, 0.1, 0.05)
+_FLOOR = 1e-12
+
+
+def in_domain(n: int, eps: float, vocab: int) -> bool:
+    """Whether ε lies in Theorem 4.5's domain [max(n^−1/4, 1/V), 1/2] at size n."""
+    return max(n**-0.25, 1.0 / vocab) <= eps + 1e-12 and eps <= 0.5 + 1e-12
+
+
+def answer_candidates(family: str, n: int) -> list[str]:
+    """Every answer a question of `family` at size `n` can have (the words to score)."""
+    info = get_lab_family(family)
+    name = info.base or info.name
+    if info.choices:
+        return list(info.choices)
+    if name == "lab-sum":
+        return [str(s) for s in range(9 * n + 1)]
+    if name == "lab-bits":
+        return sorted(
+            {str(math.floor(100 * (c + 1) / (n + 2) + 0.5)) for c in range(n + 1)}, key=int
+        )
+    return ["0", "1"]
+
+
+def _transcript(item: TaskItem, trace: str, k: int) -> list[dict[str, str]]:
+    """What `budgeted_answer` sends for a forced answer after a trace cut at k tokens."""
+    question = str(item.prompt)
+    if k == 0:
+        return [{"role": "user", "content": f"{question}\n{DEFAULT_PROMPT.direct}"}]
+    cut = " ".join(trace.split()[:k])
+    return [
+        {"role": "user", "content": f"{question}\n{DEFAULT_PROMPT.instruction}"},
+        {"role": "assistant", "content": cut},
+        {"role": "user", "content": DEFAULT_PROMPT.force},
+    ]
+
+
+def _first_budget(ks: np.ndarray, gap: np.ndarray, eps: float) -> float:
+    envelope = np.maximum.accumulate(gap[::-1])[::-1]
+    ok = np.flatnonzero(envelope <= eps + 1e-12)
+    return float(ks[ok[0]]) if len(ok) else math.inf
+
+
+def _relative(values: np.ndarray) -> np.ndarray:
+    """(v(k) − v_opt) / (v(0) − v_opt), v_opt the value at the largest budget (NaN when the
+    budget buys nothing: v(0) ≤ v_opt)."""
+    start, best = values[0], values[-1]
+    if not start - best > 1e-12:
+        return np.full_like(values, np.nan)
+    out: np.ndarray = (values - best) / (start - best)
+    return out
+
+
+def relative_budgets(
+    ks: Sequence[float] | np.ndarray, values: np.ndarray, eps_grid: Sequence[float]
+) -> list[float]:
+    """k*(ε) for each ε: the smallest budget from which the relative gap of the curve
+    `values` (over `ks`, the first budget 0, the last the full trace) stays ≤ ε."""
+    gap = _relative(np.asarray(values, dtype=float))
+    if np.isnan(gap).all():
+        return [math.nan for _ in eps_grid]
+    return [_first_budget(np.asarray(ks, dtype=float), gap, eps) for eps in eps_grid]
+
+
+@dataclass(frozen=True)
+class LogLossStudy:
+    """B(k) and the 0/1 error per (n, k), k*(n, ε) on both with relative ε, and the law."""
+
+    family: str
+    model: str
+    vocab: int
+    eps_grid: tuple[float, ...]
+    answers: pd.DataFrame = field(repr=False)
+    curve: pd.DataFrame = field(repr=False)
+    budgets: pd.DataFrame = field(repr=False)
+    exponents: pd.DataFrame = field(repr=False)
+    seconds: float = 0.0
+
+    def to_frame(self) -> pd.DataFrame:
+        """Per (n, k): B(k) in nats with its item-bootstrap interval, the 0/1 error, the
+        relative gaps of both, and the mechanism's reference error."""
+        return self.curve.copy()
+
+    def save(self, folder: str | Path) -> list[Path]:
+        from cotplan.io import write_csv
+
+        out = Path(folder).expanduser()
+        out.mkdir(parents=True, exist_ok=True)
+        return [
+            write_csv(self.answers, out / "logloss_answers.csv"),
+            write_csv(self.curve, out / "logloss_curve.csv"),
+            write_csv(self.budgets, out / "logloss_budgets.csv"),
+            write_csv(self.exponents, out / "logloss_exponents.csv"),
+        ]
+
+    def verdict(self) -> str:
+        """The law in words, per measure, from the exponents and the ε-dependence."""
+        parts = []
+        for measure in ("B", "error"):
+            rows = self.exponents[self.exponents["measure"] == measure]
+            finite = rows[np.isfinite(rows["beta"])]
+            if finite.empty:
+                parts.append(f"{measure}: no exponent (k* reached fewer than two sizes)")
+                continue
+            text = ", ".join(
+                f"ε = {r.eps:g}: n^{r.beta:.2f} [{r.low:.2f}, {r.high:.2f}]"
+                for r in finite.itertuples()
+            )
+            parts.append(f"{measure}: k* grows as {text}")
+        top = int(self.budgets["n"].max())
+        at_top = self.budgets[(self.budgets["n"] == top) & (self.budgets["measure"] == "B")]
+        finite = at_top[np.isfinite(at_top["k"]) & (at_top["k"] > 0)].sort_values("eps")
+        if len(finite) >= 2:
+            small, large = finite.iloc[0], finite.iloc[-1]
+            parts.append(
+                f"at n = {top} on B, k*(ε = {small['eps']:g}) / k*(ε = {large['eps']:g}) = "
+                f"{small['k'] / large['k']:.2f} (log(1/ε) predicts "
+                f"{math.log(1 / small['eps']) / math.log(1 / large['eps']):.2f})"
+            )
+        inside = self.budgets[self.budgets["in_domain"] & (self.budgets["measure"] == "B")]
+        cells = ", ".join(f"(n = {r.n}, ε = {r.eps:g})" for r in inside.itertuples())
+        parts.append(f"inside the theorem's domain: {cells or 'none of the tested (n, ε)'}")
+        return "; ".join(parts)
+
+
+def _curve_rows(
+    frame: pd.DataFrame, eps_grid: Sequence[float], n_bootstrap: int, seed: int
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    rng = np.random.default_rng(seed)
+    curve_rows: list[dict[str, Any]] = []
+    budget_rows: list[dict[str, Any]] = []
+    draws: dict[tuple[str, float], list[list[float]]] = {}
+    sizes = sorted(int(n) for n in frame["n"].unique())
+    point_k: dict[tuple[str, float], list[float]] = {}
+    for n in sizes:
+        group = frame[frame["n"] == n]
+        loss = group.pivot_table(index="item", columns="k", values="loss", aggfunc="mean")
+        wrong = group.pivot_table(index="item", columns="k", values="wrong", aggfunc="mean")
+        ks = loss.columns.to_numpy(dtype=float)
+        loss_m, wrong_m = loss.to_numpy(float), wrong.to_numpy(float)
+        b_point, e_point = loss_m.mean(axis=0), wrong_m.mean(axis=0)
+        boot_b: list[np.ndarray] = []
+        boot_k: dict[str, list[list[float]]] = {"B": [], "error": []}
+        for _ in range(n_bootstrap):
+            rows = rng.integers(0, len(loss_m), size=len(loss_m))
+            b, e = loss_m[rows].mean(axis=0), wrong_m[rows].mean(axis=0)
+            boot_b.append(b)
+            boot_k["B"].append(relative_budgets(ks, b, eps_grid))
+            boot_k["error"].append(relative_budgets(ks, e, eps_grid))
+        b_draws = np.array(boot_b) if boot_b else np.empty((0, len(ks)))
+        gap_b, gap_e = _relative(b_point), _relative(e_point)
+        for j, k in enumerate(ks):
+            curve_rows.append(
+                {
+                    "n": n,
+                    "k": int(k),
+                    "items": len(loss_m),
+                    "B": float(b_point[j]),
+                    "B_low": float(np.percentile(b_draws[:, j], 2.5)) if len(b_draws) else math.nan,
+                    "B_high": float(np.percentile(b_draws[:, j], 97.5))
+                    if len(b_draws)
+                    else math.nan,
+                    "B_gap": float(gap_b[j]),
+                    "error": float(e_point[j]),
+                    "error_gap": float(gap_e[j]),
+                    "mechanism": mechanism_error(str(group["family"].iloc[0]), n, int(k)),
+                }
+            )
+        for measure, values in (("B", b_point), ("error", e_point)):
+            point = relative_budgets(ks, values, eps_grid)
+            matrix = np.array(boot_k[measure], dtype=float).reshape(-1, len(eps_grid))
+            for i, eps in enumerate(eps_grid):
+                column = matrix[:, i]
+                finite = column[np.isfinite(column)]
+                point_k.setdefault((measure, eps), []).append(point[i])
+                draws.setdefault((measure, eps), []).append(list(column))
+                budget_rows.append(
+                    {
+                        "measure": measure,
+                        "n": n,
+                        "eps": float(eps),
+                        "k": point[i],
+                        "low": float(np.percentile(finite, 2.5)) if len(finite) >= 10 else math.nan,
+                        "high": float(np.percentile(finite, 97.5))
+                        if len(finite) >= 10
+                        else math.nan,
+                        "full_trace": int(ks[-1]),
+                        "B0_minus_Bopt": float(values[0] - values[-1]),
+                    }
+                )
+    exponent_rows = []
+    for (measure, eps), ks_point in point_k.items():
+        per_draw = np.array(draws[(measure, eps)], dtype=float)  # sizes × resamples
+        betas = [_slope(sizes, list(per_draw[:, r])) for r in range(per_draw.shape[1])]
+        finite = np.array([b for b in betas if math.isfinite(b)])
+        exponent_rows.append(
+            {
+                "measure": measure,
+                "eps": float(eps),
+                "beta": _slope(sizes, ks_point),
+                "low": float(np.percentile(finite, 2.5)) if len(finite) >= 10 else math.nan,
+                "high": float(np.percentile(finite, 97.5)) if len(finite) >= 10 else math.nan,
+                "sizes_reached": int(sum(math.isfinite(k) and k > 0 for k in ks_point)),
+            }
+        )
+    return pd.DataFrame(curve_rows), pd.DataFrame(budget_rows), pd.DataFrame(exponent_rows)
+
+
+def _slope(ns: Sequence[float], ks: Sequence[float]) -> float:
+    pairs = [(n, k) for n, k in zip(ns, ks, strict=True) if math.isfinite(k) and k > 0]
+    if len({n for n, _ in pairs}) < 2:
+        return math.nan
+    x = np.log([float(n) for n, _ in pairs])
+    y = np.log([float(k) for _, k in pairs])
+    return float(np.polyfit(x, y, 1)[0])
+
+
+def budget_grid(family: str, n: int, max_points: int = 60) -> list[int]:
+    """Budgets for B(k): 0 to the full trace that settles the answer (3n) and a little past
+    it, every s-th one where that is more than `max_points`, plus 3n − 1 and 3n."""
+    full = 3 * n
+    stride = max(1, math.ceil((full + 3) / max_points))
+    return sorted({*range(0, full + 3, stride), full - 1, full, full + 2})
+
+
+def logloss_study(
+    backend: LabBackend,
+    *,
+    sizes: Sequence[int],
+    items: int = 120,
+    eps_grid: Sequence[float] = DEFAULT_EPS,
+    n_bootstrap: int = 200,
+    max_points: int = 60,
+    seed: int = 0,
+) -> LogLossStudy:
+    """Measure B(k) and the 0/1 error of `backend`'s family (see the module docstring)."""
+    if not isinstance(backend, LabBackend):
+        raise InputError(f"must be a LabBackend, got {type(backend).__name__}", field="backend")
+    if not sizes or any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in sizes):
+        raise InputError(f"must be positive integers, got {list(sizes)!r}", field="sizes")
+    if any(not 0 < e < 1 for e in eps_grid) or not eps_grid:
+        raise InputError(f"targets must be in (0, 1), got {list(eps_grid)!r}", field="eps")
+    trained = backend.lab.settings
+    outside = [n for n in sizes if not trained.n_min <= n <= trained.n_max]
+    if outside:
+        raise InputError(
+            f"sizes {outside} are outside the sizes the model was trained on "
+            f"({trained.n_min}..{trained.n_max})",
+            field="sizes",
+        )
+    started = time.perf_counter()
+    family = backend.lab.family
+    rows = []
+    for n in sizes:
+        candidates = answer_candidates(family, n)
+        grid = budget_grid(family, n, max_points)
+        count = min(items, distinct_questions(family, n))
+        for item in make_lab_tasks(family, n=n, count=count, seed=seed):
+            question = [{"role": "user", "content": f"{item.prompt}\n{DEFAULT_PROMPT.instruction}"}]
+            trace = backend.generate(question, max_tokens=max(grid)).text
+            for k in grid:
+                probs = backend.next_token_probs(_transcript(item, trace, k), candidates)
+                p = max(probs.raw[str(item.answer)], _FLOOR)
+                best = max(probs.probs, key=lambda c: probs.probs[c])
+                rows.append(
+                    {
+                        "family": family,
+                        "item": item.id,
+                        "n": n,
+                        "k": k,
+                        "p_correct": p,
+                        "loss": -math.log(p),
+                        "wrong": float(best != str(item.answer)),
+                    }
+                )
+    answers = pd.DataFrame(rows)
+    grid_eps = tuple(sorted({float(e) for e in eps_grid}, reverse=True))
+    curve, budgets, exponents = _curve_rows(answers, grid_eps, n_bootstrap, seed)
+    vocab = backend.tokenizer.vocab_size
+    budgets["in_domain"] = [
+        in_domain(int(n), float(e), vocab)
+        for n, e in zip(budgets["n"], budgets["eps"], strict=True)
+    ]
+    return LogLossStudy(
+        family=family,
+        model=backend.model,
+        vocab=vocab,
+        eps_grid=grid_eps,
+        answers=answers,
+        curve=curve,
+        budgets=budgets,
+        exponents=exponents,
+        seconds=time.perf_counter() - started,
+    )

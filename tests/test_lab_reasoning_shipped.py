@@ -1,0 +1,126 @@
+"""Weights that ship: every shipped file fits today's settings and its checksum, a stale or
+damaged file is detected, loading needs no training, and training itself still works (on a
+model small enough to train in seconds)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from cotplan.errors import ModelFileError  # noqa: E402
+from cotplan.lab.reasoning.shipped import (  # noqa: E402
+    StaleWeightsWarning,
+    ship,
+    shipped_dir,
+    shipped_state,
+    shipped_weights,
+)
+from cotplan.lab.reasoning.train import (  # noqa: E402
+    TrainSettings,
+    load_or_train,
+    settings_for,
+)
+from cotplan.lab.store import model_key  # noqa: E402
+
+RECORDS = sorted(shipped_dir().glob("*.json"))
+#: What the tests, the demo and `connect("lab:...")` load instead of training.
+MUST_SHIP = {("lab-parity", "tiny"), ("lab-parity-overthink", "tiny"), ("lab-lamp", "tiny")}
+
+
+def test_the_presets_tests_and_the_demo_use_ship() -> None:
+    shipped = {(json.loads(p.read_text())["family"], json.loads(p.read_text())["preset"])
+               for p in RECORDS}  # fmt: skip
+    assert shipped >= MUST_SHIP
+
+
+@pytest.mark.parametrize("record", RECORDS, ids=[p.stem for p in RECORDS])
+def test_every_shipped_file_fits_todays_settings_and_its_checksum(record: Path) -> None:
+    data = json.loads(record.read_text())
+    settings = settings_for(data["family"], data["preset"])
+    # A change to the training settings, the data format or the vocabulary changes the key:
+    # retrain and export (`cotplan kstar-lab train FAMILY --preset P --export <weights folder>`).
+    assert data["key"] == model_key(settings.to_dict()), "stale shipped weights"
+    assert record.with_suffix(".pt").stat().st_size < 1_000_000
+    state, meta = shipped_state(settings, data["preset"]) or ({}, {})
+    assert state
+    assert meta == data["meta"]
+    assert min(meta["accuracy_full_trace"].values()) >= 0.85
+
+
+def test_a_shipped_preset_loads_without_training() -> None:
+    started = time.perf_counter()
+    model = load_or_train("parity", "tiny")
+    assert time.perf_counter() - started < 5  # training it takes 10-20 s
+    record = shipped_weights("lab-parity", "tiny")
+    assert record is not None
+    assert model.meta == record.meta
+    assert model.key == record.key
+
+
+def _copy(tmp_path: Path, family: str, preset: str) -> Path:
+    for suffix in (".json", ".pt"):
+        shutil.copy(shipped_dir() / f"{family}-{preset}{suffix}", tmp_path)
+    return tmp_path
+
+
+def test_a_stale_file_is_not_used_and_says_why(tmp_path: Path) -> None:
+    folder = _copy(tmp_path, "lab-parity", "tiny")
+    record = folder / "lab-parity-tiny.json"
+    data = json.loads(record.read_text())
+    data["key"] = "0" * 16  # trained under another data format or vocabulary
+    record.write_text(json.dumps(data))
+    with pytest.warns(StaleWeightsWarning, match="other settings"):
+        assert shipped_state(settings_for("parity", "tiny"), "tiny", folder) is None
+
+
+def test_a_damaged_file_fails_its_checksum(tmp_path: Path) -> None:
+    folder = _copy(tmp_path, "lab-parity", "tiny")
+    weights = folder / "lab-parity-tiny.pt"
+    blob = bytearray(weights.read_bytes())
+    blob[-10] ^= 0xFF
+    weights.write_bytes(bytes(blob))
+    with pytest.raises(ModelFileError, match="checksum"):
+        shipped_state(settings_for("parity", "tiny"), "tiny", folder)
+
+
+def test_ship_writes_a_pair_that_loads_back(tmp_path: Path) -> None:
+    model = load_or_train("parity", "tiny")
+    path = ship(model, "tiny", tmp_path)
+    assert path.name == "lab-parity-tiny.pt"
+    state, meta = shipped_state(model.settings, "tiny", tmp_path) or ({}, {})
+    assert meta == model.meta
+    for name, tensor in model.network.state_dict().items():
+        assert torch.equal(tensor, state[name])
+    with pytest.raises(Exception, match="preset"):
+        ship(model, "standard", tmp_path)
+
+
+def test_training_lowers_the_loss_and_the_user_folder_keeps_the_model() -> None:
+    """The one test that trains: a model small enough for seconds (not a shipped preset)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        settings = TrainSettings(
+            family="parity", n_min=2, n_max=3, steps=80, batch_size=16, warmup=10, lr=1e-2,
+            d_model=16, n_heads=2, d_ff=32,
+        )  # fmt: skip
+        losses: list[float] = []
+        model = load_or_train(
+            "parity", settings, progress=lambda step, loss: losses.append(loss), check_sizes=[2]
+        )
+        assert len(losses) >= 3
+        # From about ln(vocabulary) = 6 nats to well under half of it.
+        assert losses[-1] < 0.5 * losses[0]
+        assert model.meta["train_seconds"] > 0
+        again = load_or_train("parity", settings)  # from the user folder, not trained again
+        assert again.meta == model.meta
+        for name, tensor in model.network.state_dict().items():
+            assert torch.equal(tensor, again.network.state_dict()[name])
+    finally:
+        torch.set_num_threads(threads)
