@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import tempfile
 from datetime import date, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -113,16 +114,13 @@ CALLS = [
 ]
 
 
-@pytest.mark.parametrize(("model", "provider", "day"), CALLS)
-def test_cost_call_cost_project_and_call_cost_agree_to_the_cent(
-    model: str, provider: str | None, day: date, tmp_path: Path
-) -> None:
-    row = TABLE.lookup(model, provider=provider, on=day)
-    call = fixed_call(row, 40_000, 0.25, 0.0, 3_000, 2_000)
-    exact = call_cost(model, provider=provider, on=day, **call).usd
-    seller = ["--provider", provider] if provider else []
+def _cli_agrees(row: PriceRow, day: date, call: dict[str, int], folder: Path) -> None:
+    """`cost call` prints `call_cost`'s exact total; `cost project` on a sample of that call
+    prints the same cost per query (to its six decimals, far below a cent)."""
+    exact = call_cost(row.model, provider=row.provider, on=day, table=TABLE, **call).usd
+    seller = ["--provider", row.provider]
     out = runner.invoke(app, [
-        "cost", "call", model, *seller, "--on", day.isoformat(),
+        "cost", "call", row.model, *seller, "--on", day.isoformat(),
         "--prompt-tokens", str(call["prompt_tokens"]),
         "--cached-tokens", str(call["cached_tokens"]),
         "--completion-tokens", str(call["completion_tokens"]),
@@ -132,20 +130,46 @@ def test_cost_call_cost_project_and_call_cost_agree_to_the_cent(
     printed = re.search(r"│ total .*│\s+([0-9.]+) │", out.output)
     assert printed is not None, out.output
     assert Decimal(printed.group(1)) == exact
-    sample = tmp_path / "calls.csv"
+    sample = folder / "calls.csv"
     pd.DataFrame({
         "prompt_tokens": [call["prompt_tokens"]] * 2,
         "completion_tokens": [call["completion_tokens"] + (
             call["reasoning_tokens"] if row.reasoning_billing == "separate" else 0)] * 2,
         "reasoning_tokens": [call["reasoning_tokens"]] * 2,
     }).to_csv(sample, index=False)  # fmt: skip
+    hit = Decimal(call["cached_tokens"]) / Decimal(call["prompt_tokens"] or 1)
     out = runner.invoke(app, [
-        "cost", "project", model, *seller, "--queries-per-month", "1000", "--months", "1",
-        "--start", day.replace(day=1).isoformat()[:7], "--sample", str(sample),
-        "--cache-hit-rate", "0.25", "--draws", "200", "--on", day.isoformat(),
+        "cost", "project", row.model, *seller, "--queries-per-month", "1000", "--months", "1",
+        "--start", day.isoformat()[:7], "--sample", str(sample),
+        "--cache-hit-rate", str(hit), "--draws", "200", "--on", day.isoformat(),
     ], env={"COLUMNS": "200"})  # fmt: skip
     assert out.exit_code == 0, out.output
     per_query = re.search(r"cost per query \$([0-9.]+)", out.output)
     assert per_query is not None, out.output
-    assert Decimal(per_query.group(1)) == exact.quantize(Decimal("0.000001"))
+    assert abs(Decimal(per_query.group(1)) - exact) <= Decimal("0.0000005")
     assert f"price of {row.model}" in out.output
+
+
+@pytest.mark.parametrize(("model", "provider", "day"), CALLS)
+def test_cost_call_cost_project_and_call_cost_agree_to_the_cent(
+    model: str, provider: str | None, day: date, tmp_path: Path
+) -> None:
+    row = TABLE.lookup(model, provider=provider, on=day)
+    _cli_agrees(row, day.replace(day=1), fixed_call(row, 40_000, 0.25, 0.0, 3_000, 2_000),
+                tmp_path)  # fmt: skip
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    pick=st.sampled_from(ROWS),
+    prompt=st.integers(0, 20_000).map(lambda x: 20 * x),
+    hit=st.sampled_from(SHARES),
+    answer=st.integers(0, 20_000),
+    reasoning=st.integers(0, 20_000),
+)
+def test_the_command_line_agrees_on_any_model_of_either_source(
+    pick: tuple[PriceRow, date], prompt: int, hit: float, answer: int, reasoning: int
+) -> None:
+    row, day = pick
+    with tempfile.TemporaryDirectory() as folder:
+        _cli_agrees(row, day, fixed_call(row, prompt, hit, 0.0, answer, reasoning), Path(folder))
