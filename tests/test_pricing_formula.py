@@ -114,7 +114,7 @@ CALLS = [
 ]
 
 
-def _cli_agrees(row: PriceRow, day: date, call: dict[str, int], folder: Path) -> None:
+def _cli_agrees(row: PriceRow, day: date, call: dict[str, Any], folder: Path) -> None:
     """`cost call` prints `call_cost`'s exact total; `cost project` on a sample of that call
     prints the same cost per query (to its six decimals, far below a cent)."""
     exact = call_cost(row.model, provider=row.provider, on=day, table=TABLE, **call).usd
