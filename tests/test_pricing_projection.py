@@ -260,6 +260,22 @@ def test_empirical_tokens_from_frames_and_completions() -> None:
         EmpiricalTokens.from_frame(frame.drop(columns="completion_tokens"))
 
 
+def test_stale_price_warnings_point_at_the_caller(tmp_path: Path) -> None:
+    path = tmp_path / "old.csv"
+    path.write_text(
+        "provider,model,input_per_mtok,cached_input_per_mtok,output_per_mtok,reasoning_billing,"
+        "batch_discount,as_of,source_url\nacme,old-1,1,0.1,4,in_completion,0,2026-01-10,x\n"
+    )
+    table = price_table(path)
+    w = Workload(queries_per_day=10, start=START)
+    with pytest.warns(StalePriceWarning) as one:
+        project_costs("old-1", w, SAMPLE, table=table, today=TODAY, draws=200)
+    with pytest.warns(StalePriceWarning) as several:
+        compare_scenarios(w, SAMPLE, [Scenario("a", "old-1")], table=table, today=TODAY,
+                          draws=200)  # fmt: skip
+    assert [Path(w.filename).name for w in [*one, *several]] == [Path(__file__).name] * 2
+
+
 def test_stale_price_warns_in_projections(tmp_path: Path) -> None:
     path = tmp_path / "old.csv"
     path.write_text(

@@ -1134,15 +1134,16 @@ def compare_scenarios(
     # Every scenario is checked before any is projected: a typo in the last one costs nothing.
     for i, sc in enumerate(items):
         _check_scenario(sc, workload, tokens, chosen_table, f"scenarios[{i}]")
-    projections = {
-        sc.name: _project(
+    # A loop, not a comprehension: a stale-price warning then points at the caller, as it does
+    # from `project_costs` (a comprehension is one more frame).
+    projections: dict[str, Projection] = {}
+    for sc in items:
+        projections[sc.name] = _project(
             sc.model, workload, sc.tokens if sc.tokens is not None else tokens,
             policy=sc.policy, permutations=sc.permutations, cache_hit_rate=sc.cache_hit_rate,
             cache_write_rate=sc.cache_write_rate, batch_share=sc.batch_share, draws=n, seed=s,
             table=chosen_table, today=today or date.today(), provider=sc.provider,
-        )
-        for sc in items
-    }  # fmt: skip
+        )  # fmt: skip
     base_totals = projections[base].totals
     base_mean = float(base_totals.mean())
     rows = []
