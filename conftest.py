@@ -269,16 +269,23 @@ def _refuse_unmarked_model(request: pytest.FixtureRequest) -> Iterator[None]:
     if not request.config.getoption("fast"):
         yield
         return
-    from cotplan.backends.local import LocalModel
+    import subprocess
 
-    def refuse(self: LocalModel) -> LocalModel:
-        pytest.fail(
-            "this test starts the embedded model: mark it `@pytest.mark.model`", pytrace=False
-        )
+    real_popen = subprocess.Popen
 
-    with contextlib.ExitStack() as stack:
-        patch = stack.enter_context(pytest.MonkeyPatch.context())
-        patch.setattr(LocalModel, "start", refuse)
+    class Refusing(real_popen):  # type: ignore[valid-type,misc]
+        # At the process start, not in LocalModel.start: a bad model name must still get its
+        # own error from `locate`, which runs first.
+        def __init__(self, args: Any, *rest: Any, **options: Any) -> None:
+            if "cotplan.backends._serve" in list(map(str, args)):
+                pytest.fail(
+                    "this test starts the embedded model: mark it `@pytest.mark.model`",
+                    pytrace=False,
+                )
+            super().__init__(args, *rest, **options)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(subprocess, "Popen", Refusing)
         yield
 
 

@@ -125,7 +125,7 @@ def test_line_numbers_count_blank_lines(tmp_path: Path) -> None:
 def test_empty_file_is_an_error(tmp_path: Path, content: str) -> None:
     path = tmp_path / "empty.jsonl"
     path.write_text(content, encoding="utf-8")
-    with pytest.raises(InputError, match=r"empty.jsonl: no items \(the file is empty\)"):
+    with pytest.raises(InputError, match=r"empty.jsonl, `path`: no items \(the file is empty\)"):
         load_tasks(path)
 
 
