@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 from pathlib import Path
 
 import pytest
@@ -53,10 +52,14 @@ def test_every_shipped_file_fits_todays_settings_and_its_checksum(record: Path) 
     assert min(meta["accuracy_full_trace"].values()) >= 0.85
 
 
-def test_a_shipped_preset_loads_without_training() -> None:
-    started = time.perf_counter()
+def test_a_shipped_preset_loads_without_training(monkeypatch: pytest.MonkeyPatch) -> None:
+    import cotplan.lab.reasoning.train as train_module
+
+    def no_training(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the shipped weights should have been loaded, not trained")
+
+    monkeypatch.setattr(train_module, "train_lab_model", no_training)
     model = load_or_train("parity", "tiny")
-    assert time.perf_counter() - started < 5  # training it takes 10-20 s
     record = shipped_weights("lab-parity", "tiny")
     assert record is not None
     assert model.meta == record.meta
