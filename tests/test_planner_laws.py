@@ -7,6 +7,7 @@ deterministic; tolerances are stated where they come from a simulation.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -25,6 +26,7 @@ from cotplan.planner.law_location import (
     logistic_starts,
 )
 from cotplan.planner.law_monotone import fit_monotone, pava_decreasing
+from cotplan.planner.run import SavedPlan, relative_target
 from cotplan.planner.shapes import SHAPES, grid_0_to_5n
 
 
@@ -240,3 +242,34 @@ def test_the_adaptive_grid_certifies_a_step_for_a_fraction_of_the_requests() -> 
     assert set(result.to_frame()["stage"]) == {"locate", "confirm"}
     with pytest.raises(InputError, match="`eps`"):
         adaptive_certify(answer, grid, 1.0)
+
+
+def test_a_saved_plan_gives_back_the_budgets_it_was_made_with(tmp_path: Path) -> None:
+    planner = BudgetPlanner(n_bootstrap=0).fit(SHAPES["step at 3n"].calibration((4, 8), 80, 3))
+    budgets = [planner.budget(n, 0.1) for n in (4, 8, 12)]
+    saved = SavedPlan.from_planner(planner, budgets, 0.1, "calibration.csv")
+    loaded = SavedPlan.load(saved.save(tmp_path / "plan.json"))
+    # NaN ends of intervals compare unequal: compare the tables.
+    pd.testing.assert_frame_equal(
+        pd.concat([b.to_frame() for b in loaded.budgets]),
+        pd.concat([b.to_frame() for b in budgets]),
+    )
+    assert loaded.budget(12, 0.1).tokens == budgets[2].tokens
+    assert (loaded.eps, loaded.status_, loaded.verdict_) == (0.1, "helps", planner.verdict_)
+    assert loaded.law == planner.law_
+    with pytest.raises(InputError, match=r"`eps`: the plan was made for ε = 0\.1"):
+        loaded.budget(8, 0.2)
+    with pytest.raises(InputError, match="`n`: the plan has no budget for n = 16"):
+        loaded.budget(16, 0.1)
+    (tmp_path / "bad.json").write_text('{"eps": 0.1}')
+    with pytest.raises(InputError, match="`plan`: not a plan"):
+        SavedPlan.load(tmp_path / "bad.json")
+
+
+def test_the_relative_target_reads_the_planning_laws_levels() -> None:
+    planner = BudgetPlanner(n_bootstrap=0).fit(SHAPES["step at 3n"].calibration((4, 8), 80, 3))
+    assert planner.law_ in {"step", "logistic"}
+    e0, e_base = planner._law_params[:2]
+    assert relative_target(planner, 0.25) == pytest.approx(
+        math.ceil((e0 + 0.25 * (e_base - e0)) * 100 - 1e-9) / 100
+    )

@@ -175,7 +175,11 @@ def relative_target(planner: BudgetPlanner, remaining: float = 0.25) -> float:
         raise InputError(f"cannot plan from this calibration: {planner.verdict_}", field="planner")
     if status in NO_BENEFIT_STATUSES:
         return min(0.99, math.ceil(max(planner.e0_, 0.01) * 100) / 100)
-    eps = planner.e0_ + remaining * (planner.e_base_ - planner.e0_)
+    e0, e_base = planner.e0_, planner.e_base_
+    if getattr(planner, "law_", None) in ("logistic", "step"):
+        # The planning law's own floor and base error (the paper law's may not fit the curve).
+        e0, e_base = (float(v) for v in planner._law_params[:2])
+    eps = e0 + remaining * (e_base - e0)
     return min(0.99, math.ceil(eps * 100 - 1e-9) / 100)
 
 
