@@ -302,7 +302,15 @@ def genai_candidates(name: str) -> tuple[GenaiMatch, ...]:
             rows = _rows_for(provider.id, model.id, provider.id)
             if rows:
                 matches.append(GenaiMatch(provider.id, model.id, rows))
-    return tuple(matches)
+    # The provider genai-prices itself would pick for the name (its maker) comes first.
+    home = [m for m in matches if _is_home(m.provider, name)]
+    return tuple(home + [m for m in matches if m not in home])
+
+
+def _is_home(provider_id: str, name: str) -> bool:
+    provider = _find_provider(provider_id)
+    match = provider.model_match if provider is not None else None
+    return bool(match is not None and match.is_match(name))
 
 
 @functools.cache
