@@ -119,11 +119,12 @@ def check_backend(spec: str, base_url: str | None = None) -> None:
             raise InputError(str(exc), field="backend") from exc
         return
     if provider == "lab":
-        from cotplan.lab.reasoning.tasks import lab_families
+        from cotplan.lab.reasoning.tasks import get_lab_family
 
-        if rest not in lab_families:
-            known = ", ".join(f"lab:{name}" for name in lab_families)
-            raise InputError(f"unknown lab family {rest!r}; known: {known}", field="backend")
+        try:
+            get_lab_family(rest)  # "parity" or "lab-parity"
+        except InputError as exc:
+            raise InputError(str(exc).split(": ", 1)[-1], field="backend") from exc
         return
     if provider == "openai" and not rest:
         raise InputError("name the model: 'openai:MODEL'", field="backend")
