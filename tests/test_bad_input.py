@@ -411,6 +411,29 @@ CASES += [
         WITH_EXAMPLES,
     ),
     Case("answer from missing examples", ANSWER, ("examples.jsonl", "`examples`")),
+    # kstar-lab (validated by its owner; listed here so every command has cases).
+    Case("kstar-lab train an unknown family", ("kstar-lab", "train", "nosuch"), ("`family`",)),
+    Case(
+        "kstar-lab train an unknown preset",
+        ("kstar-lab", "train", "parity", "--preset", "x"),
+        ("`preset`",),
+    ),
+    Case(
+        "kstar-lab train on 0 threads",
+        ("kstar-lab", "train", "parity", "--threads", "0"),
+        ("`threads`",),
+    ),
+    Case(
+        "kstar-lab export below a file",
+        ("kstar-lab", "train", "parity", "--export", "{dir}/report/plan.csv/weights"),
+        ("`export`", "plan.csv"),
+    ),
+    Case(
+        "kstar-lab study into a file",
+        ("kstar-lab", "study", "parity", "--out", "{dir}/report/plan.csv"),
+        ("`out`",),
+    ),
+    Case("kstar-lab study an unknown family", ("kstar-lab", "study", "nosuch"), ("`family`",)),
 ]
 
 API_CASES: list[ApiCase] = []
