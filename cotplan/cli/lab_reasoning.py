@@ -162,6 +162,10 @@ def train_command(
         Path | None,
         typer.Option(help="Also write the weights and their record (key, SHA-256) here."),
     ] = None,
+    estimate: Annotated[
+        int,
+        typer.Option(help="Only time this many steps and print how long training would take."),
+    ] = 0,
 ) -> None:
     """Train a lab family's model now (saved in the user folder) and print its checks.
 
@@ -173,8 +177,21 @@ def train_command(
     settings = settings_for(family, preset)  # validates the family and the preset
     _check_threads(threads)
     _check_folder(export, "export")
+    if isinstance(estimate, bool) or not 0 <= estimate <= 10_000:
+        raise InputError(f"must be between 0 and 10000, got {estimate!r}", field="estimate")
     _set_threads(threads)
     started = time.perf_counter()
+    if estimate:
+        from cotplan.lab.reasoning.train import time_training
+
+        per_step = time_training(settings, estimate)
+        console.print(
+            f"{settings.family} {preset!r} (n = {settings.n_min}..{settings.n_max}, batch "
+            f"{settings.batch_size}, {threads} thread(s)): {per_step:.3f} s per step over "
+            f"{estimate} steps; its {settings.steps} steps would take about "
+            f"{per_step * settings.steps / 60:.1f} min on this machine as loaded now"
+        )
+        return
 
     def progress(step: int, loss: float) -> None:
         if step % 500 == 0:

@@ -491,7 +491,9 @@ def _heldout(
     settings: StudySettings,
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     sizes = sorted({int(it.n or 0) for it in items})
-    uncapped = {n: STEP_TOKENS * n + 8 for n in sizes}
+    info = get_lab_family(str(items[0].family))
+    # Past the longest trace (an over-thinker's check pass included): the model ends by itself.
+    uncapped = {n: info.max_trace(n) + 8 for n in sizes}
     plan_rows = []
     k_star: dict[int, int] = {}
     for n in sizes:
@@ -524,7 +526,7 @@ def _heldout(
         right = [a.k for a in answers[item.id] if a.correct]
         return min(right) if right else 0
 
-    baseline = "uncapped (3n + 8)"
+    baseline = "uncapped (9n + 9)" if info.overthinks else "uncapped (3n + 8)"
     policies: dict[str, list[BudgetedAnswer]] = {baseline: pick(lambda it: uncapped[it.n or 0])}
     for cap in settings.caps:
         policies[f"fixed cap {cap}"] = pick(_constant(cap))

@@ -43,12 +43,14 @@ from cotplan.lab.reasoning.tokenizer import CHECK, CUPS, MAX_N, SWAPS
 from cotplan.tasks.item import AnswerKind, TaskItem
 
 __all__ = [
+    "LAB_DEMO_SIZES",
     "STEP_TOKENS",
     "LabExample",
     "LabFamilyInfo",
     "blind_error",
     "distinct_questions",
     "get_lab_family",
+    "lab_demo_items",
     "lab_example",
     "lab_families",
     "make_lab_tasks",
@@ -618,3 +620,30 @@ def mechanism_error(family: str, n: int, k: int) -> float:
         wrong += weight * min(p_one, p_zero)
         right += weight * max(p_one, p_zero)
     return wrong / (wrong + right)
+
+
+#: Sizes `cotplan demo` uses on a lab model: a minute on 2 cores, and inside the paper's
+#: calibration grid [0, 10√n] (10√8 ≈ 28 ≥ the 26 tokens an answer at n = 8 needs).
+LAB_DEMO_SIZES = (4, 8)
+
+
+def lab_demo_items(
+    backend: str, *, count: int, held_out: int, seed: int = 0
+) -> tuple[LabFamilyInfo, tuple[int, ...], list[TaskItem], list[TaskItem]] | None:
+    """For ``cotplan demo --backend lab:FAMILY``: the family, its sizes, calibration items and
+    held-out items (disjoint, at most half of a size's distinct questions calibrate); None for
+    a backend that is not a lab model."""
+    if not str(backend).startswith("lab:"):
+        return None
+    info = get_lab_family(str(backend).partition(":")[2])
+    items: list[TaskItem] = []
+    held: list[TaskItem] = []
+    for n in LAB_DEMO_SIZES:
+        available = distinct_questions(info.name, n)
+        first = min(count, max(1, available // 2))
+        mine = make_lab_tasks(info.name, n=n, count=first, seed=seed)
+        items += mine
+        second = min(held_out, available - first)
+        if second > 0:
+            held += make_lab_tasks(info.name, n=n, count=second, seed=seed + 1, exclude=mine)
+    return info, LAB_DEMO_SIZES, items, held

@@ -46,6 +46,7 @@ __all__ = [
     "load_or_train",
     "preset_name",
     "settings_for",
+    "time_training",
     "train_lab_model",
 ]
 
@@ -339,6 +340,45 @@ def train_lab_model(
         "accuracy_no_reasoning": {str(n): model.accuracy(n, reason=False) for n in checks},
     }
     return model
+
+
+def time_training(settings: TrainSettings, steps: int = 20) -> float:
+    """Seconds per training step of `settings`, measured over `steps` steps (after one warm-up
+    step) on this machine as it is now: `settings.steps` times it is how long training takes.
+    Nothing is saved."""
+    if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= 10_000:
+        raise InputError(f"must be between 1 and 10000, got {steps!r}", field="steps")
+    timed: list[float] = []
+
+    def clock(step: int, loss: float) -> None:
+        timed.append(time.perf_counter())
+
+    short = settings.replace(steps=steps + 1, warmup=0)
+    # Progress comes every 50 steps and at the last one: time steps 1..steps from step 0's call.
+    torch = require_torch()
+    from cotplan.lab.transformer import TinyTransformer
+
+    tokenizer = default_tokenizer()
+    torch.manual_seed(short.seed)
+    rng = np.random.default_rng(np.random.SeedSequence([short.seed, 17]))
+    network = TinyTransformer(short.model_config(tokenizer))
+    optimiser = torch.optim.AdamW(network.parameters(), lr=short.lr)
+    sizes = list(range(short.n_min, short.n_max + 1))
+    for step in range(short.steps):
+        if step == 1:
+            clock(step, 0.0)
+        ids, targets = make_batch(short.family, rng, short.batch_size, sizes, short.mix, tokenizer)
+        logits = network(torch.from_numpy(ids))
+        loss = torch.nn.functional.cross_entropy(
+            logits.reshape(-1, logits.shape[-1]),
+            torch.from_numpy(targets).reshape(-1),
+            ignore_index=IGNORE,
+        )
+        optimiser.zero_grad(set_to_none=True)
+        loss.backward()
+        optimiser.step()
+    clock(short.steps, 0.0)
+    return (timed[-1] - timed[0]) / steps
 
 
 def preset_name(settings: TrainSettings) -> str | None:
