@@ -19,6 +19,9 @@ answers are exactly what capped calls return. The table gives accuracy with Wils
 and, paired over items by a seeded bootstrap against uncapped, the accuracy retained and the
 share of reasoning tokens saved, each with a 95% interval.
 
+Target: the planned cap keeps the uncapped accuracy (the paired 95% interval of the accuracy
+retained reaches 1); the script exits 1 otherwise and keeps its transcript in benchmarks/results/.
+
 The published figure to beat: TALE (Han et al., "Token-Budget-Aware LLM Reasoning") reports
 about 68% fewer output tokens for under 5% accuracy loss on its models and benchmarks; here
 the TALE-style prompt runs on the same model and items as cotplan's k*.
@@ -46,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from _outcome import Outcome
 
 from cotplan.backends import Backend, connect
 from cotplan.generate import CoTPrompt, budgeted_answers
@@ -177,7 +181,7 @@ def calibration_grid(args: argparse.Namespace) -> Any:
     return lambda n: fixed
 
 
-def main() -> None:
+def main(outcome: Outcome) -> None:
     args = parse_args()
     lab = lab_defaults(args)
     if args.quick:
@@ -279,6 +283,13 @@ def main() -> None:
         f"{ours['accuracy_retained']:.0%} of the uncapped accuracy; the TALE-style prompt saved "
         f"{tale_row['tokens_saved']:.0%} and kept {tale_row['accuracy_retained']:.0%}."
     )
+    outcome.target(
+        "the planned cap keeps the uncapped accuracy (paired 95% interval of accuracy retained "
+        "reaches 1)",
+        bool(ours["accuracy_retained_high"] >= 1.0),
+        f"retained {ours['accuracy_retained']:.2f} [{ours['accuracy_retained_low']:.2f}, "
+        f"{ours['accuracy_retained_high']:.2f}], saved {ours['tokens_saved']:.0%}",
+    )
     print(f"finished in {time.perf_counter() - started:.0f} s", file=sys.stderr)
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
@@ -291,4 +302,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with Outcome("planner_savings") as outcome:
+        main(outcome)

@@ -437,6 +437,8 @@ class BudgetPlanner:
                 "paper-half": (half.params, half.loglik),
             },
             given_draws={"paper": self._draws, "paper-half": self._half_draws},
+            # A law asked for by name needs its own intervals only; "auto" shows them all.
+            bootstrap_laws=None if p["law"] == "auto" else {p["law"]},
         )
         self.laws_ = compare_laws(
             scored,

@@ -193,11 +193,13 @@ def score_laws(
     seed: int,
     given: Mapping[str, tuple[NDArray[np.float64], float]] | None = None,
     given_draws: Mapping[str, NDArray[np.float64]] | None = None,
+    bootstrap_laws: set[str] | None = None,
 ) -> dict[str, _Scored]:
     """Full-data fit, held-out log-likelihood per item fold and bootstrap draws, per law.
 
     `given` holds full-data fits already made (the planner's own paper-law fits) and
-    `given_draws` their bootstrap draws."""
+    `given_draws` their bootstrap draws; `bootstrap_laws` limits the bootstrap to those laws
+    (None: every parametric law)."""
     rng = np.random.default_rng(seed)
     fold_of_item = rng.permutation(data.n_items) % folds
     row_fold = fold_of_item[data.item]
@@ -224,7 +226,7 @@ def score_laws(
             fold_ll[f] = _heldout_loglik(law, fold_params, test[f])
         if given_draws is not None and name in given_draws:
             draws = np.asarray(given_draws[name], dtype=float)
-        elif law.parametric and n_bootstrap:
+        elif law.parametric and n_bootstrap and (bootstrap_laws is None or name in bootstrap_laws):
             draws = np.array([law.fit(_cells(data, w.astype(float)), params)[0] for w in weights])
         else:
             draws = np.empty((0, len(law.params)))
