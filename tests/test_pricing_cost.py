@@ -106,7 +106,7 @@ def test_breakdown_frame_sums_to_the_total() -> None:
                   completion_tokens=700, reasoning_tokens=200, batch=True, on=ON)  # fmt: skip
     frame = c.to_frame()
     assert list(frame["item"]) == ["input", "cached input", "cache write", "output", "reasoning",
-                                   "batch discount", "total"]  # fmt: skip
+                                   "request fee", "batch discount", "total"]  # fmt: skip
     parts = frame[frame["item"] != "total"]["usd"]
     assert sum(parts, Decimal(0)) == frame["usd"].iloc[-1] == c.usd
     assert frame.attrs["as_of"] == "2026-10-27"
@@ -207,7 +207,8 @@ def test_cost_is_never_negative(model: str, call: dict[str, Any], batch: bool) -
         + c.cached_input_usd
         + c.cache_write_usd
         + c.output_usd
-        + (c.reasoning_usd + c.batch_discount_usd)
+        + c.reasoning_usd
+        + (c.request_usd + c.batch_discount_usd)
         == c.usd
     )
 
@@ -215,22 +216,24 @@ def test_cost_is_never_negative(model: str, call: dict[str, Any], batch: bool) -
 @settings(max_examples=150, deadline=None)
 @given(model=st.sampled_from(MODELS), call=calls(max_prompt=20_000), k=st.integers(1, 5))
 def test_cost_is_linear_in_tokens(model: str, call: dict[str, Any], k: int) -> None:
-    # Within one rate tier (prompts kept under every long-context threshold) cost scales exactly.
-    one = call_cost(model, on=ON, table=TABLE, **call).usd
-    scaled = call_cost(model, on=ON, table=TABLE, **{n: v * k for n, v in call.items()}).usd
-    assert scaled == one * k
+    # Within one rate tier (prompts kept under every long-context threshold) the token cost
+    # scales exactly; a per-request fee stays one fee.
+    one = call_cost(model, on=ON, table=TABLE, **call)
+    scaled = call_cost(model, on=ON, table=TABLE, **{n: v * k for n, v in call.items()})
+    assert scaled.usd - scaled.request_usd == (one.usd - one.request_usd) * k
+    assert scaled.request_usd == one.request_usd
 
 
 @settings(max_examples=100, deadline=None)
 @given(model=st.sampled_from(MODELS), a=calls(max_prompt=40_000), b=calls(max_prompt=40_000))
 def test_cost_adds_up_over_calls(model: str, a: dict[str, Any], b: dict[str, Any]) -> None:
     both = {n: a[n] + b[n] for n in a}
-    total = call_cost(model, on=ON, table=TABLE, **both).usd
+    one = call_cost(model, on=ON, table=TABLE, **both)
     parts = (
         call_cost(model, on=ON, table=TABLE, **a).usd
         + call_cost(model, on=ON, table=TABLE, **b).usd
     )
-    assert total == parts
+    assert one.usd + one.request_usd == parts  # two requests pay the fee twice
 
 
 # --- the real embedded model ---------------------------------------------------------------------

@@ -203,6 +203,13 @@ def test_reasoning_is_counted_once_with_each_providers_rule() -> None:
     assert sonar.usd == Decimal("0.0035")
 
 
+def test_a_per_request_fee_is_charged_once_per_call() -> None:
+    # Perplexity's sonar: $1 per million tokens each way and $12 per thousand requests.
+    sonar = call_cost("perplexity/sonar", prompt_tokens=1_000, completion_tokens=500, on=ON)
+    assert (sonar.request_usd, sonar.usd) == (Decimal("0.012"), Decimal("0.0135"))
+    assert "request fee" in list(sonar.to_frame()["item"])
+
+
 def test_batch_discount_where_genai_prices_lists_a_batch_price() -> None:
     full = call_cost("openai/gpt-4o-mini", prompt_tokens=1_000_000, completion_tokens=0, on=ON)
     batch = call_cost("openai/gpt-4o-mini", prompt_tokens=1_000_000, completion_tokens=0, on=ON,
@@ -228,13 +235,12 @@ def _genai_total(row: PriceRow, call: dict[str, Any], on: date) -> Decimal:
     return model.calc_price(usage, provider, genai_request_timestamp=when).total_price
 
 
-# Rows whose every charge cotplan models: no per-request fee, no off-peak price, no separate
-# reasoning rate or Gemini's reasoning rule (genai-prices' usage has no reasoning count).
+# Rows whose every charge cotplan models: no off-peak price, no separate reasoning rate or
+# Gemini's reasoning rule (genai-prices' usage has no reasoning count).
 PLAIN = [
     r for r in GENAI
     if r.reasoning_per_mtok is None and r.reasoning_billing == "in_completion"
     and "time-of-day" not in r.notes and "fallback" not in r.notes
-    and "requests_kcount" not in r.notes
 ]  # fmt: skip
 
 

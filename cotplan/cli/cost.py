@@ -328,6 +328,8 @@ def call(
     )
     for item, tokens, rate, usd in items:
         out.add_row(item, f"{tokens:,}", _rate(rate), _exact(usd))
+    if cost.request_usd:
+        out.add_row("request fee", "", "", _exact(cost.request_usd))
     if cost.batch:
         out.add_row("batch discount", "", "", _exact(cost.batch_discount_usd))
     all_tokens = cost.prompt_tokens + cost.output_tokens + cost.reasoning_tokens

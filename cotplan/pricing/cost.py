@@ -43,7 +43,8 @@ class CallCost:
     Every amount is an exact `Decimal` in USD. The line items are at list price;
     `batch_discount_usd` (zero or negative) takes the batch discount off their sum, and `usd` is
     the total. `output_tokens` are the visible answer tokens and `reasoning_tokens` the hidden
-    ones, whatever the provider's convention was.
+    ones, whatever the provider's convention was. `request_usd` is a per-request fee (zero for
+    most models).
     """
 
     model: str
@@ -66,6 +67,7 @@ class CallCost:
     source_url: str
     from_cache: bool = False
     source: str = ""
+    request_usd: Decimal = _ZERO
 
     @property
     def prompt_tokens(self) -> int:
@@ -93,6 +95,8 @@ class CallCost:
              "usd": self.output_usd},
             {"item": "reasoning", "tokens": self.reasoning_tokens,
              "usd_per_mtok": self.rates.reasoning_rate, "usd": self.reasoning_usd},
+            {"item": "request fee", "tokens": None, "usd_per_mtok": None,
+             "usd": self.request_usd},
             {"item": "batch discount", "tokens": None, "usd_per_mtok": None,
              "usd": self.batch_discount_usd},
             {"item": "total", "tokens": self.prompt_tokens + self.output_tokens
@@ -137,9 +141,11 @@ def price_parts(
     visible: Any,
     reasoning: Any,
     *,
+    requests: Any = 1,
     as_float: bool = False,
-) -> tuple[Any, Any, Any, Any, Any]:
-    """USD of each part of a call (input, cached input, cache write, output, reasoning).
+) -> tuple[Any, Any, Any, Any, Any, Any]:
+    """USD of each part of a call (input, cached input, cache write, output, reasoning, and the
+    per-request fee of `requests` requests).
 
     The one price formula: exact for Decimal token counts, vectorised for float arrays
     (``as_float=True`` turns the rates into floats first).
@@ -147,12 +153,14 @@ def price_parts(
     r: tuple[Any, ...] = (rates.input, rates.cached_input, rates.cache_write, rates.output,
                           rates.reasoning_rate)  # fmt: skip
     million: Any = _MILLION
+    fee: Any = rates.request
     if as_float:
         r = tuple(float(x) for x in r)
         million = 1e6
+        fee = float(fee)
     counts = (uncached, cached, written, visible, reasoning)
     a, b, c, d, e = (count * rate / million for count, rate in zip(counts, r, strict=True))
-    return a, b, c, d, e
+    return a, b, c, d, e, requests * fee
 
 
 def batch_factor(discount: Any, share: Any) -> Any:
@@ -199,7 +207,7 @@ def _price(
     discount = total - subtotal
     if from_cache:
         # The call cache answered: no request was made, so nothing was billed.
-        items = (_ZERO,) * 5
+        items = (_ZERO,) * 6
         discount = total = _ZERO
     return CallCost(
         model=row.model,
@@ -210,6 +218,7 @@ def _price(
         cache_write_usd=items[2],
         output_usd=items[3],
         reasoning_usd=items[4],
+        request_usd=items[5],
         batch_discount_usd=discount,
         input_tokens=uncached,
         cached_tokens=cached_tokens,

@@ -182,8 +182,12 @@ def _convert(provider: Any, model: Any, label: str) -> list[PriceRow]:
         if any(len(t.tiers) > 1 for t in tiers.values()):
             return []  # two long-context tiers: a row holds one threshold
         extra = sorted(
-            k for k, v in price.__dict__.items() if v is not None and k not in _TOKEN_KEYS
+            k
+            for k, v in price.__dict__.items()
+            if v is not None and k not in _TOKEN_KEYS and k != "requests_kcount"
         )
+        per_thousand = _base(getattr(price, "requests_kcount", None))
+        fee = None if per_thousand is None else per_thousand / 1000
         row_notes = list(notes)
         if extra:
             row_notes.append("also charged, not modelled: " + ", ".join(extra))
@@ -230,6 +234,7 @@ def _convert(provider: Any, model: Any, label: str) -> list[PriceRow]:
                 source_url=url,
                 effective_from=starts[i],
                 effective_to=None if end is None else end - timedelta(days=1),
+                request_fee_usd=fee,
                 notes="; ".join(row_notes),
                 origin=_ORIGIN,
                 **long,

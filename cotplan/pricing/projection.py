@@ -495,9 +495,9 @@ def _call_costs(
     uncached = prompt - cached - written
 
     def total(rates: Any) -> _FloatArray:
-        a, b, c, d, e = price_parts(rates, uncached, cached, written, answer, reasoning,
-                                    as_float=True)  # fmt: skip
-        out: _FloatArray = a + b + c + d + e
+        a, b, c, d, e, f = price_parts(rates, uncached, cached, written, answer, reasoning,
+                                       as_float=True)  # fmt: skip
+        out: _FloatArray = a + b + c + d + e + f
         return out
 
     cost = total(row.short_rates())

@@ -76,6 +76,7 @@ _PRICE_COLUMNS = (
     "cache_write_per_mtok",
     "output_per_mtok",
     "reasoning_per_mtok",
+    "request_fee_usd",
     "long_input_per_mtok",
     "long_cached_input_per_mtok",
     "long_cache_write_per_mtok",
@@ -96,6 +97,7 @@ _OPTIONAL = (
     "aliases",
     "cache_write_per_mtok",
     "reasoning_per_mtok",
+    "request_fee_usd",
     "long_context_threshold",
     "long_input_per_mtok",
     "long_cached_input_per_mtok",
@@ -113,6 +115,7 @@ _COLUMNS = (
     "cache_write_per_mtok",
     "output_per_mtok",
     "reasoning_per_mtok",
+    "request_fee_usd",
     "reasoning_billing",
     "batch_discount",
     "long_context_threshold",
@@ -148,6 +151,7 @@ class Rates:
     output: Decimal
     long_context: bool
     reasoning: Decimal | None = None  # None: reasoning pays the output rate
+    request: Decimal = Decimal(0)  # USD per request, whatever its tokens
 
     @property
     def reasoning_rate(self) -> Decimal:
@@ -165,8 +169,9 @@ class PriceRow:
     ``long_*`` rates. `effective_from` is None for a price in effect until a later row for the
     same model takes over; `effective_to` is the last day of a price a later row replaces
     (genai-prices' historic prices). `reasoning_per_mtok` is None when reasoning tokens pay the
-    output rate. `origin` is "cotplan" for a shipped row, the file for a user's row and
-    "genai-prices VERSION" for the second source.
+    output rate; `request_fee_usd` is a charge per request on top of the tokens. `origin` is
+    "cotplan" for a shipped row, the file for a user's row and "genai-prices VERSION" for the
+    second source.
     """
 
     provider: str
@@ -190,6 +195,7 @@ class PriceRow:
     origin: str = field(default="cotplan", compare=False)
     reasoning_per_mtok: Decimal | None = None
     effective_to: date | None = None
+    request_fee_usd: Decimal | None = None
 
     @property
     def is_local(self) -> bool:
@@ -243,6 +249,7 @@ class PriceRow:
                 self.long_output_per_mtok,
                 True,
                 self.reasoning_per_mtok,
+                self.request_fee_usd or Decimal(0),
             )
         return self.short_rates()
 
@@ -256,6 +263,7 @@ class PriceRow:
             self.output_per_mtok,
             False,
             self.reasoning_per_mtok,
+            self.request_fee_usd or Decimal(0),
         )
 
     def age_days(self, on: date | None = None) -> int:
