@@ -35,6 +35,7 @@ def _writer(path: str, start: int) -> None:
         cache.put(f"k{i % 300}", model="m", operation="op", request={}, response={"i": i})
 
 
+@pytest.mark.slow
 def test_concurrent_processes_and_threads_do_not_corrupt(tmp_path: Path) -> None:
     path = str(tmp_path / "shared.sqlite")
     CallCache(path)

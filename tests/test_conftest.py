@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+# Each check starts a pytest session in a child process: seconds each, so not in --fast runs.
+pytestmark = pytest.mark.slow
+
 ROOT_CONFTEST = Path(__file__).resolve().parents[1] / "conftest.py"
 
 

@@ -29,6 +29,7 @@ def test_path_statistics_of_constant_and_alternating_paths() -> None:
     assert t2[0, 0] > 1.5  # lag 2 correlates +0.9, lag 1 −0.9: far from exchangeable
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("reference", [laplace(), kt()])
 def test_a_bayesian_passes(reference) -> None:  # type: ignore[no-untyped-def]
     r = falck_tests(reference, seed=1, **SMALL)
@@ -39,6 +40,7 @@ def test_a_bayesian_passes(reference) -> None:  # type: ignore[no-untyped-def]
     assert (row["verdict"], row["control"]) == ("not comparable (model)", "not reproduced")
 
 
+@pytest.mark.slow
 def test_a_recency_biased_predictor_fails_t1_and_t3() -> None:
     r = falck_tests(Recency(0.8), seed=1, **SMALL)
     assert r.t1_violations >= 1

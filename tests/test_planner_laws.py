@@ -179,6 +179,7 @@ def _worst_case_frame(seed: int, items: int = 80) -> pd.DataFrame:
     )
 
 
+@pytest.mark.slow
 def test_the_certified_budget_meets_eps_with_the_stated_confidence() -> None:
     # 400 calibrations of the worst case: certifying k ≤ 32 (true error 0.11 > 0.1) is a miss.
     misses = certified = 0
