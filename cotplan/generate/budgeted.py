@@ -253,10 +253,10 @@ class _Price:
 
 def _price(completion: Completion) -> _Price:
     """List price of a call (also when the cache answered); NaN with a note when unknown."""
-    from cotplan.pricing import cost_of_completion
+    from cotplan.generate.call_cost import recorded_cost
 
     try:
-        cost = cost_of_completion(replace(completion, from_cache=False))
+        cost = recorded_cost(replace(completion, from_cache=False))
     except InputError as exc:  # UnknownModelError, or no price in effect today
         return _Price(math.nan, f"no price for {completion.model}: {exc}")
     return _Price(float(cost.usd), "")

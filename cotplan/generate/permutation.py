@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from cotplan.backends.base import Backend, Completion, Usage
-from cotplan.errors import CapabilityError, InputError, UnknownModelError
+from cotplan.errors import CapabilityError, InputError
 from cotplan.generate.budgeted import DEFAULT_PROMPT, CoTPrompt, resolve_mode
 from cotplan.generate.fewshot import (
     DEFAULT_TEMPLATE,
@@ -403,7 +403,7 @@ class _Run:
 
 
 def _cost(completions: Iterable[Completion]) -> tuple[Decimal | None, str | None]:
-    from cotplan.pricing import cost_of_completion
+    from cotplan.generate.call_cost import recorded_cost
 
     total = Decimal(0)
     for completion in completions:
@@ -411,8 +411,8 @@ def _cost(completions: Iterable[Completion]) -> tuple[Decimal | None, str | None
             with warnings.catch_warnings():
                 # A stale price is still the best figure; the CLI shows staleness elsewhere.
                 warnings.simplefilter("ignore")
-                total += cost_of_completion(completion).usd
-        except UnknownModelError as exc:
+                total += recorded_cost(completion).usd
+        except InputError as exc:  # unknown model, or a name several providers sell
             return None, f"no cost: {exc}"
     return total, None
 
