@@ -231,3 +231,16 @@ def test_a_t3_slope_interval_that_holds_zero_too_is_not_a_reproduction() -> None
     assert verdict(-1.5, 3.2) == "not testable"
     assert verdict(-0.8, -0.3) == "reproduced"
     assert verdict(-0.3, 0.4) == "not reproduced"  # excludes the Bayes slope
+
+
+def test_rows_that_say_they_are_cotplans_own_check_carry_that_verdict() -> None:
+    from cotplan.experiments.report import _own_check
+
+    # The lab k* study's row (cotplan.lab.reasoning.study) as it reads today.
+    met = ReportRow("cot-lab", "planned k* meets ε = 0.1 on held-out lab-parity items",
+                    "(cotplan's own check)", 0.05, None, "ε = 0.1", "reproduced", "w")  # fmt: skip
+    missed = dataclasses.replace(met, verdict="not reproduced")
+    assert (_own_check(met).verdict, _own_check(met).holds) == ("cotplan check", True)
+    assert (_own_check(missed).verdict, _own_check(missed).holds) == ("cotplan check", False)
+    claim = dataclasses.replace(met, paper="n-exponent 1/2 (theorem, not validated)")
+    assert _own_check(claim) == claim  # a claim of the paper keeps its verdict

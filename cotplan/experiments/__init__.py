@@ -7,7 +7,8 @@ Building blocks: exchangeable binary sequences (`balanced_sequences`, `beta_bern
 
 Experiments, each returning a result with `to_frame()`, `chart()`, `versus_paper()` and
 `save(folder)`: `martingale_gap`, `falck_tests`, `order_variance`, `positional_debias`,
-`entropy_efficiency`; and `reproduction_report`, which runs them all.
+`entropy_efficiency`; and `reproduction_report`, which runs them all. Every verdict's words
+come from `cotplan.experiments.verdicts` (`VERDICTS`, `MEANINGS`, `value_verdict`, `tally`).
 """
 
 from cotplan.experiments._common import Interval, ReportRow, RunInfo
@@ -59,6 +60,7 @@ from cotplan.experiments.report import (
     EXPERIMENTS,
     PRESETS,
     ReproductionReport,
+    check_params,
     planned_predictions,
     reproduction_report,
 )
@@ -67,6 +69,14 @@ from cotplan.experiments.sequences import (
     bernoulli_sequences,
     beta_bernoulli_sequences,
     random_orderings,
+)
+from cotplan.experiments.verdicts import (
+    MEANINGS,
+    MODEL_CLAIM_VERDICTS,
+    VERDICTS,
+    Verdict,
+    tally,
+    value_verdict,
 )
 
 __all__ = [
@@ -77,6 +87,8 @@ __all__ = [
     "FALCK_QUICK",
     "MARTINGALE_FULL",
     "MARTINGALE_QUICK",
+    "MEANINGS",
+    "MODEL_CLAIM_VERDICTS",
     "ORDER_FULL",
     "ORDER_QUICK",
     "PAPER_DEBIAS",
@@ -85,6 +97,7 @@ __all__ = [
     "PAPER_ORDER",
     "PRESETS",
     "V2_ORDER_VARIANCE",
+    "VERDICTS",
     "BackendPredictor",
     "BetaBernoulli",
     "ClippedMLE",
@@ -105,11 +118,13 @@ __all__ = [
     "ReproductionReport",
     "RunInfo",
     "SupportsPromptLogprobs",
+    "Verdict",
     "balanced_sequences",
     "bayes_limit",
     "bernoulli_sequences",
     "beta_bernoulli_sequences",
     "binary_entropy",
+    "check_params",
     "entropy_efficiency",
     "expected_curve",
     "falck_tests",
@@ -124,4 +139,6 @@ __all__ = [
     "random_orderings",
     "read_gaps",
     "reproduction_report",
+    "tally",
+    "value_verdict",
 ]
