@@ -70,8 +70,13 @@ def test_temperature_bias_shows_at_its_period_with_intervals() -> None:
     assert result.period_ci is not None
     assert result.period_ci.low < result.period_ci.high
     rows = result.versus_paper()
-    # A period exists (structural), at 40, not GPT-3's 64: another model's magnitude.
-    assert rows.iloc[0]["verdict"] == "not comparable (model)"
+    # A period exists (structural), at 40, not GPT-3's 64: another model's magnitude. The
+    # planted predictor is no model, so the row is a control that says what a model would read.
+    assert tuple(rows.iloc[0][["verdict", "control"]]) == (
+        "not comparable (model)",
+        "not comparable (model)",
+    )
+    assert "is a planted effect, not a language model" in rows.iloc[1]["why"]
 
 
 def test_short_grid_is_not_testable_for_period_64() -> None:

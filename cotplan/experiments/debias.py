@@ -52,7 +52,12 @@ from cotplan.experiments._stats import (
 )
 from cotplan.experiments.martingale import GapData, MartingaleResult
 from cotplan.experiments.predictors import FloatArray
-from cotplan.experiments.verdicts import NOT_COMPARABLE_MODEL, Verdict, is_paper_model
+from cotplan.experiments.verdicts import (
+    NOT_COMPARABLE_MODEL,
+    Verdict,
+    as_control,
+    is_paper_model,
+)
 
 if TYPE_CHECKING:
     import altair as alt
@@ -169,6 +174,8 @@ class DebiasResult:
     frequencies: FloatArray
     power: FloatArray
     n_boot: int
+    #: "model", or what else produced the gaps ("an exact reference", "a planted effect").
+    kind: str = "model"
 
     @property
     def period(self) -> float:
@@ -332,6 +339,8 @@ class DebiasResult:
                 measured_text=f"{fmt(self.r2_before)} -> {fmt(self.r2_after)}",
             )
         )
+        if self.kind != "model":
+            return as_control(rows, self.source, self.kind)
         return rows
 
     def versus_paper(self) -> pd.DataFrame:
@@ -566,17 +575,18 @@ def positional_debias(
     if isinstance(gaps_or_result, MartingaleResult):
         data = gaps_or_result.ref_data if reference else gaps_or_result.data
         source = gaps_or_result.reference if reference else gaps_or_result.predictor
+        kind = "an exact reference" if reference else gaps_or_result.run.kind
         if not all_positions and data.positions.size != gaps_or_result.ns.size:
             cols = np.searchsorted(data.positions, gaps_or_result.ns)
             data = GapData(gaps_or_result.ns.copy(), data.per_sequence[:, cols], data.shared)
     elif isinstance(gaps_or_result, GapData):
-        data, source = gaps_or_result, "gaps"
+        data, source, kind = gaps_or_result, "gaps", "model"
         steps = np.diff(data.positions)
         if data.shared and not all_positions and steps.size and np.all(steps == 1):
             even = data.positions % 2 == 0  # the paper's even-n grid: neighbours share no bit
             data = GapData(data.positions[even], data.per_sequence[:, even], data.shared)
     else:
-        data, source = None, "gaps"
+        data, source, kind = None, "gaps", "model"
     if data is not None:
         pos = data.positions.astype(float)
         gaps = data.gaps
@@ -645,6 +655,7 @@ def positional_debias(
         frequencies=stats.frequencies,
         power=stats.power,
         n_boot=boot_used,
+        kind=kind,
     )
 
 
