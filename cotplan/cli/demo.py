@@ -226,6 +226,12 @@ def register(app: typer.Typer) -> None:
         ]
         seen = {it.prompt for it in items}
         held = [it for it in held if it.prompt not in seen]
+        from cotplan.lab.reasoning.tasks import lab_demo_items  # a lab model: its own family
+
+        lab = lab_demo_items(backend, count=preset.count, held_out=preset.held_out, seed=seed)
+        if lab is not None:
+            info, sizes, items, held, lab_budgets = cast(Any, lab)
+            name, preset = info.name, replace(preset, budgets=lab_budgets)
         console.rule(f"cotplan demo: {name} ({info.description})")
         with connect(backend, base_url=base_url) as model:
             console.print(

@@ -622,17 +622,18 @@ def mechanism_error(family: str, n: int, k: int) -> float:
     return wrong / (wrong + right)
 
 
-#: Sizes `cotplan demo` uses on a lab model: a minute on 2 cores, and inside the paper's
-#: calibration grid [0, 10√n] (10√8 ≈ 28 ≥ the 26 tokens an answer at n = 8 needs).
+#: Sizes `cotplan demo` uses on a lab model: a minute on 2 cores.
 LAB_DEMO_SIZES = (4, 8)
 
 
 def lab_demo_items(
     backend: str, *, count: int, held_out: int, seed: int = 0
-) -> tuple[LabFamilyInfo, tuple[int, ...], list[TaskItem], list[TaskItem]] | None:
-    """For ``cotplan demo --backend lab:FAMILY``: the family, its sizes, calibration items and
-    held-out items (disjoint, at most half of a size's distinct questions calibrate); None for
-    a backend that is not a lab model."""
+) -> tuple[LabFamilyInfo, tuple[int, ...], list[TaskItem], list[TaskItem], tuple[int, ...]] | None:
+    """For ``cotplan demo --backend lab:FAMILY``: the family, its sizes, calibration items,
+    held-out items (disjoint; at most half of a size's distinct questions calibrate) and the
+    budgets to calibrate (every second one up to past the longest trace that settles an
+    answer, and every one around each size's settling point 3n, where a lab model's error
+    drops); None for a backend that is not a lab model."""
     if not str(backend).startswith("lab:"):
         return None
     info = get_lab_family(str(backend).partition(":")[2])
@@ -646,4 +647,8 @@ def lab_demo_items(
         second = min(held_out, available - first)
         if second > 0:
             held += make_lab_tasks(info.name, n=n, count=second, seed=seed + 1, exclude=mine)
-    return info, LAB_DEMO_SIZES, items, held
+    top = STEP_TOKENS * max(LAB_DEMO_SIZES) + 4
+    budgets = {*range(0, top, 2), top}
+    for n in LAB_DEMO_SIZES:
+        budgets |= set(range(STEP_TOKENS * n - 1, STEP_TOKENS * n + 3))
+    return info, LAB_DEMO_SIZES, items, held, tuple(sorted(budgets))
