@@ -22,8 +22,11 @@
 # the answer is forced. cotplan's own calibration, planner and held-out check run on it
 # unchanged, and their output can be held against that ground truth.
 #
-# The quick preset trains a tiny model on sizes 2 to 5 in seconds; set `preset = "standard"`
-# (sizes up to 16, several minutes per family) for the study in docs/lab.md.
+# The models ship with cotplan (`cotplan/lab/reasoning/weights/`): nothing trains here. The
+# tiny preset (sizes 2 to 5) runs in seconds; `preset = "standard"` (sizes up to 16) gives the
+# study in docs/lab-reasoning.md. Section 6 shows the two models added in round two: an
+# over-thinker that goes on long after its answer is settled, and the lamp, where every step
+# of reasoning buys a little, measured on the paper's own terms (log-loss B(k), relative ε).
 
 # %% tags=["parameters"]
 family = "parity"
@@ -68,8 +71,9 @@ print("trace:", " ".join(example.trace), "| answer:", example.answer)
 # %% [markdown]
 # ## 2. The model, as a cotplan backend
 #
-# Trained once and kept in the cotplan user folder (keyed by every training setting), then
-# served in-process by `cotplan.connect("lab:FAMILY")`. `budgeted_answer` drives it exactly as
+# Loaded from the weights that ship with cotplan (their record holds the key of every
+# training setting and a checksum: stale or damaged files are caught), then served in-process
+# by `cotplan.connect("lab:FAMILY")`. `budgeted_answer` drives it exactly as
 # it drives an API model: reasoning capped at k tokens, then a forced answer.
 
 # %%
@@ -153,3 +157,48 @@ import pandas as pd
 pd.DataFrame([row.as_dict() for row in study.report_rows()])[
     ["claim", "measured", "interval", "verdict"]
 ]
+
+
+# %% [markdown]
+# ## 6. An over-thinker, and a task where each step helps a little
+#
+# `lab:parity-overthink` answers the same parity questions, but after the steps that settle
+# the answer it goes on with a verification pass (`Check:`) that re-reads n to 2n inputs and
+# restates the answer: uncapped it spends 2 to 3 times the tokens the answer needs, as
+# reasoning models do. A cap just past the settling point keeps the answer.
+
+# %%
+overthinker = cotplan.connect("lab:parity-overthink", preset=STUDY_PRESETS[preset].train)
+n = 4
+for question in make_lab_tasks("parity-overthink", n=n, count=3, seed=1):
+    uncapped = budgeted_answer(overthinker, question, 256)
+    capped = budgeted_answer(overthinker, question, 3 * n + 3)
+    print(
+        f"uncapped: {uncapped.reasoning_tokens} tokens ({'right' if uncapped.correct else 'wrong'})"
+        f"; capped at {3 * n + 3}: {capped.reasoning_tokens} tokens "
+        f"({'right' if capped.correct else 'wrong'})"
+    )
+print(uncapped.reasoning.strip())
+
+# %% [markdown]
+# `lab:lamp`: a lamp starts off, each input 1 toggles it; was it on after more than half of
+# the steps? Each written lamp state is one vote and each unread one a fair coin, so the error
+# falls gradually with every step. `mechanism_error` is that curve, exactly.
+
+# %%
+from cotplan.lab.reasoning.logloss import logloss_study
+from cotplan.lab.reasoning.tasks import mechanism_error
+
+print([round(mechanism_error("lamp", 16, k), 3) for k in range(0, 49, 6)])
+
+# %% [markdown]
+# The paper's terms: B(k) = mean −ln P(correct answer) from the backend's `next_token_probs`,
+# the relative ε = (B(k) − B_opt) / (B(0) − B_opt), and k*(n, ε) with item-bootstrap intervals.
+# Theorem 4.5's domain ε ∈ [max(n^−1/4, 1/V), 1/2] is empty below n = 16; `in_domain` marks the
+# tested (n, ε) inside it.
+
+# %%
+lamp = cotplan.connect("lab:lamp", preset=STUDY_PRESETS[preset].train)
+law = logloss_study(lamp, sizes=list(STUDY_PRESETS[preset].sizes), items=40, n_bootstrap=100)
+print(law.verdict())
+law.budgets.round(2)

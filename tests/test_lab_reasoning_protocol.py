@@ -87,9 +87,10 @@ def test_prompts_the_model_cannot_read_are_refused(prompt: object, match: str) -
 
 
 def test_the_grid_reaches_past_the_full_trace() -> None:
-    assert study_grid(4) == list(range(16))
+    # Every budget to 3n + 3, then four into an over-thinker's check pass.
+    assert study_grid(4) == [*range(16), 18, 21, 24, 27]
     grid = study_grid(16, max_points=13)
-    assert grid == [0, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 47, 48, 50, 51]
+    assert grid == [0, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 47, 48, 50, 51, 54, 57, 60, 63]
 
 
 def test_empirical_budget_is_where_the_error_stays_below_eps() -> None:

@@ -127,3 +127,14 @@ def test_training_lowers_the_loss_and_the_user_folder_keeps_the_model() -> None:
             assert torch.equal(tensor, again.network.state_dict()[name])
     finally:
         torch.set_num_threads(threads)
+
+
+def test_the_cli_lists_the_shipped_weights() -> None:
+    from typer.testing import CliRunner
+
+    from cotplan.cli.lab_reasoning import app
+
+    result = CliRunner().invoke(app, ["weights"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert result.output.count("lab-") >= len(RECORDS)
+    assert "stale" not in result.output

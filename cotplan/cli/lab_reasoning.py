@@ -5,6 +5,7 @@
 - ``cotplan kstar-lab study [FAMILY ...]``: the study of `cotplan.lab.reasoning.study` per
   family: the error grid, the planner's constants, which law holds, the oracle per-item budget
   and the held-out policies; tables and charts go into a report folder.
+- ``cotplan kstar-lab weights``: the weights that ship (key, checksum, still fitting?).
 - ``cotplan kstar-lab law FAMILY``: the law on the paper's terms (B(k), relative ε, the
   theorem's domain; `cotplan.lab.reasoning.logloss`).
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -319,6 +321,39 @@ def law_command(
         study.save(out)
         console.print(f"wrote {out}")
     console.print(f"finished in {time.perf_counter() - started:.0f} s")
+
+
+@app.command("weights")
+def weights_command() -> None:
+    """List the weights that ship with cotplan: key, checksum, whether they still fit, and what
+    training measured."""
+    import json
+
+    from cotplan.lab.reasoning.shipped import shipped_dir, shipped_state
+    from cotplan.lab.reasoning.train import settings_for
+
+    table = Table(title=f"Shipped lab weights ({shipped_dir().name}/)")
+    for column in ("family", "preset", "key", "SHA-256", "fits", "trained in", "full trace",
+                   "no reasoning"):  # fmt: skip
+        table.add_column(column)
+    for record_path in sorted(shipped_dir().glob("*.json")):
+        record = json.loads(record_path.read_text(encoding="utf-8"))
+        family, preset = str(record["family"]), str(record["preset"])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fits = shipped_state(settings_for(family, preset), preset) is not None
+        meta = record.get("meta", {})
+        table.add_row(
+            family,
+            preset,
+            str(record["key"]),
+            str(record["sha256"])[:12] + "…",
+            "yes" if fits else "stale",
+            f"{meta.get('train_seconds', '?')} s",
+            escape(str(meta.get("accuracy_full_trace"))),
+            escape(str(meta.get("accuracy_no_reasoning"))),
+        )
+    console.print(table)
 
 
 def register(parent: typer.Typer) -> None:

@@ -116,10 +116,13 @@ def study_grid(n: int, max_points: int = 60) -> list[int]:
     """Budgets for size n: every budget from 0 to 3n + 3 (the model ends on its own there),
     or, where that is more than `max_points`, every s-th one plus the last few (3n − 1: the
     last input copied; 3n: the trace complete; 3n + 2: the answer written, the end not yet;
-    3n + 3)."""
+    3n + 3), and four more up to 3n + 15: an over-thinker is still checking there, and its
+    error stays where the settled answer put it (a model that ends at 3n + 2 answers them
+    from the same run, at no extra cost)."""
     full = STEP_TOKENS * n
     stride = max(1, math.ceil((full + 4) / max_points))
-    return sorted({*range(0, full + 4, stride), full - 1, full, full + 2, full + 3})
+    extra = {full + 6, full + 9, full + 12, full + 15}
+    return sorted({*range(0, full + 4, stride), full - 1, full, full + 2, full + 3, *extra})
 
 
 def _curves(frame: pd.DataFrame) -> dict[int, tuple[np.ndarray, np.ndarray]]:
