@@ -120,7 +120,7 @@ def _slug(arguments: list[str]) -> str:
     if not arguments:
         return ""
     # Paths in the arguments are named by their last part only (no machine's folders).
-    words = [Path(a).name if os.sep in a else a for a in arguments]
+    words = [(Path(a).name if os.sep in a else a).lstrip("-") for a in arguments]
     slug = re.sub(r"[^A-Za-z0-9._=]+", "-", "_".join(words)).strip("-_")
     return "_" + slug[:80]
 
