@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 
 import httpx2 as httpx
 
+from cotplan.backends.local import require_loopback
 from cotplan.errors import InputError
 
 __all__ = ["FAULT_KINDS", "FaultProxy", "ProxyStats"]
@@ -105,9 +106,8 @@ class FaultProxy:
         retry_after: float = 0.0,
         hold_after: int | None = None,
     ) -> None:
+        require_loopback(upstream, field="upstream")
         parts = urlsplit(upstream)
-        if parts.hostname not in {"127.0.0.1", "localhost", "::1"}:
-            raise InputError("the fault proxy only fronts loopback servers", field="upstream")
         if not 0.0 <= rate <= 1.0:
             raise InputError(f"must be in [0, 1], got {rate!r}", field="rate")
         unknown = set(kinds) - set(FAULT_KINDS)

@@ -518,6 +518,15 @@ API_CASES += [
     ApiCase("a fault proxy off loopback",
             lambda d: __import__("cotplan.testing").testing.FaultProxy("http://10.0.0.1:8/v1"),
             ("`upstream`", "loopback")),
+    ApiCase("the embedded model's backend pointed off loopback",
+            lambda d: __import__("cotplan").LocalModel().backend(base_url="http://10.0.0.1:8/v1"),
+            ("`base_url`", "loopback")),
+    ApiCase("the embedded model's backend pointed at a name that is not loopback",
+            lambda d: __import__("cotplan").LocalModel().backend(base_url="http://example.com/v1"),
+            ("`base_url`", "'example.com'")),
+    ApiCase("the embedded model's backend with a negative timeout",
+            lambda d: __import__("cotplan").LocalModel().backend(timeout=-1),
+            ("`timeout`",)),
 ]  # fmt: skip
 
 
@@ -820,3 +829,116 @@ API_CASES += [
     ApiCase("falck_tests with 500 null draws", lambda d: _falck_with_few_null_draws(),
             ("`n_null`", "5000")),
 ]  # fmt: skip
+
+
+# --- #14 planner commands: plan, run, demo ---
+# `plan` checks every option before it fits; `run` and `demo` before the model starts.
+
+
+def _plan_json(sizes: tuple[int, ...] = (4,)) -> bytes:
+    """A plan file as `cotplan plan` writes it, with budgets for `sizes`."""
+    import json
+    from dataclasses import asdict
+
+    from cotplan.planner import Budget
+
+    budgets = [
+        asdict(Budget(n=n, eps=0.1, k_star=3.0 * n, low=2.0 * n, high=4.0 * n, tokens=3 * n,
+                      log_base="e", c_in_base=1.0, formula="k* = 3n", law="step"))
+        for n in sizes
+    ]  # fmt: skip
+    record = {"eps": 0.1, "delta": 0.05, "law": "step", "status_": "helps", "verdict_": "v",
+              "calibration": "none.csv", "budgets": budgets}  # fmt: skip
+    return json.dumps(record).encode()
+
+
+RUN = ("run", "--plan", "{dir}/plan.json", "--family", "parity", "--out", "{dir}/report",
+       "--no-progress")  # fmt: skip
+CALIBRATED = (("calibration.csv", _calibration_csv()),)
+
+CASES += [
+    Case("plan with δ of 1", (*PLAN, "--eps", "0.1", "--delta", "1"), ("`delta`",), CALIBRATED),
+    Case("plan with an unknown law", (*PLAN, "--eps", "0.1", "--law", "exponential"),
+         ("`law`", "exponential"), CALIBRATED),
+    Case("plan with negative bootstrap", (*PLAN, "--eps", "0.1", "--bootstrap", "-1"),
+         ("`bootstrap`",), CALIBRATED),
+    Case("plan for n = 0", (*PLAN, "--eps", "0.1", "--n", "0"), ("`n`",), CALIBRATED),
+    Case("run without a plan file", (*RUN, "--n", "4"), ("plan.json", "`plan`")),
+    Case("run on a file that is no plan", (*RUN, "--n", "4"), ("`plan`",),
+         (("plan.json", b'{"eps": 0.1}'),)),
+    Case("run for a size the plan lacks", (*RUN, "--n", "4,8"), ("`n`", "8"),
+         (("plan.json", _plan_json((4,))),)),
+    Case("run with n = 0", (*RUN, "--n", "0"), ("`n`",), (("plan.json", _plan_json()),)),
+    Case("run with no items", (*RUN, "--n", "4", "--count", "0"), ("`count`",),
+         (("plan.json", _plan_json()),)),
+    Case("run with uncapped 0", (*RUN, "--n", "4", "--uncapped", "0"), ("`uncapped`",),
+         (("plan.json", _plan_json()),)),
+    Case("run with concurrency 0", (*RUN, "--n", "4", "--concurrency", "0"),
+         ("`concurrency`",), (("plan.json", _plan_json()),)),
+    Case("demo with ε of 1.5", ("demo", "--quick", "--eps", "1.5"), ("`eps`",)),
+    Case("demo with negative queries a day", ("demo", "--quick", "--queries-per-day", "-1"),
+         ("`queries_per_day`",)),
+    Case("demo with no items", ("demo", "--quick", "--count", "0"), ("`count`",)),
+    Case("demo with no held-out items", ("demo", "--quick", "--held-out", "0"),
+         ("`held_out`",)),
+]  # fmt: skip
+
+# --- #15 lab reasoning commands: kstar-lab train, study, law ---
+# Each checks its options before a lab model is loaded or trained (a training run that started
+# would not be refused by the guard: it would only be slow, so the case would time out).
+LAB_FILE = (("model.pt", b"not a folder"),)
+
+CASES += [
+    Case("kstar-lab train of an unknown family", ("kstar-lab", "train", "parrot"),
+         ("`family`", "parrot")),
+    Case("kstar-lab train with an unknown preset", ("kstar-lab", "train", "parity", "--preset",
+         "huge"), ("`preset`", "huge")),
+    Case("kstar-lab train of a size the family lacks", ("kstar-lab", "train", "parity",
+         "--preset", "wide"), ("`n_max`", "24")),
+    Case("kstar-lab train exporting into a file", ("kstar-lab", "train", "parity", "--export",
+         "{dir}/model.pt"), ("`export`", "is a file"), LAB_FILE),
+    Case("kstar-lab train exporting under a file", ("kstar-lab", "train", "parity", "--export",
+         "{dir}/model.pt/weights"), ("`export`", "is a file"), LAB_FILE),
+    Case("kstar-lab train on 0 threads", ("kstar-lab", "train", "lamp", "--threads", "0"),
+         ("`threads`",)),
+    Case("kstar-lab train with a negative estimate", ("kstar-lab", "train", "lamp",
+         "--estimate", "-5"), ("`estimate`",)),
+    Case("kstar-lab study of an unknown family", ("kstar-lab", "study", "parrot", "--out",
+         "{dir}/report"), ("`family`", "parrot")),
+    Case("kstar-lab study with an unknown preset", ("kstar-lab", "study", "parity", "--preset",
+         "nope"), ("`preset`", "nope")),
+    Case("kstar-lab study into a file", ("kstar-lab", "study", "parity", "--out",
+         "{dir}/model.pt"), ("`out`", "is a file"), LAB_FILE),
+    Case("kstar-lab law at a size the model lacks", ("kstar-lab", "law", "lamp", "--sizes",
+         "4,99"), ("`sizes`", "99")),
+    Case("kstar-lab law with sizes that are not numbers", ("kstar-lab", "law", "lamp",
+         "--sizes", "4,x"), ("`sizes`",)),
+    Case("kstar-lab law with n = 0", ("kstar-lab", "law", "lamp", "--sizes", "0"),
+         ("`sizes`",)),
+    Case("kstar-lab law with ε above 1", ("kstar-lab", "law", "lamp", "--eps", "0.5,1.5"),
+         ("`eps`", "(0, 1)")),
+    Case("kstar-lab law with no items", ("kstar-lab", "law", "lamp", "--items", "0"),
+         ("`items`",)),
+    Case("kstar-lab law with negative bootstrap", ("kstar-lab", "law", "lamp", "--bootstrap",
+         "-1"), ("`bootstrap`",)),
+    Case("kstar-lab law into a file", ("kstar-lab", "law", "lamp", "--out", "{dir}/model.pt"),
+         ("`out`", "is a file"), LAB_FILE),
+]  # fmt: skip
+
+
+def _lab_mechanism(k: int) -> object:
+    from cotplan.lab.reasoning.tasks import mechanism_error
+
+    return mechanism_error("lamp", 4, k)
+
+
+def _lab_items(n: int) -> object:
+    from cotplan.lab.reasoning.tasks import make_lab_tasks
+
+    return make_lab_tasks("lamp", n=n, count=1)
+
+
+API_CASES += [
+    ApiCase("lab mechanism at a negative budget", lambda d: _lab_mechanism(-1), ("`k`",)),
+    ApiCase("lab items of size 0", lambda d: _lab_items(0), ("`n`",)),
+]

@@ -12,6 +12,7 @@ vLLM; only the tokenizer (the server's /tokenize endpoint) and crash reporting a
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import os
 import socket
 import subprocess
@@ -19,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import httpx2 as httpx
 
@@ -33,7 +35,7 @@ from cotplan.errors import (
     ServerUnreachableError,
 )
 
-__all__ = ["LocalBackend", "LocalModel", "default_cache"]
+__all__ = ["LocalBackend", "LocalModel", "default_cache", "require_loopback"]
 
 CacheChoice = CallCache | None | Literal["default"]
 
@@ -227,8 +229,17 @@ class LocalModel:
 
         `timeout` is per request; a long generation on a busy 2-core machine can take minutes.
         `base_url` sends the requests elsewhere, e.g. to a `cotplan.testing.FaultProxy` in front
-        of this server; the tokenizer and crash reports still use the server itself.
+        of this server; the tokenizer and crash reports still use the server itself. It must be
+        a loopback address: the embedded model's traffic never leaves this machine.
         """
+        if base_url is not None:
+            require_loopback(base_url, field="base_url")
+        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+            raise InputError(
+                f"must be a whole number >= 0, got {max_retries!r}", field="max_retries"
+            )
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
+            raise InputError(f"must be a number of seconds > 0, got {timeout!r}", field="timeout")
         self.start()
         return LocalBackend(
             self,
@@ -302,3 +313,24 @@ class LocalBackend(OpenAICompatibleBackend):
         except BackendError:
             self.server.raise_if_dead()
             raise
+
+
+def require_loopback(url: str, *, field: str) -> None:
+    """Refuse a URL whose host is not this machine's loopback (127.0.0.0/8, localhost, ::1)."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+    except ValueError as exc:
+        raise InputError(f"is not a URL: {url!r}", field=field) from exc
+    if parts.scheme not in {"http", "https"} or not host:
+        raise InputError(f"must be an http(s) URL on loopback, got {url!r}", field=field)
+    if host == "localhost":
+        return
+    try:
+        if ipaddress.ip_address(host).is_loopback:
+            return
+    except ValueError:
+        pass
+    raise InputError(
+        f"must be on loopback (127.0.0.1, localhost or ::1), got host {host!r}", field=field
+    )
