@@ -316,6 +316,18 @@ def law_command(
             _frame_table(table, f"k*(n, ε) on {measure}, relative ε (95% item bootstrap)")
         )
     console.print(_frame_table(study.exponents, "n-exponent of k* per ε (95% item bootstrap)"))
+    domain = ", ".join(
+        f"n = {n}: [{max(n**-0.25, 1 / study.vocab):.3f}, 0.5]"
+        if max(n**-0.25, 1 / study.vocab) <= 0.5
+        else f"n = {n}: empty"
+        for n in ns
+    )
+    console.print(
+        escape(
+            f"theorem's domain ε ∈ [max(n^−1/4, 1/V), 1/2] with the lab vocabulary V = "
+            f"{study.vocab}: {domain}"
+        )
+    )
     console.print(f"[bold]law:[/] {escape(study.verdict())}")
     if out is not None:
         study.save(out)
