@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from cotplan.errors import InfeasibleTargetError
-from cotplan.planner.evidence import _percentile
+from cotplan.planner.data import _percentile
 from cotplan.planner.law_paper import _k_star, _k_star_ls
 from cotplan.planner.records import (
     _NAN_CI,

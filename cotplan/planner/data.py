@@ -11,9 +11,12 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from cotplan.errors import InputError
-from cotplan.planner.records import LOG_BASES, LogBase
+from cotplan.planner.records import _NAN_CI, LOG_BASES, ConfidenceInterval, LogBase
 
 __all__: list[str] = []
+
+# The paper law's α is searched in [0, _ALPHA_MAX]; the evidence reports an α at that edge.
+_ALPHA_MAX = 2.0
 
 
 @dataclass(frozen=True)
@@ -162,3 +165,15 @@ def _subset(data: _Data, rows: NDArray[np.bool_]) -> _Data:
         cell_k=np.array([c[1] for c in cell_index], dtype=float),
         n_items=int(item_codes.max()) + 1,
     )
+
+
+def _percentile(values: NDArray[np.float64], confidence: float) -> ConfidenceInterval:
+    """Percentile interval that tolerates infinite draws (no interpolation across them)."""
+    finite_or_inf = values[~np.isnan(values)]
+    if len(finite_or_inf) == 0:
+        return _NAN_CI
+    tail = (1.0 - confidence) / 2.0
+    ordered = np.sort(finite_or_inf)
+    lo = ordered[math.floor(tail * (len(ordered) - 1))]
+    hi = ordered[math.ceil((1.0 - tail) * (len(ordered) - 1))]
+    return ConfidenceInterval(float(lo), float(hi))

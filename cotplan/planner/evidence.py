@@ -9,13 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-from numpy.typing import NDArray
 from scipy import stats
 
-from cotplan.planner.data import _Data, _subset
+from cotplan.planner.data import _ALPHA_MAX, _Data, _subset
 from cotplan.planner.records import (
-    _NAN_CI,
-    ConfidenceInterval,
     Estimate,
     LikelihoodRatioTest,
     TrendTest,
@@ -100,18 +97,6 @@ def _trend_test(data: _Data) -> TrendTest:
     return TrendTest(z, p_up, p_down, text)
 
 
-def _percentile(values: NDArray[np.float64], confidence: float) -> ConfidenceInterval:
-    """Percentile interval that tolerates infinite draws (no interpolation across them)."""
-    finite_or_inf = values[~np.isnan(values)]
-    if len(finite_or_inf) == 0:
-        return _NAN_CI
-    tail = (1.0 - confidence) / 2.0
-    ordered = np.sort(finite_or_inf)
-    lo = ordered[math.floor(tail * (len(ordered) - 1))]
-    hi = ordered[math.ceil((1.0 - tail) * (len(ordered) - 1))]
-    return ConfidenceInterval(float(lo), float(hi))
-
-
 def likelihood_ratio(planner: BudgetPlanner, free: _Fit, half: _Fit) -> LikelihoodRatioTest:
     p = planner._p
     statistic = max(2.0 * (free.loglik - half.loglik), 0.0)
@@ -154,7 +139,6 @@ def likelihood_ratio(planner: BudgetPlanner, free: _Fit, half: _Fit) -> Likeliho
 def helps_verdict(
     planner: BudgetPlanner, free_alpha: bool, p: Mapping[str, Any], unresolved: bool
 ) -> str:
-    from cotplan.planner.law_paper import _ALPHA_MAX  # law_paper imports this module
 
     parts = [
         f"reasoning helps: error falls from {planner.e_base_:.2f} without reasoning to a floor "

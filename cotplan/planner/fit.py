@@ -79,23 +79,23 @@ from cotplan.errors import InfeasibleTargetError, InputError, NotFittedError
 from cotplan.planner.budgets import certified_only, model_budget, with_certificate
 from cotplan.planner.certify import Certification
 from cotplan.planner.data import (
+    _ALPHA_MAX,
     _cells,
     _check_fraction,
     _check_log_base,
     _check_positive,
     _Data,
+    _percentile,
     _subset,
     _validate_frame,
 )
 from cotplan.planner.evidence import (
     _peaks_per_size,
-    _percentile,
     _trend_test,
     helps_verdict,
     likelihood_ratio,
 )
 from cotplan.planner.law_paper import (
-    _ALPHA_MAX,
     _PARAMS,
     _c_least_squares,
     _error,

@@ -17,8 +17,7 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 from scipy import optimize
 
-from cotplan.planner.data import _Cells, _cells, _Data
-from cotplan.planner.evidence import _percentile
+from cotplan.planner.data import _ALPHA_MAX, _Cells, _cells, _Data, _percentile
 from cotplan.planner.records import ConfidenceInterval
 
 if TYPE_CHECKING:
@@ -27,7 +26,6 @@ if TYPE_CHECKING:
 __all__: list[str] = []
 
 _PARAMS = ("e0", "e_base", "k0", "c", "alpha")
-_ALPHA_MAX = 2.0
 _CLIP = 1e-12
 
 

@@ -21,8 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from cotplan.planner.data import _Cells, _cells, _Data
-from cotplan.planner.evidence import _percentile
+from cotplan.planner.data import _Cells, _cells, _Data, _percentile
 from cotplan.planner.law_location import (
     LOGISTIC_PARAMS,
     STEP_PARAMS,
