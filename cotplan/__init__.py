@@ -6,7 +6,8 @@ The public names, re-exported from the modules that define them:
 - tokens: `count_tokens`
 - costs: `prices`, `call_cost`, `cost_of_text`, `cost_of_completion`, `project_costs`,
   `compare_scenarios` and the projection inputs
-- tasks and planning: `make_tasks`, `load_tasks`, `calibrate`, `BudgetPlanner`, `run_plan`
+- tasks and planning: `make_tasks`, `load_tasks`, `calibrate`, `BudgetPlanner` (its law
+  comparison and certified budgets), `adaptive_certify`, `run_plan`
 - generation: `budgeted_answer`, `permutation_average`
 """
 
@@ -24,7 +25,17 @@ from cotplan.errors import CotplanError
 from cotplan.generate.budgeted import BudgetedAnswer, budgeted_answer
 from cotplan.generate.fewshot import Example, FewShotTemplate, load_examples
 from cotplan.generate.permutation import AnswerDistribution, permutation_average
-from cotplan.planner import BudgetPlanner, PlanReport
+from cotplan.planner import (
+    AdaptiveCertificate,
+    BudgetPlanner,
+    Certification,
+    CertifiedBudget,
+    LawComparison,
+    LawFit,
+    PlanReport,
+    SavedPlan,
+    adaptive_certify,
+)
 from cotplan.planner.calibrate import Calibration, calibrate
 from cotplan.planner.run import PlanRun, run_plan
 from cotplan.pricing import (
@@ -50,6 +61,7 @@ from cotplan.tasks import TaskItem, list_families, load_tasks, make_tasks, save_
 from cotplan.tokens import count_tokens
 
 __all__ = [
+    "AdaptiveCertificate",
     "AnswerDistribution",
     "Backend",
     "BudgetPlanner",
@@ -57,6 +69,8 @@ __all__ = [
     "Calibration",
     "CallCache",
     "CallCost",
+    "Certification",
+    "CertifiedBudget",
     "Comparison",
     "Completion",
     "CotplanError",
@@ -64,6 +78,8 @@ __all__ = [
     "Example",
     "FewShotTemplate",
     "FixedCap",
+    "LawComparison",
+    "LawFit",
     "LocalModel",
     "NextTokenProbs",
     "OpenAICompatibleBackend",
@@ -72,12 +88,14 @@ __all__ = [
     "PlanRun",
     "PlannerCap",
     "Projection",
+    "SavedPlan",
     "Scenario",
     "StalePriceWarning",
     "TaskItem",
     "Uncapped",
     "Usage",
     "Workload",
+    "adaptive_certify",
     "budgeted_answer",
     "calibrate",
     "call_cost",
