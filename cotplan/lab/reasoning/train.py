@@ -128,7 +128,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     "standard": {"n_min": 1, "n_max": 16, "steps": 4000, "batch_size": 32},
     # Sizes where the theorem's domain ε ∈ [max(n^−1/4, 1/V), 1/2] is not empty (n ≥ 64):
     # only families that allow n = 64 (the lamp).
-    "wide": {"n_min": 1, "n_max": 64, "steps": 6000, "batch_size": 32},
+    "wide": {"n_min": 1, "n_max": 64, "steps": 3000, "batch_size": 32},
 }
 
 #: Where a family's preset departs from `PRESETS` (none today; the lookup is kept so a family
