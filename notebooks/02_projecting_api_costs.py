@@ -42,6 +42,7 @@ from tempfile import mkdtemp
 import altair as alt
 
 import cotplan
+from cotplan.charts import chart
 from cotplan.pricing import (
     ParametricTokens,
     Scenario,
@@ -128,7 +129,7 @@ print(
 )
 
 # %%
-projection.chart()
+chart(projection)
 
 # %% [markdown]
 # The same workload on a model priced by genai-prices. Gemini reports thinking tokens apart
@@ -178,7 +179,7 @@ capped = comparison.frame.set_index("scenario").loc[f"cap {reasoning_cap}"]
 print(f"capping reasoning at {reasoning_cap} tokens saves {capped['savings_pct']:.1f}% a year")
 
 # %%
-comparison.chart()
+chart(comparison)
 
 # %% [markdown]
 # ## 5. For the spreadsheet

@@ -34,6 +34,7 @@ seed = 0
 import altair as alt
 
 import cotplan
+from cotplan.charts import chart
 from cotplan.experiments import (
     MARTINGALE_QUICK,
     BackendPredictor,
@@ -60,7 +61,7 @@ result.to_frame().head()
 result.versus_paper()
 
 # %%
-result.chart()
+chart(result)
 
 # %% [markdown]
 # The table above puts the paper's fitted constants beside ours and beside the exact reference.
@@ -101,7 +102,7 @@ debiased = positional_debias(result, n_boot=100, n_permutations=199, seed=seed)
 debiased.versus_paper()
 
 # %%
-debiased.chart()
+chart(debiased)
 
 # %%
 backend.close()

@@ -36,6 +36,7 @@ seed = 0
 import altair as alt
 
 import cotplan
+from cotplan.charts import chart
 from cotplan.experiments import (
     ENTROPY_QUICK,
     BackendPredictor,
@@ -69,7 +70,7 @@ result.to_frame().head(10)
 result.versus_paper()
 
 # %%
-result.chart()
+chart(result)
 
 # %% [markdown]
 # ## 3. With p drawn from the prior, where the Bayes limit applies

@@ -40,6 +40,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from cotplan.charts import chart
 from cotplan.experiments import random_orderings, reproduction_report
 from cotplan.lab.ablation import pe_ablation
 from cotplan.lab.bernoulli import train
@@ -109,7 +110,7 @@ ablation.order_at(20)[["model", "variance", "variance_low", "variance_high", "va
 ablation.versus_paper()[["claim", "paper", "measured", "interval", "verdict", "why"]]
 
 # %%
-ablation.chart()
+chart(ablation)
 
 # %% [markdown]
 # ## 4. Every experiment on a trained model

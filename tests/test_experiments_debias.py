@@ -100,7 +100,7 @@ def test_nested_gap_data_uses_the_even_grid_unless_asked(tmp_path) -> None:  # t
     from cotplan.experiments.martingale import read_gaps
 
     r = martingale_gap(laplace(), [10, 12, 14, 40], n_sequences=20, n_boot=100)
-    r.save(tmp_path, charts=False)
+    r.save(tmp_path)
     data = read_gaps(tmp_path)
     assert data.positions.size == 31  # every position 10..40
     assert positional_debias(data, n_boot=0, n_permutations=0).positions.size == 16

@@ -76,7 +76,7 @@ def test_bootstrap_intervals_cover_the_point_estimate(laplace_full) -> None:  # 
 
 
 def test_per_sequence_gaps_round_trip(tmp_path, laplace_full) -> None:  # type: ignore[no-untyped-def]
-    laplace_full.save(tmp_path, charts=False)
+    laplace_full.save(tmp_path)
     data = read_gaps(tmp_path)
     assert np.array_equal(data.positions, laplace_full.data.positions)
     assert np.allclose(data.per_sequence, laplace_full.data.per_sequence)

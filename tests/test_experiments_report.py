@@ -56,7 +56,7 @@ def test_report_on_a_recency_biased_predictor(tmp_path) -> None:  # type: ignore
     markdown = report.to_markdown()
     assert "| martingale | coefficient A of log n/n | 0.182 ± 0.021 |" in markdown
     assert "Total model requests: 0." in markdown
-    files = report.save(tmp_path, charts=False)
+    files = report.save(tmp_path)
     assert (tmp_path / "report.md").exists()
     assert len(files) > 15
 
@@ -74,6 +74,7 @@ def test_report_subset_and_validation() -> None:
 def test_the_report_can_test_the_cot_law_on_a_lab_model() -> None:
     pytest.importorskip("torch")
     from cotplan.experiments import laplace
+    from cotplan.reproduction import reproduction_report
 
     report = reproduction_report(
         laplace(), "quick", experiments=("order",), cot_lab=("parity",), cot_lab_preset="tiny"

@@ -234,7 +234,7 @@ def test_a_t3_slope_interval_that_holds_zero_too_is_not_a_reproduction() -> None
 
 
 def test_rows_that_say_they_are_cotplans_own_check_carry_that_verdict() -> None:
-    from cotplan.experiments.report import _own_check
+    from cotplan.reproduction import _own_check
 
     # The lab k* study's row (cotplan.lab.reasoning.study) as it reads today.
     met = ReportRow("cot-lab", "planned k* meets ε = 0.1 on held-out lab-parity items",

@@ -90,7 +90,10 @@ def test_the_martingale_fit_is_per_model_on_shared_sequences(result: PEAblationR
 
 
 def test_save_writes_tables_and_a_chart(result: PEAblationResult, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    files = {p.name for p in result.save(tmp_path)}
+    from cotplan import charts
+
+    assert "pe_ablation.png" not in {p.name for p in result.save(tmp_path / "tables")}
+    files = {p.name for p in charts.save(result, tmp_path)}
     assert {"pe_ablation.csv", "pe_order_variance.csv", "pe_ablation_vs_paper.csv"} <= files
     assert "pe_ablation.png" in files
     assert (tmp_path / "pe_ablation.png").stat().st_size > 1000
@@ -188,7 +191,7 @@ def test_seeds_give_the_spread_across_training_seeds(tmp_path) -> None:  # type:
         "reproduced" if all(agree) else "not reproduced" if not any(agree) else "not testable"
     )
     assert rope_row["verdict"] == expected
-    files = {p.relative_to(tmp_path).as_posix() for p in spread.save(tmp_path, charts=False)}
+    files = {p.relative_to(tmp_path).as_posix() for p in spread.save(tmp_path)}
     assert {"pe_seeds_spread.csv", "pe_seeds_vs_paper.csv", "seed1/pe_ablation.csv"} <= files
 
 

@@ -324,6 +324,7 @@ def test_scenarios_report_savings_against_the_baseline() -> None:
 def test_exports_for_spreadsheets_and_charts(tmp_path: Path) -> None:
     from openpyxl import load_workbook
 
+    from cotplan.charts import chart
     from cotplan.charts.costs import save_chart
 
     w = Workload(queries_per_day=1_000, start=START, horizon_months=3)
@@ -371,14 +372,14 @@ def test_exports_for_spreadsheets_and_charts(tmp_path: Path) -> None:
         "https://developers.openai.com/api/docs/models/gpt-6.2-sol, read 2026-11-29",
         "https://developers.openai.com/api/docs/models/gpt-6-luna, read 2026-11-29",
     ]
-    png = save_chart(cmp.chart(), tmp_path / "c.png")
+    png = save_chart(chart(cmp), tmp_path / "c.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "<svg" in save_chart(proj.chart(), tmp_path / "p.svg").read_text()[:500]
-    html = save_chart(proj.chart(), tmp_path / "p.html").read_text()
+    assert "<svg" in save_chart(chart(proj), tmp_path / "p.svg").read_text()[:500]
+    html = save_chart(chart(proj), tmp_path / "p.html").read_text()
     assert "cdn.jsdelivr" not in html
     assert "vegaEmbed" in html
     with pytest.raises(InputError, match=r"`path`: unsupported chart file type '\.gif'"):
-        save_chart(proj.chart(), tmp_path / "p.gif")
+        save_chart(chart(proj), tmp_path / "p.gif")
 
 
 def test_planner_cap_reads_a_budget_planners_k_star() -> None:

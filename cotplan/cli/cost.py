@@ -511,17 +511,17 @@ def project(
             )  # fmt: skip
         _console.print(cmp)
     if out is not None:
-        from cotplan.charts.costs import save_chart
+        from cotplan.charts.costs import comparison_chart, projection_chart, save_chart
 
         out.mkdir(parents=True, exist_ok=True)
         written = [out / "projection.csv", out / "projection.xlsx", out / "projection.png"]
         base.to_csv(written[0])
         base.to_excel(written[1])
-        save_chart(base.chart(), written[2])
+        save_chart(projection_chart(base), written[2])
         if len(scenarios) > 1:
             extra = [out / "comparison.csv", out / "comparison.xlsx", out / "comparison.png"]
             comparison.to_csv(extra[0])
             comparison.to_excel(extra[1])
-            save_chart(comparison.chart(), extra[2])
+            save_chart(comparison_chart(comparison), extra[2])
             written += extra
         _console.print("wrote " + ", ".join(str(p) for p in written), highlight=False)

@@ -21,6 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from cotplan import paths
+from cotplan.charts import save as save_result
 from cotplan.errors import InputError
 from cotplan.experiments import (
     PRESETS,
@@ -218,24 +219,6 @@ def _read_p(text: str) -> float | None:
     return value
 
 
-def _check_lab(families: tuple[str, ...], preset: str) -> None:
-    """`--cot-lab` and `--cot-lab-preset`, checked by the lab's own tables (no torch needed)."""
-    from cotplan.lab.reasoning.study import STUDY_PRESETS
-    from cotplan.lab.reasoning.tasks import get_lab_family
-
-    if preset not in STUDY_PRESETS:
-        raise InputError(
-            f"must be one of {', '.join(STUDY_PRESETS)}, got {preset!r}", field="cot_lab_preset"
-        )
-    if not families:
-        raise InputError("names no family (e.g. parity,state)", field="cot_lab")
-    for family in families:
-        try:
-            get_lab_family(family)
-        except InputError as exc:
-            raise InputError(str(exc).removeprefix("`family`: "), field="cot_lab") from exc
-
-
 def _check_first(backend: str, concurrency: int | None, *runs: tuple[str, dict[str, Any]]) -> None:
     """Validate every option before a model is started or connected to."""
     from cotplan.experiments.report import check_params
@@ -288,7 +271,7 @@ def martingale(
     )
     _print_rows(result.versus_paper(), "Martingale gap vs the paper")
     _print_run(result.run)
-    _saved(result.save(_out_folder(out, "martingale", predictor), charts=charts))
+    _saved(save_result(result, _out_folder(out, "martingale", predictor), charts=charts))
 
 
 @app.command()
@@ -332,7 +315,7 @@ def debias(
         result = positional_debias(gaps, seed=seed, all_positions=all_positions, **params)
         name = predictor.name
         folder = _out_folder(out, "debias", predictor)
-        gaps.save(folder, charts=charts)
+        save_result(gaps, folder, charts=charts)
     _console.print(
         f"{escape(name)}: period {result.period:.2f} (detected {result.detected_period:.2f}, "
         f"p = {fmt(result.p_value)}), harmonics explain {fmt(result.explained)}, variance "
@@ -340,7 +323,7 @@ def debias(
         f"{fmt(result.r2_after)}"
     )
     _print_rows(result.versus_paper(), "Positional debiasing vs the paper")
-    _saved(result.save(folder, charts=charts))
+    _saved(save_result(result, folder, charts=charts))
 
 
 @app.command()
@@ -377,7 +360,7 @@ def order(
     _console.print(result.to_frame().to_string(index=False))
     _print_rows(result.versus_paper(), "Order variance vs the paper")
     _print_run(result.run)
-    _saved(result.save(_out_folder(out, "order", predictor), charts=charts))
+    _saved(save_result(result, _out_folder(out, "order", predictor), charts=charts))
 
 
 @app.command()
@@ -434,7 +417,7 @@ def entropy(
     for flag in result.flags:
         _console.print(f"[red]limit broken:[/] {escape(flag)}")
     _print_run(result.run)
-    _saved(result.save(_out_folder(out, "entropy", predictor), charts=charts))
+    _saved(save_result(result, _out_folder(out, "entropy", predictor), charts=charts))
 
 
 @app.command()
@@ -476,7 +459,7 @@ def falck(
     _console.print(result.t3.to_string(index=False))
     _print_rows(result.versus_paper(), "Falck et al.'s checks")
     _print_run(result.run)
-    _saved(result.save(_out_folder(out, "falck", predictor), charts=charts))
+    _saved(save_result(result, _out_folder(out, "falck", predictor), charts=charts))
 
 
 @app.command()
@@ -509,7 +492,8 @@ def report(
     ] = None,
 ) -> None:
     """Every headline number of the paper beside what this backend gives, with verdicts."""
-    from cotplan.experiments import EXPERIMENTS, reproduction_report
+    from cotplan.experiments import EXPERIMENTS
+    from cotplan.reproduction import check_lab_options, reproduction_report
 
     chosen = tuple(e.strip() for e in only.split(",") if e.strip()) if only else EXPERIMENTS
     unknown = [e for e in chosen if e not in EXPERIMENTS]
@@ -517,7 +501,7 @@ def report(
         raise InputError(f"unknown {unknown or [only]}; choose from {EXPERIMENTS}", field="only")
     lab_families = tuple(f.strip() for f in cot_lab.split(",") if f.strip()) if cot_lab else ()
     if cot_lab is not None:
-        _check_lab(lab_families, cot_lab_preset)
+        check_lab_options(lab_families, cot_lab_preset)
     preset = "quick" if quick else "full"
     overrides: dict[str, dict[str, Any]] = {}
     if p is not None:
@@ -549,7 +533,7 @@ def report(
     _console.print(escape(result.tally_line()))
     _console.print(escape(result.capability()))
     _console.print(f"{result.requests} model requests in total")
-    _saved(result.save(_out_folder(out, "report", predictor), charts=charts))
+    _saved(save_result(result, _out_folder(out, "report", predictor), charts=charts))
 
 
 @app.command("pe-ablation")
@@ -628,7 +612,7 @@ def pe_ablation(
         _console.print(table[columns].to_string(index=False, float_format=lambda v: f"{v:.3g}"))
         _print_rows(spread.versus_paper(), "Across seeds vs the paper (v2)")
         _console.print(f"{len(spread.seeds)} seeds in {spread.wall_s:.1f} s")
-        _saved(spread.save(folder, charts=charts))
+        _saved(save_result(spread, folder, charts=charts))
         return
     with _progress() as st:
         result = run_ablation(
@@ -657,4 +641,4 @@ def pe_ablation(
     )
     _print_rows(result.versus_paper(), "Positional-encoding ablation vs the paper (v2)")
     _console.print(f"{len(result.variants)} models in {result.wall_s:.1f} s")
-    _saved(result.save(folder, charts=charts))
+    _saved(save_result(result, folder, charts=charts))

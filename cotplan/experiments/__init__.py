@@ -5,10 +5,12 @@ Building blocks: exchangeable binary sequences (`balanced_sequences`, `beta_bern
 (`BetaBernoulli`, `laplace`, `kt`, `ClippedMLE`, `Oracle`), planted-effect predictors
 (`PositionalBias`, `Recency`) and a model backend (`BackendPredictor`).
 
-Experiments, each returning a result with `to_frame()`, `chart()`, `versus_paper()` and
-`save(folder)`: `martingale_gap`, `falck_tests`, `order_variance`, `positional_debias`,
-`entropy_efficiency`; and `reproduction_report`, which runs them all. Every verdict's words
-come from `cotplan.experiments.verdicts` (`VERDICTS`, `MEANINGS`, `value_verdict`, `tally`).
+Experiments, each returning a result with `to_frame()`, `versus_paper()` and `save(folder)`:
+`martingale_gap`, `falck_tests`, `order_variance`, `positional_debias`, `entropy_efficiency`;
+and `reproduction_report`, which runs them all (`cotplan.reproduction` adds the lab's rows).
+Their charts live above them, in `cotplan.charts`: `chart(result)`, and `save(result, folder)`
+for the tables with the PNG. Every verdict's words come from `cotplan.experiments.verdicts`
+(`VERDICTS`, `MEANINGS`, `value_verdict`, `tally`).
 """
 
 from cotplan.experiments._common import Interval, ReportRow, RunInfo

@@ -25,6 +25,7 @@ __all__ = [
     "NOT_REPRODUCED",
     "NOT_TESTABLE",
     "REPRODUCED",
+    "Drawer",
     "Interval",
     "ReportRow",
     "RunInfo",
@@ -38,6 +39,9 @@ __all__ = [
     "run_info",
     "snapshot",
 ]
+
+Drawer = Callable[[Any], Any]
+"""Draws a result's chart (`cotplan.charts.chart`); results import no charts."""
 
 # The verdict words live in one module (verdicts.py); these names stay importable from here.
 
@@ -231,7 +235,7 @@ def save_outputs(
     chart: Callable[[], Any] | None,
     chart_name: str,
 ) -> list[Path]:
-    """Write each (file name, frame) as CSV, then the chart as PNG unless `chart` is None."""
+    """Write each (file name, frame) as CSV, then `chart()` as PNG unless `chart` is None."""
     out = ensure_folder(folder)
     written = []
     for name, frame in tables:

@@ -25,8 +25,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -37,6 +38,7 @@ from cotplan.experiments._common import (
     NOT_REPRODUCED,
     NOT_TESTABLE,
     REPRODUCED,
+    Drawer,
     Interval,
     ReportRow,
     fmt,
@@ -58,9 +60,6 @@ from cotplan.experiments.verdicts import (
     as_control,
     is_paper_model,
 )
-
-if TYPE_CHECKING:
-    import altair as alt
 
 __all__ = ["PAPER_DEBIAS", "TREND_TERMS", "DebiasResult", "HarmonicFit", "positional_debias"]
 
@@ -346,12 +345,7 @@ class DebiasResult:
     def versus_paper(self) -> pd.DataFrame:
         return rows_frame(self.paper_rows())
 
-    def chart(self) -> alt.TopLevelMixin:
-        from cotplan.charts.experiments import debias_chart
-
-        return debias_chart(self)
-
-    def save(self, folder: str | Path, *, charts: bool = True) -> list[Path]:
+    def save(self, folder: str | Path, *, draw: Drawer | None = None) -> list[Path]:
         return save_outputs(
             folder,
             [
@@ -360,7 +354,7 @@ class DebiasResult:
                 ("debias_summary.csv", pd.DataFrame([self.summary()])),
                 ("debias_vs_paper.csv", self.versus_paper()),
             ],
-            self.chart if charts else None,
+            partial(draw, self) if draw else None,
             "debias.png",
         )
 

@@ -19,8 +19,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -30,6 +31,7 @@ from cotplan.errors import InputError
 from cotplan.experiments._common import (
     NOT_REPRODUCED,
     REPRODUCED,
+    Drawer,
     Interval,
     ReportRow,
     RunInfo,
@@ -61,9 +63,6 @@ from cotplan.experiments.verdicts import (
     Verdict,
     is_paper_model,
 )
-
-if TYPE_CHECKING:
-    import altair as alt
 
 __all__ = [
     "ENTROPY_FULL",
@@ -337,12 +336,7 @@ class EntropyResult:
     def versus_paper(self) -> pd.DataFrame:
         return rows_frame(self.paper_rows())
 
-    def chart(self) -> alt.TopLevelMixin:
-        from cotplan.charts.experiments import entropy_chart
-
-        return entropy_chart(self)
-
-    def save(self, folder: str | Path, *, charts: bool = True) -> list[Path]:
+    def save(self, folder: str | Path, *, draw: Drawer | None = None) -> list[Path]:
         return save_outputs(
             folder,
             [
@@ -351,7 +345,7 @@ class EntropyResult:
                 ("entropy_vs_paper.csv", self.versus_paper()),
                 ("entropy_laplace_table.csv", laplace_threshold_table(threshold=self.threshold)),
             ],
-            self.chart if charts else None,
+            partial(draw, self) if draw else None,
             "entropy.png",
         )
 

@@ -33,8 +33,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -45,6 +46,7 @@ from cotplan.experiments._common import (
     NOT_REPRODUCED,
     NOT_TESTABLE,
     REPRODUCED,
+    Drawer,
     Interval,
     ReportRow,
     RunInfo,
@@ -65,9 +67,6 @@ from cotplan.experiments.predictors import (
     laplace,
 )
 from cotplan.experiments.sequences import Bits, bernoulli_sequences
-
-if TYPE_CHECKING:
-    import altair as alt
 
 __all__ = [
     "FALCK_FULL",
@@ -248,12 +247,7 @@ class FalckResult:
     def versus_paper(self) -> pd.DataFrame:
         return rows_frame(self.paper_rows())
 
-    def chart(self) -> alt.TopLevelMixin:
-        from cotplan.charts.experiments import falck_chart
-
-        return falck_chart(self)
-
-    def save(self, folder: str | Path, *, charts: bool = True) -> list[Path]:
+    def save(self, folder: str | Path, *, draw: Drawer | None = None) -> list[Path]:
         return save_outputs(
             folder,
             [
@@ -261,7 +255,7 @@ class FalckResult:
                 ("falck_t3.csv", self.t3),
                 ("falck_vs_paper.csv", self.versus_paper()),
             ],
-            self.chart if charts else None,
+            partial(draw, self) if draw else None,
             "falck.png",
         )
 

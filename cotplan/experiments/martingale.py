@@ -26,8 +26,9 @@ import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -37,6 +38,7 @@ from cotplan.errors import InputError
 from cotplan.experiments._common import (
     NOT_REPRODUCED,
     REPRODUCED,
+    Drawer,
     Interval,
     ReportRow,
     RunInfo,
@@ -56,9 +58,6 @@ from cotplan.experiments._stats import (
 from cotplan.experiments.predictors import FloatArray, Predictor, ProgressFn, laplace
 from cotplan.experiments.sequences import balanced_sequences
 from cotplan.experiments.verdicts import COTPLAN_CHECK, value_verdict
-
-if TYPE_CHECKING:
-    import altair as alt
 
 __all__ = [
     "MARTINGALE_FULL",
@@ -333,12 +332,7 @@ class MartingaleResult:
     def versus_paper(self) -> pd.DataFrame:
         return rows_frame(self.paper_rows())
 
-    def chart(self) -> alt.TopLevelMixin:
-        from cotplan.charts.experiments import martingale_chart
-
-        return martingale_chart(self)
-
-    def save(self, folder: str | Path, *, charts: bool = True) -> list[Path]:
+    def save(self, folder: str | Path, *, draw: Drawer | None = None) -> list[Path]:
         """CSV tables (per n, fits, per sequence, versus paper) and a PNG chart in `folder`."""
         return save_outputs(
             folder,
@@ -348,7 +342,7 @@ class MartingaleResult:
                 ("martingale_per_sequence.csv", self.per_sequence_frame()),
                 ("martingale_vs_paper.csv", self.versus_paper()),
             ],
-            self.chart if charts else None,
+            partial(draw, self) if draw else None,
             "martingale.png",
         )
 

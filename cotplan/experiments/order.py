@@ -19,8 +19,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -29,6 +30,7 @@ from cotplan.errors import InputError
 from cotplan.experiments._common import (
     NOT_REPRODUCED,
     REPRODUCED,
+    Drawer,
     Interval,
     ReportRow,
     RunInfo,
@@ -48,9 +50,6 @@ from cotplan.experiments.verdicts import (
     NOT_COMPARABLE_SCALE,
     Verdict,
 )
-
-if TYPE_CHECKING:
-    import altair as alt
 
 __all__ = [
     "ORDER_FULL",
@@ -312,12 +311,7 @@ class OrderResult:
     def versus_paper(self) -> pd.DataFrame:
         return rows_frame(self.paper_rows())
 
-    def chart(self) -> alt.TopLevelMixin:
-        from cotplan.charts.experiments import order_chart
-
-        return order_chart(self)
-
-    def save(self, folder: str | Path, *, charts: bool = True) -> list[Path]:
+    def save(self, folder: str | Path, *, draw: Drawer | None = None) -> list[Path]:
         return save_outputs(
             folder,
             [
@@ -325,7 +319,7 @@ class OrderResult:
                 ("order_predictions.csv", self.predictions_frame()),
                 ("order_vs_paper.csv", self.versus_paper()),
             ],
-            self.chart if charts else None,
+            partial(draw, self) if draw else None,
             "order.png",
         )
 

@@ -20,6 +20,7 @@ import pandas as pd
 from cotplan.errors import InputError
 from cotplan.experiments._common import (
     NOT_TESTABLE,
+    Drawer,
     ReportRow,
     RunInfo,
     ensure_folder,
@@ -40,10 +41,8 @@ from cotplan.experiments.martingale import (
 from cotplan.experiments.order import ORDER_FULL, ORDER_QUICK, order_variance
 from cotplan.experiments.predictors import Predictor, ProgressFn
 from cotplan.experiments.verdicts import (
-    COTPLAN_CHECK,
     MEANINGS,
     NOT_A_MODEL_CLAIM,
-    REPRODUCED,
     VERDICTS,
     Verdict,
     capability_line,
@@ -300,7 +299,7 @@ class ReproductionReport:
         lines += ["", f"Total model requests: {self.requests}.", ""]
         return "\n".join(lines)
 
-    def save(self, folder: str | Path, *, charts: bool = True) -> list[Path]:
+    def save(self, folder: str | Path, *, draw: Drawer | None = None) -> list[Path]:
         out = ensure_folder(folder)
         written: list[Path] = []
         write_text(out / "report.md", self.to_markdown())
@@ -308,7 +307,7 @@ class ReproductionReport:
         write_csv(self.runs_frame(), out / "report_runs.csv")
         written += [out / "report.md", out / "report.csv", out / "report_runs.csv"]
         for result in self.results.values():
-            written += result.save(out, charts=charts)
+            written += result.save(out, draw=draw)
         return written
 
 
@@ -320,17 +319,12 @@ def reproduction_report(
     experiments: Sequence[str] = EXPERIMENTS,
     overrides: dict[str, dict[str, Any]] | None = None,
     stage: StageFn | None = None,
-    cot_lab: Sequence[str] = (),
-    cot_lab_preset: str = "quick",
 ) -> ReproductionReport:
     """Run the chosen experiments on `predictor` with a preset and collect every paper row.
 
     `overrides` replaces preset parameters per experiment (e.g. ``{"entropy": {"p": 0.5}}``).
     `stage(name, planned_predictions)` is called before each experiment and may return a
-    progress callback. `cot_lab` names lab reasoning families (``parity``, ``sum``, ``state``,
-    ``bits``) whose k* study (`cotplan.lab.reasoning`, the `lab` extra; models trained on
-    first use with `cot_lab_preset`) adds rows that test the CoT-length claim where the
-    mechanism is known.
+    progress callback. The lab's k* rows join in `cotplan.reproduction.reproduction_report`.
     """
     if preset not in PRESETS:
         raise InputError(f"must be one of {sorted(PRESETS)}, got {preset!r}", field="preset")
@@ -384,10 +378,6 @@ def reproduction_report(
         results["falck"], runs["falck"] = falck, falck.run
         rows += falck.paper_rows()
     rows += cot_example_rows()
-    if cot_lab:
-        from cotplan.lab.reasoning.study import lab_report_rows  # lazy: imports torch
-
-        rows += [_own_check(row) for row in lab_report_rows(list(cot_lab), cot_lab_preset)]
     return ReproductionReport(
         predictor=predictor.name,
         preset=preset,
@@ -398,13 +388,6 @@ def reproduction_report(
         created=_dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         kind=predictor_kind(predictor),
     )
-
-
-def _own_check(row: ReportRow) -> ReportRow:
-    """A row whose paper column says it is cotplan's own check carries that verdict."""
-    if "cotplan's own check" not in row.paper or row.verdict == COTPLAN_CHECK:
-        return row
-    return replace(row, verdict=COTPLAN_CHECK, holds=row.verdict == REPRODUCED)
 
 
 def _with_control(row: ReportRow, control: DebiasResult) -> ReportRow:

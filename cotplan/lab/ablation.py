@@ -22,8 +22,9 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -33,6 +34,7 @@ from cotplan.experiments._common import (
     NOT_REPRODUCED,
     NOT_TESTABLE,
     REPRODUCED,
+    Drawer,
     Interval,
     ReportRow,
     Verdict,
@@ -46,9 +48,6 @@ from cotplan.experiments.predictors import BetaBernoulli, FloatArray, Predictor,
 from cotplan.experiments.sequences import random_orderings
 from cotplan.lab.bernoulli import PE_LAB_PRESETS, LabModel, torch_threads, train
 from cotplan.lab.transformer import POSITIONAL_ENCODINGS, AttendTo
-
-if TYPE_CHECKING:
-    import altair as alt
 
 __all__ = [
     "ABLATION_PRESETS",
@@ -287,12 +286,7 @@ class PEAblationResult:
     def versus_paper(self) -> pd.DataFrame:
         return rows_frame(self.paper_rows())
 
-    def chart(self) -> alt.HConcatChart:
-        from cotplan.charts.lab import pe_ablation_chart
-
-        return pe_ablation_chart(self)
-
-    def save(self, folder: str | Path, *, charts: bool = True) -> list[Path]:
+    def save(self, folder: str | Path, *, draw: Drawer | None = None) -> list[Path]:
         """CSV tables (ablation, training, curves, order, martingale, gaps, vs paper) and a PNG."""
         return save_outputs(
             folder,
@@ -305,7 +299,7 @@ class PEAblationResult:
                 ("pe_martingale_gaps.csv", self.gaps),
                 ("pe_ablation_vs_paper.csv", self.versus_paper()),
             ],
-            self.chart if charts else None,
+            partial(draw, self) if draw else None,
             "pe_ablation.png",
         )
 
@@ -425,7 +419,7 @@ class PESeedsResult:
     def versus_paper(self) -> pd.DataFrame:
         return rows_frame(self.paper_rows())
 
-    def save(self, folder: str | Path, *, charts: bool = True) -> list[Path]:
+    def save(self, folder: str | Path, *, draw: Drawer | None = None) -> list[Path]:
         """The spread and its rows in `folder`; each seed's own tables in `folder/seed<s>/`."""
         written = save_outputs(
             folder,
@@ -437,7 +431,7 @@ class PESeedsResult:
             "",
         )
         for run in self.runs:
-            written += run.save(Path(folder) / f"seed{run.seed}", charts=charts)
+            written += run.save(Path(folder) / f"seed{run.seed}", draw=draw)
         return written
 
 

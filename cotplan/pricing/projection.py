@@ -912,12 +912,6 @@ class Projection:
                     _sources(self.prices)},
         )  # fmt: skip
 
-    def chart(self) -> Any:
-        """An Altair chart of monthly spend (P10-P90 band, P50 line); see `cotplan.charts`."""
-        from cotplan.charts.costs import projection_chart
-
-        return projection_chart(self)
-
 
 @dataclass(frozen=True)
 class Scenario:
@@ -981,12 +975,6 @@ class Comparison:
             f" (baseline: {self.baseline}); savings P10..P90 are of the paired difference",
             beside={"Assumptions": assumptions, "Price sources": _sources(prices)},
         )  # fmt: skip
-
-    def chart(self) -> Any:
-        """An Altair chart of horizon spend per scenario; see `cotplan.charts.costs`."""
-        from cotplan.charts.costs import comparison_chart
-
-        return comparison_chart(self)
 
 
 def _project(
