@@ -170,3 +170,16 @@ def test_openai_compatible_clients_score_all_positions_only_where_declared() -> 
     vllm = OpenAICompatibleBackend("m", base_url=url, prompt_logprobs=True)
     assert not BackendPredictor(plain, style="space-separated")._all_positions()
     assert BackendPredictor(vllm, style="space-separated")._all_positions()
+
+
+def test_specs_name_the_exact_references_and_p() -> None:
+    from cotplan.experiments import exact_predictor, open_predictor, read_p
+
+    assert exact_predictor("recency:0.8").name == Recency(0.8).name  # type: ignore[union-attr]
+    assert exact_predictor("openai:gpt-4o-mini") is None
+    with open_predictor("kt") as predictor:
+        assert predictor.name == kt().name
+    assert read_p("prior") is None
+    assert read_p("0.25") == 0.25
+    with pytest.raises(InputError, match=r"`p`: must be a number in \(0, 1\) or 'prior'"):
+        read_p("1")

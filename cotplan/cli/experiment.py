@@ -11,6 +11,7 @@ import contextlib
 import datetime as _dt
 import re
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -25,15 +26,11 @@ from cotplan.charts import save as save_result
 from cotplan.errors import InputError
 from cotplan.experiments import (
     PRESETS,
-    BackendPredictor,
-    BetaBernoulli,
-    ClippedMLE,
-    Oracle,
     Predictor,
-    Recency,
-    kt,
-    laplace,
+    exact_predictor,
+    open_predictor,
     planned_predictions,
+    read_p,
 )
 from cotplan.experiments._common import RunInfo, fmt
 
@@ -54,43 +51,17 @@ BACKEND_HELP = (
 )
 
 
-def exact_predictor(spec: str) -> Predictor | None:
-    """The exact reference a `--backend` spec names, or None when it names a model backend."""
-    name, _, arg = spec.strip().lower().partition(":")
-    try:
-        if name == "laplace" and not arg:
-            return laplace()
-        if name == "kt" and not arg:
-            return kt()
-        if name == "mle":
-            return ClippedMLE(float(arg)) if arg else ClippedMLE()
-        if name == "beta":
-            a, b = (float(x) for x in arg.split(","))
-            return BetaBernoulli(a, b)
-        if name == "recency":
-            return Recency(float(arg)) if arg else Recency()
-        if name == "oracle":
-            return Oracle(float(arg))
-    except ValueError as exc:
-        raise InputError(f"cannot read {spec!r}: {exc}", field="backend") from exc
-    return None
-
-
 @contextlib.contextmanager
 def _open_predictor(
     spec: str, base_url: str | None, instruction: str, concurrency: int | None
 ) -> Iterator[Predictor]:
-    exact = exact_predictor(spec)
-    if exact is not None:
-        yield exact
-        return
     if spec.strip().lower().startswith("pe:"):
         yield _lab_predictor(spec)
         return
-    from cotplan.backends.connect import connect
-
-    with connect(spec, base_url=base_url) as backend:
-        yield BackendPredictor(backend, instruction=instruction, concurrency=concurrency)
+    with open_predictor(
+        spec, base_url=base_url, instruction=instruction, concurrency=concurrency
+    ) as predictor:
+        yield predictor
 
 
 def _lab_predictor(spec: str) -> Predictor:
@@ -206,19 +177,6 @@ def _preset(name: str, quick: bool) -> dict[str, Any]:
     return dict(PRESETS["quick" if quick else "full"][name])
 
 
-def _read_p(text: str) -> float | None:
-    """`--p`: a probability, or 'prior' for p drawn per sequence from the uniform prior."""
-    if text.strip().lower() == "prior":
-        return None
-    try:
-        value = float(text)
-    except ValueError as exc:
-        raise InputError(f"must be a number in (0, 1) or 'prior', got {text!r}", field="p") from exc
-    if not 0.0 < value < 1.0:
-        raise InputError(f"must be a number in (0, 1) or 'prior', got {text!r}", field="p")
-    return value
-
-
 def _check_first(backend: str, concurrency: int | None, *runs: tuple[str, dict[str, Any]]) -> None:
     """Validate every option before a model is started or connected to."""
     from cotplan.experiments.report import check_params
@@ -228,6 +186,125 @@ def _check_first(backend: str, concurrency: int | None, *runs: tuple[str, dict[s
     exact_predictor(backend)  # a malformed reference spec fails here
     for name, params in runs:
         check_params(name, params)
+
+
+@dataclass(frozen=True)
+class _Experiment:
+    """How one experiment command runs: the library call, and what it prints around the verdicts."""
+
+    run: Callable[..., Any]  # martingale_gap, order_variance, ...: (predictor, seed, progress, ...)
+    counts: str  # what the progress bar counts
+    title: str  # heading of the table against the paper
+    details: Callable[[Any], None]  # printed before that table
+    notes: Callable[[Any], None] = lambda result: None  # printed after it
+
+
+def _martingale_details(result: Any) -> None:
+    fits = result.fits_frame()
+    _console.print(
+        fits[["predictor", "form", "A", "A_low", "A_high", "B", "r2", "adj_r2"]].to_string(
+            index=False
+        )
+    )
+
+
+def _order_details(result: Any) -> None:
+    _console.print(result.to_frame().to_string(index=False))
+
+
+def _entropy_details(result: Any) -> None:
+    from cotplan.experiments import laplace_threshold_table
+
+    _console.print(result.first_n_frame().to_string(index=False))
+    _console.print("Laplace, exact, per p (first n at 99% efficiency):")
+    _console.print(laplace_threshold_table().to_string(index=False))
+    limit = result.limit
+    _console.print(
+        f"Bayes mixture under a uniform prior (the best any predictor can do in expectation): "
+        f"efficiency {limit['efficiency_at_n']:.4f} at n = 20, 99% first at n = "
+        f"{fmt(limit['first_n'])}"
+    )
+    if result.efficiency_20_ci is not None:
+        _console.print(
+            f"{escape(result.predictor)}: efficiency {result.efficiency_20:.4f} "
+            f"{result.efficiency_20_ci} at n = 20; per-step excess exponent "
+            f"{fmt(result.excess_exponent)} {result.excess_exponent_ci}"
+        )
+
+
+def _entropy_notes(result: Any) -> None:
+    for flag in result.flags:
+        _console.print(f"[red]limit broken:[/] {escape(flag)}")
+
+
+def _falck_details(result: Any) -> None:
+    _console.print(
+        result.t1t2[["theta", "n", "N", "T1", "T1_low", "T1_high", "T1_outside"]].to_string(
+            index=False
+        )
+    )
+    _console.print(result.t3.to_string(index=False))
+
+
+def _experiments() -> dict[str, _Experiment]:
+    """The commands that run one experiment on one predictor, by name (imported on first use)."""
+    from cotplan.experiments import entropy_efficiency, falck_tests, martingale_gap, order_variance
+
+    return {
+        "martingale": _Experiment(
+            martingale_gap, "martingale", "Martingale gap vs the paper", _martingale_details
+        ),
+        "order": _Experiment(
+            order_variance, "orderings", "Order variance vs the paper", _order_details
+        ),
+        "entropy": _Experiment(
+            entropy_efficiency,
+            "positions",
+            "Compression efficiency vs the paper",
+            _entropy_details,
+            _entropy_notes,
+        ),
+        "falck": _Experiment(falck_tests, "paths", "Falck et al.'s checks", _falck_details),
+    }
+
+
+def _run_experiment(
+    name: str,
+    options: dict[str, Any],
+    *,
+    backend: str,
+    base_url: str | None,
+    quick: bool,
+    seed: int,
+    out: Path | None,
+    charts: bool,
+    instruction: str,
+    concurrency: int | None,
+) -> None:
+    """Run experiment `name` with its preset and `options` over it; print, then save."""
+    experiment = _experiments()[name]
+    params = {**_preset(name, quick), **options}
+    _check_first(backend, concurrency, (name, params))
+    with (
+        _open_predictor(backend, base_url, instruction, concurrency) as predictor,
+        _progress() as st,
+    ):
+        result = experiment.run(
+            predictor,
+            seed=seed,
+            progress=st(experiment.counts, planned_predictions(name, params)),
+            **params,
+        )
+    experiment.details(result)
+    _print_rows(result.versus_paper(), experiment.title)
+    experiment.notes(result)
+    _print_run(result.run)
+    _saved(save_result(result, _out_folder(out, name, predictor), charts=charts))
+
+
+def _given(**options: Any) -> dict[str, Any]:
+    """The options given on the command line (None means: the preset's value)."""
+    return {key: value for key, value in options.items() if value is not None}
 
 
 @app.command()
@@ -246,32 +323,18 @@ def martingale(
     concurrency: Concurrency = None,
 ) -> None:
     """The martingale gap Δ̂n with its A·log n/n + B fit, beside the exact Bayes reference."""
-    from cotplan.experiments import martingale_gap
-
-    params = _preset("martingale", quick)
-    params["design"] = design
-    if n_sequences is not None:
-        params["n_sequences"] = n_sequences
-    _check_first(backend, concurrency, ("martingale", params))
-    with (
-        _open_predictor(backend, base_url, instruction, concurrency) as predictor,
-        _progress() as st,
-    ):
-        result = martingale_gap(
-            predictor,
-            seed=seed,
-            progress=st("martingale", planned_predictions("martingale", params)),
-            **params,
-        )
-    fits = result.fits_frame()
-    _console.print(
-        fits[["predictor", "form", "A", "A_low", "A_high", "B", "r2", "adj_r2"]].to_string(
-            index=False
-        )
+    _run_experiment(
+        "martingale",
+        _given(design=design, n_sequences=n_sequences),
+        backend=backend,
+        base_url=base_url,
+        quick=quick,
+        seed=seed,
+        out=out,
+        charts=charts,
+        instruction=instruction,
+        concurrency=concurrency,
     )
-    _print_rows(result.versus_paper(), "Martingale gap vs the paper")
-    _print_run(result.run)
-    _saved(save_result(result, _out_folder(out, "martingale", predictor), charts=charts))
 
 
 @app.command()
@@ -341,26 +404,18 @@ def order(
     concurrency: Concurrency = None,
 ) -> None:
     """Spread of P(next = 1) over orderings of one multiset, versus orderings averaged."""
-    from cotplan.experiments import order_variance
-
-    params = _preset("order", quick)
-    if n_orderings is not None:
-        params["n_orderings"] = n_orderings
-    _check_first(backend, concurrency, ("order", params))
-    with (
-        _open_predictor(backend, base_url, instruction, concurrency) as predictor,
-        _progress() as st,
-    ):
-        result = order_variance(
-            predictor,
-            seed=seed,
-            progress=st("orderings", planned_predictions("order", params)),
-            **params,
-        )
-    _console.print(result.to_frame().to_string(index=False))
-    _print_rows(result.versus_paper(), "Order variance vs the paper")
-    _print_run(result.run)
-    _saved(save_result(result, _out_folder(out, "order", predictor), charts=charts))
+    _run_experiment(
+        "order",
+        _given(n_orderings=n_orderings),
+        backend=backend,
+        base_url=base_url,
+        quick=quick,
+        seed=seed,
+        out=out,
+        charts=charts,
+        instruction=instruction,
+        concurrency=concurrency,
+    )
 
 
 @app.command()
@@ -378,46 +433,21 @@ def entropy(
     concurrency: Concurrency = None,
 ) -> None:
     """Cross-entropy per position against H(p), beside Laplace, KT, the MLE and the Bayes limit."""
-    from cotplan.experiments import entropy_efficiency, laplace_threshold_table
-
-    params = _preset("entropy", quick)
+    options = _given(n_max=n_max, n_sequences=n_sequences)
     if p is not None:
-        params["p"] = _read_p(p)
-    if n_max is not None:
-        params["n_max"] = n_max
-    if n_sequences is not None:
-        params["n_sequences"] = n_sequences
-    _check_first(backend, concurrency, ("entropy", params))
-    with (
-        _open_predictor(backend, base_url, instruction, concurrency) as predictor,
-        _progress() as st,
-    ):
-        result = entropy_efficiency(
-            predictor,
-            seed=seed,
-            progress=st("positions", planned_predictions("entropy", params)),
-            **params,
-        )
-    _console.print(result.first_n_frame().to_string(index=False))
-    _console.print("Laplace, exact, per p (first n at 99% efficiency):")
-    _console.print(laplace_threshold_table().to_string(index=False))
-    limit = result.limit
-    _console.print(
-        f"Bayes mixture under a uniform prior (the best any predictor can do in expectation): "
-        f"efficiency {limit['efficiency_at_n']:.4f} at n = 20, 99% first at n = "
-        f"{fmt(limit['first_n'])}"
+        options["p"] = read_p(p)  # None here means the uniform prior, not the preset
+    _run_experiment(
+        "entropy",
+        options,
+        backend=backend,
+        base_url=base_url,
+        quick=quick,
+        seed=seed,
+        out=out,
+        charts=charts,
+        instruction=instruction,
+        concurrency=concurrency,
     )
-    if result.efficiency_20_ci is not None:
-        _console.print(
-            f"{escape(result.predictor)}: efficiency {result.efficiency_20:.4f} "
-            f"{result.efficiency_20_ci} at n = 20; per-step excess exponent "
-            f"{fmt(result.excess_exponent)} {result.excess_exponent_ci}"
-        )
-    _print_rows(result.versus_paper(), "Compression efficiency vs the paper")
-    for flag in result.flags:
-        _console.print(f"[red]limit broken:[/] {escape(flag)}")
-    _print_run(result.run)
-    _saved(save_result(result, _out_folder(out, "entropy", predictor), charts=charts))
 
 
 @app.command()
@@ -435,31 +465,18 @@ def falck(
     concurrency: Concurrency = None,
 ) -> None:
     """Falck et al.'s T1, T2, T3 martingale checks with bands from the exact Bayes reference."""
-    from cotplan.experiments import falck_tests
-
-    params = _preset("falck", quick)
-    if n_paths is not None:
-        params["n_paths"] = n_paths
-    _check_first(backend, concurrency, ("falck", params))
-    with (
-        _open_predictor(backend, base_url, instruction, concurrency) as predictor,
-        _progress() as st,
-    ):
-        result = falck_tests(
-            predictor,
-            seed=seed,
-            progress=st("paths", planned_predictions("falck", params)),
-            **params,
-        )
-    _console.print(
-        result.t1t2[["theta", "n", "N", "T1", "T1_low", "T1_high", "T1_outside"]].to_string(
-            index=False
-        )
+    _run_experiment(
+        "falck",
+        _given(n_paths=n_paths),
+        backend=backend,
+        base_url=base_url,
+        quick=quick,
+        seed=seed,
+        out=out,
+        charts=charts,
+        instruction=instruction,
+        concurrency=concurrency,
     )
-    _console.print(result.t3.to_string(index=False))
-    _print_rows(result.versus_paper(), "Falck et al.'s checks")
-    _print_run(result.run)
-    _saved(save_result(result, _out_folder(out, "falck", predictor), charts=charts))
 
 
 @app.command()
@@ -505,7 +522,7 @@ def report(
     preset = "quick" if quick else "full"
     overrides: dict[str, dict[str, Any]] = {}
     if p is not None:
-        overrides["entropy"] = {"p": _read_p(p)}
+        overrides["entropy"] = {"p": read_p(p)}
     _check_first(
         backend,
         concurrency,
