@@ -92,6 +92,8 @@ def _commands(group: typer.Typer, prefix: list[str]) -> list[list[str]]:
     subcommands = getattr(command, "commands", {})
     for name in sorted(subcommands):
         sub = subcommands[name]
+        if getattr(sub, "hidden", False):
+            continue  # an earlier name kept working, not one to document
         if getattr(sub, "commands", None):
             found.extend(_nested(sub, [*prefix, name]))
         else:

@@ -390,6 +390,12 @@ CASES += [
     Case("models pull nothing", ("models", "pull", ""), ("`model`",)),
     Case("lab on port 0", ("lab", "--port", "0"), ("`port`",)),
     Case("lab on a missing folder", ("lab", "--notebooks", "{dir}/nope"), ("`notebooks`",)),
+    Case("notebooks on port 0", ("notebooks", "--port", "0"), ("`port`",)),
+    Case(
+        "notebooks on a missing folder",
+        ("notebooks", "--notebooks", "{dir}/nope"),
+        ("`notebooks`",),
+    ),
     _answer("--m", "0", expect="`m`"),
     _answer("--schedule", "sorted", expect="`schedule`"),
     _answer("--bands", "3", expect="`bands`"),

@@ -13,7 +13,17 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from cotplan.cli import answer, cost, demo, experiment, lab, lab_reasoning, models, plan, tasks
+from cotplan.cli import (
+    answer,
+    cost,
+    demo,
+    experiment,
+    lab_reasoning,
+    models,
+    notebooks,
+    plan,
+    tasks,
+)
 from cotplan.errors import CotplanError
 
 __all__ = ["app", "main"]
@@ -32,7 +42,7 @@ app.add_typer(experiment.app, name="experiment")
 plan.register(app)
 demo.register(app)
 answer.register(app)
-lab.register(app)
+notebooks.register(app)
 lab_reasoning.register(app)
 
 _stderr = Console(stderr=True)

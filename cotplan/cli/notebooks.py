@@ -1,4 +1,8 @@
-"""`cotplan lab`: JupyterLab on the explanatory notebooks, on 127.0.0.1 only."""
+"""`cotplan notebooks`: JupyterLab on the explanatory notebooks, on 127.0.0.1 only.
+
+`cotplan lab`, its earlier name, still works and is hidden from the help: "lab" now means
+the lab models only (`cotplan.lab`, `cotplan kstar-lab`).
+"""
 
 from __future__ import annotations
 
@@ -12,10 +16,10 @@ import typer
 
 from cotplan.errors import ConfigError, InputError
 
-__all__ = ["lab_command", "register"]
+__all__ = ["jupyterlab_command", "register"]
 
 
-def lab_command(notebooks: Path, port: int, open_browser: bool) -> list[str]:
+def jupyterlab_command(notebooks: Path, port: int, open_browser: bool) -> list[str]:
     """The JupyterLab command line: loopback only, root allowed where we run as root."""
     if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
         raise InputError(f"must be in 1..65535, got {port!r}", field="port")
@@ -35,11 +39,13 @@ def lab_command(notebooks: Path, port: int, open_browser: bool) -> list[str]:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command()
-    def lab(
+    def notebooks(
         notebooks: Path = typer.Option(Path("notebooks"), help="The notebooks folder."),
         port: int = typer.Option(8888, help="Port on 127.0.0.1."),
         browser: bool = typer.Option(False, help="Open a browser."),
     ) -> None:
         """Open JupyterLab on the notebooks, listening on 127.0.0.1 only."""
-        raise typer.Exit(subprocess.call(lab_command(notebooks, port, browser)))
+        raise typer.Exit(subprocess.call(jupyterlab_command(notebooks, port, browser)))
+
+    app.command("notebooks")(notebooks)
+    app.command("lab", hidden=True)(notebooks)  # the earlier name, kept for scripts using it
