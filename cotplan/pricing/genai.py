@@ -31,7 +31,7 @@ from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from cotplan.pricing.table import PriceRow
+    from cotplan.pricing.rows import PriceRow
 
 __all__ = [
     "GENAI_PRICES_URL",
@@ -141,7 +141,7 @@ def _convert(provider: Any, model: Any, label: str) -> list[PriceRow]:
     """One model's dated prices as rows labelled with provider `label`; [] when not priced."""
     from genai_prices import types
 
-    from cotplan.pricing.table import PriceRow
+    from cotplan.pricing.rows import PriceRow
 
     conditionals = (
         [types.ConditionalPrice(None, prices=model.prices)]

@@ -1,0 +1,289 @@
+"""One dated price of one model (`PriceRow`), its rates and the names its table file uses.
+
+The price table (`cotplan.pricing.table`) and genai-prices' converted rows
+(`cotplan.pricing.genai`) both build these rows; keeping them here lets the table read
+genai-prices without the two modules importing each other.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+import warnings
+from dataclasses import dataclass, field
+from datetime import date
+from decimal import Decimal
+from typing import Any
+
+__all__ = [
+    "LOCAL_SOURCE",
+    "PRICES_ENV",
+    "REASONING_BILLING",
+    "STALE_AFTER_DAYS",
+    "PriceRow",
+    "Rates",
+    "StalePriceWarning",
+]
+
+#: Environment variable naming a user price file that overrides or extends the shipped table.
+PRICES_ENV = "COTPLAN_PRICES"
+#: A price read longer ago than this warns when it is used.
+STALE_AFTER_DAYS = 180
+#: How a provider reports reasoning ("thinking") tokens in its usage:
+#: ``in_completion``: already inside the completion/output count (OpenAI, Anthropic);
+#: ``separate``: reported apart from the completion count, billed once at the output rate
+#: (Gemini's ``thoughtsTokenCount``); ``none``: no hidden reasoning (any chain of thought is
+#: ordinary output text).
+REASONING_BILLING = ("in_completion", "separate", "none")
+#: The source of a local model's deliberate zero price.
+LOCAL_SOURCE = "local, no API charge"
+
+_PRICE_COLUMNS = (
+    "input_per_mtok",
+    "cached_input_per_mtok",
+    "cache_write_per_mtok",
+    "output_per_mtok",
+    "reasoning_per_mtok",
+    "request_fee_usd",
+    "long_input_per_mtok",
+    "long_cached_input_per_mtok",
+    "long_cache_write_per_mtok",
+    "long_output_per_mtok",
+)
+_REQUIRED = (
+    "provider",
+    "model",
+    "input_per_mtok",
+    "cached_input_per_mtok",
+    "output_per_mtok",
+    "reasoning_billing",
+    "batch_discount",
+    "as_of",
+    "source_url",
+)
+_OPTIONAL = (
+    "aliases",
+    "cache_write_per_mtok",
+    "reasoning_per_mtok",
+    "request_fee_usd",
+    "long_context_threshold",
+    "long_input_per_mtok",
+    "long_cached_input_per_mtok",
+    "long_cache_write_per_mtok",
+    "long_output_per_mtok",
+    "effective_from",
+    "notes",
+)
+_COLUMNS = (
+    "provider",
+    "model",
+    "aliases",
+    "input_per_mtok",
+    "cached_input_per_mtok",
+    "cache_write_per_mtok",
+    "output_per_mtok",
+    "reasoning_per_mtok",
+    "request_fee_usd",
+    "reasoning_billing",
+    "batch_discount",
+    "long_context_threshold",
+    "long_input_per_mtok",
+    "long_cached_input_per_mtok",
+    "long_cache_write_per_mtok",
+    "long_output_per_mtok",
+    "effective_from",
+    "as_of",
+    "source_url",
+    "notes",
+)
+_KNOWN_PROVIDERS = ("openai", "anthropic", "google", "local")
+#: Columns of `PriceTable.to_frame` beyond the file columns.
+_FRAME_EXTRA = ("effective_to", "origin", "source")
+_DATE_SUFFIX = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8})$")
+
+
+_SOFT_WARNING_LOCK = threading.Lock()
+
+
+class StalePriceWarning(UserWarning):
+    """A price was read from its source longer ago than `STALE_AFTER_DAYS` days."""
+
+
+@dataclass(frozen=True)
+class Rates:
+    """The USD-per-million-token rates that apply to one call."""
+
+    input: Decimal
+    cached_input: Decimal
+    cache_write: Decimal
+    output: Decimal
+    long_context: bool
+    reasoning: Decimal | None = None  # None: reasoning pays the output rate
+    request: Decimal = Decimal(0)  # USD per request, whatever its tokens
+
+    @property
+    def reasoning_rate(self) -> Decimal:
+        """The rate of reasoning tokens (the output rate unless the model prices them apart)."""
+        return self.output if self.reasoning is None else self.reasoning
+
+
+@dataclass(frozen=True)
+class PriceRow:
+    """One model's published prices, per million tokens, with where and when they were read.
+
+    `cache_write_per_mtok` is None when the provider charges no separate cache-write rate
+    (written tokens then cost the input rate). `long_context_threshold` is the prompt size
+    (input, cached and written tokens together) above which the whole request pays the
+    ``long_*`` rates. `effective_from` is None for a price in effect until a later row for the
+    same model takes over; `effective_to` is the last day of a price a later row replaces
+    (genai-prices' historic prices). `reasoning_per_mtok` is None when reasoning tokens pay the
+    output rate; `request_fee_usd` is a charge per request on top of the tokens. `origin` is
+    "cotplan" for a shipped row, the file for a user's row and "genai-prices VERSION" for the
+    second source.
+    """
+
+    provider: str
+    model: str
+    input_per_mtok: Decimal
+    cached_input_per_mtok: Decimal
+    output_per_mtok: Decimal
+    reasoning_billing: str
+    batch_discount: Decimal
+    as_of: date
+    source_url: str
+    aliases: tuple[str, ...] = ()
+    cache_write_per_mtok: Decimal | None = None
+    long_context_threshold: int | None = None
+    long_input_per_mtok: Decimal | None = None
+    long_cached_input_per_mtok: Decimal | None = None
+    long_cache_write_per_mtok: Decimal | None = None
+    long_output_per_mtok: Decimal | None = None
+    effective_from: date | None = None
+    notes: str = ""
+    origin: str = field(default="cotplan", compare=False)
+    reasoning_per_mtok: Decimal | None = None
+    effective_to: date | None = None
+    request_fee_usd: Decimal | None = None
+
+    @property
+    def is_local(self) -> bool:
+        """True for a local model's deliberate zero price (never stale)."""
+        return self.provider == "local"
+
+    @property
+    def from_genai(self) -> bool:
+        """True when the price comes from genai-prices' bundled data."""
+        return self.origin.startswith("genai-prices")
+
+    @property
+    def source(self) -> str:
+        """Where the price came from, in one line: the page and the date read, or genai-prices'
+        version and the price's validity dates."""
+        if self.is_local:
+            return LOCAL_SOURCE
+        if self.from_genai:
+            valid = []
+            if self.effective_from is not None:
+                valid.append(f"from {self.effective_from}")
+            if self.effective_to is not None:
+                valid.append(f"to {self.effective_to}")
+            when = f", valid {' '.join(valid)}" if valid else ""
+            return f"{self.origin}{when} ({self.source_url})"
+        where = "" if self.origin == "cotplan" else f"{self.origin}: "
+        return f"{where}{self.source_url}, read {self.as_of}"
+
+    def is_long(self, prompt_tokens: Any) -> Any:
+        """Whether a prompt of `prompt_tokens` pays the long-context rates (numbers or arrays):
+        the one place the threshold rule is written."""
+        if self.long_context_threshold is None:
+            return prompt_tokens > math.inf  # False, or an all-False array
+        return prompt_tokens > self.long_context_threshold
+
+    def rates(self, prompt_tokens: int | float | Decimal) -> Rates:
+        """The rates for a call whose prompt holds `prompt_tokens` tokens."""
+        return self.long_rates() if bool(self.is_long(prompt_tokens)) else self.short_rates()
+
+    def long_rates(self) -> Rates:
+        """The rates above the long-context threshold (the short ones if there is none)."""
+        if self.long_context_threshold is not None:
+            assert self.long_input_per_mtok is not None  # checked when the row was read
+            assert self.long_cached_input_per_mtok is not None
+            assert self.long_output_per_mtok is not None
+            write = self.long_cache_write_per_mtok
+            return Rates(
+                self.long_input_per_mtok,
+                self.long_cached_input_per_mtok,
+                write if write is not None else self.long_input_per_mtok,
+                self.long_output_per_mtok,
+                True,
+                self.reasoning_per_mtok,
+                self.request_fee_usd or Decimal(0),
+            )
+        return self.short_rates()
+
+    def short_rates(self) -> Rates:
+        """The rates at or below the long-context threshold."""
+        write = self.cache_write_per_mtok
+        return Rates(
+            self.input_per_mtok,
+            self.cached_input_per_mtok,
+            write if write is not None else self.input_per_mtok,
+            self.output_per_mtok,
+            False,
+            self.reasoning_per_mtok,
+            self.request_fee_usd or Decimal(0),
+        )
+
+    def age_days(self, on: date | None = None) -> int:
+        """Days between the date the price was read and `on` (default: today)."""
+        return ((on or date.today()) - self.as_of).days
+
+    def is_stale(self, on: date | None = None) -> bool:
+        """True when the price was read more than `STALE_AFTER_DAYS` days before `on`.
+
+        A local model's deliberate zero never goes stale."""
+        return not self.is_local and self.age_days(on) > STALE_AFTER_DAYS
+
+    def stale_message(self, on: date | None = None) -> str:
+        """The one text of the stale-price warning (used by every code path that warns)."""
+        when = on or date.today()
+        if self.from_genai:
+            fix = "install a newer genai-prices release or override it with a price file"
+        else:
+            fix = f"check {self.source_url} and override it with a price file"
+        return (
+            f"the price of {self.model} ({self.provider}) was read on {self.as_of.isoformat()}, "
+            f"{self.age_days(when)} days before {when.isoformat()} (more than "
+            f"{STALE_AFTER_DAYS}); {fix} ({PRICES_ENV})"
+        )
+
+    def warn_if_stale(
+        self, on: date | None = None, *, soft: bool = False, stacklevel: int = 2
+    ) -> None:
+        """Warn with `StalePriceWarning` when the price is stale on `on`.
+
+        ``soft=True`` is for code paths that only record a cost (a completion already made):
+        the warning is shown even where warnings are turned into errors, and never raised.
+        `stacklevel` counts from the caller, as in `warnings.warn`.
+        """
+        if not self.is_stale(on):
+            return
+        warning = StalePriceWarning(self.stale_message(on))
+        if soft:
+            # The lock keeps concurrent recordings (threads of `Backend.map`) from restoring
+            # each other's filters out of order.
+            with _SOFT_WARNING_LOCK, warnings.catch_warnings():
+                warnings.simplefilter("always", StalePriceWarning)
+                warnings.warn(warning, stacklevel=stacklevel + 1)
+        else:
+            warnings.warn(warning, stacklevel=stacklevel + 1)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The row as a plain dict (Decimal prices, `date` dates), in file column order, then
+        `effective_to`, `origin` and `source`."""
+        out: dict[str, Any] = {name: getattr(self, name) for name in _COLUMNS}
+        out["aliases"] = ";".join(self.aliases)
+        for name in _FRAME_EXTRA:
+            out[name] = getattr(self, name)
+        return out
