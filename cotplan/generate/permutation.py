@@ -329,7 +329,10 @@ def _probability(value: object, name: str, *, open_low: bool = True) -> float:
 
 
 @dataclass
-class _Run:
+class _AveragingJob:
+    """One permutation-averaged answer in progress: its checked inputs, and how each ordering is
+    prompted and sampled."""
+
     backend: Backend
     examples: tuple[Example, ...]
     query: str
@@ -576,7 +579,7 @@ def permutation_average(
     notes: list[str] = []
     if not text_mode and template.answer_prefix:
         notes.append("chat backend: choices scored without the template's leading space")
-    run = _Run(
+    run = _AveragingJob(
         backend=backend,
         examples=examples_,
         query=query,

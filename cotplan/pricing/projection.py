@@ -648,7 +648,9 @@ def _summary(values: _FloatArray) -> tuple[float, float, float, float]:
 
 
 @dataclass
-class _Run:
+class _Simulation:
+    """One Monte Carlo run of a projection: the monthly frame, draws of the total, prices used."""
+
     frame: pd.DataFrame
     totals: _FloatArray
     stats: dict[date, _CallStats]
@@ -671,7 +673,7 @@ def _simulate(
     table: PriceTable,
     today: date,
     provider: str | None,
-) -> _Run:
+) -> _Simulation:
     months = workload.months()
     # Independent streams per purpose, so scenarios compared with one seed share their draws
     # (common random numbers) whatever their token distributions consume.
@@ -774,7 +776,7 @@ def _simulate(
                "p50_usd", "p90_usd", "price_as_of"]  # fmt: skip
     frame = pd.DataFrame([*day_records, *records, *year_records, total_record], columns=columns)
     first_stats = stats_by_row[id(month_rows[0])]
-    return _Run(
+    return _Simulation(
         frame=frame,
         totals=total,
         stats={r.effective_from or date.min: stats_by_row[id(r)] for r in rows},
