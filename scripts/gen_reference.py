@@ -16,8 +16,10 @@ import typer
 from typer.testing import CliRunner
 
 import cotplan
+import cotplan.charts
 import cotplan.lab
 import cotplan.lab.reasoning
+import cotplan.reproduction
 from cotplan.cli import app
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
@@ -36,11 +38,12 @@ def api_markdown() -> str:
         "",
         "Generated from docstrings by `.venv/bin/python scripts/gen_reference.py`; "
         "do not edit by hand. Every name in the first part is importable as `cotplan.NAME`; "
-        "the lab's names (the `lab` extra) follow under their own headings.",
+        "charts, the reproduction report and the lab's names (the `lab` extra) follow under "
+        "their own headings.",
         "",
     ]
     lines += _module_section(cotplan, "cotplan", level="##")
-    for module in (cotplan.lab, cotplan.lab.reasoning):
+    for module in (cotplan.charts, cotplan.reproduction, cotplan.lab, cotplan.lab.reasoning):
         lines += [f"# `{module.__name__}`", "", _first_paragraph(module.__doc__), ""]
         lines += _module_section(module, module.__name__, level="##")
     return "\n".join(lines).rstrip() + "\n"
