@@ -132,7 +132,7 @@ def shipped_state(
 def ship(model: Any, preset: str, folder: Path | None = None) -> Path:
     """Write `model` (a `LabReasoningModel` trained with `preset`) as shipped weights into
     `folder` (default: the package folder); returns the ``.pt`` path."""
-    from cotplan.lab.reasoning.train import settings_for
+    from cotplan.lab.reasoning.settings import settings_for
 
     if not isinstance(preset, str):
         raise InputError(f"must be a preset name, got {preset!r}", field="preset")

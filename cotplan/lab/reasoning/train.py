@@ -16,18 +16,22 @@ Training is seeded (`TrainSettings.seed`) and uses the threads torch is allowed;
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import math
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from cotplan.errors import InputError
 from cotplan.lab._torch import require_torch
-from cotplan.lab.reasoning.data import IGNORE, Mix, make_batch
+from cotplan.lab.reasoning.data import IGNORE, make_batch
+from cotplan.lab.reasoning.settings import (
+    DATA_FORMAT,
+    FAMILY_PRESETS,
+    PRESETS,
+    TrainSettings,
+    settings_for,
+)
 from cotplan.lab.reasoning.tasks import get_lab_family, lab_example
 from cotplan.lab.reasoning.tokenizer import (
     ANSWER,
@@ -50,106 +54,7 @@ __all__ = [
     "train_lab_model",
 ]
 
-#: Bumped whenever the sequences a model is trained on change: older weights are not reused.
-DATA_FORMAT = 3
 _STORE_KIND = "reasoning"
-
-
-@dataclass(frozen=True)
-class TrainSettings:
-    """Everything that shapes a trained lab model (its store key is a hash of these)."""
-
-    family: str
-    n_min: int = 1
-    n_max: int = 24
-    steps: int = 3000
-    batch_size: int = 64
-    lr: float = 3e-3
-    warmup: int = 100
-    weight_decay: float = 0.01
-    mix: Mix = field(default_factory=Mix)
-    pe: str = "rope"
-    d_model: int = 64
-    n_layers: int = 2
-    n_heads: int = 4
-    d_ff: int = 256
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        info = get_lab_family(self.family)
-        object.__setattr__(self, "family", info.name)
-        for name in ("n_min", "n_max", "steps", "batch_size", "warmup", "seed"):
-            value = getattr(self, name)
-            low = 0 if name in ("warmup", "seed") else 1
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise InputError(f"must be an integer ≥ {low}, got {value!r}", field=name)
-        if not info.n_min <= self.n_min <= self.n_max <= info.n_max:
-            raise InputError(
-                f"must satisfy {info.n_min} ≤ n_min ≤ n_max ≤ {info.n_max}, got "
-                f"{self.n_min}..{self.n_max}",
-                field="n_max",
-            )
-        if not (self.lr > 0 and math.isfinite(self.lr)):
-            raise InputError(f"must be a positive number, got {self.lr!r}", field="lr")
-
-    @property
-    def max_len(self) -> int:
-        # <bos>, header, start cup, 2n labelled inputs, Reasoning:, the trace, Answer:, answer.
-        return 2 * self.n_max + 8 + get_lab_family(self.family).max_trace(self.n_max)
-
-    def model_config(self, tokenizer: LabTokenizer) -> Any:
-        from cotplan.lab.transformer import TransformerConfig
-
-        return TransformerConfig(
-            vocab_size=tokenizer.vocab_size,
-            max_len=self.max_len,
-            pe=self.pe,  # type: ignore[arg-type]
-            attend_to="states",
-            d_model=self.d_model,
-            n_layers=self.n_layers,
-            n_heads=self.n_heads,
-            d_ff=self.d_ff,
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        data = dataclasses.asdict(self)
-        data["format"] = DATA_FORMAT
-        data["vocab"] = default_tokenizer().fingerprint
-        return data
-
-    def replace(self, **changes: Any) -> TrainSettings:
-        return dataclasses.replace(self, **changes)
-
-
-#: Training presets by name; `load_or_train(family, preset)` fills in the family.
-PRESETS: dict[str, dict[str, Any]] = {
-    "tiny": {"n_min": 2, "n_max": 5, "steps": 600, "batch_size": 32, "d_model": 32, "d_ff": 128},
-    "quick": {"n_min": 1, "n_max": 8, "steps": 1500, "batch_size": 32},
-    "standard": {"n_min": 1, "n_max": 16, "steps": 4000, "batch_size": 32},
-    # Sizes where the theorem's domain ε ∈ [max(n^−1/4, 1/V), 1/2] is not empty (n ≥ 64):
-    # only families that allow n = 64 (the lamp).
-    "wide": {"n_min": 1, "n_max": 64, "steps": 3000, "batch_size": 32},
-}
-
-#: Where a family's preset departs from `PRESETS` (none today; the lookup is kept so a family
-#: can need more steps without a new preset name).
-FAMILY_PRESETS: dict[tuple[str, str], dict[str, Any]] = {}
-
-
-def settings_for(family: str, preset: str | TrainSettings = "standard") -> TrainSettings:
-    """The `TrainSettings` of a preset name (or the settings themselves, checked)."""
-    if isinstance(preset, TrainSettings):
-        if get_lab_family(family).name != preset.family:
-            raise InputError(f"settings are for {preset.family}, not {family}", field="settings")
-        return preset
-    if preset not in PRESETS:
-        raise InputError(
-            f"unknown preset {preset!r}; choose from {', '.join(PRESETS)}", field="preset"
-        )
-    name = get_lab_family(family).name
-    return TrainSettings(
-        family=name, **{**PRESETS[preset], **FAMILY_PRESETS.get((name, preset), {})}
-    )
 
 
 class LabReasoningModel:
