@@ -1,0 +1,339 @@
+"""The inputs of a spend projection: the workload and the token distribution of its calls.
+
+`Workload` says how many queries, growing how fast, for how long; `EmpiricalTokens` and
+`ParametricTokens` say how many tokens each call takes. The checks on numeric arguments live
+here too, since these inputs are the first to need them; `cotplan.pricing.projection` explains
+how a projection draws from them.
+"""
+
+from __future__ import annotations
+
+import calendar
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import date
+from numbers import Real
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import pandas as pd
+
+from cotplan.backends.base import Completion
+from cotplan.errors import InputError
+
+__all__ = [
+    "EmpiricalTokens",
+    "ParametricTokens",
+    "TokenDistribution",
+    "Workload",
+]
+
+_FloatArray = np.ndarray[Any, np.dtype[np.float64]]
+
+# ---------------------------------------------------------------------------------------------
+# Validation helpers (one place per entry point; messages name the parameter)
+
+
+def _real(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise InputError(f"must be a number, got {value!r}", field=name)
+    number = float(value)
+    if not math.isfinite(number):
+        raise InputError(f"must be a finite number, got {value!r}", field=name)
+    return number
+
+
+def _non_negative(value: Any, name: str) -> float:
+    number = _real(value, name)
+    if number < 0:
+        raise InputError(f"must not be negative, got {value!r}", field=name)
+    return number
+
+
+def _fraction(value: Any, name: str) -> float:
+    number = _real(value, name)
+    if not 0.0 <= number <= 1.0:
+        raise InputError(f"must be between 0 and 1, got {value!r}", field=name)
+    return number
+
+
+def _positive_int(value: Any, name: str) -> int:
+    number = _real(value, name)
+    if number != int(number):
+        raise InputError(f"must be a whole number, got {value!r}", field=name)
+    if number < 1:
+        raise InputError(f"must be at least 1, got {value!r}", field=name)
+    return int(number)
+
+
+def _token_array(values: Any, name: str) -> _FloatArray:
+    try:
+        array = np.asarray(values, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        raise InputError("must be a sequence of token counts", field=name) from None
+    if array.size == 0:
+        raise InputError("must not be empty", field=name)
+    bad = ~np.isfinite(array)
+    if bad.any():
+        raise InputError(
+            f"must be finite; position {int(np.argmax(bad))} is {array[bad][0]}", field=name
+        )
+    if (array < 0).any():
+        index = int(np.argmax(array < 0))
+        raise InputError(f"must not be negative; position {index} is {array[index]:g}", field=name)
+    return array
+
+
+# ---------------------------------------------------------------------------------------------
+# Workload
+
+
+@dataclass(frozen=True)
+class Workload:
+    """How many queries, growing how fast, for how long.
+
+    Give `queries_per_day` or `queries_per_month` (the first month's volume). `growth_rate`
+    compounds per `growth_per` ("month" or "year"; a yearly rate is spread evenly over the
+    months). `start` is the first day of the first month (default: the first day of next
+    month). `volume_cv` is the coefficient of variation of the volume itself, for a forecast
+    you are unsure of (0 = the volume is known).
+    """
+
+    queries_per_day: float | None = None
+    queries_per_month: float | None = None
+    growth_rate: float = 0.0
+    growth_per: str = "month"
+    horizon_months: int = 12
+    start: date | None = None
+    volume_cv: float = 0.0
+
+    def __post_init__(self) -> None:
+        if (self.queries_per_day is None) == (self.queries_per_month is None):
+            raise InputError(
+                "give exactly one of `queries_per_day` and `queries_per_month`",
+                field="queries_per_day",
+            )
+        for name in ("queries_per_day", "queries_per_month"):
+            value = getattr(self, name)
+            if value is not None:
+                _non_negative(value, name)
+        growth = _real(self.growth_rate, "growth_rate")
+        if growth <= -1.0:
+            raise InputError(f"must be above -1 (-100%), got {growth!r}", field="growth_rate")
+        if self.growth_per not in ("month", "year"):
+            raise InputError(
+                f"must be 'month' or 'year', got {self.growth_per!r}", field="growth_per"
+            )
+        _positive_int(self.horizon_months, "horizon_months")
+        if self.horizon_months > 600:
+            raise InputError(
+                f"must be at most 600 months, got {self.horizon_months}", field="horizon_months"
+            )
+        if self.start is not None and not isinstance(self.start, date):
+            raise InputError(f"must be a date, got {self.start!r}", field="start")
+        _non_negative(self.volume_cv, "volume_cv")
+
+    @property
+    def monthly_growth(self) -> float:
+        """The growth rate per month."""
+        if self.growth_per == "year":
+            return float((1.0 + self.growth_rate) ** (1.0 / 12.0) - 1.0)
+        return float(self.growth_rate)
+
+    @property
+    def first_day(self) -> date:
+        """The first day of the first month."""
+        if self.start is not None:
+            return self.start.replace(day=1)
+        today = date.today()
+        return date(today.year + today.month // 12, today.month % 12 + 1, 1)
+
+    def months(self) -> pd.DataFrame:
+        """One row per month: label, first day, days, expected queries."""
+        first = self.first_day
+        growth = self.monthly_growth
+        rows = []
+        for i in range(self.horizon_months):
+            year, month = divmod(first.month - 1 + i, 12)
+            start = date(first.year + year, month + 1, 1)
+            days = calendar.monthrange(start.year, start.month)[1]
+            factor = (1.0 + growth) ** i
+            if self.queries_per_day is not None:
+                queries = float(self.queries_per_day) * days * factor
+            else:
+                queries = float(self.queries_per_month or 0.0) * factor
+            rows.append(
+                {"label": start.strftime("%Y-%m"), "start": start, "days": days,
+                 "queries": queries}
+            )  # fmt: skip
+        return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------------------------
+# Token distributions
+
+
+@runtime_checkable
+class TokenDistribution(Protocol):
+    """Tokens per call: prompt, visible answer, reasoning.
+
+    `sample` returns the three arrays (float64, one entry per call) and `n_observed` is the
+    number of real observations behind the distribution (None: treat its mean as known).
+    """
+
+    @property
+    def n_observed(self) -> int | None: ...
+
+    def sample(self, draws: int, rng: np.random.Generator) -> tuple[
+        _FloatArray, _FloatArray, _FloatArray
+    ]: ...  # fmt: skip
+
+
+@dataclass(frozen=True, eq=False)
+class EmpiricalTokens:
+    """An observed sample of calls, such as calibration records.
+
+    `completion_tokens` follows cotplan's `Usage` convention (reasoning inside completion); pass
+    ``reasoning_in_completion=False`` when the counts come from a provider that reports them
+    apart (Gemini). Every record is priced exactly; the sample size sets the uncertainty of the
+    mean.
+    """
+
+    prompt_tokens: Any
+    completion_tokens: Any
+    reasoning_tokens: Any = None
+    reasoning_in_completion: bool = True
+    _arrays: tuple[_FloatArray, _FloatArray, _FloatArray] = field(
+        init=False, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        prompt = _token_array(self.prompt_tokens, "prompt_tokens")
+        completion = _token_array(self.completion_tokens, "completion_tokens")
+        if self.reasoning_tokens is None:
+            reasoning = np.zeros_like(completion)
+        else:
+            reasoning = _token_array(self.reasoning_tokens, "reasoning_tokens")
+        if not prompt.size == completion.size == reasoning.size:
+            raise InputError(
+                f"prompt ({prompt.size}), completion ({completion.size}) and reasoning "
+                f"({reasoning.size}) token lists must have the same length",
+                field="completion_tokens",
+            )
+        if prompt.size < 2:
+            raise InputError("needs at least 2 records", field="prompt_tokens")
+        if self.reasoning_in_completion:
+            over = reasoning > completion
+            if over.any():
+                i = int(np.argmax(over))
+                raise InputError(
+                    f"record {i}: {reasoning[i]:g} reasoning tokens exceed its "
+                    f"{completion[i]:g} completion tokens (reasoning is counted inside "
+                    "completion; pass reasoning_in_completion=False if it is not)",
+                    field="reasoning_tokens",
+                )
+            answer = completion - reasoning
+        else:
+            answer = completion
+        object.__setattr__(self, "_arrays", (prompt, answer, reasoning))
+
+    @property
+    def n_observed(self) -> int:
+        return int(self._arrays[0].size)
+
+    def records(self) -> tuple[_FloatArray, _FloatArray, _FloatArray]:
+        """Prompt, visible-answer and reasoning tokens of every record."""
+        return self._arrays
+
+    def sample(
+        self, draws: int, rng: np.random.Generator
+    ) -> tuple[_FloatArray, _FloatArray, _FloatArray]:
+        index = rng.integers(0, self.n_observed, size=draws)
+        prompt, answer, reasoning = self._arrays
+        return prompt[index], answer[index], reasoning[index]
+
+    @classmethod
+    def from_frame(
+        cls,
+        frame: pd.DataFrame,
+        *,
+        prompt: str = "prompt_tokens",
+        completion: str = "completion_tokens",
+        reasoning: str | None = "reasoning_tokens",
+        reasoning_in_completion: bool = True,
+    ) -> EmpiricalTokens:
+        """From DataFrame columns (a missing reasoning column means no reasoning tokens)."""
+        for column in (prompt, completion):
+            if column not in frame.columns:
+                raise InputError(
+                    f"no column {column!r}; columns are {list(frame.columns)}", field=column
+                )
+        has_reasoning = reasoning is not None and reasoning in frame.columns
+        return cls(
+            frame[prompt].to_numpy(),
+            frame[completion].to_numpy(),
+            frame[reasoning].to_numpy() if has_reasoning and reasoning else None,
+            reasoning_in_completion=reasoning_in_completion,
+        )
+
+    @classmethod
+    def from_completions(cls, completions: Iterable[Completion]) -> EmpiricalTokens:
+        """From completions already made (their `Usage`), e.g. a calibration run."""
+        usages = [c.usage for c in completions]
+        return cls(
+            [u.prompt_tokens for u in usages],
+            [u.completion_tokens for u in usages],
+            [u.reasoning_tokens for u in usages],
+        )
+
+
+def _lognormal(rng: np.random.Generator, mean: float, sd: float, draws: int) -> _FloatArray:
+    if mean == 0.0:
+        return np.zeros(draws)
+    if sd == 0.0:
+        return np.full(draws, mean)
+    sigma2 = math.log1p((sd / mean) ** 2)
+    return rng.lognormal(math.log(mean) - sigma2 / 2.0, math.sqrt(sigma2), size=draws)
+
+
+@dataclass(frozen=True)
+class ParametricTokens:
+    """Tokens per call as mean and standard deviation (independent lognormals).
+
+    `output_*` are visible answer tokens, `reasoning_*` hidden reasoning tokens on top of them.
+    `n_observed` is how many calls the means were estimated from, if they were (None: the
+    means are taken as known and add no uncertainty).
+    """
+
+    prompt_mean: float
+    prompt_sd: float
+    output_mean: float
+    output_sd: float
+    reasoning_mean: float = 0.0
+    reasoning_sd: float = 0.0
+    n_observed: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in (
+            "prompt_mean", "prompt_sd", "output_mean", "output_sd", "reasoning_mean",
+            "reasoning_sd",
+        ):  # fmt: skip
+            _non_negative(getattr(self, name), name)
+        for part in ("prompt", "output", "reasoning"):
+            if getattr(self, f"{part}_mean") == 0 and getattr(self, f"{part}_sd") > 0:
+                raise InputError(
+                    "a zero mean needs a zero spread (token counts are never negative)",
+                    field=f"{part}_sd",
+                )
+        if self.n_observed is not None:
+            _positive_int(self.n_observed, "n_observed")
+
+    def sample(
+        self, draws: int, rng: np.random.Generator
+    ) -> tuple[_FloatArray, _FloatArray, _FloatArray]:
+        return (
+            _lognormal(rng, self.prompt_mean, self.prompt_sd, draws),
+            _lognormal(rng, self.output_mean, self.output_sd, draws),
+            _lognormal(rng, self.reasoning_mean, self.reasoning_sd, draws),
+        )
