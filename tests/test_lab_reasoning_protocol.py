@@ -125,7 +125,7 @@ def test_study_settings_are_checked(changes: dict[str, object], match: str) -> N
 
 
 def test_a_family_needing_no_reasoning_says_so() -> None:
-    from cotplan.lab.reasoning.study import _no_law
+    from cotplan.lab.reasoning.report import _no_law
 
     frame = pd.DataFrame(
         {"item": ["a", "a", "b", "b"], "n": [4, 4, 8, 8], "k": [0, 3, 0, 3], "correct": [True] * 4}
