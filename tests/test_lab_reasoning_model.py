@@ -257,3 +257,15 @@ def test_the_cli_law_command_prints_the_law(tmp_path: Path) -> None:
     assert "k*(n, ε) on B" in result.output
     assert "n = 3: empty" in " ".join(result.output.split())  # rich wraps long lines
     assert (tmp_path / "logloss_curve.csv").stat().st_size > 0
+
+
+def test_the_studys_own_check_is_labelled_as_a_cotplan_check(study: LabStudy) -> None:
+    from cotplan.lab.reasoning.report import study_report_rows
+
+    rows = study_report_rows([study])
+    check = [row for row in rows if row.claim.startswith("planned k* meets")]
+    assert len(check) == 1
+    met = bool((study.plan["heldout_error"] <= study.settings.eps + 1e-12).all())
+    assert (check[0].verdict, check[0].holds) == ("cotplan check", met)
+    # The claims of the paper keep the paper's vocabulary.
+    assert all(row.verdict != "cotplan check" for row in rows if row is not check[0])

@@ -116,6 +116,7 @@ def study_report_rows(studies: Iterable[LabStudy]) -> list[Any]:
         Interval,
         ReportRow,
     )
+    from cotplan.experiments.verdicts import COTPLAN_CHECK
 
     rows: list[Any] = []
     for study in studies:
@@ -212,7 +213,7 @@ def study_report_rows(studies: Iterable[LabStudy]) -> list[Any]:
                     worst,
                     None,
                     f"ε = {study.settings.eps:g}",
-                    REPRODUCED if met else NOT_REPRODUCED,
+                    COTPLAN_CHECK,
                     "held-out error at the planned cap per n: "
                     + ", ".join(
                         f"n = {n}: {error:.2f} at k = {tokens}"
@@ -222,6 +223,7 @@ def study_report_rows(studies: Iterable[LabStudy]) -> list[Any]:
                     )
                     + _savings_text(study),
                     measured_text=f"worst held-out error {worst:.2f}",
+                    holds=met,
                 )
             )
     return rows
