@@ -35,6 +35,7 @@ import pandas as pd
 from cotplan.errors import InputError
 from cotplan.generate.budgeted import DEFAULT_PROMPT
 from cotplan.lab.reasoning.backend import LabBackend
+from cotplan.lab.reasoning.study import _slope
 from cotplan.lab.reasoning.tasks import (
     distinct_questions,
     get_lab_family,
@@ -259,15 +260,6 @@ def _curve_rows(
             }
         )
     return pd.DataFrame(curve_rows), pd.DataFrame(budget_rows), pd.DataFrame(exponent_rows)
-
-
-def _slope(ns: Sequence[float], ks: Sequence[float]) -> float:
-    pairs = [(n, k) for n, k in zip(ns, ks, strict=True) if math.isfinite(k) and k > 0]
-    if len({n for n, _ in pairs}) < 2:
-        return math.nan
-    x = np.log([float(n) for n, _ in pairs])
-    y = np.log([float(k) for _, k in pairs])
-    return float(np.polyfit(x, y, 1)[0])
 
 
 def budget_grid(family: str, n: int, max_points: int = 60) -> list[int]:
