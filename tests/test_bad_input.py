@@ -948,3 +948,34 @@ API_CASES += [
     ApiCase("lab mechanism at a negative budget", lambda d: _lab_mechanism(-1), ("`k`",)),
     ApiCase("lab items of size 0", lambda d: _lab_items(0), ("`n`",)),
 ]
+
+
+# --- the remaining planner cases: targets at the edges, an empty calibration, a NaN size
+
+
+def _fitted_planner_budget(n: float) -> object:
+    import pandas as pd
+
+    from cotplan.planner import BudgetPlanner
+
+    rows = [
+        {"item": f"i{i}", "n": size, "k": k, "correct": int(k >= 3 * size or i % 2 == 0)}
+        for size in (4, 8)
+        for i in range(12)
+        for k in (0, 3 * size, 5 * size)
+    ]
+    planner = BudgetPlanner(n_bootstrap=0).fit(pd.DataFrame(rows))
+    return planner.budget(n, 0.1)
+
+
+CASES += [
+    Case("ε of exactly 1", (*PLAN, "--eps", "1"), ("`eps`",), CALIBRATED),
+    Case("negative ε", (*PLAN, "--eps", "-0.1"), ("`eps`",), CALIBRATED),
+    Case("infinite ε", (*PLAN, "--eps", "inf"), ("`eps`",), CALIBRATED),
+    Case("a calibration with only its header", (*PLAN, "--eps", "0.1"), ("`calibration`",),
+         (("calibration.csv", _text("item,n,k,correct")),)),
+]  # fmt: skip
+
+API_CASES += [
+    ApiCase("budget(n=nan)", lambda d: _fitted_planner_budget(float("nan")), ("`n`",)),
+]
