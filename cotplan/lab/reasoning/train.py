@@ -57,6 +57,21 @@ __all__ = [
 _STORE_KIND = "reasoning"
 
 
+def _optimise(torch: Any, network: Any, optimiser: Any, ids: Any, targets: Any) -> Any:
+    """One optimiser step on a batch (the training loop and its timing estimate run the same)."""
+    logits = network(torch.from_numpy(ids))
+    loss = torch.nn.functional.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]),
+        torch.from_numpy(targets).reshape(-1),
+        ignore_index=IGNORE,
+    )
+    optimiser.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(network.parameters(), 1.0)
+    optimiser.step()
+    return loss
+
+
 class LabReasoningModel:
     """A trained lab model: the network, its tokenizer, its settings and what training measured.
 
@@ -219,16 +234,7 @@ def train_lab_model(
         ids, targets = make_batch(
             settings.family, rng, settings.batch_size, sizes, settings.mix, tokenizer
         )
-        logits = network(torch.from_numpy(ids))
-        loss = torch.nn.functional.cross_entropy(
-            logits.reshape(-1, logits.shape[-1]),
-            torch.from_numpy(targets).reshape(-1),
-            ignore_index=IGNORE,
-        )
-        optimiser.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(network.parameters(), 1.0)
-        optimiser.step()
+        loss = _optimise(torch, network, optimiser, ids, targets)
         scheduler.step()
         losses.append(loss.item())
         if progress is not None and (step % 50 == 0 or step == settings.steps - 1):
@@ -273,15 +279,7 @@ def time_training(settings: TrainSettings, steps: int = 20) -> float:
         if step == 1:
             clock(step, 0.0)
         ids, targets = make_batch(short.family, rng, short.batch_size, sizes, short.mix, tokenizer)
-        logits = network(torch.from_numpy(ids))
-        loss = torch.nn.functional.cross_entropy(
-            logits.reshape(-1, logits.shape[-1]),
-            torch.from_numpy(targets).reshape(-1),
-            ignore_index=IGNORE,
-        )
-        optimiser.zero_grad(set_to_none=True)
-        loss.backward()
-        optimiser.step()
+        _optimise(torch, network, optimiser, ids, targets)
     clock(short.steps, 0.0)
     return (timed[-1] - timed[0]) / steps
 
