@@ -1,0 +1,296 @@
+"""The main job, end to end, as library calls: calibrate -> plan -> run -> projected cost.
+
+`cotplan demo` is these functions with printing in between; a notebook calls them directly:
+
+    from cotplan.backends import connect
+    from cotplan.workflow import QUICK, demo_setup, run_demo
+
+    setup = demo_setup("count", preset=QUICK)
+    with connect("local") as model:
+        demo = run_demo(model, setup)
+    demo.costs                      # the monthly cost of both policies, two pricings
+
+`project_run_costs` is the last step on its own: what a `PlanRun`'s measured tokens would cost
+a month and a year at a stated workload, priced as the model that answered and as a what-if API
+model. This module sits above the planner, pricing, tasks and the lab (it draws a lab model's
+own items), and below the command line; it imports no charts, so charts stay a leaf that the
+CLI and notebooks reach.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from cotplan.errors import InputError
+
+if TYPE_CHECKING:
+    from cotplan.backends.base import Backend
+    from cotplan.planner import BudgetPlanner
+    from cotplan.planner.calibrate import Calibration
+    from cotplan.planner.records import Budget
+    from cotplan.planner.run import PlanRun
+    from cotplan.tasks import TaskItem
+
+__all__ = [
+    "DEMO_FALLBACK_FAMILY",
+    "DEMO_STEPS",
+    "FULL",
+    "QUICK",
+    "WHAT_IF_MODEL",
+    "Demo",
+    "DemoPreset",
+    "DemoSetup",
+    "auto_target",
+    "demo_family",
+    "demo_setup",
+    "project_run_costs",
+    "run_demo",
+]
+
+#: The family the demo uses when the registry marks none as suited (measured; docs/planner.md).
+DEMO_FALLBACK_FAMILY = "count"
+#: Sizes per family: a small n and a harder one, as in benchmarks/task_families.py.
+_SIZES = {
+    "addition": (2, 4),
+    "arithmetic": (1, 3),
+    "coin_flip": (2, 4),
+    "last_letter": (2, 4),
+    "count": (3, 6),
+    "pattern": (2, 4),
+    "parity": (2, 4),
+}
+#: What-if pricing for the embedded model's tokens (its own price is a deliberate 0).
+WHAT_IF_MODEL = "gpt-6.1-terra"
+#: The steps `run_demo` reports, in order.
+DEMO_STEPS = ("calibrate", "plan", "run", "cost")
+
+
+@dataclass(frozen=True)
+class DemoPreset:
+    """How much the demo measures: calibration items per size, the budget grid, held-out items
+    per size, the cap standing for "uncapped", and bootstrap resamples.
+
+    `budgets` None means the paper's Algorithm 1 grid for each size: `paper_count` log-spaced
+    budgets in [0, 10 √n] (`cotplan.planner.calibrate.paper_budgets`).
+    """
+
+    count: int
+    held_out: int
+    uncapped: int
+    bootstrap: int
+    budgets: tuple[int, ...] | None = None
+    paper_count: int = 8
+
+    def grid(self, n: int) -> list[int]:
+        """The budgets at size `n`."""
+        from cotplan.planner.calibrate import paper_budgets
+
+        if self.budgets is not None:
+            return list(self.budgets)
+        return paper_budgets(n, count=self.paper_count)
+
+
+FULL = DemoPreset(count=12, held_out=8, uncapped=256, bootstrap=200)
+QUICK = DemoPreset(count=8, held_out=4, uncapped=128, bootstrap=50, paper_count=4)
+
+
+def demo_family() -> str:
+    """The first built-in family marked as suited to the demo, else the measured fallback."""
+    from cotplan.tasks import list_families
+
+    marked = [info.name for info in list_families() if info.demo]
+    return marked[0] if marked else DEMO_FALLBACK_FAMILY
+
+
+@dataclass(frozen=True)
+class DemoSetup:
+    """What the demo will measure: the family, its sizes, calibration and held-out items
+    (disjoint by id and by prompt) and the preset (a lab model brings its own budget grid)."""
+
+    family: str
+    description: str
+    n_meaning: str
+    sizes: tuple[int, ...]
+    items: tuple[TaskItem, ...]
+    held_out: tuple[TaskItem, ...]
+    preset: DemoPreset
+
+
+def demo_setup(
+    family: str | None = None,
+    *,
+    backend: str = "local",
+    preset: DemoPreset = FULL,
+    count: int | None = None,
+    held_out: int | None = None,
+    seed: int = 0,
+) -> DemoSetup:
+    """The items the demo answers: `count` calibration items (seed `seed`) and `held_out`
+    held-out items (seed `seed + 1`, minus any question calibration saw) at each of the
+    family's two sizes; `count`/`held_out` None take the preset's. A lab backend
+    (``lab:FAMILY``) is answered on its own family, sizes and budgets instead."""
+    from cotplan.lab.reasoning.tasks import lab_demo_items
+    from cotplan.tasks import get_family, make_tasks
+
+    for value, name in ((count, "count"), (held_out, "held_out")):
+        if value is not None and not (isinstance(value, int) and value >= 1):
+            raise InputError(f"must be at least 1, got {value!r}", field=name)
+    preset = replace(
+        preset,
+        count=preset.count if count is None else count,
+        held_out=preset.held_out if held_out is None else held_out,
+    )
+    lab = lab_demo_items(backend, count=preset.count, held_out=preset.held_out, seed=seed)
+    if lab is not None:
+        lab_info, lab_sizes, lab_items, lab_held, lab_budgets = lab
+        return DemoSetup(
+            lab_info.name,
+            lab_info.description,
+            lab_info.n_meaning,
+            tuple(lab_sizes),
+            tuple(lab_items),
+            tuple(lab_held),
+            replace(preset, budgets=lab_budgets),
+        )
+    name = family or demo_family()
+    info = get_family(name)
+    sizes = _SIZES.get(name, (info.n_min, min(info.n_max, 2 * info.n_min)))
+    items = [it for n in sizes for it in make_tasks(name, n=n, count=preset.count, seed=seed)]
+    drawn = [
+        it for n in sizes for it in make_tasks(name, n=n, count=preset.held_out, seed=seed + 1)
+    ]
+    seen = {it.prompt for it in items}
+    held = [it for it in drawn if it.prompt not in seen]
+    return DemoSetup(
+        name, info.description, info.n_meaning, tuple(sizes), tuple(items), tuple(held), preset
+    )
+
+
+def auto_target(planner: BudgetPlanner) -> tuple[float, str]:
+    """The paper's relative ε = 0.25 made absolute, with why; on a fit where reasoning has no
+    effect, the error the model has at any budget."""
+    from cotplan.planner.run import NO_BENEFIT_STATUSES, relative_target
+
+    eps = relative_target(planner, 0.25)
+    if planner.status_ in NO_BENEFIT_STATUSES:
+        return eps, f"ε = {eps:.2f}: the error the model has at any budget (reasoning not credited)"
+    return eps, (
+        f"ε = {eps:.2f}: a quarter of the gain reasoning can buy left unclaimed "
+        f"(e0 = {planner.e0_:.2f}, e_base = {planner.e_base_:.2f}; the paper's relative ε = 0.25)"
+    )
+
+
+def project_run_costs(
+    run: PlanRun,
+    queries_per_day: float,
+    what_if: str = WHAT_IF_MODEL,
+    *,
+    horizon_months: int = 12,
+    draws: int = 20_000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """What both policies of `run` would cost at `queries_per_day`: one row per pricing (the
+    model that answered, then `what_if`) and policy (uncapped, planned), each priced from the
+    run's own token counts (one call per query: the question in, reasoning and answer out).
+
+    Columns: model, pricing ("this model" or "what-if"), policy, tokens_per_query,
+    usd_per_query, month_p50_usd, month_p10_usd, month_p90_usd (the first month) and
+    year_mean_usd (the first twelve months)."""
+    from cotplan.pricing import EmpiricalTokens, Workload, project_costs
+
+    workload = Workload(queries_per_day=queries_per_day, horizon_months=horizon_months)
+    rows = []
+    for model, label in ((run.model, "this model"), (what_if, "what-if")):
+        for policy in ("uncapped", "planned"):
+            answers = run.answers[policy]
+            tokens = EmpiricalTokens(
+                [a.question_tokens for a in answers],
+                [a.reasoning_tokens + a.answer_tokens for a in answers],
+                [a.reasoning_tokens for a in answers],
+            )
+            projection = project_costs(model, workload, tokens, draws=draws, seed=seed)
+            frame = projection.frame
+            month = frame[frame["period"] == "month"].iloc[0]
+            year = frame[frame["period"] == "year"].iloc[0]
+            rows.append(
+                {
+                    "model": projection.model,
+                    "pricing": label,
+                    "policy": policy,
+                    "tokens_per_query": float(
+                        sum(a.question_tokens + a.completion_tokens for a in answers) / len(answers)
+                    ),
+                    "usd_per_query": projection.per_query_usd,
+                    "month_p50_usd": float(month["p50_usd"]),
+                    "month_p10_usd": float(month["p10_usd"]),
+                    "month_p90_usd": float(month["p90_usd"]),
+                    "year_mean_usd": float(year["mean_usd"]),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+@dataclass
+class Demo:
+    """The demo's results, filled step by step (`run_demo` hands it to `on_step` after each).
+
+    `target` is the ε planned for and `target_reason` why (empty when the caller gave ε);
+    `budgets` maps each size to its k* (None where reasoning is not credited)."""
+
+    setup: DemoSetup
+    model: str
+    calibration: Calibration | None = None
+    planner: BudgetPlanner | None = None
+    target: float = float("nan")
+    target_reason: str = ""
+    budgets: dict[int, Budget | None] = field(default_factory=dict)
+    run: PlanRun | None = None
+    costs: pd.DataFrame | None = None
+
+    @property
+    def planned(self) -> list[Budget]:
+        """The budgets that were planned (sizes where reasoning is credited)."""
+        return [b for b in self.budgets.values() if b is not None]
+
+
+def run_demo(
+    model: Backend,
+    setup: DemoSetup,
+    *,
+    eps: float | None = None,
+    queries_per_day: float = 10_000,
+    what_if: str = WHAT_IF_MODEL,
+    progress: bool = True,
+    on_step: Callable[[str, Demo], None] | None = None,
+) -> Demo:
+    """Calibrate `model` on the setup's items, fit the planner, plan k* for `eps` (None:
+    `auto_target`), run the plan on the held-out items next to uncapped reasoning, and project
+    the cost of both policies. `on_step(step, demo)` is called after each of `DEMO_STEPS`."""
+    from cotplan.planner import BudgetPlanner
+    from cotplan.planner.calibrate import calibrate
+    from cotplan.planner.run import plan_budgets, run_plan
+
+    def done(step: str) -> None:
+        if on_step is not None:
+            on_step(step, demo)
+
+    preset = setup.preset
+    demo = Demo(setup, model.model)
+    demo.calibration = calibrate(model, setup.items, preset.grid, progress=progress)
+    done("calibrate")
+    planner = BudgetPlanner(n_bootstrap=preset.bootstrap).fit(demo.calibration.frame)
+    demo.planner = planner
+    demo.target, demo.target_reason = auto_target(planner) if eps is None else (eps, "")
+    demo.budgets = plan_budgets(planner, setup.sizes, demo.target)
+    done("plan")
+    demo.run = run_plan(
+        model, planner, setup.held_out, demo.target, uncapped=preset.uncapped, progress=progress
+    )
+    done("run")
+    demo.costs = project_run_costs(demo.run, queries_per_day, what_if)
+    done("cost")
+    return demo
