@@ -11,7 +11,8 @@ CPU second for every model; the load average is printed beside the wall times. A
 projected cost per call equals the float of `call_cost` on the mean tokens within 1%.
 
 Exits 1 when a model misses the target or the check fails. The transcript is written to
-benchmarks/results/cost_projection.txt (``--no-save`` to skip).
+benchmarks/results/cost_projection.txt (``cost_projection_<arguments>.txt`` when run with
+arguments; ``--no-save`` to skip), with the command, date and load average on top.
 
     .venv/bin/python benchmarks/cost_projection.py [--draws 1000000] [--repeats 5]
 """
@@ -35,6 +36,7 @@ from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
+from _outcome import Outcome  # noqa: E402
 
 from cotplan.pricing import (  # noqa: E402
     ParametricTokens,
@@ -45,7 +47,6 @@ from cotplan.pricing import (  # noqa: E402
 )
 
 TARGET_S = 1.0
-RESULTS = Path(__file__).resolve().parent / "results" / "cost_projection.txt"
 MODELS = ("gpt-6.2-sol", "openai/gpt-4o-mini")
 
 
@@ -56,21 +57,20 @@ def main() -> int:
     parser.add_argument("--model", action="append", help="model to time (repeatable)")
     parser.add_argument("--no-save", action="store_true", help="do not write the transcript")
     args = parser.parse_args()
+    transcript = Path(os.devnull) if args.no_save else None
+    with Outcome("cost_projection", transcript=transcript) as outcome:
+        run_models(args, outcome)
+    return 0
 
-    lines: list[str] = []
 
-    def say(text: str) -> None:
-        print(text, flush=True)
-        lines.append(text)
-
+def run_models(args: argparse.Namespace, outcome: Outcome) -> None:
     table = price_table()
     today = date(2026, 11, 29)
     workload = Workload(queries_per_day=10_000, growth_rate=0.03, start=date(2027, 1, 1))
     tokens = ParametricTokens(1_500, 600, 300, 150, 2_000, 1_500, n_observed=200)
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else "?"
-    say(f"cotplan cost projection benchmark: {args.draws:,} draws, 12 months, {cores} core, "
-        f"prices of {today}, {platform.python_version()}, numpy {np.__version__}")  # fmt: skip
-    ok = True
+    print(f"cotplan cost projection benchmark: {args.draws:,} draws, 12 months, {cores} core, "
+          f"prices of {today}, {platform.python_version()}, numpy {np.__version__}")  # fmt: skip
     for model in args.model or MODELS:
 
         def run(draws: int, model: str = model) -> tuple[float, float, Any]:
@@ -87,8 +87,8 @@ def main() -> int:
             elapsed, wall, projection = run(args.draws)
             times.append(elapsed)
             walls.append(wall)
-            say(f"  {model} run {i + 1}: {elapsed:.3f} CPU s, {wall:.3f} wall s "
-                f"(annual P50 ${float(projection.frame.iloc[-1]['p50_usd']):,.0f})")  # fmt: skip
+            print(f"  {model} run {i + 1}: {elapsed:.3f} CPU s, {wall:.3f} wall s "
+                  f"(annual P50 ${float(projection.frame.iloc[-1]['p50_usd']):,.0f})")  # fmt: skip
         median = statistics.median(times)
         # The check: the mean cost per call matches call_cost on the mean tokens, give or take
         # the nonlinearity of the long-context rule and the lognormal sampling (within 1%).
@@ -106,19 +106,19 @@ def main() -> int:
         )
         check = abs(a["usd_per_call"] / expected - 1) < 0.01
         met = median < TARGET_S
-        ok = ok and met and check
-        say(f"{args.draws:,}-draw one-year projection ({model}, price: {a['price_source']}) on "
-            f"{cores} core: median {median:.3f} CPU s, best {min(times):.3f} CPU s over "
-            f"{args.repeats} runs (median {statistics.median(walls):.3f} wall s, load average "
-            f"{os.getloadavg()[0]:.1f}); target < {TARGET_S:.0f} s: {'met' if met else 'MISSED'}; "
-            "cost per call "
-            f"${a['usd_per_call']:.6f} vs call_cost on the mean tokens ${expected:.6f}: "
-            f"{'ok' if check else 'FAILED'}")  # fmt: skip
-    say("all targets met" if ok else "a target was missed or a check failed")
-    if not args.no_save:
-        RESULTS.parent.mkdir(exist_ok=True)
-        RESULTS.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return 0 if ok else 1
+        print(f"{args.draws:,}-draw one-year projection ({model}, price: {a['price_source']}) on "
+              f"{cores} core: median {median:.3f} CPU s, best {min(times):.3f} CPU s over "
+              f"{args.repeats} runs (median {statistics.median(walls):.3f} wall s, load average "
+              f"{os.getloadavg()[0]:.1f}); target < {TARGET_S:.0f} s: "
+              f"{'met' if met else 'MISSED'}; cost per call "
+              f"${a['usd_per_call']:.6f} vs call_cost on the mean tokens ${expected:.6f}: "
+              f"{'ok' if check else 'FAILED'}")  # fmt: skip
+        outcome.target(f"{model}: median under {TARGET_S:.0f} CPU s", met, f"{median:.3f} CPU s")
+        outcome.check(
+            f"{model}: cost per call equals call_cost on the mean tokens within 1%",
+            check,
+            f"${a['usd_per_call']:.6f} vs ${expected:.6f}",
+        )
 
 
 if __name__ == "__main__":
