@@ -43,16 +43,8 @@ from cotplan.backends.openai_compat import OpenAICompatibleBackend
 from cotplan.planner import BudgetPlanner
 from cotplan.tasks import TaskItem, families, is_correct, list_families, make_tasks
 
-#: Two sizes per family: the smallest interesting one and a harder one.
-SIZES = {
-    "addition": (2, 4),
-    "arithmetic": (1, 3),
-    "coin_flip": (2, 4),
-    "last_letter": (2, 4),
-    "count": (3, 6),
-    "pattern": (2, 4),
-    "parity": (4, 6),  # 2 bits have only 4 distinct questions
-}
+#: Two sizes per family (the smallest interesting one and a harder one): the task registry's.
+SIZES = {name: info.sizes for name, info in families.items()}
 SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
 END = "<|im_end|>"
 

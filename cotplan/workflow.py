@@ -53,16 +53,6 @@ __all__ = [
 
 #: The family the demo uses when the registry marks none as suited (measured; docs/planner.md).
 DEMO_FALLBACK_FAMILY = "count"
-#: Sizes per family: a small n and a harder one, as in benchmarks/task_families.py.
-_SIZES = {
-    "addition": (2, 4),
-    "arithmetic": (1, 3),
-    "coin_flip": (2, 4),
-    "last_letter": (2, 4),
-    "count": (3, 6),
-    "pattern": (2, 4),
-    "parity": (2, 4),
-}
 #: What-if pricing for the embedded model's tokens (its own price is a deliberate 0).
 WHAT_IF_MODEL = "gpt-6.1-terra"
 #: The steps `run_demo` reports, in order.
@@ -158,7 +148,7 @@ def demo_setup(
         )
     name = family or demo_family()
     info = get_family(name)
-    sizes = _SIZES.get(name, (info.n_min, min(info.n_max, 2 * info.n_min)))
+    sizes = info.sizes or (info.n_min, min(info.n_max, 2 * info.n_min))
     items = [it for n in sizes for it in make_tasks(name, n=n, count=preset.count, seed=seed)]
     drawn = [
         it for n in sizes for it in make_tasks(name, n=n, count=preset.held_out, seed=seed + 1)

@@ -192,6 +192,26 @@ def test_demo_flags_match_the_saved_measurements() -> None:
         assert info.measured != "not measured yet"
 
 
+def test_family_sizes_are_the_measured_ones_and_the_demo_uses_them() -> None:
+    """One place for the two sizes per family: the saved measurement ran at them, the demo
+    draws at them (parity at 4 and 6 bits: 2 bits have only 4 distinct questions)."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    from cotplan.workflow import QUICK, demo_setup
+
+    path = Path(__file__).parents[1] / "benchmarks" / "results" / "task_families_smollm2.csv"
+    answers = pd.read_csv(path)
+    for name, info in families.items():
+        assert len(info.sizes) == 2, name
+        assert info.n_min <= min(info.sizes) <= max(info.sizes) <= info.n_max, name
+        measured = answers.loc[answers["family"] == name, "n"]
+        assert tuple(sorted(set(measured))) == info.sizes, name
+    assert families["parity"].sizes == (4, 6)
+    assert demo_setup("parity", preset=QUICK, count=2, held_out=1).sizes == (4, 6)
+
+
 def test_held_out_items_can_exclude_the_calibration_set() -> None:
     calibration = make_tasks("addition", n=2, count=60, seed=0)
     held_out = make_tasks("addition", n=2, count=21, seed=1, exclude=calibration)

@@ -54,6 +54,8 @@ class FamilyInfo:
 
     `demo` is True when reasoning measurably raised the embedded 135M model's accuracy on this
     family; `measured` says what was seen (numbers from `benchmarks/task_families.py`).
+    `sizes` are the two sizes that measurement and `cotplan demo` use: the smallest interesting
+    n and a harder one.
     """
 
     name: str
@@ -65,6 +67,7 @@ class FamilyInfo:
     example: str
     demo: bool = False
     measured: str = "not measured yet"
+    sizes: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -164,9 +167,11 @@ def _family(
     n_min: int,
     n_max: int,
     generate: Generator,
+    sizes: tuple[int, ...],
 ) -> _Family:
     example = generate(np.random.default_rng(0), max(n_min, 3))[0]
-    return _Family(FamilyInfo(name, description, n_meaning, kind, n_min, n_max, example), generate)
+    info = FamilyInfo(name, description, n_meaning, kind, n_min, n_max, example, sizes=sizes)
+    return _Family(info, generate)
 
 
 _REGISTRY: dict[str, _Family] = {
@@ -180,6 +185,7 @@ _REGISTRY: dict[str, _Family] = {
             2,
             50,
             _addition,
+            (2, 4),
         ),
         _family(
             "arithmetic",
@@ -189,6 +195,7 @@ _REGISTRY: dict[str, _Family] = {
             1,
             50,
             _arithmetic,
+            (1, 3),
         ),
         _family(
             "coin_flip",
@@ -198,6 +205,7 @@ _REGISTRY: dict[str, _Family] = {
             1,
             50,
             _coin_flip,
+            (2, 4),
         ),
         _family(
             "last_letter",
@@ -207,6 +215,7 @@ _REGISTRY: dict[str, _Family] = {
             1,
             30,
             _last_letter,
+            (2, 4),
         ),
         _family(
             "count",
@@ -216,6 +225,7 @@ _REGISTRY: dict[str, _Family] = {
             1,
             100,
             _count,
+            (3, 6),
         ),
         _family(
             "pattern",
@@ -225,6 +235,7 @@ _REGISTRY: dict[str, _Family] = {
             1,
             19,
             _pattern,
+            (2, 4),
         ),
         _family(
             "parity",
@@ -234,6 +245,7 @@ _REGISTRY: dict[str, _Family] = {
             1,
             100,
             _parity,
+            (4, 6),  # 2 bits have only 4 distinct questions
         ),
     )
 }
