@@ -124,7 +124,7 @@ def demo_setup(
     family's two sizes; `count`/`held_out` None take the preset's. A lab backend
     (``lab:FAMILY``) is answered on its own family, sizes and budgets instead."""
     from cotplan.lab.reasoning.tasks import lab_demo_items
-    from cotplan.tasks import get_family, make_tasks
+    from cotplan.tasks import drop_seen, get_family, make_tasks
 
     for value, name in ((count, "count"), (held_out, "held_out")):
         if value is not None and not (isinstance(value, int) and value >= 1):
@@ -153,8 +153,7 @@ def demo_setup(
     drawn = [
         it for n in sizes for it in make_tasks(name, n=n, count=preset.held_out, seed=seed + 1)
     ]
-    seen = {it.prompt for it in items}
-    held = [it for it in drawn if it.prompt not in seen]
+    held, _ = drop_seen(drawn, items)
     return DemoSetup(
         name, info.description, info.n_meaning, tuple(sizes), tuple(items), tuple(held), preset
     )

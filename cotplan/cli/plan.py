@@ -461,6 +461,7 @@ def register(app: typer.Typer) -> None:
         from cotplan.backends import connect
         from cotplan.planner.calibrate import load_calibration
         from cotplan.planner.run import SavedPlan, run_plan
+        from cotplan.tasks import drop_seen
 
         asked = parse_ints(n, "n", low=1)
         check_at_least(count, "count", 1)
@@ -477,7 +478,8 @@ def register(app: typer.Typer) -> None:
             )
         items = build_items(family, tasks, sizes, count, seed)
         if Path(saved.calibration).is_file():
-            items, dropped = drop_seen(items, load_calibration(saved.calibration).frame)
+            calibrated = load_calibration(saved.calibration).frame["item"].astype(str)
+            items, dropped = drop_seen(items, calibrated)
             if dropped:
                 console.print(
                     f"[yellow]note:[/] dropped {dropped} held-out item(s) seen in calibration"
@@ -498,13 +500,6 @@ def register(app: typer.Typer) -> None:
         folder = report_folder(out, plan.parent)
         _write_run(folder, result)
         console.print(f"wrote {folder}/run.csv, comparison.csv, comparison.png")
-
-
-def drop_seen(items: list[Any], calibration: Any) -> tuple[list[Any], int]:
-    """Held-out items minus those whose id or prompt the calibration already used."""
-    seen_ids = set(calibration["item"].astype(str))
-    kept = [item for item in items if item.id not in seen_ids]
-    return kept, len(items) - len(kept)
 
 
 def _fit(

@@ -2,6 +2,7 @@
 answer scoring."""
 
 from cotplan.tasks.answers import extract_answer, is_correct, normalize_text
+from cotplan.tasks.dedup import drop_seen
 from cotplan.tasks.families import FamilyInfo, families, get_family, list_families, make_tasks
 from cotplan.tasks.files import item_from_dict, item_to_dict, load_tasks, save_tasks
 from cotplan.tasks.item import AnswerKind, TaskItem
@@ -11,6 +12,7 @@ __all__ = [
     "AnswerKind",
     "FamilyInfo",
     "TaskItem",
+    "drop_seen",
     "extract_answer",
     "families",
     "get_family",
