@@ -137,13 +137,18 @@ def order_chart(result: OrderResult) -> alt.Chart:
     long = frame.melt(
         id_vars="k", value_vars=["sd", "sd_theory", "rmse_vs_bayes"], var_name="series"
     )
-    long = long[long["value"] > 0]
+    positive = long[long["value"] > 0]
+    # An exchangeable predictor (an exact reference) gives every ordering the same prediction:
+    # every spread is 0, which a log axis cannot show (an empty log domain has no size, and
+    # vl-convert refuses to draw it). Its zeros go on a linear axis instead.
+    log = not positive.empty
+    scale = alt.Scale(type="log") if log else alt.Scale(type="linear", domain=[0.0, 1.0])
     chart = (
-        alt.Chart(long)
+        alt.Chart(positive if log else long.fillna(0.0))
         .mark_line(point=True)
         .encode(
             x=alt.X("k:Q", scale=alt.Scale(type="log"), title="orderings averaged (k)"),
-            y=alt.Y("value:Q", scale=alt.Scale(type="log"), title="standard deviation of P̄_k"),
+            y=alt.Y("value:Q", scale=scale, title="standard deviation of P̄_k"),
             color=alt.Color("series:N", title=None),
         )
     )
