@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
@@ -19,6 +18,8 @@ from cotplan.experiments.verdicts import (
     Verdict,
     as_control,
 )
+from cotplan.intervals import Interval
+from cotplan.intervals import compact as fmt
 from cotplan.io import write_csv
 
 __all__ = [
@@ -44,24 +45,6 @@ Drawer = Callable[[Any], Any]
 """Draws a result's chart (`cotplan.charts.chart`); results import no charts."""
 
 # The verdict words live in one module (verdicts.py); these names stay importable from here.
-
-
-@dataclass(frozen=True)
-class Interval:
-    """A confidence interval (percentile bootstrap unless the field's docs say otherwise)."""
-
-    low: float
-    high: float
-    level: float = 0.95
-
-    def __contains__(self, value: object) -> bool:
-        return isinstance(value, int | float) and self.low <= value <= self.high
-
-    def overlaps(self, low: float, high: float) -> bool:
-        return self.low <= high and low <= self.high
-
-    def __str__(self) -> str:
-        return f"[{fmt(self.low)}, {fmt(self.high)}]"
 
 
 @dataclass(frozen=True)
@@ -115,18 +98,6 @@ class ReportRow:
 def rows_frame(rows: list[ReportRow]) -> pd.DataFrame:
     """The side-by-side table: one row per claim."""
     return pd.DataFrame([r.as_dict() for r in rows])
-
-
-def fmt(value: float | None, digits: int = 3) -> str:
-    """A compact number: 3 significant digits, no exponent for everyday magnitudes."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
-    if value == 0:
-        return "0"
-    magnitude = abs(value)
-    if 1e-3 <= magnitude < 1e5:
-        return f"{value:.{digits}g}" if magnitude < 1 else f"{value:.{max(digits, 4)}g}"
-    return f"{value:.{digits - 1}e}"
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cotplan.experiments._common import Interval
 from cotplan.experiments.predictors import FloatArray
+from cotplan.intervals import percentile_interval
 
 __all__ = [
     "LinearFit",
@@ -68,16 +68,6 @@ def bootstrap_counts(n_items: int, n_boot: int, rng: np.random.Generator) -> Flo
     draws = rng.integers(0, n_items, size=(n_boot, n_items))
     flat = (draws + n_items * np.arange(n_boot)[:, None]).ravel()
     return np.bincount(flat, minlength=n_boot * n_items).reshape(n_boot, n_items).astype(float)
-
-
-def percentile_interval(samples: FloatArray, level: float = 0.95) -> Interval:
-    finite = np.asarray(samples, dtype=float)
-    finite = finite[np.isfinite(finite)]
-    if finite.size == 0:
-        return Interval(float("nan"), float("nan"), level)
-    tail = (1.0 - level) / 2.0 * 100.0
-    low, high = np.percentile(finite, [tail, 100.0 - tail])
-    return Interval(float(low), float(high), level)
 
 
 def _weights(x: FloatArray, h: float) -> FloatArray:

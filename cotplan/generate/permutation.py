@@ -67,6 +67,7 @@ from cotplan.generate.scoring import (
     sample_prompt,
     score_prompt,
 )
+from cotplan.intervals import Interval
 
 __all__ = [
     "MIN_CYCLES_FOR_CYCLE_INTERVAL",
@@ -84,19 +85,9 @@ IntervalMethod = Literal["orderings", "cycles", "none"]
 MIN_CYCLES_FOR_CYCLE_INTERVAL = 3
 
 
-@dataclass(frozen=True)
-class ProbabilityInterval:
-    """A two-sided confidence interval for a probability; NaN ends when it cannot be computed."""
-
-    low: float
-    high: float
-
-    @property
-    def width(self) -> float:
-        return self.high - self.low
-
-    def __contains__(self, value: object) -> bool:
-        return isinstance(value, int | float) and self.low <= float(value) <= self.high
+#: A probability's confidence interval: cotplan's one interval type under the name this
+#: module has always exported.
+ProbabilityInterval = Interval
 
 
 @dataclass(frozen=True)
@@ -732,7 +723,7 @@ def permutation_average(
         variance=per_choice(summary.variance),
         se=per_choice(summary.se),
         ci={
-            c: ProbabilityInterval(float(lo), float(hi))
+            c: ProbabilityInterval(float(lo), float(hi), confidence)
             for c, lo, hi in zip(choices_, summary.low, summary.high, strict=True)
         },
         confidence=confidence,

@@ -11,7 +11,8 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from cotplan.errors import InputError
-from cotplan.planner.records import _NAN_CI, LOG_BASES, ConfidenceInterval, LogBase
+from cotplan.intervals import percentile_interval
+from cotplan.planner.records import LOG_BASES, ConfidenceInterval, LogBase
 
 __all__: list[str] = []
 
@@ -169,11 +170,4 @@ def _subset(data: _Data, rows: NDArray[np.bool_]) -> _Data:
 
 def _percentile(values: NDArray[np.float64], confidence: float) -> ConfidenceInterval:
     """Percentile interval that tolerates infinite draws (no interpolation across them)."""
-    finite_or_inf = values[~np.isnan(values)]
-    if len(finite_or_inf) == 0:
-        return _NAN_CI
-    tail = (1.0 - confidence) / 2.0
-    ordered = np.sort(finite_or_inf)
-    lo = ordered[math.floor(tail * (len(ordered) - 1))]
-    hi = ordered[math.ceil((1.0 - tail) * (len(ordered) - 1))]
-    return ConfidenceInterval(float(lo), float(hi))
+    return percentile_interval(values, confidence, keep_infinite=True)

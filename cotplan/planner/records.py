@@ -9,6 +9,8 @@ from typing import Any, Literal
 
 import pandas as pd
 
+from cotplan.intervals import Interval
+
 __all__ = [
     "Budget",
     "CertifiedBudget",
@@ -33,15 +35,8 @@ LOG_BASES: dict[str, float] = {"e": 1.0, "2": math.log(2.0), "10": math.log(10.0
 BASE_LABEL = {"e": "ln", "2": "log2", "10": "log10"}
 
 
-@dataclass(frozen=True)
-class ConfidenceInterval:
-    """A two-sided bootstrap percentile interval; NaN ends when it could not be computed."""
-
-    low: float
-    high: float
-
-    def __contains__(self, value: object) -> bool:
-        return isinstance(value, int | float) and self.low <= float(value) <= self.high
+#: The planner's name for cotplan's one interval type (`cotplan.intervals.Interval`).
+ConfidenceInterval = Interval
 
 
 @dataclass(frozen=True)

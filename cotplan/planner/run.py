@@ -28,6 +28,7 @@ from scipy import stats
 from cotplan.backends.base import Backend
 from cotplan.errors import InputError
 from cotplan.generate.budgeted import BudgetedAnswer, CoTPrompt, Mode, answers_frame
+from cotplan.intervals import percentile_interval
 from cotplan.planner.calibrate import _answer_items, _check_items, _stat
 from cotplan.planner.fit import Budget, BudgetPlanner, ConfidenceInterval
 from cotplan.tasks.item import TaskItem
@@ -51,7 +52,7 @@ NO_BENEFIT_STATUSES = frozenset({"no_benefit", "hurts", "all_correct", "all_wron
 def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> ConfidenceInterval:
     """Wilson score interval of a binomial proportion (NaN ends when n = 0)."""
     if n <= 0:
-        return ConfidenceInterval(math.nan, math.nan)
+        return ConfidenceInterval(math.nan, math.nan, confidence)
     if not 0 <= successes <= n:
         raise InputError(f"must be between 0 and n = {n}, got {successes}", field="successes")
     z = float(stats.norm.ppf(0.5 + confidence / 2.0))
@@ -59,16 +60,12 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> Confide
     denominator = 1.0 + z * z / n
     centre = (p + z * z / (2 * n)) / denominator
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
-    return ConfidenceInterval(max(0.0, centre - half), min(1.0, centre + half))
+    return ConfidenceInterval(max(0.0, centre - half), min(1.0, centre + half), confidence)
 
 
 def _percentile(values: np.ndarray[Any, Any], confidence: float) -> tuple[float, float]:
-    finite = values[np.isfinite(values)]
-    if finite.size == 0:
-        return math.nan, math.nan
-    tail = 100 * (1 - confidence) / 2
-    low, high = np.percentile(finite, [tail, 100 - tail])
-    return float(low), float(high)
+    interval = percentile_interval(values, confidence)
+    return interval.low, interval.high
 
 
 def compare_answers(

@@ -42,6 +42,7 @@ from scipy import stats
 
 from cotplan.errors import InfeasibleTargetError, InputError
 from cotplan.generate.budgeted import BudgetedAnswer, answers_frame, budgeted_answers
+from cotplan.intervals import percentile_interval
 from cotplan.lab.reasoning.backend import LabBackend
 from cotplan.lab.reasoning.report import (
     _law_sentence,
@@ -404,10 +405,10 @@ def _exponents(
 
 
 def _interval(values: np.ndarray, low: str, high: str) -> dict[str, float]:
-    finite = values[np.isfinite(values)]
-    if len(finite) < 10:
+    if np.isfinite(values).sum() < 10:
         return {low: math.nan, high: math.nan}
-    return {low: float(np.percentile(finite, 2.5)), high: float(np.percentile(finite, 97.5))}
+    interval = percentile_interval(values, 0.95)
+    return {low: interval.low, high: interval.high}
 
 
 def _line(ns: Sequence[float], ks: Sequence[float]) -> tuple[float, float]:
