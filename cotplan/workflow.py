@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from cotplan.errors import InputError
+from cotplan.validation import require_int
 
 if TYPE_CHECKING:
     from cotplan.backends.base import Backend
@@ -126,13 +126,10 @@ def demo_setup(
     from cotplan.lab.reasoning.tasks import lab_demo_items
     from cotplan.tasks import drop_seen, get_family, make_tasks
 
-    for value, name in ((count, "count"), (held_out, "held_out")):
-        if value is not None and not (isinstance(value, int) and value >= 1):
-            raise InputError(f"must be at least 1, got {value!r}", field=name)
     preset = replace(
         preset,
-        count=preset.count if count is None else count,
-        held_out=preset.held_out if held_out is None else held_out,
+        count=preset.count if count is None else require_int(count, "count", low=1),
+        held_out=preset.held_out if held_out is None else require_int(held_out, "held_out", low=1),
     )
     lab = lab_demo_items(backend, count=preset.count, held_out=preset.held_out, seed=seed)
     if lab is not None:

@@ -187,5 +187,5 @@ def test_builtin_fewshot_tasks_are_seeded_balanced_and_exact() -> None:
     assert {i.answer for i in parity} == {"even", "odd"}
     with pytest.raises(InputError, match=r"`family`: unknown few-shot family 'colour'"):
         make_fewshot_tasks("colour")
-    with pytest.raises(InputError, match=r"`n_examples`: must be an integer in 2..12"):
+    with pytest.raises(InputError, match=r"`n_examples`: must be an integer between 2 and 12"):
         make_fewshot_tasks("parity", n_examples=1)

@@ -136,12 +136,12 @@ def test_band_sizes_split_evenly_or_as_given() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"n": 4, "m": 0}, r"`m`: must be between 1"),
-        ({"n": 0, "m": 3}, r"`n`: must be >= 1"),
+        ({"n": 4, "m": 0}, r"`m`: must be an integer between 1"),
+        ({"n": 0, "m": 3}, r"`n`: must be an integer >= 1"),
         ({"n": 4, "m": 3, "schedule": "latin"}, r"`schedule`: must be one of random, banded"),
-        ({"n": 4, "m": 3, "seed": -1}, r"`seed`: must be between 0"),
+        ({"n": 4, "m": 3, "seed": -1}, r"`seed`: must be an integer between 0"),
         ({"n": 4, "m": 3, "schedule": "random", "bands": 2}, r"`bands`: only applies"),
-        ({"n": 4, "m": 3, "schedule": "banded", "bands": 5}, r"`bands`: must be between 1 and 4"),
+        ({"n": 4, "m": 3, "schedule": "banded", "bands": 5}, r"`bands`: must be an int.* 1 and 4"),
         ({"n": 4, "m": 3, "schedule": "banded", "bands": [2, 3]}, r"add up to 5, not to the 4"),
         ({"n": 4, "m": 3, "schedule": "banded", "bands": "22"}, r"`bands`: must be a number"),
         ({"n": 4, "m": 2.5}, r"`m`: must be an integer"),

@@ -153,12 +153,12 @@ def test_unknown_family_suggests_the_closest() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"n": 1}, r"`n`: must be between 2 and 50, got 1"),
-        ({"n": 51}, r"`n`: must be between 2 and 50, got 51"),
-        ({"n": True}, r"`n`: must be an integer, got True"),
-        ({"n": 2.5}, r"`n`: must be an integer, got 2.5"),
-        ({"n": 3, "count": 0}, r"`count`: must be between 1 and 100000, got 0"),
-        ({"n": 3, "seed": -1}, r"`seed`: must be between 0 and"),
+        ({"n": 1}, r"`n`: must be an integer between 2 and 50, got 1"),
+        ({"n": 51}, r"`n`: must be an integer between 2 and 50, got 51"),
+        ({"n": True}, r"`n`: must be an integer between 2 and 50, got True"),
+        ({"n": 2.5}, r"`n`: must be an integer between 2 and 50, got 2.5"),
+        ({"n": 3, "count": 0}, r"`count`: must be an integer between 1 and 100000, got 0"),
+        ({"n": 3, "seed": -1}, r"`seed`: must be an integer between 0 and"),
     ],
 )
 def test_bad_sizes_counts_and_seeds_name_the_parameter(

@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from cotplan.errors import InputError
+from cotplan.validation import require_int
 
 __all__ = [
     "Bits",
@@ -33,9 +34,7 @@ Bits = npt.NDArray[np.int8]
 
 
 def _check_count(value: int, name: str, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
-        raise InputError(f"must be an integer >= {minimum}, got {value!r}", field=name)
-    return int(value)
+    return require_int(value, name, low=minimum)
 
 
 def balanced_sequences(n: int, n_sequences: int, seed: int | np.random.Generator = 0) -> Bits:

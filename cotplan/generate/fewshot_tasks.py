@@ -22,6 +22,7 @@ import numpy as np
 
 from cotplan.errors import InputError
 from cotplan.generate.fewshot import Example, FewShotTemplate
+from cotplan.validation import require_int
 
 __all__ = ["FEWSHOT_FAMILIES", "FewShotItem", "make_fewshot_tasks"]
 
@@ -107,8 +108,7 @@ def make_fewshot_tasks(
         )
     for name, value, low, high in (("n_examples", n_examples, 2, 12), ("count", count, 1, 10_000),
                                    ("seed", seed, 0, 2**63 - 1)):  # fmt: skip
-        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            raise InputError(f"must be an integer in {low}..{high}, got {value!r}", field=name)
+        require_int(value, name, low=low, high=high)
     labels = FEWSHOT_FAMILIES[family]
     draw = _DRAW[family]
     rng = np.random.default_rng(

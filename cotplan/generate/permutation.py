@@ -68,6 +68,7 @@ from cotplan.generate.scoring import (
     score_prompt,
 )
 from cotplan.intervals import Interval
+from cotplan.validation import require_int, require_text
 
 __all__ = [
     "MIN_CYCLES_FOR_CYCLE_INTERVAL",
@@ -301,9 +302,7 @@ class AnswerDistribution:
 
 
 def _positive_int(value: object, name: str, low: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
-        raise InputError(f"must be an integer >= {low}, got {value!r}", field=name)
-    return int(value)
+    return require_int(value, name, low=low)
 
 
 def _probability(value: object, name: str, *, open_low: bool = True) -> float:
@@ -516,8 +515,7 @@ def permutation_average(
         up the reasoning, answer and scoring requests of every ordering used.
     """
     examples_ = as_examples(examples)
-    if not isinstance(query, str) or not query.strip():
-        raise InputError(f"must be a non-empty string, got {query!r}", field="query")
+    require_text(query, "query")
     choices_ = check_choices(choices)
     m = _positive_int(m, "m")
     schedule = check_schedule(schedule)

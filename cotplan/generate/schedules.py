@@ -36,6 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from cotplan.errors import InputError
+from cotplan.validation import require_int
 
 __all__ = [
     "DEFAULT_BANDS",
@@ -64,12 +65,7 @@ MAX_ORDERINGS = 100_000
 
 
 def _check_int(value: object, name: str, low: int, high: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise InputError(f"must be an integer, got {value!r}", field=name)
-    if int(value) < low or (high is not None and int(value) > high):
-        bound = f">= {low}" if high is None else f"between {low} and {high}"
-        raise InputError(f"must be {bound}, got {value!r}", field=name)
-    return int(value)
+    return require_int(value, name, low=low, high=high)
 
 
 def check_schedule(schedule: object) -> Schedule:

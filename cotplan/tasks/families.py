@@ -21,6 +21,7 @@ import numpy as np
 
 from cotplan.errors import InputError
 from cotplan.tasks.item import AnswerKind, TaskItem
+from cotplan.validation import require_int
 
 __all__ = ["MAX_COUNT", "FamilyInfo", "families", "get_family", "list_families", "make_tasks"]
 
@@ -299,14 +300,6 @@ def get_family(name: str) -> FamilyInfo:
     )
 
 
-def _check_int(value: object, field: str, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise InputError(f"must be an integer, got {value!r}", field=field)
-    if not low <= int(value) <= high:
-        raise InputError(f"must be between {low} and {high}, got {value}", field=field)
-    return int(value)
-
-
 def make_tasks(
     family: str, *, n: int, count: int, seed: int = 0, exclude: Iterable[TaskItem] = ()
 ) -> list[TaskItem]:
@@ -320,9 +313,9 @@ def make_tasks(
     `InputError`, since repeated questions would overstate what a calibration knows.
     """
     info = get_family(family)
-    n = _check_int(n, "n", info.n_min, info.n_max)
-    count = _check_int(count, "count", 1, MAX_COUNT)
-    seed = _check_int(seed, "seed", 0, 2**63 - 1)
+    n = require_int(n, "n", low=info.n_min, high=info.n_max)
+    count = require_int(count, "count", low=1, high=MAX_COUNT)
+    seed = require_int(seed, "seed", low=0, high=2**63 - 1)
     # Independent streams per (family, n, seed): calibrating at n = 4 and n = 8 with the same
     # seed must not reuse the same random draws.
     rng = np.random.default_rng(np.random.SeedSequence([seed, n, zlib.crc32(family.encode())]))
