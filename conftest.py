@@ -19,6 +19,10 @@
   names `cotplan.pricing`, `call_cost`, `project_costs`, `budgeted_answer`, `run_plan`, or runs
   the `cost` or `demo` command) get `clock(PRICE_DAY)` automatically: the day after the price
   data was read, so no price is stale however late the suite runs.
+- **Slow tests without `slow`.** After the run, the terminal summary lists the tests that took
+  longer than `--slow-report` seconds (default 5, setup and teardown included) and are not
+  marked `slow`, with the load average beside them, so a maintainer sees which to mark. It only
+  reports: no test passes or fails on its time.
 - **`--clock DATE`** (or `COTPLAN_TEST_CLOCK=DATE`): runs the session with the clock moved to
   DATE (time-machine, ticking), to check that no test depends on the calendar:
   `pytest --clock 2028-01-01 tests/test_pricing_cost.py`. Pinned tests keep their day (they
@@ -77,6 +81,8 @@ PRICES_SOMETHING = re.compile(
     r"cotplan\.pricing|\bcall_cost\b|\bproject_costs\b|\bbudgeted_answer\b|\brun_plan\b"
     r'|"cost"|"demo"'
 )
+#: A test that takes longer than this (setup, call and teardown) belongs under `slow`.
+SLOW_SECONDS = 5.0
 TORCH_MESSAGE = (
     "torch is not loaded in --fast runs; a test that needs it is marked `torch` (a module-level "
     "or in-test `pytest.importorskip('torch')` marks it)"
@@ -106,6 +112,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--unpin",
         action="store_true",
         help="With --clock: move pinned tests too (shows which tests need their pin).",
+    )
+    group.addoption(
+        "--slow-report",
+        metavar="SECONDS",
+        type=float,
+        default=SLOW_SECONDS,
+        help="List tests slower than SECONDS that are not marked slow (0: never).",
     )
     group.addoption(
         "--clock",
@@ -251,6 +264,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             and _prices_something(path, priced_modules)
         ):
             item.add_marker(pytest.mark.clock(PRICE_DAY))
+    _UNMARKED.update(item.nodeid for item in items if item.get_closest_marker("slow") is None)
     if not config.getoption("fast"):
         return
     kept: list[pytest.Item] = []
@@ -261,6 +275,33 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
+
+
+_UNMARKED: set[str] = set()  # node ids of the collected tests not marked slow
+_SPENT: dict[str, float] = {}  # seconds per node id: setup, call and teardown together
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    _SPENT[report.nodeid] = _SPENT.get(report.nodeid, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    limit = config.getoption("slow_report")
+    slow = sorted(
+        ((spent, node) for node, spent in _SPENT.items() if node in _UNMARKED and spent > limit),
+        reverse=True,
+    )
+    if not limit or not slow:
+        return
+    load = "/".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
+    terminalreporter.section("tests over the slow limit without the slow marker")
+    terminalreporter.write_line(
+        f"{len(slow)} test(s) took over {limit:g} s (load average {load} now): mark them "
+        "`@pytest.mark.slow` if they are slow on an idle machine too (a module fixture's set-up "
+        "counts in the first test that uses it)"
+    )
+    for spent, node in slow:
+        terminalreporter.write_line(f"{spent:8.2f} s  {node}")
 
 
 @pytest.fixture(autouse=True)

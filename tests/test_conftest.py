@@ -4,6 +4,7 @@ fresh folder holding a copy of that conftest and a small test file, as a separat
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -164,3 +165,25 @@ def test_hypothesis_has_no_deadline_and_is_derandomized_in_ci(
         env={"CI": ci},
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_tests_over_the_slow_limit_without_the_marker_are_listed(tmp_path: Path) -> None:
+    source = """
+        import time
+        import pytest
+
+        def test_sleeps():
+            time.sleep(0.3)
+
+        @pytest.mark.slow
+        def test_sleeps_marked():
+            time.sleep(0.3)
+        """
+    # A sleep lasts at least its length, so the unmarked test is over a 0.2 s limit on any
+    # machine; the marked one is never listed, whatever it took.
+    listed = _pytest(tmp_path, source, "--slow-report", "0.2").stdout
+    assert "tests over the slow limit without the slow marker" in listed, listed
+    assert re.search(r"^ +\d+\.\d\d s  test_inner\.py::test_sleeps$", listed, re.M), listed
+    assert not re.search(r" s  test_inner\.py::test_sleeps_marked$", listed, re.M), listed
+    off = _pytest(tmp_path, source, "--slow-report", "0").stdout
+    assert "without the slow marker" not in off, off

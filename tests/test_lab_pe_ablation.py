@@ -37,6 +37,7 @@ def result() -> PEAblationResult:
     return out
 
 
+@pytest.mark.slow  # as is every test that uses `result`: its set-up trains six models
 def test_one_model_per_encoding_plus_the_ordinary_decoder(result: PEAblationResult) -> None:
     assert result.labels == ("none", "learned", "none (ordinary decoder)")
     assert list(result.training["model"]) == list(result.labels)
@@ -54,6 +55,7 @@ def _variance(result: PEAblationResult, model: str, t: int, column: str = "varia
     return float(order.loc[(order["model"] == model) & (order["t"] == t), column].iloc[0])
 
 
+@pytest.mark.slow
 def test_order_variance_is_zero_only_without_position(result: PEAblationResult) -> None:
     for t in (20, 40):
         assert _variance(result, "none", t) < 1e-28
@@ -65,6 +67,7 @@ def test_order_variance_is_zero_only_without_position(result: PEAblationResult) 
     assert result.order["v2_variance"].isna().sum() == 3  # v2 has values at t = 20 only
 
 
+@pytest.mark.slow
 def test_versus_paper_rows(result: PEAblationResult) -> None:
     rows = result.versus_paper().set_index("claim")
     none = rows.loc["variance over orderings of P(1 | S_20 = 10), none"]
@@ -81,6 +84,7 @@ def test_versus_paper_rows(result: PEAblationResult) -> None:
     assert ordinary_gap["verdict"] == "not testable"  # no encoding: not a test of claim 1
 
 
+@pytest.mark.slow
 def test_the_martingale_fit_is_per_model_on_shared_sequences(result: PEAblationResult) -> None:
     fits = result.martingale.set_index("model")
     assert fits["vs_none"].isna().tolist() == [True, False, False]
@@ -89,6 +93,7 @@ def test_the_martingale_fit_is_per_model_on_shared_sequences(result: PEAblationR
     assert result.gaps["n"].max() == 64
 
 
+@pytest.mark.slow
 def test_save_writes_tables_and_a_chart(result: PEAblationResult, tmp_path) -> None:  # type: ignore[no-untyped-def]
     from cotplan import charts
 

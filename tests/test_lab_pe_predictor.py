@@ -110,6 +110,7 @@ def test_names_say_the_encoding_and_the_attention(learned_model: LabModel) -> No
     assert not ordinary.exchangeable
 
 
+@pytest.mark.slow  # every experiment's quick preset on a lab model
 def test_every_experiment_runs_on_a_trained_model(learned_model: LabModel) -> None:
     # The quick presets fit in the quick model's 64 positions.
     gaps = martingale_gap(learned_model, **MARTINGALE_QUICK)
