@@ -46,7 +46,7 @@ from cotplan.experiments.martingale import MartingaleResult, martingale_gap
 from cotplan.experiments.order import V2_ORDER_VARIANCE
 from cotplan.experiments.predictors import BetaBernoulli, FloatArray, Predictor, ProgressFn, laplace
 from cotplan.experiments.sequences import random_orderings
-from cotplan.lab.bernoulli import PE_LAB_PRESETS, LabModel, torch_threads, train
+from cotplan.lab.pe_trainer import PE_LAB_PRESETS, LabModel, torch_threads, train
 from cotplan.lab.transformer import POSITIONAL_ENCODINGS, AttendTo
 
 __all__ = [
@@ -620,7 +620,7 @@ def pe_ablation(
     `preset` (``"quick"``: seconds; ``"full"``: about half an hour on 2 cores the first time,
     seconds once the models are stored) sets the training hyperparameters (`PE_LAB_PRESETS`) and
     the evaluation (`ABLATION_PRESETS`); `ts`, `n_orderings`, `n_sequences` (martingale sequences)
-    and `n_boot` override the evaluation, `train_overrides` any `TrainSettings` field.
+    and `n_boot` override the evaluation, `train_overrides` any `PETrainSettings` field.
     `ordinary_none` adds the ordinary decoder without an encoding. `stage(name, total)` returns a
     progress callback per stage (training: steps; experiments: predictions).
     """

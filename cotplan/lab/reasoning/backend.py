@@ -140,7 +140,11 @@ def _close_turn(words: list[str], answer_now: bool) -> list[str]:
 
 
 @dataclass
-class _Run:
+class _GreedyContinuation:
+    """The greedy continuation of one prompt as far as it was generated: its tokens, their
+    log-probabilities and next-token distributions, and whether it reached the end token; a
+    longer request for the same prompt extends it instead of starting over."""
+
     tokens: list[int] = field(default_factory=list)
     logps: list[float] = field(default_factory=list)
     dists: list[np.ndarray] = field(default_factory=list)
@@ -168,7 +172,7 @@ class LabBackend(Backend):
         self.model = f"{model.family}@{model.key[:12]}"
         self.stats = LabStats()
         self._remember = max(0, int(remember))
-        self._runs: OrderedDict[tuple[int, ...], _Run] = OrderedDict()
+        self._runs: OrderedDict[tuple[int, ...], _GreedyContinuation] = OrderedDict()
         self._lock = threading.Lock()
 
     @classmethod
@@ -211,7 +215,7 @@ class LabBackend(Backend):
                 tokens, logps, dists, ended = self.lab.continuation(
                     ids, max_tokens, temperature=temperature, rng=rng
                 )
-                run, fresh = _Run(tokens, logps, dists, ended), True
+                run, fresh = _GreedyContinuation(tokens, logps, dists, ended), True
             if not fresh:
                 self.stats.cache_hits += 1
         tokens, logps, dists = run.tokens[:max_tokens], run.logps, run.dists
@@ -258,20 +262,20 @@ class LabBackend(Backend):
 
     # -- plumbing -----------------------------------------------------------------------------
 
-    def _greedy(self, ids: list[int], max_tokens: int) -> tuple[_Run, bool]:
+    def _greedy(self, ids: list[int], max_tokens: int) -> tuple[_GreedyContinuation, bool]:
         """The greedy run after `ids`, at least `max_tokens` long unless it ended; whether it
         had to be computed (False: remembered)."""
         key = tuple(ids)
         run = self._runs.get(key)
         if run is None:
-            run = _Run()
+            run = _GreedyContinuation()
         if run.ended or len(run.tokens) >= max_tokens:
             self._runs.move_to_end(key)
             return run, False
         tokens, logps, dists, ended = self.lab.continuation(
             [*ids, *run.tokens], max_tokens - len(run.tokens)
         )
-        run = _Run(run.tokens + tokens, run.logps + logps, run.dists + dists, ended)
+        run = _GreedyContinuation(run.tokens + tokens, run.logps + logps, run.dists + dists, ended)
         if self._remember:
             self._runs[key] = run
             self._runs.move_to_end(key)
