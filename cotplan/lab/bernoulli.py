@@ -10,6 +10,7 @@ import sys
 
 from cotplan.lab import pe_trainer as _pe_trainer
 from cotplan.lab.pe_trainer import *  # noqa: F403
-from cotplan.lab.pe_trainer import __all__ as __all__
+
+__all__ = list(_pe_trainer.__all__)
 
 sys.modules[__name__] = _pe_trainer
