@@ -8,13 +8,29 @@ imported on first use: altair is slow to import, and most runs draw nothing.
 
 from __future__ import annotations
 
+import importlib
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from cotplan.errors import InputError
 
-__all__ = ["chart", "save"]
+__all__ = ["CHARTS", "chart", "save"]
+
+#: Which chart draws which result: the result class (module and name) -> the chart module
+#: under `cotplan.charts` and its function. A test checks that every entry still names a class
+#: and a function, so moving a result class fails there instead of silently losing its chart.
+CHARTS: dict[tuple[str, str], tuple[str, str]] = {
+    ("cotplan.pricing.projection", "Projection"): ("costs", "projection_chart"),
+    ("cotplan.pricing.projection", "Comparison"): ("costs", "comparison_chart"),
+    ("cotplan.experiments.debias", "DebiasResult"): ("experiments", "debias_chart"),
+    ("cotplan.experiments.entropy", "EntropyResult"): ("experiments", "entropy_chart"),
+    ("cotplan.experiments.falck", "FalckResult"): ("experiments", "falck_chart"),
+    ("cotplan.experiments.martingale", "MartingaleResult"): ("experiments", "martingale_chart"),
+    ("cotplan.experiments.order", "OrderResult"): ("experiments", "order_chart"),
+    ("cotplan.lab.ablation", "PEAblationResult"): ("lab", "pe_ablation_chart"),
+}
 
 
 def chart(result: Any) -> Any:
@@ -22,7 +38,7 @@ def chart(result: Any) -> Any:
 
     For example ``chart(martingale_gap(laplace)).save("martingale.png")``.
     """
-    draw = _drawers(type(result).__module__).get(type(result).__name__)
+    draw = _drawer(result)
     if draw is None:
         raise InputError(
             f"`result` has no chart here: a {type(result).__name__} (charts draw the experiments' "
@@ -42,24 +58,16 @@ def save(result: Any, folder: str | Path, *, charts: bool = True) -> list[Path]:
     return written
 
 
-def _drawers(module: str) -> dict[str, Callable[[Any], Any]]:
-    """The chart functions for the results defined in `module`, by result class name."""
-    if module == "cotplan.pricing.projection":
-        from cotplan.charts import costs
-
-        return {"Projection": costs.projection_chart, "Comparison": costs.comparison_chart}
-    if module.startswith("cotplan.experiments."):
-        from cotplan.charts import experiments as ex
-
-        return {
-            "DebiasResult": ex.debias_chart,
-            "EntropyResult": ex.entropy_chart,
-            "FalckResult": ex.falck_chart,
-            "MartingaleResult": ex.martingale_chart,
-            "OrderResult": ex.order_chart,
-        }
-    if module == "cotplan.lab.ablation":
-        from cotplan.charts import lab
-
-        return {"PEAblationResult": lab.pe_ablation_chart}
-    return {}
+def _drawer(result: Any) -> Callable[[Any], Any] | None:
+    """The chart function for `result`'s class (or a class it derives from), if any."""
+    for (module, name), (area, function) in CHARTS.items():
+        # A result's module is imported before the result exists: a module not loaded yet
+        # cannot be the one (and importing it could load torch for nothing).
+        loaded = sys.modules.get(module)
+        kind = getattr(loaded, name, None) if loaded is not None else None
+        if isinstance(kind, type) and isinstance(result, kind):
+            drawer: Callable[[Any], Any] = getattr(
+                importlib.import_module(f"cotplan.charts.{area}"), function
+            )
+            return drawer
+    return None

@@ -206,31 +206,45 @@ class PriceRow:
 
     def long_rates(self) -> Rates:
         """The rates above the long-context threshold (the short ones if there is none)."""
-        if self.long_context_threshold is not None:
-            assert self.long_input_per_mtok is not None  # checked when the row was read
-            assert self.long_cached_input_per_mtok is not None
-            assert self.long_output_per_mtok is not None
-            write = self.long_cache_write_per_mtok
-            return Rates(
-                self.long_input_per_mtok,
-                self.long_cached_input_per_mtok,
-                write if write is not None else self.long_input_per_mtok,
-                self.long_output_per_mtok,
-                True,
-                self.reasoning_per_mtok,
-                self.request_fee_usd or Decimal(0),
-            )
-        return self.short_rates()
+        if self.long_context_threshold is None:
+            return self.short_rates()
+        assert self.long_input_per_mtok is not None  # checked when the row was read
+        assert self.long_cached_input_per_mtok is not None
+        assert self.long_output_per_mtok is not None
+        return self._rates(
+            self.long_input_per_mtok,
+            self.long_cached_input_per_mtok,
+            self.long_cache_write_per_mtok,
+            self.long_output_per_mtok,
+            long=True,
+        )
 
     def short_rates(self) -> Rates:
         """The rates at or below the long-context threshold."""
-        write = self.cache_write_per_mtok
-        return Rates(
+        return self._rates(
             self.input_per_mtok,
             self.cached_input_per_mtok,
-            write if write is not None else self.input_per_mtok,
+            self.cache_write_per_mtok,
             self.output_per_mtok,
-            False,
+            long=False,
+        )
+
+    def _rates(
+        self,
+        input_: Decimal,
+        cached_input: Decimal,
+        cache_write: Decimal | None,
+        output: Decimal,
+        *,
+        long: bool,
+    ) -> Rates:
+        # A provider that lists no cache-write price bills writes as ordinary input.
+        return Rates(
+            input_,
+            cached_input,
+            cache_write if cache_write is not None else input_,
+            output,
+            long,
             self.reasoning_per_mtok,
             self.request_fee_usd or Decimal(0),
         )
