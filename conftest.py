@@ -297,7 +297,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     terminalreporter.section("tests over the slow limit without the slow marker")
     terminalreporter.write_line(
         f"{len(slow)} test(s) took over {limit:g} s (load average {load} now): mark them "
-        "`@pytest.mark.slow` if they are slow on an idle machine too (a module fixture's set-up "
+        "`@pytest.mark.slow` if they are slow on an idle machine too (a fixture's set-up "
         "counts in the first test that uses it)"
     )
     for spent, node in slow:

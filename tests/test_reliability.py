@@ -54,6 +54,7 @@ def _scores(backend: OpenAICompatibleBackend) -> list[tuple[float, str]]:
     return out
 
 
+@pytest.mark.slow  # tens of seconds: each slow fault costs a full TIMEOUT
 def test_twenty_percent_faults_do_not_change_results(local_model: LocalModel) -> None:
     clean = _scores(_client(local_model, local_model.base_url))
     with FaultProxy(local_model.base_url, rate=0.2, seed=7, slow_seconds=SLOW) as proxy:
@@ -68,6 +69,7 @@ def test_twenty_percent_faults_do_not_change_results(local_model: LocalModel) ->
     assert proxy.stats.forwarded_total == 2 * len(PROMPTS) + proxy.stats.faults["truncate"]
 
 
+@pytest.mark.slow
 def test_a_calibration_through_twenty_percent_faults_matches_a_clean_one(
     local_model: LocalModel,
 ) -> None:
@@ -83,6 +85,7 @@ def test_a_calibration_through_twenty_percent_faults_matches_a_clean_one(
     assert faulty.retries >= _faults(proxy)
 
 
+@pytest.mark.slow
 def test_a_martingale_experiment_through_twenty_percent_faults_matches_a_clean_one(
     local_model: LocalModel,
 ) -> None:
@@ -122,6 +125,7 @@ calibrate(backend, items, [0, 16, 32], progress=False).to_csv(out)
 """
 
 
+@pytest.mark.slow  # three Python processes
 def test_a_sigkilled_calibration_resumes_from_the_cache_without_asking_twice(
     local_model: LocalModel, tmp_path: Path
 ) -> None:
@@ -154,6 +158,7 @@ def test_a_sigkilled_calibration_resumes_from_the_cache_without_asking_twice(
     assert resumed["from_cache"].sum() > 0
 
 
+@pytest.mark.slow
 def test_concurrent_runs_sharing_one_cache_agree_and_leave_it_whole(
     local_model: LocalModel, tmp_path: Path
 ) -> None:
