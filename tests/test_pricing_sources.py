@@ -135,6 +135,24 @@ def test_unknown_model_suggests_names_from_both_sources() -> None:
         TABLE.lookup("gpt-4o", provider="anthropic", on=ON)
 
 
+def test_a_loose_genai_match_never_prices_an_unknown_model() -> None:
+    """genai-prices' Azure o4-mini matches any name containing "o4-mini": that must not price
+    a model nobody listed, nor add a wrong seller to a model that is listed."""
+    with pytest.raises(UnknownModelError, match="unknown model 'o4-mini-unpriced'") as info:
+        TABLE.lookup("o4-mini-unpriced", on=ON)
+    assert "o4-mini" in info.value.suggestions
+    assert TABLE.lookup("o4-mini-deep-research", on=ON).provider == "openai"
+    with pytest.raises(UnknownModelError):
+        TABLE.lookup("deepseek-r1-distill-qwen-99b", provider="deepseek", on=ON)
+    # Dated releases, and an instruction-tuned build priced as its base model, still resolve.
+    assert TABLE.lookup("o4-mini-2025-04-16", provider="openai", on=ON).model == "o4-mini"
+    assert TABLE.lookup("gpt-4o-2024-08-06", on=ON).model == "gpt-4o"
+    assert TABLE.lookup("gemini-2.0-flash-001", provider="google", on=ON).model == (
+        "gemini-2.0-flash"
+    )
+    assert TABLE.lookup("mixtral-8x7b-instruct", provider="mistral", on=ON).model == "mixtral-8x7b"
+
+
 def test_every_cost_says_where_its_price_came_from() -> None:
     ours = call_cost("gpt-6.2-sol", prompt_tokens=10, completion_tokens=1, on=ON)
     assert (

@@ -23,6 +23,7 @@ is zero where it does not (a model without a listed batch price is never assumed
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta
@@ -55,6 +56,12 @@ GENAI_PRICES_URL = "https://github.com/pydantic/genai-prices"
 _RELEASED = {"0.2.3": date(2026, 11, 1)}
 _ORIGIN = f"genai-prices {GENAI_PRICES_VERSION}"
 _BATCH = {"processing": "batch"}
+#: What may follow a model's name in a release that is still that model: date and version
+#: stamps (-2025-04-16, -20241022, -0125, -v2, -latest, -preview, -exp), and the sizes and
+#: instruction-tuned builds of an open model priced as one (gemma-3-27b-it as gemma-3).
+_RELEASE_SUFFIX = re.compile(
+    r"(?:[-_.:@](?:\d+|v\d+|\d+(?:\.\d+)?[bm]|latest|preview|exp|it|instruct))*"
+)
 
 
 def _providers() -> list[Any]:
@@ -302,7 +309,7 @@ def genai_candidates(name: str) -> tuple[GenaiMatch, ...]:
     """Every provider whose own list prices `name` (lower-case, no provider prefix)."""
     matches = []
     for provider in _providers():
-        model = _by_id(provider, name) or provider.find_model(name)
+        model = _by_id(provider, name) or _named(provider.find_model(name), name)
         if model is not None:
             rows = _rows_for(provider.id, model.id, provider.id)
             if rows:
@@ -324,7 +331,7 @@ def genai_lookup(name: str, provider: str) -> GenaiMatch | None:
     found = _find_provider(provider)
     if found is None:
         return None
-    model = _by_id(found, name) or found.find_model(name, all_providers=_providers())
+    model = _by_id(found, name) or _named(found.find_model(name, all_providers=_providers()), name)
     if model is None:
         return None
     home = found.id if any(m is model for m in found.models) else _home_of(model)
@@ -335,6 +342,47 @@ def genai_lookup(name: str, provider: str) -> GenaiMatch | None:
 def _by_id(provider: Any, name: str) -> Any:
     """The model whose id is `name` (genai-prices' match rules do not always accept the id)."""
     return next((m for m in provider.models if m.id.lower() == name), None)
+
+
+def _named(model: Any, name: str) -> Any:
+    """`model` if `name` names it or a dated release of it, else None.
+
+    genai-prices matches loosely (Azure's o4-mini takes any name containing "o4-mini"), so a
+    match alone would price a model nobody listed, such as ``o4-mini-unpriced``, as another
+    one; an unknown model must be an error, never silently someone else's price."""
+    if model is None:
+        return None
+    text = name.lower().rpartition("/")[2]
+    if _is_release(text, model.id.lower()) or _explains(model.match, name.lower()):
+        return model
+    return None
+
+
+def _is_release(text: str, stem: str) -> bool:
+    """`text` is `stem` itself or `stem` followed by date and version stamps only."""
+    if not text.startswith(stem):
+        return False
+    rest = text[len(stem) :]
+    if stem[-1:] in ("-", "_", ".", ":", "@"):
+        rest = stem[-1] + rest  # a rule such as "gemma-3-" ends with the separator
+    return _RELEASE_SUFFIX.fullmatch(rest) is not None
+
+
+def _explains(clause: Any, text: str) -> bool:
+    """True when `clause` matches `text` as the model itself or a dated release of it."""
+    kind = type(clause).__name__
+    if kind == "ClauseOr":
+        return any(_explains(c, text) for c in clause.or_)
+    if kind == "ClauseAnd":
+        return bool(clause.is_match(text)) and any(_explains(c, text) for c in clause.and_)
+    if not clause.is_match(text):
+        return False
+    if kind == "ClauseStartsWith":
+        return _is_release(text, clause.starts_with.lower())
+    if kind == "ClauseContains":
+        before, found, rest = text.partition(clause.contains.lower())
+        return (not before or before.endswith("/")) and _is_release(found + rest, found)
+    return True  # equals, a regex or an ending: the rule names the model itself
 
 
 def _home_of(model: Any) -> str:
