@@ -159,3 +159,19 @@ def test_recorded_data_holds_no_machine_paths() -> None:
         or str(ROOT) in p.read_text(encoding="utf-8", errors="replace")
     }
     assert found == {}, f"recorded data names paths of the machine that recorded it: {found}"
+
+
+# A transcript named in the docs: `benchmarks/results/NAME` (a `*` in NAME is a pattern).
+CITED = re.compile(r"benchmarks/results/[\w.*=/-]*[\w*]")
+
+
+def test_every_transcript_the_docs_cite_exists() -> None:
+    docs = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    cited = {
+        (str(doc.relative_to(ROOT)), name)
+        for doc in docs
+        for name in CITED.findall(doc.read_text(encoding="utf-8"))
+    }
+    assert len(cited) > 10, "the pattern no longer finds the docs' transcripts"
+    missing = sorted((doc, name) for doc, name in cited if not list(ROOT.glob(name)))
+    assert missing == [], f"docs cite transcripts that are not in the repository: {missing}"
