@@ -40,7 +40,7 @@ GOOD: dict[str, Any] = {"examples": EXAMPLES, "query": "fine", "choices": ["posi
         ({"m": -3}, r"`m`: must be an integer >= 1, got -3"),
         ({"m": 2.0}, r"`m`: must be an integer >= 1"),
         ({"schedule": "latin"}, r"`schedule`: must be one of random, banded, balanced"),
-        ({"seed": -1}, r"`seed`: must be a non-negative integer"),
+        ({"seed": -1}, r"`seed`: must be an integer >= 0"),
         ({"confidence": 1.0}, r"`confidence`: must be in \(0, 1\)"),
         ({"target_width": 0.0}, r"`target_width`: must be in \(0, 1\]"),
         ({"interval": "cycles", "schedule": "random"}, r"`interval`: cycles exist only for"),

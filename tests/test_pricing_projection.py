@@ -122,7 +122,7 @@ def test_bad_token_inputs_name_the_field(make: object, pattern: str) -> None:
         ({"batch_share": -0.1}, r"`batch_share`: must be between 0 and 1"),
         ({"permutations": 0}, r"`permutations`: must be at least 1"),
         ({"draws": 10}, r"`draws`: must be at least 100"),
-        ({"seed": -1}, r"`seed`: must be a non-negative whole number"),
+        ({"seed": -1}, r"`seed`: must be an integer >= 0"),
         ({"policy": "short"}, r"`policy`: must be None, an int cap"),
         ({"tokens": [1, 2, 3]}, r"`tokens`: must be EmpiricalTokens"),
         ({"workload": {"queries_per_day": 5}}, r"`workload`: must be a Workload"),

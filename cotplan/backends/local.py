@@ -34,6 +34,7 @@ from cotplan.errors import (
     LocalServerError,
     ServerUnreachableError,
 )
+from cotplan.validation import require_int
 
 __all__ = ["LocalBackend", "LocalModel", "default_cache", "require_loopback"]
 
@@ -234,10 +235,7 @@ class LocalModel:
         """
         if base_url is not None:
             require_loopback(base_url, field="base_url")
-        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
-            raise InputError(
-                f"must be a whole number >= 0, got {max_retries!r}", field="max_retries"
-            )
+        require_int(max_retries, "max_retries", low=0)
         if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
             raise InputError(f"must be a number of seconds > 0, got {timeout!r}", field="timeout")
         self.start()

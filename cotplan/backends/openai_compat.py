@@ -47,6 +47,7 @@ from cotplan.errors import (
     ServerUnreachableError,
 )
 from cotplan.model_registry import family_of
+from cotplan.validation import require_int
 
 __all__ = [
     "CallStats",
@@ -300,8 +301,7 @@ class OpenAICompatibleBackend(Backend):
         validate_prompt(prompt)
         if extra is not None and not isinstance(extra, Mapping):
             raise InputError(f"must be a mapping of request fields, got {extra!r}", field="extra")
-        if not isinstance(max_tokens, int) or max_tokens < 1:
-            raise InputError(f"must be a positive integer, got {max_tokens!r}", field="max_tokens")
+        require_int(max_tokens, "max_tokens", low=1)
         if not 0.0 <= temperature <= 2.0:
             raise InputError(f"must be in [0, 2], got {temperature!r}", field="temperature")
         if logprobs < 0 or logprobs > self.max_top_logprobs:

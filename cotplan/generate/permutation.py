@@ -519,8 +519,7 @@ def permutation_average(
     choices_ = check_choices(choices)
     m = _positive_int(m, "m")
     schedule = check_schedule(schedule)
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-        raise InputError(f"must be a non-negative integer, got {seed!r}", field="seed")
+    seed = require_int(seed, "seed", low=0)
     template = DEFAULT_TEMPLATE if template is None else template
     if not isinstance(template, FewShotTemplate):
         raise InputError(f"must be a FewShotTemplate, got {template!r}", field="template")

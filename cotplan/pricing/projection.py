@@ -62,6 +62,7 @@ from cotplan.pricing.workload import (
     _fraction,
     _positive_int,
 )
+from cotplan.validation import require_int
 
 __all__ = [
     "MAX_DRAWS",
@@ -124,8 +125,7 @@ def check_draws(draws: Any, seed: Any) -> tuple[int, int]:
         raise InputError(f"must be at least 100 for stable percentiles, got {n}", field="draws")
     if n > MAX_DRAWS:
         raise InputError(f"must be at most {MAX_DRAWS:,}, got {n:,}", field="draws")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise InputError(f"must be a non-negative whole number, got {seed!r}", field="seed")
+    seed = require_int(seed, "seed", low=0)
     return n, seed
 
 
