@@ -11,6 +11,7 @@ from cotplan.planner.adaptive import AdaptiveCertificate, adaptive_certify
 from cotplan.planner.certify import Certification
 from cotplan.planner.fit import BudgetPlanner
 from cotplan.planner.records import (
+    BoundaryTest,
     Budget,
     CertifiedBudget,
     ConfidenceInterval,
@@ -26,6 +27,7 @@ from cotplan.planner.run import SavedPlan
 
 __all__ = [
     "AdaptiveCertificate",
+    "BoundaryTest",
     "Budget",
     "BudgetPlanner",
     "Certification",

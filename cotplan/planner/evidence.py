@@ -13,6 +13,7 @@ from scipy import stats
 
 from cotplan.planner.data import _ALPHA_MAX, _Data, _subset
 from cotplan.planner.records import (
+    BoundaryTest,
     Estimate,
     LikelihoodRatioTest,
     TrendTest,
@@ -114,6 +115,16 @@ def likelihood_ratio(planner: BudgetPlanner, free: _Fit, half: _Fit) -> Likeliho
         f"α = {alpha_hat:.2f} ({p['confidence']:.0%} CI {_fmt(interval.low)} to "
         f"{_fmt(interval.high)})"
     )
+    bound = _on_bound(alpha_hat)
+    if bound is not None:
+        # The null 1/2 lies inside [0, 2], so χ²₁ stays the statistic's reference under the
+        # null (Self & Liang's mixture is for a null ON the boundary, see `growth_test`); what
+        # the bound changes is the reading of the estimate and of the interval's end.
+        ci_text += (
+            f" (α sits on the bound {bound:g} of its range: the fit is constrained there, so "
+            f"the interval's end at {bound:g} is the bound, not the data, and the statistic "
+            "understates the evidence against 1/2)"
+        )
     boot_text = (
         f"< {1 / len(planner._draws):.2g}" if p_boot == 0 and len(planner._draws) else _fmt(p_boot)
     )
@@ -134,6 +145,43 @@ def likelihood_ratio(planner: BudgetPlanner, free: _Fit, half: _Fit) -> Likeliho
         if interval.high - interval.low > 1.0:
             verdict += "; but the interval is wide: calibrate over a wider range of n"
     return LikelihoodRatioTest(statistic, 1, p_chi2, p_boot, Estimate(alpha_hat, interval), verdict)
+
+
+def _on_bound(alpha: float) -> float | None:
+    """The end of α's range [0, 2] that `alpha` sits on, or None."""
+    if alpha >= _ALPHA_MAX - 1e-6:
+        return _ALPHA_MAX
+    if alpha <= 1e-6:
+        return 0.0
+    return None
+
+
+def boundary_p_value(statistic: float) -> float:
+    """P-value of a likelihood-ratio statistic for one parameter whose null is on the boundary
+    of its range: the reference is the 50:50 mixture of χ²₀ and χ²₁ (Self & Liang 1987), so
+    the p-value is half the χ²₁ one, and 1 when the statistic is 0 (the free fit is on the
+    boundary itself)."""
+    if not statistic > 1e-9:
+        return 1.0
+    return 0.5 * float(stats.chi2.sf(statistic, 1))
+
+
+def growth_test(free: _Fit, flat: _Fit, significance: float) -> BoundaryTest:
+    """Does the budget needed grow with n? α = 0 (the null, on the boundary of [0, 2]) against
+    α > 0, by the likelihood ratio of the free fit and the α = 0 fit, with the mixture
+    reference (`boundary_p_value`)."""
+    statistic = max(2.0 * (free.loglik - flat.loglik), 0.0)
+    p_mix = boundary_p_value(statistic)
+    p_naive = float(stats.chi2.sf(statistic, 1)) if statistic > 1e-9 else 1.0
+    tests = (
+        f"boundary likelihood-ratio p = {_fmt(p_mix)} for α = 0 against ½χ²₀ + ½χ²₁ "
+        f"(χ²₁ alone, which ignores the bound, would give {_fmt(p_naive)})"
+    )
+    if p_mix < significance:
+        verdict = f"the budget grows with n: {tests}"
+    else:
+        verdict = f"no evidence that the budget grows with n: {tests}"
+    return BoundaryTest("alpha", 0.0, statistic, p_mix, p_naive, verdict)
 
 
 def helps_verdict(
@@ -166,7 +214,12 @@ def helps_verdict(
                 "budget grows; calibrate larger budgets there"
             )
         elif planner.alpha_ < 0.02:
-            parts.append("α is at 0: the budget needed does not grow with n here")
+            growth = planner.growth_
+            parts.append(
+                "α is at 0: " + growth.verdict
+                if growth is not None
+                else "α is at 0: the budget needed does not grow with n here"
+            )
     elif p["alpha"] is None:
         parts.append(
             f"one size only (n = {planner.sizes_[0]}): too few sizes to fit α; fixed α = 1/2 used"

@@ -92,15 +92,18 @@ from cotplan.planner.data import (
 from cotplan.planner.evidence import (
     _peaks_per_size,
     _trend_test,
+    growth_test,
     helps_verdict,
     likelihood_ratio,
 )
 from cotplan.planner.law_paper import (
     _PARAMS,
+    _basins,
     _c_least_squares,
     _error,
     _Fit,
     _maximise,
+    _maximise_all,
     _optimal_k,
     _paper_starts,
     paper_bootstrap,
@@ -109,6 +112,7 @@ from cotplan.planner.laws import LAW_NAMES, compare_laws, make_laws, score_laws
 from cotplan.planner.records import (
     _NAN_CI,
     LOG_BASES,
+    BoundaryTest,
     Budget,
     ConfidenceInterval,
     Estimate,
@@ -122,6 +126,7 @@ from cotplan.planner.records import (
 )
 
 __all__ = [
+    "BoundaryTest",
     "Budget",
     "BudgetPlanner",
     "ConfidenceInterval",
@@ -293,6 +298,7 @@ class BudgetPlanner:
         self.trend_: TrendTest | None = None
         self.peak_budget_: int | None = None
         self.lrt_: LikelihoodRatioTest | None = None
+        self.growth_: BoundaryTest | None = None
         self.mle_: dict[str, float] = {}
         nan_params = np.full(5, math.nan)
         self._set_constants(nan_params, {}, math.nan)
@@ -373,12 +379,14 @@ class BudgetPlanner:
             fixed[1] = p["e_base"]
         fixed_primary = dict(fixed) if free_alpha else {**fixed, 4: alpha_fixed}
         starts = _paper_starts(cells, free_alpha=free_alpha, alpha=alpha_fixed)
-        primary = _maximise(cells, starts, fixed_primary, k_max)
-        half = (
-            primary
+        primary_fits = _maximise_all(cells, starts, fixed_primary, k_max)
+        primary = primary_fits[0]
+        half_fits = (
+            primary_fits
             if not free_alpha and alpha_fixed == 0.5
-            else _maximise(cells, [*starts, primary.params], {**fixed, 4: 0.5}, k_max)
+            else _maximise_all(cells, [*starts, primary.params], {**fixed, 4: 0.5}, k_max)
         )
+        half = half_fits[0]
         self.mle_ = dict(zip(_PARAMS, (float(v) for v in primary.params), strict=True))
         self.c_least_squares_ = _c_least_squares(cells)
 
@@ -406,7 +414,17 @@ class BudgetPlanner:
         self._set_constants(primary.params, {}, primary.loglik)
         self._set_half(half.params, {}, half.loglik)
         self.status_: Status = "helps"
-        paper_bootstrap(self, data, primary, half, fixed_primary, fixed, k_max)
+        paper_bootstrap(
+            self,
+            data,
+            primary,
+            half,
+            fixed_primary,
+            fixed,
+            k_max,
+            basins=_basins(primary_fits, k_max),
+            half_basins=_basins(half_fits, k_max),
+        )
         unresolved = self._unresolved()
         self._coarse = unresolved
         if unresolved:
@@ -419,6 +437,13 @@ class BudgetPlanner:
                 self.alpha_half_intervals_[name] = _NAN_CI
         if free_alpha and not unresolved:
             self.lrt_ = likelihood_ratio(self, primary, half)
+            flat = _maximise(
+                cells,
+                [*_paper_starts(cells, free_alpha=False, alpha=0.0), primary.params],
+                {**fixed, 4: 0.0},
+                k_max,
+            )
+            self.growth_ = growth_test(primary, flat, p["significance"])
         self._fit_laws(p, data, primary, half)
         self.verdict_ = helps_verdict(self, free_alpha, p, unresolved)
         return self
@@ -732,6 +757,7 @@ class BudgetPlanner:
             lrt=self.lrt_,
             loglik=self.loglik_,
             laws=self.laws_,
+            growth=self.growth_,
         )
 
     # -- constants from elsewhere -------------------------------------------------------------
@@ -773,6 +799,7 @@ class BudgetPlanner:
         planner.bootstrap_ = pd.DataFrame(columns=list(_PARAMS))
         planner.trend_ = None
         planner.lrt_ = None
+        planner.growth_ = None
         planner.n_items_ = 0
         planner.n_rows_ = 0
         planner.sizes_ = ()

@@ -127,6 +127,7 @@ def fit_logistic(
     *,
     exponents_fixed: bool = False,
     ftol: float = 1e-9,
+    maxiter: int = 500,
 ) -> tuple[NDArray[np.float64], float]:
     """Maximum likelihood, best of `starts` (natural parameters); returns (params, loglik).
 
@@ -158,7 +159,7 @@ def fit_logistic(
                 jac=True,
                 method="SLSQP",
                 bounds=bounds,
-                options={"maxiter": 500, "ftol": ftol},
+                options={"maxiter": maxiter, "ftol": ftol},
             )
         x = np.clip(result.x, [b[0] for b in bounds], [b[1] for b in bounds])
         value = _logistic_nll(x, cells)[0]
@@ -196,17 +197,27 @@ _BETAS = np.linspace(0.0, _EXP_MAX, 81)
 
 
 def fit_step(
-    cells: _Cells, betas: NDArray[np.float64] | None = None
+    cells: _Cells,
+    betas: NDArray[np.float64] | None = None,
+    rng: np.random.Generator | None = None,
 ) -> tuple[NDArray[np.float64], float]:
     """Exact maximum likelihood over the exponent grid β ∈ {0, 0.025, ..., 2} and every place
     the step can sit (at a calibrated budget: a = k / n^β of some cell).
 
     The two levels are the pooled error rates on either side, each with half an answer of each
     kind added, so a level seen without a single error still predicts one now and then (a zero
-    would make any later error infinitely unlikely)."""
+    would make any later error infinitely unlikely).
+
+    The likelihood of a step is flat between calibrated budgets: it only depends on which cells
+    lie past the step, so the maximum is a set (every β of the grid and every a that split the
+    cells alike), and the fit reports one member, the step at the calibrated budget. With `rng`
+    (the bootstrap's refits) a member is drawn uniformly instead: a β among the maximising ones,
+    then a uniformly over the a that split the cells the same way, so the percentile intervals
+    carry the width the budget grid leaves as well as the resampling's."""
     failures = cells.trials - cells.successes
     positive = cells.k > 0
     best: tuple[float, NDArray[np.float64]] = (-math.inf, np.array([0.0, 0.0, 0.0, 0.0]))
+    ties: list[tuple[float, NDArray[np.float64], float]] = []
     for beta in _BETAS if betas is None else betas:
         t = cells.k / np.exp(beta * cells.logn)
         candidates = np.unique(t[positive])
@@ -231,4 +242,16 @@ def fit_step(
         i = int(np.argmax(ll))
         if ll[i] > best[0] + 1e-9:
             best = (float(ll[i]), np.array([e0[i], eb[i], candidates[i], beta]))
-    return best[1], best[0]
+        if rng is not None and np.isfinite(ll[i]):
+            # The a that put exactly the same cells past the step: above the largest t before
+            # it, up to the candidate itself.
+            before = t[~past[i]]
+            low = float(before.max()) if len(before) else 0.0
+            ties.append((float(ll[i]), np.array([e0[i], eb[i], candidates[i], beta]), low))
+    if rng is None or not ties:
+        return best[1], best[0]
+    tied = [(params, low) for ll_i, params, low in ties if ll_i >= best[0] - 1e-9]
+    params, low = tied[int(rng.integers(len(tied)))]
+    drawn = params.copy()
+    drawn[2] = float(rng.uniform(low, params[2])) if params[2] > low else params[2]
+    return drawn, best[0]

@@ -107,12 +107,24 @@ def _maximise(
     logistic transforms: real calibrations put e0 at 0 or α at an end of its range, where a
     logistic flattens the likelihood and a bootstrap started there never moves.
     """
+    return _maximise_all(cells, starts, fixed, k_max, ftol)[0]
+
+
+def _maximise_all(
+    cells: _Cells,
+    starts: Sequence[NDArray[np.float64]],
+    fixed: Mapping[int, float],
+    k_max: float,
+    ftol: float = 1e-9,
+    maxiter: int = 500,
+) -> list[_Fit]:
+    """The optimum SLSQP reaches from each start, best first (see `_maximise`)."""
     k_scale = max(float(k_max), 1.0)
     free = [i for i in range(5) if i not in fixed]
     bounds = _bounds()
     lower = np.array([bounds[i][0] for i in free])
     upper = np.array([bounds[i][1] for i in free])
-    best: _Fit | None = None
+    fits: list[_Fit] = []
     for start in starts:
         params = np.array(start, dtype=float)
         for i, value in fixed.items():
@@ -139,7 +151,7 @@ def _maximise(
                 # cost milliseconds each (thread hand-offs); SLSQP was 10-50x faster here.
                 method="SLSQP",
                 bounds=list(zip(lower, upper, strict=True)),
-                options={"maxiter": 500, "ftol": ftol},
+                options={"maxiter": maxiter, "ftol": ftol},
             )
         x_best = x_full.copy()
         x_best[free] = np.clip(result.x, lower, upper)
@@ -147,10 +159,36 @@ def _maximise(
         fit = _Fit(_from_x(x_best, k_scale), -value)
         for i, v in fixed.items():
             fit.params[i] = v
-        if best is None or fit.loglik > best.loglik:
-            best = fit
-    assert best is not None
-    return best
+        fits.append(fit)
+    assert fits, "no start given"
+    # Stable: among equal optima the earlier start wins, as before.
+    return sorted(fits, key=lambda f: -f.loglik)
+
+
+#: Distinct local optima of the full-data fit kept as bootstrap starts (best first).
+_MAX_BASINS = 6
+
+
+def _basins(fits: Sequence[_Fit], k_max: float) -> list[NDArray[np.float64]]:
+    """The distinct optima among `fits` (best first), compared on the optimiser's scale.
+
+    Two optima are the same basin when every optimiser variable (e0, e_base, k0 / k_max,
+    ln c, α) agrees within 0.02 (0.05 for ln c).
+    """
+    k_scale = max(float(k_max), 1.0)
+    tolerance = np.array([0.02, 0.02, 0.02, 0.05, 0.02])
+    kept: list[NDArray[np.float64]] = []
+    xs: list[NDArray[np.float64]] = []
+    for fit in sorted(fits, key=lambda f: -f.loglik):
+        if not math.isfinite(fit.loglik):
+            continue
+        x = _to_x(fit.params, k_scale)
+        if all(np.any(np.abs(x - y) > tolerance) for y in xs):
+            kept.append(fit.params.copy())
+            xs.append(x)
+        if len(kept) == _MAX_BASINS:
+            break
+    return kept
 
 
 def _k_star(params: NDArray[np.float64], n: float, eps: float) -> float:
@@ -220,6 +258,37 @@ def _paper_starts(cells: _Cells, *, free_alpha: bool, alpha: float) -> list[NDAr
     return starts
 
 
+def _spread_starts(cells: _Cells, *, free_alpha: bool, alpha: float) -> list[NDArray[np.float64]]:
+    """A thinned `_paper_starts` grid (three starts): one per α of the grid when α is free,
+    else one per scale of c, all with k0 = 0. Each bootstrap refit starts from these on its own
+    resample as well as from the full-data optima, so a resample whose optimum lies in a basin
+    the full data did not favour (or found) is not held in the full-data one."""
+    grid = _paper_starts(cells, free_alpha=free_alpha, alpha=alpha)
+    # The grid is ordered α, then c multiplier (0.2, 1, 5), then k0 (0, half the first budget).
+    if free_alpha:
+        return [grid[i] for i in (2, 8, 14)]
+    return [grid[i] for i in (0, 2, 4)]
+
+
+def _refit(
+    cells: _Cells,
+    basins: Sequence[NDArray[np.float64]],
+    spread: Sequence[NDArray[np.float64]],
+    fixed: Mapping[int, float],
+    k_max: float,
+) -> _Fit:
+    """One bootstrap refit: from every basin to convergence, from the spread starts for a
+    limited number of steps (they start far from any optimum and are the slow ones); a spread
+    start that ends above every basin's optimum is then run to convergence."""
+    best = _maximise_all(cells, basins, fixed, k_max, ftol=1e-7)[0]
+    scout = _maximise_all(cells, spread, fixed, k_max, ftol=1e-5, maxiter=15)[0]
+    if scout.loglik > best.loglik + 1e-6:
+        polished = _maximise(cells, [scout.params], fixed, k_max, ftol=1e-7)
+        if polished.loglik > best.loglik:
+            best = polished
+    return best
+
+
 def paper_bootstrap(
     planner: BudgetPlanner,
     data: _Data,
@@ -228,7 +297,17 @@ def paper_bootstrap(
     fixed_primary: Mapping[int, float],
     fixed: Mapping[int, float],
     k_max: float,
+    basins: Sequence[NDArray[np.float64]] = (),
+    half_basins: Sequence[NDArray[np.float64]] = (),
 ) -> None:
+    """Item-bootstrap refits of the free-α and α = 1/2 fits, and their percentile intervals.
+
+    Each refit starts from every distinct optimum of the full-data multi-start fit (`basins`,
+    its best first; the best alone when none are given) and from a thinned start grid on the
+    resample itself (`_spread_starts`). A refit started only at the full-data optimum stays in
+    that optimum's basin even where the resample's own optimum lies elsewhere, which narrows
+    the intervals (a constructed case in tests/test_planner_intervals.py).
+    """
     p = planner._p
     if p["n_bootstrap"] == 0:
         return
@@ -237,16 +316,21 @@ def paper_bootstrap(
     half_draws = np.empty((p["n_bootstrap"], 5))
     ls_draws = np.empty(p["n_bootstrap"])
     probs = np.full(data.n_items, 1.0 / data.n_items)
+    primary_starts = list(basins) or [primary.params]
+    half_starts = list(half_basins) or [half.params]
+    free_alpha = 4 not in fixed_primary
+    alpha_start = float(fixed_primary.get(4, 0.5))
     for b in range(p["n_bootstrap"]):
         counts = rng.multinomial(data.n_items, probs).astype(float)
         cells = _cells(data, counts[data.item])
-        # One start, at the full-data optimum: a resample's optimum lies near it.
-        fit = _maximise(cells, [primary.params], fixed_primary, k_max, ftol=1e-7)
+        spread = _spread_starts(cells, free_alpha=free_alpha, alpha=alpha_start)
+        fit = _refit(cells, primary_starts, spread, fixed_primary, k_max)
         draws[b] = fit.params
         if half is primary:
             half_draws[b] = fit.params
         else:
-            half_draws[b] = _maximise(cells, [half.params], {**fixed, 4: 0.5}, k_max).params
+            half_spread = _spread_starts(cells, free_alpha=False, alpha=0.5)
+            half_draws[b] = _refit(cells, half_starts, half_spread, {**fixed, 4: 0.5}, k_max).params
         ls_draws[b] = _c_least_squares(cells)
     planner._draws, planner._half_draws, planner._ls_draws = draws, half_draws, ls_draws
     planner.bootstrap_ = pd.DataFrame(draws, columns=list(_PARAMS))

@@ -34,7 +34,14 @@ from cotplan.planner.law_location import (
     step_k_star,
 )
 from cotplan.planner.law_monotone import fit_monotone, monotone_error, monotone_k_star
-from cotplan.planner.law_paper import _PARAMS, _error, _k_star, _maximise, _paper_starts
+from cotplan.planner.law_paper import (
+    _PARAMS,
+    _error,
+    _k_star,
+    _maximise,
+    _paper_starts,
+    _spread_starts,
+)
 from cotplan.planner.records import _NAN_CI, Estimate, LawComparison, LawFit
 
 __all__ = ["LAW_NAMES", "Law", "LawName"]
@@ -60,6 +67,9 @@ class Law:
     fitter: Fitter
     error_fn: Callable[[NDArray[np.float64], ArrayLike, ArrayLike], NDArray[np.float64]]
     k_star_fn: Callable[[NDArray[np.float64], float, float], float]
+    #: The bootstrap's refit where it differs from `fitter` (the step: a member of the set of
+    #: maximisers drawn at random, see `fit_step`).
+    resample_fitter: Callable[[_Cells, np.random.Generator], NDArray[np.float64]] | None = None
 
     def fit(
         self, cells: _Cells, start: NDArray[np.float64] | None = None
@@ -91,10 +101,12 @@ def make_laws(*, one_size: bool, alpha: float | None, e_base: float | None) -> d
         def fit(
             cells: _Cells, start: NDArray[np.float64] | None
         ) -> tuple[NDArray[np.float64], float]:
+            alpha = fixed_law.get(4, 0.5)
             starts = (
-                [start]
+                # A refit from the full-data optimum also tries a thinned start grid of its own.
+                [start, *_spread_starts(cells, free_alpha=free, alpha=alpha)]
                 if start is not None
-                else _paper_starts(cells, free_alpha=free, alpha=fixed_law.get(4, 0.5))
+                else _paper_starts(cells, free_alpha=free, alpha=alpha)
             )
             result = _maximise(cells, starts, fixed_law, float(cells.k.max()))
             return result.params, result.loglik
@@ -104,15 +116,33 @@ def make_laws(*, one_size: bool, alpha: float | None, e_base: float | None) -> d
     def logistic_fitter(
         cells: _Cells, start: NDArray[np.float64] | None
     ) -> tuple[NDArray[np.float64], float]:
-        starts = [start] if start is not None else logistic_starts(cells)
+        own = logistic_starts(cells)
         if one_size:
-            starts = [np.array([*s[:3], 1.0, s[4], 1.0]) for s in starts]
-        return fit_logistic(cells, starts, exponents_fixed=one_size)
+            own = [np.array([*s[:3], 1.0, s[4], 1.0]) for s in own]
+        if start is None:
+            return fit_logistic(cells, own, exponents_fixed=one_size)
+        # A refit from the full-data optimum (a fold's, a bootstrap resample's) also scouts from
+        # the law's own starts, and follows one that ends higher: a refit held in the full-data
+        # optimum's basin would score a fold on a worse optimum and narrow the intervals.
+        if one_size:
+            start = np.array([*start[:3], 1.0, start[4], 1.0])
+        best = fit_logistic(cells, [start], exponents_fixed=one_size)
+        scout = fit_logistic(cells, own, exponents_fixed=one_size, ftol=1e-5, maxiter=15)
+        if scout[1] > best[1] + 1e-6:
+            polished = fit_logistic(cells, [scout[0]], exponents_fixed=one_size)
+            if polished[1] > best[1]:
+                best = polished
+        return best
+
+    step_betas = np.array([1.0]) if one_size else None
 
     def step_fitter(
         cells: _Cells, start: NDArray[np.float64] | None
     ) -> tuple[NDArray[np.float64], float]:
-        return fit_step(cells, betas=np.array([1.0]) if one_size else None)
+        return fit_step(cells, betas=step_betas)
+
+    def step_resample(cells: _Cells, rng: np.random.Generator) -> NDArray[np.float64]:
+        return fit_step(cells, betas=step_betas, rng=rng)[0]
 
     def monotone_fitter(
         cells: _Cells, start: NDArray[np.float64] | None
@@ -156,6 +186,7 @@ def make_laws(*, one_size: bool, alpha: float | None, e_base: float | None) -> d
             step_fitter,
             step_error,
             step_k_star,
+            resample_fitter=step_resample,
         ),
         "monotone": Law(
             "monotone",
@@ -215,28 +246,26 @@ def score_laws(
         params, loglik = (given or {}).get(name) or law.fit(cells)
         fold_ll = np.empty(folds)
         for f in range(folds):
+            # The fitters try their own starts besides the full-data optimum (see make_laws),
+            # so a fold is not scored on a worse optimum than it could have found.
             fold_params, _ = law.fit(train[f], params if law.parametric else None)
-            # A fit from the full-data optimum can stop in its basin; try the law's own starts
-            # too, so a fold is not scored on a worse optimum than it could have found.
-            if law.name == "logistic":
-                alt, alt_ll = law.fit(train[f])
-                if alt_ll > _insample(law, fold_params, train[f]):
-                    fold_params = alt
             fold_ll[f] = _heldout_loglik(law, fold_params, test[f])
         if given_draws is not None and name in given_draws:
             draws = np.asarray(given_draws[name], dtype=float)
         elif law.parametric and n_bootstrap and (bootstrap_laws is None or name in bootstrap_laws):
-            draws = np.array([law.fit(_cells(data, w.astype(float)), params)[0] for w in weights])
+            if law.resample_fitter is not None:
+                tie_rng = np.random.default_rng(seed + 2)
+                draws = np.array(
+                    [law.resample_fitter(_cells(data, w.astype(float)), tie_rng) for w in weights]
+                )
+            else:
+                draws = np.array(
+                    [law.fit(_cells(data, w.astype(float)), params)[0] for w in weights]
+                )
         else:
             draws = np.empty((0, len(law.params)))
         out[name] = _Scored(np.asarray(params, dtype=float), loglik, fold_ll, draws)
     return out
-
-
-def _insample(law: Law, params: NDArray[np.float64], cells: _Cells) -> float:
-    e = np.clip(law.error(params, cells.n, cells.k), 1e-12, 1.0 - 1e-12)
-    wrong = cells.trials - cells.successes
-    return float(wrong @ np.log(e) + cells.successes @ np.log1p(-e))
 
 
 def compare_laws(

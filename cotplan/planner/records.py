@@ -12,6 +12,7 @@ import pandas as pd
 from cotplan.intervals import Interval
 
 __all__ = [
+    "BoundaryTest",
     "Budget",
     "CertifiedBudget",
     "ConfidenceInterval",
@@ -76,6 +77,27 @@ class LikelihoodRatioTest:
     p_value: float
     p_value_bootstrap: float
     alpha: Estimate
+    verdict: str
+
+
+@dataclass(frozen=True)
+class BoundaryTest:
+    """A likelihood-ratio test of a null value on the boundary of its parameter's range.
+
+    The planner's one: α = 0 ("the budget needed does not grow with n") against α in (0, 2].
+    With the null on the boundary, the free fit lands on it for about half the samples drawn
+    under the null, where the statistic is exactly 0, so the statistic's reference is the 50:50
+    mixture of χ²₀ (a point mass at 0) and χ²₁ (Self & Liang 1987), not χ²₁: `p_value` is
+    ½·P(χ²₁ ≥ statistic) for a positive statistic and 1 at 0. `p_value_naive` is the plain χ²₁
+    p-value, twice as large, kept to show the difference. Like `LikelihoodRatioTest.p_value`,
+    both treat the rows as independent.
+    """
+
+    parameter: str
+    null: float
+    statistic: float
+    p_value: float
+    p_value_naive: float
     verdict: str
 
 
@@ -206,6 +228,7 @@ class PlanReport:
     lrt: LikelihoodRatioTest | None
     loglik: float
     laws: LawComparison | None = None
+    growth: BoundaryTest | None = None
 
     def to_frame(self) -> pd.DataFrame:
         """One row per (model, parameter): estimate, low, high.
@@ -250,6 +273,8 @@ class PlanReport:
             lines.append(self.trend.verdict)
         if self.lrt is not None:
             lines.append(self.lrt.verdict)
+        if self.growth is not None:
+            lines.append(self.growth.verdict)
         if self.laws is not None:
             lines.append(str(self.laws))
         return "\n".join(lines)
