@@ -19,6 +19,7 @@ from cotplan.experiments.verdicts import (
     MODEL_CLAIM_VERDICTS,
     VERDICTS,
     as_control,
+    capability_line,
     model_claims,
     tally,
     value_verdict,
@@ -67,6 +68,19 @@ def test_tally_counts_every_category_apart() -> None:
     assert counts["not reproduced"] == 2
     assert counts["follows from averaging"] == 0
     assert sum(model_claims(rows).values()) == 3  # the cotplan check is not a claim of the paper
+
+
+def test_capability_line_counts_rows_in_words() -> None:
+    rows = [
+        ReportRow("x", "c", "p", 1.0, None, "l", verdict, "why")
+        for verdict in ("reproduced", "not comparable (model)", "not testable", "not testable")
+    ]
+    line = capability_line(rows, SMOL, "model")
+    assert "structural claims (1 row:" in line
+    assert "(1 row not comparable)" in line
+    # A not-testable row may need another command rather than more data (claim 4's row).
+    assert "2 rows not testable here" in line
+    assert "need more data than this preset" not in line
 
 
 def test_controls_keep_what_the_row_would_read_and_are_idempotent() -> None:

@@ -217,8 +217,13 @@ def capability_line(rows: Sequence[ReportRow], predictor: str, kind: str) -> str
             "estimators, the exact references and the paper's arithmetic."
         )
     return (
-        f"{predictor} can test the paper's structural claims ({testable} rows: the form of the "
+        f"{predictor} can test the paper's structural claims ({_rows(testable)}: the form of the "
         "gap, a period, martingale violations, Bayes in expectation, the excess-risk rate) but "
-        f"not the paper's model's magnitudes ({counts[NOT_COMPARABLE_MODEL]} rows not comparable)"
-        f"; {counts[NOT_TESTABLE]} rows need more data than this preset."
+        f"not the paper's model's magnitudes ({_rows(counts[NOT_COMPARABLE_MODEL])} not "
+        f"comparable); {_rows(counts[NOT_TESTABLE])} not testable here (each says what would "
+        "make it testable: more data than this preset, or another command)."
     )
+
+
+def _rows(count: int) -> str:
+    return f"{count} row" if count == 1 else f"{count} rows"
