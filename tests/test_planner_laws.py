@@ -211,10 +211,12 @@ def test_no_benefit_plans_zero_and_other_laws_degrade_to_a_verdict() -> None:
         with pytest.raises(InfeasibleTargetError):
             planner.budget(8, 0.01)
     one_size = SHAPES["logistic 2n"].calibration((8,), 40, 0)
+    true_k = SHAPES["logistic 2n"].k_star(8, 0.2)
     for law in ("logistic", "step", "monotone"):
         planner = BudgetPlanner(law, n_bootstrap=5).fit(one_size)
         assert planner.law_ == law
-        assert planner.budget(8, 0.2).tokens >= 0
+        # One size of 40 items still places the cap near the truth, inside the calibrated grid.
+        assert 0.5 * true_k <= planner.budget(8, 0.2).tokens <= one_size["k"].max()
         assert planner.budget(12, 0.2).extrapolated
         str(planner.report())
 
