@@ -260,6 +260,16 @@ class FalckResult:
         )
 
 
+def _outside(value: float, low: float, high: float) -> bool:
+    """Whether `value` lies outside [low, high], a value on an edge counting as inside.
+
+    The statistics and their bands sit on the same lattice (path means of N bits are multiples
+    of 1/N), so a value equal to an edge can differ from it in the last bits of a float; such a
+    value is on the edge, not beyond it."""
+    tol = 1e-9 * max(1.0, abs(low), abs(high))
+    return bool(value < low - tol or value > high + tol)
+
+
 def _band(null: FloatArray, level: float) -> tuple[float, float]:
     finite = null[np.isfinite(null)]
     if finite.size == 0:
@@ -342,7 +352,7 @@ def falck_tests(
             row[f"T2_{k + 1}"] = value
             row[f"T2_{k + 1}_low"] = low
             row[f"T2_{k + 1}_high"] = high
-            row[f"T2_{k + 1}_outside"] = bool(math.isfinite(value) and not low <= value <= high)
+            row[f"T2_{k + 1}_outside"] = bool(math.isfinite(value) and _outside(value, low, high))
         rows.append(row)
     t3_rows = []
     model_means = []
@@ -362,7 +372,7 @@ def falck_tests(
             "bayes_iqr": float(np.mean(null_iqr)),
         }
         row["bayes_low"], row["bayes_high"] = _band(null_iqr, 1 - alpha / max(1, len(t3_ns)))
-        row["outside"] = bool(not row["bayes_low"] <= row["iqr"] <= row["bayes_high"])
+        row["outside"] = _outside(row["iqr"], row["bayes_low"], row["bayes_high"])
         for label, scale in (("half_n", 0.5), ("double_n", 2.0)):
             a, b = _prior(ref)
             frac = BetaBernoulli(a + scale * ones, b + scale * (n - ones))
