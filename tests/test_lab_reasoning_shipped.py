@@ -138,3 +138,38 @@ def test_the_cli_lists_the_shipped_weights() -> None:
     assert result.exit_code == 0, result.output
     assert result.output.count("lab-") >= len(RECORDS)
     assert "stale" not in result.output
+    # Readable cells, not a dict's repr.
+    assert "n = 16: " in result.output
+    assert "{'" not in result.output
+
+
+def test_curriculum_settings_leave_older_keys_alone() -> None:
+    import numpy as np
+
+    from cotplan.errors import InputError
+    from cotplan.lab.reasoning.data import Mix, make_batch
+    from cotplan.lab.reasoning.settings import settings_for
+    from cotplan.lab.reasoning.tokenizer import REASONING, default_tokenizer
+
+    standard = settings_for("lamp", "standard").to_dict()
+    assert "init" not in standard
+    assert "bucket" not in standard
+    wide = settings_for("lamp", "wide").to_dict()
+    assert wide["init"] == "standard"
+    assert wide["bucket"] is True
+    with pytest.raises(InputError, match="unknown preset 'nope'"):
+        settings_for("lamp", "standard").replace(init="nope")
+
+    tokenizer = default_tokenizer()
+    label_ids = np.array([i for w, i in tokenizer.ids.items() if w.startswith("[")])
+    marker = tokenizer.ids[REASONING]
+
+    def question_sizes(one_size: bool) -> set[int]:
+        rng = np.random.default_rng(0)
+        ids, _ = make_batch(
+            "lab-lamp", rng, 32, list(range(1, 65)), Mix(1, 0, 0), tokenizer, one_size=one_size
+        )
+        return {int(np.isin(row[: list(row).index(marker)], label_ids).sum()) for row in ids}
+
+    assert len(question_sizes(True)) == 1  # one size per batch
+    assert len(question_sizes(False)) > 1

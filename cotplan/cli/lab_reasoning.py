@@ -362,10 +362,20 @@ def weights_command() -> None:
             str(record["sha256"])[:12] + "…",
             "yes" if fits else "stale",
             f"{meta.get('train_seconds', '?')} s",
-            escape(str(meta.get("accuracy_full_trace"))),
-            escape(str(meta.get("accuracy_no_reasoning"))),
+            _by_size(meta.get("accuracy_full_trace")),
+            _by_size(meta.get("accuracy_no_reasoning")),
         )
     console.print(table)
+
+
+def _by_size(accuracies: object) -> str:
+    """Accuracy per size as ``n = 1: 1.00, n = 8: 0.97``, not a dict's repr ("?" if missing)."""
+    if not isinstance(accuracies, dict) or not accuracies:
+        return "?"
+    cells = []
+    for n, value in sorted(accuracies.items(), key=lambda kv: int(kv[0])):
+        cells.append(f"n = {n}: {value:.2f}" if isinstance(value, int | float) else f"n = {n}: ?")
+    return escape(", ".join(cells))
 
 
 def register(parent: typer.Typer) -> None:

@@ -96,10 +96,19 @@ def make_batch(
     sizes: Sequence[int],
     mix: Mix,
     tokenizer: LabTokenizer,
+    *,
+    one_size: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """A padded batch: ids (size, T) and targets (size, T), T the longest sequence."""
+    """A padded batch: ids (size, T) and targets (size, T), T the longest sequence.
+
+    With `one_size` every row has the same size n (drawn once), so the batch carries no padding
+    beyond the spread of trace lengths.
+    """
     kinds = rng.choice(3, size=size, p=mix.probabilities())
-    ns = rng.choice(np.asarray(sizes), size=size)
+    if one_size:
+        ns = np.full(size, rng.choice(np.asarray(sizes)))
+    else:
+        ns = rng.choice(np.asarray(sizes), size=size)
     rows: list[TrainingSequence] = []
     for kind, n in zip(kinds, ns, strict=True):
         example = lab_example(family, rng, int(n))

@@ -222,6 +222,8 @@ def train_lab_model(
     torch.manual_seed(settings.seed)
     rng = np.random.default_rng(np.random.SeedSequence([settings.seed, 17]))
     network = TinyTransformer(settings.model_config(tokenizer))
+    if settings.init:
+        _start_from(network, settings)
     optimiser = torch.optim.AdamW(
         network.parameters(), lr=settings.lr, weight_decay=settings.weight_decay
     )
@@ -232,7 +234,13 @@ def train_lab_model(
     network.train()
     for step in range(settings.steps):
         ids, targets = make_batch(
-            settings.family, rng, settings.batch_size, sizes, settings.mix, tokenizer
+            settings.family,
+            rng,
+            settings.batch_size,
+            sizes,
+            settings.mix,
+            tokenizer,
+            one_size=settings.bucket,
         )
         loss = _optimise(torch, network, optimiser, ids, targets)
         scheduler.step()
@@ -251,6 +259,28 @@ def train_lab_model(
         "accuracy_no_reasoning": {str(n): model.accuracy(n, reason=False) for n in checks},
     }
     return model
+
+
+def _start_from(network: Any, settings: TrainSettings) -> None:
+    """Copy the weights of the model `settings.init` names (same family) into `network`.
+
+    Rotary positions keep no table, so a model trained on shorter sequences loads into a longer
+    one; any other difference in shape is an error.
+    """
+    if settings.init == preset_name(settings):
+        raise InputError(f"a preset cannot start from itself ({settings.init!r})", field="init")
+    base = load_or_train(settings.family, settings.init)
+    if (
+        base.settings.d_model,
+        base.settings.n_layers,
+        base.settings.n_heads,
+        base.settings.d_ff,
+        base.settings.pe,
+    ) != (settings.d_model, settings.n_layers, settings.n_heads, settings.d_ff, settings.pe):
+        raise InputError(
+            f"preset {settings.init!r} has another shape than this model's", field="init"
+        )
+    network.load_state_dict(base.network.state_dict())
 
 
 def time_training(settings: TrainSettings, steps: int = 20) -> float:
@@ -278,7 +308,9 @@ def time_training(settings: TrainSettings, steps: int = 20) -> float:
     for step in range(short.steps):
         if step == 1:
             clock(step, 0.0)
-        ids, targets = make_batch(short.family, rng, short.batch_size, sizes, short.mix, tokenizer)
+        ids, targets = make_batch(
+            short.family, rng, short.batch_size, sizes, short.mix, tokenizer, one_size=short.bucket
+        )
         _optimise(torch, network, optimiser, ids, targets)
     clock(short.steps, 0.0)
     return (timed[-1] - timed[0]) / steps
