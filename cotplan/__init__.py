@@ -6,9 +6,11 @@ The public names, re-exported from the modules that define them:
 - tokens: `count_tokens`
 - costs: `prices`, `call_cost`, `cost_of_text`, `cost_of_completion`, `project_costs`,
   `compare_scenarios` and the projection inputs
-- tasks and planning: `make_tasks`, `load_tasks`, `calibrate`, `BudgetPlanner` (its law
+- tasks and planning: `make_tasks`, `load_tasks`, `drop_seen`, `calibrate`, `BudgetPlanner` (its law
   comparison and certified budgets), `adaptive_certify`, `run_plan`
 - generation: `budgeted_answer`, `permutation_average`
+- workflows: `run_demo`, `demo_setup`, `project_run_costs` (what `cotplan demo` runs)
+- intervals: `Interval`, `percentile_interval`
 """
 
 from cotplan.backends import (
@@ -25,8 +27,10 @@ from cotplan.errors import CotplanError
 from cotplan.generate.budgeted import BudgetedAnswer, budgeted_answer
 from cotplan.generate.fewshot import Example, FewShotTemplate, load_examples
 from cotplan.generate.permutation import AnswerDistribution, permutation_average
+from cotplan.intervals import Interval, percentile_interval
 from cotplan.planner import (
     AdaptiveCertificate,
+    BoundaryTest,
     BudgetPlanner,
     Certification,
     CertifiedBudget,
@@ -57,13 +61,15 @@ from cotplan.pricing import (
     prices,
     project_costs,
 )
-from cotplan.tasks import TaskItem, list_families, load_tasks, make_tasks, save_tasks
+from cotplan.tasks import TaskItem, drop_seen, list_families, load_tasks, make_tasks, save_tasks
 from cotplan.tokens import count_tokens
+from cotplan.workflow import demo_setup, project_run_costs, run_demo
 
 __all__ = [
     "AdaptiveCertificate",
     "AnswerDistribution",
     "Backend",
+    "BoundaryTest",
     "BudgetPlanner",
     "BudgetedAnswer",
     "Calibration",
@@ -78,6 +84,7 @@ __all__ = [
     "Example",
     "FewShotTemplate",
     "FixedCap",
+    "Interval",
     "LawComparison",
     "LawFit",
     "LocalModel",
@@ -104,13 +111,18 @@ __all__ = [
     "cost_of_completion",
     "cost_of_text",
     "count_tokens",
+    "demo_setup",
+    "drop_seen",
     "list_families",
     "load_examples",
     "load_tasks",
     "make_tasks",
+    "percentile_interval",
     "permutation_average",
     "prices",
     "project_costs",
+    "project_run_costs",
+    "run_demo",
     "run_plan",
     "save_tasks",
 ]

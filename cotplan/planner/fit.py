@@ -20,10 +20,10 @@ answer is modelled as
     e(k, n) = e0 + (e_base − e0) · exp(−max(k − k0, 0) / (c · n^α))
 
 - `e0`, the floor: the error no budget removes (the model simply cannot do some items);
-- `e_base`, the error without useful reasoning (k ≤ k0). Issue 4 writes the model with
+- `e_base`, the error without useful reasoning (k ≤ k0). The paper-derived form has
   e_base = 1; that cannot describe a task the model sometimes answers right with no reasoning at
   all (a yes/no question is right half the time by chance), and one such answer at k = 0 would
-  make the likelihood zero. So e_base is fitted by default; `e_base=1.0` restores the issue's form;
+  make the likelihood zero. So e_base is fitted by default; `e_base=1.0` restores that form;
 - `k0`, the offset: tokens spent before reasoning starts to pay (restating the question);
 - `c · n^α`, the scale: budget needed per e-fold of improvement. The paper predicts α = 1/2.
 
@@ -157,7 +157,7 @@ class BudgetPlanner:
         docstring; the budget itself does not depend on it).
     alpha : "fit" to estimate the exponent α in [0, 2], or a number to fix it (0.5 is the
         paper's √n law). With one size n only, α cannot be fitted and 1/2 is used.
-    e_base : "fit", or the error without reasoning fixed (1.0 is issue 4's exact model; 0.5
+    e_base : "fit", or the error without reasoning fixed (1.0 is the paper-derived form; 0.5
         suits a yes/no task answered at chance).
     n_bootstrap : item-bootstrap resamples for the intervals (0: no intervals).
     confidence : level of the intervals.
