@@ -191,6 +191,11 @@ class Backend(abc.ABC):
     base_url: str | None = None
     #: `tokenize(text)` returns the model's own token ids (the embedded model's server does).
     supports_tokenize: bool = False
+    #: Where the backend also has a `prompt_logprobs` method (vLLM's scoring of every prompt
+    #: position in one request), callers may use it. OpenAI-compatible clients set this from
+    #: the server they were told about, since the method exists whether or not the server
+    #: answers it.
+    supports_prompt_logprobs: bool = True
 
     @functools.cached_property
     def stats(self) -> CallStats:

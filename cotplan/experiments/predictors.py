@@ -446,7 +446,7 @@ class BackendPredictor(Predictor):
         self.concurrency = concurrency
         self.use_prompt_logprobs = prompt_logprobs
         self.min_prob = float(min_prob)
-        self.name = name or (getattr(backend, "model", "") or type(backend).__name__)
+        self.name = name or (backend.model or type(backend).__name__)
         self._lock = threading.Lock()
         self._requests = 0
         self._cache_hits = 0
@@ -561,7 +561,7 @@ class BackendPredictor(Predictor):
             return False
         # OpenAI-compatible clients have the method but use it only where declared (vLLM).
         return isinstance(self.backend, SupportsPromptLogprobs) and bool(
-            getattr(self.backend, "supports_prompt_logprobs", True)
+            self.backend.supports_prompt_logprobs
         )
 
     def prefix_probs(
