@@ -6,11 +6,20 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from cotplan.errors import InputError
 from cotplan.lab.reasoning.data import training_sequence
-from cotplan.lab.reasoning.logloss import answer_candidates, in_domain, relative_budgets
+from cotplan.lab.reasoning.logloss import (
+    _curve_rows,
+    answer_candidates,
+    budget_grid,
+    eps_form_word,
+    in_domain,
+    n_form,
+    relative_budgets,
+)
 from cotplan.lab.reasoning.tasks import (
     blind_error,
     get_lab_family,
@@ -142,6 +151,69 @@ def test_relative_budgets_read_the_gap_left_to_the_optimum() -> None:
     assert relative_budgets(ks, loss, [0.5, 0.1, 0.01]) == [6.0, 9.0, 12.0]
     # A curve that does not fall has no relative gap.
     assert all(math.isnan(k) for k in relative_budgets(ks, np.ones(5), [0.5]))
+
+
+def test_a_sqrt_n_log_law_reads_as_one_inside_the_domain_and_out() -> None:
+    # Every item's log-loss falls as exp(−k / (2√n)): k*(n, ε) ≈ 2√n · ln(1/ε) exactly the
+    # paper's form, so the measured exponent is 1/2 and the ε-ratio is log(1/ε)'s.
+    rows = []
+    for n in (4, 16, 64):
+        scale = 2 * math.sqrt(n)
+        for item in range(12):
+            for k in range(0, 241):
+                loss = math.exp(-k / scale) + 0.01 * (item % 3) * math.exp(-k / scale)
+                rows.append({"family": "lab-lamp", "item": f"{n}-{item}", "n": n, "k": k,
+                             "p_correct": math.exp(-loss), "loss": loss, "wrong": 0.0})  # fmt: skip
+    frame = pd.DataFrame(rows)
+    vocab = default_tokenizer().vocab_size
+    _, _, exponents, eps_form = _curve_rows(frame, (0.5, 0.4, 0.1), 40, 0, vocab)
+    for eps in (0.5, 0.4, 0.1):
+        row = exponents[(exponents["measure"] == "B") & (exponents["eps"] == eps)].iloc[0]
+        assert row["beta"] == pytest.approx(0.5, abs=0.05)
+    at_half = exponents[(exponents["measure"] == "B") & (exponents["eps"] == 0.5)].iloc[0]
+    assert at_half["sizes_in_domain"] == 2  # n = 16 and 64; n = 4's domain is empty
+    assert at_half["beta_domain"] == pytest.approx(0.5, abs=0.05)
+    at_04 = exponents[(exponents["measure"] == "B") & (exponents["eps"] == 0.4)].iloc[0]
+    assert at_04["sizes_in_domain"] == 1
+    assert math.isnan(at_04["beta_domain"])
+    b = eps_form[eps_form["measure"] == "B"]
+    grid_pair = b[(b["n"] == 64) & ~b["in_domain"]].iloc[0]
+    assert grid_pair["ratio"] == pytest.approx(grid_pair["predicted"], rel=0.1)
+    domain_pair = b[(b["n"] == 64) & b["in_domain"]].iloc[0]
+    assert (domain_pair["eps_small"], domain_pair["eps_large"]) == (0.4, 0.5)
+    assert not b[(b["n"] == 4) & b["in_domain"]].shape[0]
+
+
+def test_the_verdict_words_read_the_interval() -> None:
+    assert n_form(0.3, 0.7) == "√n; linear excluded"
+    assert n_form(0.8, 1.2) == "linear; √n excluded"
+    assert n_form(0.2, 1.3) == "cannot tell √n from linear"
+    assert n_form(1.2, 1.5) == "neither √n nor linear"
+    assert n_form(math.nan, 1.0) == "no interval"
+    # A slope of 1 read from logs may round to just under it.
+    assert n_form(0.9999999, 0.9999999) == "linear; √n excluded"
+
+    class Row:
+        def __init__(self, low: float, high: float) -> None:
+            self.low, self.high, self.predicted = low, high, 4.32
+
+    assert eps_form_word(Row(3.0, 5.0)) == "consistent with log(1/ε)"
+    assert eps_form_word(Row(1.0, 1.2)).endswith("more slowly")
+    assert eps_form_word(Row(5.0, 6.0)).endswith("faster")
+
+
+def test_the_budget_grid_reaches_into_the_over_thinkers_check_pass() -> None:
+    # Parity stops at 3n + 2: the grid ends there, every budget at n = 8.
+    assert budget_grid("parity", 8) == list(range(0, 27))
+    # The over-thinker's pass runs to its longest trace (3n + 1 + 6n); every one of its first
+    # budgets is measured, where a cap cuts it.
+    grid = budget_grid("parity-overthink", 8)
+    assert grid[-1] == 3 * 8 + 1 + 6 * 8
+    assert set(range(24, 31)) <= set(grid)
+    # Large sizes are thinned to about max_points, keeping 3n - 1 and 3n.
+    wide = budget_grid("lamp", 64)
+    assert len(wide) <= 60 + 3
+    assert {191, 192, 194} <= set(wide)
 
 
 def test_answer_candidates_cover_every_answer() -> None:

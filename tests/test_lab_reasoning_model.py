@@ -51,6 +51,11 @@ def study(backend: LabBackend) -> LabStudy:
 def test_the_tiny_model_trains_and_writes_full_traces(backend: LabBackend) -> None:
     meta = backend.lab.meta
     assert backend.lab.accuracy(4, count=16) >= 0.9
+    # The trace itself is right token for token, not just the answer.
+    accuracy, exact = backend.lab.check(4, count=16)
+    assert exact >= 0.9
+    assert exact <= accuracy + 0.1
+    assert backend.lab.check(4, count=4, reason=False)[1] == 0
     # Recorded, not asserted: the time depends on the machine's load (benchmarks measure speed).
     assert meta["train_seconds"] > 0
     assert min(meta["accuracy_full_trace"].values()) >= 0.9
@@ -240,6 +245,13 @@ def test_the_logloss_study_measures_b_of_k_on_the_lamp(tmp_path: Path) -> None:
     assert set(budgets["measure"]) == {"B", "error"}
     assert not budgets["in_domain"].any()  # n < 16: the theorem's domain is empty
     assert "inside the theorem's domain: none" in study.verdict()
+    assert (study.exponents["sizes_in_domain"] == 0).all()
+    # Form in ε: a smaller target never needs fewer tokens, and log(1/ε) predicts more.
+    form = study.eps_form.dropna(subset=["ratio"])
+    assert not form.empty
+    assert (form["ratio"] >= 1).all()
+    assert (form["predicted"] > 1).all()
+    assert not form["in_domain"].any()
     written = study.save(tmp_path)
     assert all(p.stat().st_size > 0 for p in written)
 

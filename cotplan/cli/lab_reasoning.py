@@ -40,7 +40,9 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
-Preset = Annotated[str, typer.Option(help="Preset: tiny, quick or standard.")]
+Preset = Annotated[
+    str, typer.Option(help="Preset: tiny, quick, standard or wide (the lamp, sizes to 64).")
+]
 Threads = Annotated[int, typer.Option(help="torch threads (1 on a shared machine).")]
 
 
@@ -315,7 +317,20 @@ def law_command(
         console.print(
             _frame_table(table, f"k*(n, ε) on {measure}, relative ε (95% item bootstrap)")
         )
-    console.print(_frame_table(study.exponents, "n-exponent of k* per ε (95% item bootstrap)"))
+    console.print(
+        _frame_table(
+            study.exponents,
+            "n-exponent of k* per ε, over every size and over the sizes where (n, ε) lies in "
+            "the domain (95% item bootstrap)",
+        )
+    )
+    console.print(
+        _frame_table(
+            study.eps_form,
+            "form in ε: k*(small ε) / k*(large ε) per size against log(1/ε)'s ratio (95% "
+            "item bootstrap, paired)",
+        )
+    )
     domain = ", ".join(
         f"n = {n}: [{max(n**-0.25, 1 / study.vocab):.3f}, 0.5]"
         if max(n**-0.25, 1 / study.vocab) <= 0.5

@@ -48,8 +48,10 @@ __all__ = [
     "DEFAULT_EPS",
     "LogLossStudy",
     "answer_candidates",
+    "eps_form_word",
     "in_domain",
     "logloss_study",
+    "n_form",
     "relative_budgets",
 ]
 
@@ -130,6 +132,9 @@ class LogLossStudy:
     curve: pd.DataFrame = field(repr=False)
     budgets: pd.DataFrame = field(repr=False)
     exponents: pd.DataFrame = field(repr=False)
+    #: Per measure and size: k*(small ε) / k*(large ε) with its interval, against the ratio
+    #: log(1/ε) predicts; the pair over the whole grid and the pair inside the domain.
+    eps_form: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
     seconds: float = 0.0
 
     def to_frame(self) -> pd.DataFrame:
@@ -147,10 +152,12 @@ class LogLossStudy:
             write_csv(self.curve, out / "logloss_curve.csv"),
             write_csv(self.budgets, out / "logloss_budgets.csv"),
             write_csv(self.exponents, out / "logloss_exponents.csv"),
+            write_csv(self.eps_form, out / "logloss_eps_form.csv"),
         ]
 
     def verdict(self) -> str:
-        """The law in words, per measure, from the exponents and the ε-dependence."""
+        """The law in words, per measure: its form in n (over every size, and over the sizes
+        where ε lies in the theorem's domain) and its form in ε, each with its interval."""
         parts = []
         for measure in ("B", "error"):
             rows = self.exponents[self.exponents["measure"] == measure]
@@ -159,29 +166,75 @@ class LogLossStudy:
                 parts.append(f"{measure}: no exponent (k* reached fewer than two sizes)")
                 continue
             text = ", ".join(
-                f"ε = {r.eps:g}: n^{r.beta:.2f} [{r.low:.2f}, {r.high:.2f}]"
+                f"ε = {r.eps:g}: n^{r.beta:.2f} [{r.low:.2f}, {r.high:.2f}] "
+                f"({n_form(r.low, r.high)})"
                 for r in finite.itertuples()
             )
             parts.append(f"{measure}: k* grows as {text}")
-        top = int(self.budgets["n"].max())
-        at_top = self.budgets[(self.budgets["n"] == top) & (self.budgets["measure"] == "B")]
-        finite = at_top[np.isfinite(at_top["k"]) & (at_top["k"] > 0)].sort_values("eps")
-        if len(finite) >= 2:
-            small, large = finite.iloc[0], finite.iloc[-1]
-            parts.append(
-                f"at n = {top} on B, k*(ε = {small['eps']:g}) / k*(ε = {large['eps']:g}) = "
-                f"{small['k'] / large['k']:.2f} (log(1/ε) predicts "
-                f"{math.log(1 / small['eps']) / math.log(1 / large['eps']):.2f})"
-            )
+            domain = finite[np.isfinite(finite["beta_domain"])]
+            if not domain.empty:
+                text = ", ".join(
+                    f"ε = {r.eps:g} over {r.sizes_in_domain} sizes: n^{r.beta_domain:.2f} "
+                    f"[{r.low_domain:.2f}, {r.high_domain:.2f}] "
+                    f"({n_form(r.low_domain, r.high_domain)})"
+                    for r in domain.itertuples()
+                )
+                parts.append(f"{measure} inside the domain: {text}")
+            form = self.eps_form
+            if not form.empty:
+                mine = form[(form["measure"] == measure) & np.isfinite(form["ratio"])]
+                top = mine[mine["n"] == mine["n"].max()] if not mine.empty else mine
+                for r in top.itertuples():
+                    where = "inside the domain" if r.in_domain else "over the grid"
+                    parts.append(
+                        f"{measure} in ε at n = {r.n} ({where}): k*(ε = {r.eps_small:g}) / "
+                        f"k*(ε = {r.eps_large:g}) = {r.ratio:.2f} [{r.low:.2f}, {r.high:.2f}]; "
+                        f"log(1/ε) predicts {r.predicted:.2f} ({eps_form_word(r)})"
+                    )
         inside = self.budgets[self.budgets["in_domain"] & (self.budgets["measure"] == "B")]
         cells = ", ".join(f"(n = {r.n}, ε = {r.eps:g})" for r in inside.itertuples())
         parts.append(f"inside the theorem's domain: {cells or 'none of the tested (n, ε)'}")
         return "; ".join(parts)
 
 
+def n_form(low: float, high: float) -> str:
+    """What an n-exponent's interval says of √n (exponent 1/2) against linear (1)."""
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return "no interval"
+    # A slope of exactly 1 computed from logs can come out as 0.9999999: allow for rounding.
+    tol = 1e-6
+    holds_sqrt = low - tol <= 0.5 <= high + tol
+    holds_linear = low - tol <= 1.0 <= high + tol
+    if holds_sqrt and holds_linear:
+        return "cannot tell √n from linear"
+    if holds_sqrt:
+        return "√n; linear excluded"
+    if holds_linear:
+        return "linear; √n excluded"
+    return "neither √n nor linear"
+
+
+def eps_form_word(row: Any) -> str:
+    """Whether a ratio k*(small ε) / k*(large ε)'s interval holds log(1/ε)'s prediction."""
+    if not (math.isfinite(row.low) and math.isfinite(row.high)):
+        return "no interval"
+    if row.low - 1e-6 <= row.predicted <= row.high + 1e-6:
+        return "consistent with log(1/ε)"
+    return "log(1/ε) excluded: k* grows " + (
+        "more slowly" if row.high < row.predicted else "faster"
+    )
+
+
+def _interval(values: np.ndarray) -> tuple[float, float]:
+    finite = values[np.isfinite(values)]
+    if len(finite) < 10:
+        return math.nan, math.nan
+    return float(np.percentile(finite, 2.5)), float(np.percentile(finite, 97.5))
+
+
 def _curve_rows(
-    frame: pd.DataFrame, eps_grid: Sequence[float], n_bootstrap: int, seed: int
-) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    frame: pd.DataFrame, eps_grid: Sequence[float], n_bootstrap: int, seed: int, vocab: int
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     rng = np.random.default_rng(seed)
     curve_rows: list[dict[str, Any]] = []
     budget_rows: list[dict[str, Any]] = []
@@ -248,26 +301,93 @@ def _curve_rows(
     for (measure, eps), ks_point in point_k.items():
         per_draw = np.array(draws[(measure, eps)], dtype=float)  # sizes × resamples
         betas = [_slope(sizes, list(per_draw[:, r])) for r in range(per_draw.shape[1])]
-        finite = np.array([b for b in betas if math.isfinite(b)])
+        low, high = _interval(np.array(betas, dtype=float))
+        # The same slope over only the sizes where (n, ε) lies in the theorem's domain.
+        inside = [i for i, n in enumerate(sizes) if in_domain(n, eps, vocab)]
+        sub_sizes = [sizes[i] for i in inside]
+        domain_betas = [
+            _slope(sub_sizes, list(per_draw[inside, r])) for r in range(per_draw.shape[1])
+        ]
+        low_d, high_d = _interval(np.array(domain_betas, dtype=float))
         exponent_rows.append(
             {
                 "measure": measure,
                 "eps": float(eps),
                 "beta": _slope(sizes, ks_point),
-                "low": float(np.percentile(finite, 2.5)) if len(finite) >= 10 else math.nan,
-                "high": float(np.percentile(finite, 97.5)) if len(finite) >= 10 else math.nan,
+                "low": low,
+                "high": high,
                 "sizes_reached": int(sum(math.isfinite(k) and k > 0 for k in ks_point)),
+                "beta_domain": _slope(sub_sizes, [ks_point[i] for i in inside]),
+                "low_domain": low_d,
+                "high_domain": high_d,
+                "sizes_in_domain": len(inside),
             }
         )
-    return pd.DataFrame(curve_rows), pd.DataFrame(budget_rows), pd.DataFrame(exponent_rows)
+    return (
+        pd.DataFrame(curve_rows),
+        pd.DataFrame(budget_rows),
+        pd.DataFrame(exponent_rows),
+        _eps_form(sizes, eps_grid, point_k, draws, vocab),
+    )
+
+
+def _eps_form(
+    sizes: Sequence[int],
+    eps_grid: Sequence[float],
+    point_k: dict[tuple[str, float], list[float]],
+    draws: dict[tuple[str, float], list[list[float]]],
+    vocab: int,
+) -> pd.DataFrame:
+    """k*(small ε) / k*(large ε) per measure and size, paired within each resample (every ε
+    is read from the same resampled items), for the grid's extreme pair and, where the
+    domain holds two targets, its extreme pair."""
+    rows = []
+    for measure in ("B", "error"):
+        for i, n in enumerate(sizes):
+            pairs = [(min(eps_grid), max(eps_grid), False)]
+            inside = [e for e in eps_grid if in_domain(n, e, vocab)]
+            if len(inside) >= 2:
+                pairs.append((min(inside), max(inside), True))
+            for small, large, domain in pairs:
+                if small == large:
+                    continue
+                top, bottom = point_k[(measure, small)][i], point_k[(measure, large)][i]
+                top_draws = np.array(draws[(measure, small)][i], dtype=float)
+                bottom_draws = np.array(draws[(measure, large)][i], dtype=float)
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    ratios = np.where(bottom_draws > 0, top_draws / bottom_draws, np.nan)
+                low, high = _interval(ratios)
+                rows.append(
+                    {
+                        "measure": measure,
+                        "n": n,
+                        "eps_small": float(small),
+                        "eps_large": float(large),
+                        "ratio": top / bottom if bottom > 0 else math.nan,
+                        "low": low,
+                        "high": high,
+                        "predicted": math.log(1 / small) / math.log(1 / large),
+                        "in_domain": domain,
+                    }
+                )
+    return pd.DataFrame(rows)
 
 
 def budget_grid(family: str, n: int, max_points: int = 60) -> list[int]:
     """Budgets for B(k): 0 to the full trace that settles the answer (3n) and a little past
-    it, every s-th one where that is more than `max_points`, plus 3n − 1 and 3n."""
+    it, every s-th one where that is more than `max_points`, plus 3n − 1 and 3n.
+
+    An over-thinker's grid goes on through its check pass to its longest trace, with every
+    budget of the pass's first steps: that is where a cap cuts it, and where its forced answer
+    is least sure.
+    """
     full = 3 * n
-    stride = max(1, math.ceil((full + 3) / max_points))
-    return sorted({*range(0, full + 3, stride), full - 1, full, full + 2})
+    end = get_lab_family(family).max_trace(n) if get_lab_family(family).overthinks else full + 2
+    stride = max(1, math.ceil((end + 1) / max_points))
+    budgets = {*range(0, end + 1, stride), full - 1, full, full + 2, end}
+    if end > full + 2:
+        budgets |= set(range(full, full + 7))
+    return sorted(budgets)
 
 
 def logloss_study(
@@ -322,8 +442,8 @@ def logloss_study(
                 )
     answers = pd.DataFrame(rows)
     grid_eps = tuple(sorted({float(e) for e in eps_grid}, reverse=True))
-    curve, budgets, exponents = _curve_rows(answers, grid_eps, n_bootstrap, seed)
     vocab = backend.tokenizer.vocab_size
+    curve, budgets, exponents, eps_form = _curve_rows(answers, grid_eps, n_bootstrap, seed, vocab)
     budgets["in_domain"] = [
         in_domain(int(n), float(e), vocab)
         for n, e in zip(budgets["n"], budgets["eps"], strict=True)
@@ -337,5 +457,6 @@ def logloss_study(
         curve=curve,
         budgets=budgets,
         exponents=exponents,
+        eps_form=eps_form,
         seconds=time.perf_counter() - started,
     )

@@ -165,8 +165,20 @@ class LabReasoningModel:
 
     def accuracy(self, n: int, count: int = 64, *, reason: bool = True, seed: int = 7) -> float:
         """Greedy accuracy at size `n` with the full trace (or none): a quick check."""
+        return self.check(n, count, reason=reason, seed=seed)[0]
+
+    def check(
+        self, n: int, count: int = 64, *, reason: bool = True, seed: int = 7
+    ) -> tuple[float, float]:
+        """(greedy accuracy, share of traces written exactly) at size `n`.
+
+        A trace is exact when its tokens up to the settling step match the family's trace
+        token for token; it tells a model that answers wrong from a right trace apart from one
+        that wrote a wrong trace (at n = 64 the wide lamp did the latter). With `reason` off
+        there is no trace and the second value is 0.
+        """
         rng = np.random.default_rng(seed)
-        right = 0
+        right = exact = 0
         for _ in range(count):
             example = lab_example(self.family, rng, n)
             prompt = self.answer_prompt(example.prompt, reason=reason)
@@ -174,12 +186,14 @@ class LabReasoningModel:
             longest = get_lab_family(self.family).max_trace(n)
             new, _, _, _ = self.continuation(prompt, longest + 3)
             words = self.tokenizer.decode(new).split()
+            settled = len(example.trace) if example.settled is None else example.settled
+            exact += reason and words[:settled] == list(example.trace[:settled])
             if ANSWER in words:
                 words = words[words.index(ANSWER) + 1 :]
             elif reason:
                 words = []
             right += bool(words) and words[0] == example.answer
-        return right / count
+        return right / count, exact / count
 
 
 @contextlib.contextmanager
@@ -251,11 +265,13 @@ def train_lab_model(
     model = LabReasoningModel(network, settings, tokenizer=tokenizer)
     checks = list(check_sizes or sorted({settings.n_min, (settings.n_min + settings.n_max) // 2,
                                          settings.n_max}))  # fmt: skip
+    with_trace = {n: model.check(n) for n in checks}
     model.meta = {
         "train_seconds": round(seconds, 1),
         "final_loss": float(np.mean(losses[-50:])),
         "parameters": int(network.num_parameters()),
-        "accuracy_full_trace": {str(n): model.accuracy(n) for n in checks},
+        "accuracy_full_trace": {str(n): full[0] for n, full in with_trace.items()},
+        "trace_exact": {str(n): full[1] for n, full in with_trace.items()},
         "accuracy_no_reasoning": {str(n): model.accuracy(n, reason=False) for n in checks},
     }
     return model
