@@ -190,8 +190,12 @@ def test_the_verdict_words_read_the_interval() -> None:
     assert n_form(0.2, 1.3) == "cannot tell √n from linear"
     assert n_form(1.2, 1.5) == "neither √n nor linear"
     assert n_form(math.nan, 1.0) == "no interval"
-    # A slope of 1 read from logs may round to just under it.
-    assert n_form(0.9999999, 0.9999999) == "linear; √n excluded"
+    # k* = 3n − 1 from n = 4 to 16 has slope 1.05 with no spread: linear, within the token
+    # grid's resolution.
+    slope = math.log(47 / 11) / math.log(4)
+    assert n_form(slope, slope) == "linear; √n excluded"
+    assert n_form(0.35, 0.45) == "√n; linear excluded"
+    assert n_form(0.65, 0.8) == "neither √n nor linear"
 
     class Row:
         def __init__(self, low: float, high: float) -> None:

@@ -361,7 +361,7 @@ def weights_command() -> None:
 
     table = Table(title=f"Shipped lab weights ({shipped_dir().name}/)")
     for column in ("family", "preset", "key", "SHA-256", "fits", "trained in", "full trace",
-                   "no reasoning"):  # fmt: skip
+                   "trace exact", "no reasoning"):  # fmt: skip
         table.add_column(column)
     for record_path in sorted(shipped_dir().glob("*.json")):
         record = json.loads(record_path.read_text(encoding="utf-8"))
@@ -378,6 +378,7 @@ def weights_command() -> None:
             "yes" if fits else "stale",
             f"{meta.get('train_seconds', '?')} s",
             _by_size(meta.get("accuracy_full_trace")),
+            _by_size(meta.get("trace_exact")),
             _by_size(meta.get("accuracy_no_reasoning")),
         )
     console.print(table)

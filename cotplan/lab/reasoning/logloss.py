@@ -46,6 +46,7 @@ from cotplan.tasks.item import TaskItem
 
 __all__ = [
     "DEFAULT_EPS",
+    "EXPONENT_RESOLUTION",
     "LogLossStudy",
     "answer_candidates",
     "eps_form_word",
@@ -197,12 +198,18 @@ class LogLossStudy:
         return "; ".join(parts)
 
 
+#: How far an n-exponent may sit from 1/2 or 1 and still count as that law: k* is read on
+#: whole tokens, and an offset of one or two tokens (k* = 3n − 1 or 3n + 2 from n = 4 to 16)
+#: moves the log-log slope by up to about 0.08.
+EXPONENT_RESOLUTION = 0.1
+
+
 def n_form(low: float, high: float) -> str:
-    """What an n-exponent's interval says of √n (exponent 1/2) against linear (1)."""
+    """What an n-exponent's interval says of √n (exponent 1/2) against linear (1), each
+    allowed `EXPONENT_RESOLUTION` either side."""
     if not (math.isfinite(low) and math.isfinite(high)):
         return "no interval"
-    # A slope of exactly 1 computed from logs can come out as 0.9999999: allow for rounding.
-    tol = 1e-6
+    tol = EXPONENT_RESOLUTION
     holds_sqrt = low - tol <= 0.5 <= high + tol
     holds_linear = low - tol <= 1.0 <= high + tol
     if holds_sqrt and holds_linear:
