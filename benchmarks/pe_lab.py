@@ -23,7 +23,7 @@ import pandas as pd
 from _outcome import Outcome
 from rich.console import Console
 
-from cotplan.lab.bernoulli import PE_LAB_PRESETS, EvalPoint, train
+from cotplan.lab.pe_trainer import PE_LAB_PRESETS, EvalPoint, train
 from cotplan.lab.transformer import POSITIONAL_ENCODINGS
 
 

@@ -43,7 +43,7 @@ import pandas as pd
 from cotplan.charts import chart
 from cotplan.experiments import random_orderings, reproduction_report
 from cotplan.lab.ablation import pe_ablation
-from cotplan.lab.bernoulli import train
+from cotplan.lab.pe_trainer import train
 
 alt.renderers.enable("png")  # renders with no network
 pd.set_option("display.precision", 4)

@@ -51,6 +51,8 @@ def test_plan_prints_constants_and_k_star_and_writes_artefacts(tmp_path: Path) -
     assert result.exit_code == 0, result.output
     assert "reasoning helps" in result.output
     assert "Fitted constants" in result.output
+    # The α = 0 boundary test is printed with its mixture reference.
+    assert "for α = 0 against ½χ²₀ + ½χ²₁" in " ".join(result.output.split())
     assert "target error ε = 0.3" in result.output
     assert "Error laws by held-out log-likelihood" in result.output
     assert "law: paper" in result.output

@@ -21,7 +21,7 @@ from cotplan.experiments import (  # noqa: E402
     positional_debias,
     random_orderings,
 )
-from cotplan.lab.bernoulli import LabModel, train  # noqa: E402
+from cotplan.lab.pe_trainer import LabModel, train  # noqa: E402
 from cotplan.lab.predictor import TransformerPredictor  # noqa: E402
 from cotplan.lab.transformer import TinyTransformer, TransformerConfig  # noqa: E402
 

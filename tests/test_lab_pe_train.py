@@ -18,7 +18,7 @@ from cotplan.errors import InputError  # noqa: E402
 from cotplan.experiments.predictors import Predictor  # noqa: E402
 from cotplan.experiments.sequences import beta_bernoulli_sequences  # noqa: E402
 from cotplan.lab import store  # noqa: E402
-from cotplan.lab.bernoulli import (  # noqa: E402
+from cotplan.lab.pe_trainer import (  # noqa: E402
     STORE_KIND,
     EvalPoint,
     LabModel,

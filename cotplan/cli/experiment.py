@@ -68,14 +68,14 @@ def _lab_predictor(spec: str) -> Predictor:
     from cotplan.lab import require_torch
 
     require_torch()
-    from cotplan.lab.bernoulli import from_spec
+    from cotplan.lab.pe_trainer import from_spec
 
     with _progress() as stage:
         return from_spec(spec, progress=stage(f"train {spec}", _lab_steps(spec)))
 
 
 def _lab_steps(spec: str) -> int:
-    from cotplan.lab.bernoulli import PE_LAB_PRESETS
+    from cotplan.lab.pe_trainer import PE_LAB_PRESETS
 
     return int(PE_LAB_PRESETS["quick" if ":quick" in spec.lower() else "full"]["steps"])
 

@@ -238,6 +238,10 @@ def print_report(planner: Any) -> None:
     for line in (
         report.trend.verdict if report.trend else None,
         report.lrt.verdict if report.lrt else None,
+        # The α = 0 test; the verdict already carries it when α sits at 0.
+        report.growth.verdict
+        if report.growth and report.growth.verdict not in report.verdict
+        else None,
     ):
         if line:
             console.print(f"  {line}")
