@@ -56,6 +56,10 @@ def test_the_tiny_model_trains_and_writes_full_traces(backend: LabBackend) -> No
     assert exact >= 0.9
     assert exact <= accuracy + 0.1
     assert backend.lab.check(4, count=4, reason=False)[1] == 0
+    # The first wrong step is None exactly for the items `check` counts as exact.
+    steps = backend.lab.first_wrong_steps(4, count=16)
+    assert sum(s is None for s in steps) / 16 == exact
+    assert all(s is None or 1 <= s <= 4 for s in steps)
     # Recorded, not asserted: the time depends on the machine's load (benchmarks measure speed).
     assert meta["train_seconds"] > 0
     assert min(meta["accuracy_full_trace"].values()) >= 0.9

@@ -110,10 +110,10 @@ PRESETS: dict[str, dict[str, Any]] = {
     # Sizes where the theorem's domain ε ∈ [max(n^−1/4, 1/V), 1/2] is wider than a point
     # (n > 16): only families that allow n = 64 (the lamp). It starts from the standard model
     # (a curriculum: sizes 1-16 first, then 1-64) and draws one size per batch. It writes its
-    # trace exactly up to n = 32 and not beyond about n = 40 (its training check): copying an
-    # input from about 2n + j tokens back is what it does not learn. From random weights,
-    # 3,000 steps did not learn n = 64; from the standard model 3,500, 12,000 and 20,000 steps
-    # did not either (docs/lab-reasoning.md).
+    # trace exactly up to n = 32; beyond, it goes wrong at particular position labels ([35]
+    # first, whatever n), which only this training teaches. From random weights, 3,000 steps
+    # did not learn n = 64; from the standard model 3,500, 12,000 and 20,000 steps did not
+    # either (docs/lab-reasoning.md).
     "wide": {
         "n_min": 1,
         "n_max": 64,

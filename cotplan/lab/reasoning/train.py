@@ -32,7 +32,7 @@ from cotplan.lab.reasoning.settings import (
     TrainSettings,
     settings_for,
 )
-from cotplan.lab.reasoning.tasks import get_lab_family, lab_example
+from cotplan.lab.reasoning.tasks import LabExample, get_lab_family, lab_example
 from cotplan.lab.reasoning.tokenizer import (
     ANSWER,
     REASONING,
@@ -177,15 +177,8 @@ class LabReasoningModel:
         that wrote a wrong trace (at n = 64 the wide lamp did the latter). With `reason` off
         there is no trace and the second value is 0.
         """
-        rng = np.random.default_rng(seed)
         right = exact = 0
-        for _ in range(count):
-            example = lab_example(self.family, rng, n)
-            prompt = self.answer_prompt(example.prompt, reason=reason)
-            # Room for the longest trace (an over-thinker's check pass has a random length).
-            longest = get_lab_family(self.family).max_trace(n)
-            new, _, _, _ = self.continuation(prompt, longest + 3)
-            words = self.tokenizer.decode(new).split()
+        for example, words in self._greedy_runs(n, count, seed, reason):
             settled = len(example.trace) if example.settled is None else example.settled
             exact += reason and words[:settled] == list(example.trace[:settled])
             if ANSWER in words:
@@ -194,6 +187,31 @@ class LabReasoningModel:
                 words = []
             right += bool(words) and words[0] == example.answer
         return right / count, exact / count
+
+    def first_wrong_steps(self, n: int, count: int = 64, *, seed: int = 7) -> list[int | None]:
+        """Per item (the same items as `check`), the step whose trace tokens are the first to
+        differ from the family's trace (1-based; three tokens a step), or None where the
+        trace is exact up to the settling step: where a model that does not solve a size
+        goes wrong."""
+        steps: list[int | None] = []
+        for example, words in self._greedy_runs(n, count, seed, True):
+            settled = len(example.trace) if example.settled is None else example.settled
+            wrong = [i for i in range(settled) if i >= len(words) or words[i] != example.trace[i]]
+            steps.append(wrong[0] // 3 + 1 if wrong else None)
+        return steps
+
+    def _greedy_runs(
+        self, n: int, count: int, seed: int, reason: bool
+    ) -> Iterator[tuple[LabExample, list[str]]]:
+        """`count` examples at size `n` (seeded) and the words of each greedy answer."""
+        rng = np.random.default_rng(seed)
+        for _ in range(count):
+            example = lab_example(self.family, rng, n)
+            prompt = self.answer_prompt(example.prompt, reason=reason)
+            # Room for the longest trace (an over-thinker's check pass has a random length).
+            longest = get_lab_family(self.family).max_trace(n)
+            new, _, _, _ = self.continuation(prompt, longest + 3)
+            yield example, self.tokenizer.decode(new).split()
 
 
 @contextlib.contextmanager
