@@ -13,6 +13,7 @@ from cotplan.errors import InputError
 from cotplan.lab.reasoning.data import training_sequence
 from cotplan.lab.reasoning.logloss import (
     _curve_rows,
+    _eps_form,
     answer_candidates,
     budget_grid,
     eps_form_word,
@@ -182,6 +183,20 @@ def test_a_sqrt_n_log_law_reads_as_one_inside_the_domain_and_out() -> None:
     domain_pair = b[(b["n"] == 64) & b["in_domain"]].iloc[0]
     assert (domain_pair["eps_small"], domain_pair["eps_large"]) == (0.4, 0.5)
     assert not b[(b["n"] == 4) & b["in_domain"]].shape[0]
+
+
+def test_a_target_never_reached_gives_no_ratio() -> None:
+    inf = math.inf
+    point = {("B", 0.1): [inf], ("B", 0.5): [10.0], ("error", 0.1): [20.0], ("error", 0.5): [inf]}
+    draws = {
+        ("B", 0.1): [[inf] * 20],
+        ("B", 0.5): [[10.0] * 20],
+        ("error", 0.1): [[20.0] * 10 + [inf] * 10],
+        ("error", 0.5): [[inf] * 20],
+    }
+    form = _eps_form([8], (0.5, 0.1), point, draws, default_tokenizer().vocab_size)
+    assert form["ratio"].isna().all()
+    assert form["low"].isna().all()
 
 
 def test_the_verdict_words_read_the_interval() -> None:

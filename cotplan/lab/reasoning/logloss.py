@@ -361,8 +361,10 @@ def _eps_form(
                 top, bottom = point_k[(measure, small)][i], point_k[(measure, large)][i]
                 top_draws = np.array(draws[(measure, small)][i], dtype=float)
                 bottom_draws = np.array(draws[(measure, large)][i], dtype=float)
+                # A target a resample never reaches (k* = inf) has no ratio, not 0 or inf.
+                usable = np.isfinite(top_draws) & np.isfinite(bottom_draws) & (bottom_draws > 0)
                 with np.errstate(divide="ignore", invalid="ignore"):
-                    ratios = np.where(bottom_draws > 0, top_draws / bottom_draws, np.nan)
+                    ratios = np.where(usable, top_draws / bottom_draws, np.nan)
                 low, high = _interval(ratios)
                 rows.append(
                     {
@@ -370,7 +372,9 @@ def _eps_form(
                         "n": n,
                         "eps_small": float(small),
                         "eps_large": float(large),
-                        "ratio": top / bottom if bottom > 0 else math.nan,
+                        "ratio": top / bottom
+                        if math.isfinite(top) and math.isfinite(bottom) and bottom > 0
+                        else math.nan,
                         "low": low,
                         "high": high,
                         "predicted": math.log(1 / small) / math.log(1 / large),
