@@ -34,6 +34,7 @@ import pandas as pd
 
 from cotplan.errors import InputError
 from cotplan.generate.budgeted import DEFAULT_PROMPT
+from cotplan.intervals import percentile_interval
 from cotplan.lab.reasoning.backend import LabBackend
 from cotplan.lab.reasoning.study import _slope
 from cotplan.lab.reasoning.tasks import (
@@ -233,10 +234,11 @@ def eps_form_word(row: Any) -> str:
 
 
 def _interval(values: np.ndarray) -> tuple[float, float]:
-    finite = values[np.isfinite(values)]
-    if len(finite) < 10:
+    """The 95% percentile interval of the finite draws; none from fewer than 10 of them."""
+    if np.isfinite(values).sum() < 10:
         return math.nan, math.nan
-    return float(np.percentile(finite, 2.5)), float(np.percentile(finite, 97.5))
+    interval = percentile_interval(values)
+    return interval.low, interval.high
 
 
 def _curve_rows(
@@ -287,7 +289,7 @@ def _curve_rows(
             matrix = np.array(boot_k[measure], dtype=float).reshape(-1, len(eps_grid))
             for i, eps in enumerate(eps_grid):
                 column = matrix[:, i]
-                finite = column[np.isfinite(column)]
+                low, high = _interval(column)
                 point_k.setdefault((measure, eps), []).append(point[i])
                 draws.setdefault((measure, eps), []).append(list(column))
                 budget_rows.append(
@@ -296,10 +298,8 @@ def _curve_rows(
                         "n": n,
                         "eps": float(eps),
                         "k": point[i],
-                        "low": float(np.percentile(finite, 2.5)) if len(finite) >= 10 else math.nan,
-                        "high": float(np.percentile(finite, 97.5))
-                        if len(finite) >= 10
-                        else math.nan,
+                        "low": low,
+                        "high": high,
                         "full_trace": int(ks[-1]),
                         "B0_minus_Bopt": float(values[0] - values[-1]),
                     }

@@ -85,9 +85,15 @@ class LabExample:
         return len(self.trace) + 2
 
     @property
+    def settling_tokens(self) -> int:
+        """Trace tokens up to the step that settles the answer (the whole trace but for an
+        over-thinker's check pass)."""
+        return len(self.trace) if self.settled is None else self.settled
+
+    @property
     def needed_tokens(self) -> int:
         """Reasoning tokens the answer needs: the settling steps, the marker and the answer."""
-        return (len(self.trace) if self.settled is None else self.settled) + 2
+        return self.settling_tokens + 2
 
 
 @dataclass(frozen=True)

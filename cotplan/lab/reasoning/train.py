@@ -179,7 +179,7 @@ class LabReasoningModel:
         """
         right = exact = 0
         for example, words in self._greedy_runs(n, count, seed, reason):
-            settled = len(example.trace) if example.settled is None else example.settled
+            settled = example.settling_tokens
             exact += reason and words[:settled] == list(example.trace[:settled])
             if ANSWER in words:
                 words = words[words.index(ANSWER) + 1 :]
@@ -195,7 +195,7 @@ class LabReasoningModel:
         goes wrong."""
         steps: list[int | None] = []
         for example, words in self._greedy_runs(n, count, seed, True):
-            settled = len(example.trace) if example.settled is None else example.settled
+            settled = example.settling_tokens
             wrong = [i for i in range(settled) if i >= len(words) or words[i] != example.trace[i]]
             steps.append(wrong[0] // 3 + 1 if wrong else None)
         return steps
