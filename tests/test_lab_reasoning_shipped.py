@@ -70,6 +70,26 @@ def test_the_wide_lamp_writes_its_trace_where_its_record_says() -> None:
     assert exact == 1.0
 
 
+def test_the_long_lamp_writes_its_trace_at_n_64() -> None:
+    from cotplan.lab.reasoning.train import one_thread
+
+    model = load_or_train("lamp", "long")
+    assert model.settings.n_max == 64
+    with one_thread():
+        assert model.first_wrong_steps(64, count=3) == [None, None, None]
+        assert model.check(64, count=3) == (1.0, 1.0)
+
+
+def test_the_long_lamps_stages_move_their_sizes_up_then_mix_them_back() -> None:
+    chain, preset = [], "long"
+    while preset:
+        settings = settings_for("lamp", preset)
+        chain.append((preset, settings.n_min, settings.n_max))
+        preset = settings.init
+    assert chain == [("long", 1, 64), ("wide-top", 49, 64), ("wide-late", 33, 64),
+                     ("wide", 1, 64), ("standard", 1, 16)]  # fmt: skip
+
+
 def test_a_shipped_preset_loads_without_training(monkeypatch: pytest.MonkeyPatch) -> None:
     import cotplan.lab.reasoning.train as train_module
 

@@ -41,7 +41,11 @@ app = typer.Typer(
 )
 
 Preset = Annotated[
-    str, typer.Option(help="Preset: tiny, quick, standard or wide (the lamp, sizes to 64).")
+    str,
+    typer.Option(
+        help="Preset: tiny, quick, standard, wide (the lamp on sizes to 64, solving n ≤ 32) or "
+        "long (the lamp solved to n = 64; wide-late and wide-top are its training stages)."
+    ),
 ]
 Threads = Annotated[int, typer.Option(help="torch threads (1 on a shared machine).")]
 
@@ -147,6 +151,19 @@ def _parse_ints(text: str, field: str) -> list[int]:
     return values
 
 
+def _trained_sizes(text: str, settings: Any, field: str) -> list[int]:
+    """Sizes parsed from `text` that the model trained with `settings` was trained on."""
+    sizes = _parse_ints(text, field)
+    outside = [n for n in sizes if not settings.n_min <= n <= settings.n_max]
+    if outside:
+        raise InputError(
+            f"sizes {outside} are outside what this preset's model is trained on "
+            f"({settings.n_min}..{settings.n_max})",
+            field=field,
+        )
+    return sizes
+
+
 def _parse_eps(text: str) -> list[float]:
     try:
         values = [float(part) for part in text.split(",") if part.strip()]
@@ -170,6 +187,13 @@ def train_command(
         int,
         typer.Option(help="Only time this many steps and print how long training would take."),
     ] = 0,
+    check_sizes: Annotated[
+        str,
+        typer.Option(
+            help="Sizes training's check measures, comma-separated (default: the smallest, "
+            "middle and largest trained size)."
+        ),
+    ] = "",
 ) -> None:
     """Train a lab family's model now (saved in the user folder) and print its checks.
 
@@ -179,6 +203,7 @@ def train_command(
     from cotplan.lab.reasoning.train import load_or_train, settings_for
 
     settings = settings_for(family, preset)  # validates the family and the preset
+    checks = _trained_sizes(check_sizes, settings, "check_sizes") if check_sizes.strip() else None
     _check_threads(threads)
     _check_folder(export, "export")
     if isinstance(estimate, bool) or not 0 <= estimate <= 10_000:
@@ -201,7 +226,9 @@ def train_command(
         if step % 500 == 0:
             console.print(f"step {step}: loss {loss:.4f}")
 
-    model = load_or_train(settings.family, preset, retrain=True, progress=progress)
+    model = load_or_train(
+        settings.family, preset, retrain=True, progress=progress, check_sizes=checks
+    )
     console.print(f"{model.family} ({model.key[:12]}): {model.meta}")
     if export is not None:
         console.print(f"wrote {ship(model, preset, export.expanduser())}")
@@ -276,14 +303,7 @@ def law_command(
     from cotplan.lab.reasoning.train import settings_for
 
     settings = settings_for(family, preset)
-    ns = _parse_ints(sizes, "sizes")
-    outside = [n for n in ns if not settings.n_min <= n <= settings.n_max]
-    if outside:
-        raise InputError(
-            f"sizes {outside} are outside what the {preset} model is trained on "
-            f"({settings.n_min}..{settings.n_max})",
-            field="sizes",
-        )
+    ns = _trained_sizes(sizes, settings, "sizes")
     targets = _parse_eps(eps)
     if isinstance(items, bool) or not 1 <= items <= 100_000:
         raise InputError(f"must be between 1 and 100000, got {items!r}", field="items")

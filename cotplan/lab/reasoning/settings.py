@@ -111,9 +111,8 @@ PRESETS: dict[str, dict[str, Any]] = {
     # (n > 16): only families that allow n = 64 (the lamp). It starts from the standard model
     # (a curriculum: sizes 1-16 first, then 1-64) and draws one size per batch. It writes its
     # trace exactly up to n = 32; beyond, it goes wrong at particular position labels ([35]
-    # first, whatever n), which only this training teaches. From random weights, 3,000 steps
-    # did not learn n = 64; from the standard model 3,500, 12,000 and 20,000 steps did not
-    # either (docs/lab-reasoning.md).
+    # first, whatever n). From random weights, 3,000 steps did not learn n = 64; from the
+    # standard model 3,500, 12,000 and 20,000 steps did not either (docs/lab-reasoning.md).
     "wide": {
         "n_min": 1,
         "n_max": 64,
@@ -121,6 +120,39 @@ PRESETS: dict[str, dict[str, Any]] = {
         "batch_size": 32,
         "lr": 2e-3,
         "init": "standard",
+        "bucket": True,
+    },
+    # The lamp solved to n = 64, by a curriculum whose stages move their sizes up and then mix
+    # every size back in. A size drawn uniformly from 1-64 shows a late label such as [60] in
+    # few batches, and the wall where traces go wrong moved up with each stage that drew only
+    # late sizes: step 35 after "wide", 57-61 after "wide-late", none at n = 64 after
+    # "wide-top". Those two stages forget how to answer at small n; "long" mixes it back.
+    # Only "long" ships; training it trains the stages it starts from when they are missing.
+    "wide-late": {
+        "n_min": 33,
+        "n_max": 64,
+        "steps": 10000,
+        "batch_size": 32,
+        "lr": 2e-3,
+        "init": "wide",
+        "bucket": True,
+    },
+    "wide-top": {
+        "n_min": 49,
+        "n_max": 64,
+        "steps": 6000,
+        "batch_size": 32,
+        "lr": 2e-3,
+        "init": "wide-late",
+        "bucket": True,
+    },
+    "long": {
+        "n_min": 1,
+        "n_max": 64,
+        "steps": 3000,
+        "batch_size": 32,
+        "lr": 5e-4,
+        "init": "wide-top",
         "bucket": True,
     },
 }

@@ -8,7 +8,9 @@ preset)` loads the model trained with exactly these settings from the user folde
 
 Presets (`PRESETS`): ``"tiny"`` (n = 2..5, a few hundred steps: seconds, for tests),
 ``"quick"`` (n up to 8, about a minute), ``"standard"`` (n up to 16, what the study uses),
-``"wide"`` (n up to 64, for the families that allow it: the theorem's domain).
+``"wide"`` (n up to 64, for the families that allow it: the theorem's domain; it solves
+n ≤ 32), ``"long"`` (the lamp solved to n = 64, through the stages ``"wide-late"`` and
+``"wide-top"``).
 Training is seeded (`TrainSettings.seed`) and uses the threads torch is allowed; call
 `torch.set_num_threads(1)` first on a shared machine.
 """
