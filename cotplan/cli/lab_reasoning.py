@@ -21,7 +21,7 @@ import time
 import warnings
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import pandas as pd
 import typer
@@ -30,6 +30,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from cotplan.errors import InputError
+
+if TYPE_CHECKING:  # the lab is imported inside each command, so the CLI starts without it
+    from cotplan.lab.reasoning.settings import TrainSettings
 
 __all__ = ["app", "print_study", "register"]
 
@@ -151,7 +154,7 @@ def _parse_ints(text: str, field: str) -> list[int]:
     return values
 
 
-def _trained_sizes(text: str, settings: Any, field: str) -> list[int]:
+def _trained_sizes(text: str, settings: TrainSettings, field: str) -> list[int]:
     """Sizes parsed from `text` that the model trained with `settings` was trained on."""
     sizes = _parse_ints(text, field)
     outside = [n for n in sizes if not settings.n_min <= n <= settings.n_max]
