@@ -129,7 +129,7 @@ def test_the_lamps_error_falls_gradually_and_the_parity_one_is_a_step() -> None:
 
 
 def test_mechanism_error_checks_its_inputs() -> None:
-    with pytest.raises(InputError, match="whole number"):
+    with pytest.raises(InputError, match="`k`: must be an integer >= 0"):
         mechanism_error("lamp", 4, -1)
     with pytest.raises(InputError, match="between"):
         mechanism_error("parity", 99, 3)

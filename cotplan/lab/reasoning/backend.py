@@ -60,6 +60,7 @@ from cotplan.backends.base import (
 from cotplan.errors import InputError
 from cotplan.lab.reasoning.tokenizer import ANSWER, HEADERS, REASONING, LabTokenizer
 from cotplan.lab.reasoning.train import LabReasoningModel, TrainSettings, load_or_train
+from cotplan.validation import require_int
 
 __all__ = ["ANSWER_NOW", "LabBackend", "LabStats", "encode_prompt", "lab_backend"]
 
@@ -200,8 +201,7 @@ class LabBackend(Backend):
                 f"a lab model takes no provider request fields, got {sorted(extra)}",
                 field="extra",
             )
-        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 0:
-            raise InputError(f"must be a whole number ≥ 0, got {max_tokens!r}", field="max_tokens")
+        max_tokens = require_int(max_tokens, "max_tokens", low=0)
         if not (temperature >= 0):
             raise InputError(f"must be ≥ 0, got {temperature!r}", field="temperature")
         ids = encode_prompt(prompt, self.tokenizer)

@@ -15,6 +15,7 @@ from cotplan.errors import InputError
 from cotplan.lab.reasoning.data import Mix
 from cotplan.lab.reasoning.tasks import get_lab_family
 from cotplan.lab.reasoning.tokenizer import LabTokenizer, default_tokenizer
+from cotplan.validation import require_int
 
 __all__ = ["DATA_FORMAT", "FAMILY_PRESETS", "PRESETS", "TrainSettings", "settings_for"]
 
@@ -53,8 +54,8 @@ class TrainSettings:
         for name in ("n_min", "n_max", "steps", "batch_size", "warmup", "seed"):
             value = getattr(self, name)
             low = 0 if name in ("warmup", "seed") else 1
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise InputError(f"must be an integer ≥ {low}, got {value!r}", field=name)
+            # Stored as a plain int: the settings' store key is a hash of their JSON.
+            object.__setattr__(self, name, require_int(value, name, low=low))
         if not info.n_min <= self.n_min <= self.n_max <= info.n_max:
             raise InputError(
                 f"must satisfy {info.n_min} ≤ n_min ≤ n_max ≤ {info.n_max}, got "

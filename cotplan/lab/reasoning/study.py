@@ -60,6 +60,7 @@ from cotplan.planner.calibrate import CostUnknownWarning, calibrate
 from cotplan.planner.fit import BudgetPlanner
 from cotplan.planner.run import compare_answers, wilson_interval
 from cotplan.tasks.item import TaskItem
+from cotplan.validation import require_int
 
 __all__ = [
     "STUDY_PRESETS",
@@ -96,9 +97,7 @@ class StudySettings:
         ):
             raise InputError(f"must be positive integers, got {self.sizes!r}", field="sizes")
         for name in ("items", "held_out", "max_points"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InputError(f"must be a positive integer, got {value!r}", field=name)
+            require_int(getattr(self, name), name, low=1)
         for eps in (self.eps, *self.eps_grid):
             if not 0 < eps < 1:
                 raise InputError(f"targets must be in (0, 1), got {eps!r}", field="eps")

@@ -41,6 +41,7 @@ from scipy import special
 from cotplan.errors import InputError
 from cotplan.lab.reasoning.tokenizer import CHECK, CUPS, MAX_N, SWAPS
 from cotplan.tasks.item import AnswerKind, TaskItem
+from cotplan.validation import require_int
 
 __all__ = [
     "LAB_DEMO_SIZES",
@@ -448,10 +449,8 @@ def make_lab_tasks(
     """
     info = get_lab_family(family)
     n = _check_n(info, n)
-    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= 100_000:
-        raise InputError(f"must be between 1 and 100000, got {count!r}", field="count")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise InputError(f"must be a whole number ≥ 0, got {seed!r}", field="seed")
+    count = require_int(count, "count", low=1, high=100_000)
+    seed = require_int(seed, "seed", low=0)
     rng = np.random.default_rng(np.random.SeedSequence([seed, n, zlib.crc32(info.name.encode())]))
     seen = {str(item.prompt) for item in exclude}
     excluded = bool(seen)
@@ -540,8 +539,7 @@ def blind_error(item: TaskItem, k: int) -> float:
         raise InputError("must be a lab item (a text prompt)", field="item")
     example = solve(item.prompt)
     n = example.n
-    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 0:
-        raise InputError(f"must be a whole number ≥ 0, got {k!r}", field="k")
+    k = require_int(k, "k", low=0)
     j = min(int(k) // 3, n)
     m = n - j
     if m == 0:
@@ -596,8 +594,7 @@ def mechanism_error(family: str, n: int, k: int) -> float:
     """
     info = get_lab_family(family)
     n = _check_n(info, n)
-    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 0:
-        raise InputError(f"must be a whole number ≥ 0, got {k!r}", field="k")
+    k = require_int(k, "k", low=0)
     name = info.base or info.name
     j = min(int(k) // 3, n)
     m = n - j

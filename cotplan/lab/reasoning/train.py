@@ -42,6 +42,7 @@ from cotplan.lab.reasoning.tokenizer import (
     default_tokenizer,
 )
 from cotplan.lab.schedule import warmup_cosine
+from cotplan.validation import require_int
 
 __all__ = [
     "DATA_FORMAT",
@@ -323,8 +324,7 @@ def time_training(settings: TrainSettings, steps: int = 20) -> float:
     """Seconds per training step of `settings`, measured over `steps` steps (after one warm-up
     step) on this machine as it is now: `settings.steps` times it is how long training takes.
     Nothing is saved."""
-    if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= 10_000:
-        raise InputError(f"must be between 1 and 10000, got {steps!r}", field="steps")
+    steps = require_int(steps, "steps", low=1, high=10_000)
     timed: list[float] = []
 
     def clock(step: int, loss: float) -> None:
