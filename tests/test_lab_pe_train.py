@@ -191,7 +191,7 @@ def test_threads_are_restored() -> None:
         assert n == 1
         assert torch.get_num_threads() == 1
     assert torch.get_num_threads() == before
-    with pytest.raises(InputError, match="positive integer"), torch_threads(0):
+    with pytest.raises(InputError, match="`threads`: must be an integer >= 1"), torch_threads(0):
         pass
 
 

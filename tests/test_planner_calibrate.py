@@ -31,7 +31,7 @@ def test_default_grid_is_zero_plus_powers_of_two() -> None:
     assert default_budgets() == [0, 8, 16, 32, 64, 128]
     assert default_budgets(100) == [0, 8, 16, 32, 64, 100]
     assert default_budgets(4) == [0, 4]
-    with pytest.raises(InputError, match="`max_budget`: must be a positive whole number"):
+    with pytest.raises(InputError, match="`max_budget`: must be an integer >= 1"):
         default_budgets(0)
 
 
@@ -57,7 +57,7 @@ def test_paper_grid_stays_in_range(n: int) -> None:
 
 
 def test_paper_grid_validates() -> None:
-    with pytest.raises(InputError, match="`n`: must be a positive whole number"):
+    with pytest.raises(InputError, match="`n`: must be an integer >= 1"):
         paper_budgets(0)
     with pytest.raises(InputError, match="`count`"):
         paper_budgets(10, count=0)

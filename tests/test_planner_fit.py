@@ -364,13 +364,13 @@ def test_records_are_accepted_too() -> None:
         ({"alpha": "free"}, r"`alpha`: must be 'fit' or a number"),
         ({"log_base": "3"}, r"`log_base`: must be 'e', '2' or '10', got '3'"),
         ({"e_base": 0.0}, r"`e_base`: must be in \(0, 1\]"),
-        ({"n_bootstrap": -1}, r"`n_bootstrap`: must be an integer ≥ 0"),
+        ({"n_bootstrap": -1}, r"`n_bootstrap`: must be an integer >= 0"),
         ({"confidence": 95}, r"`confidence`: must be in \(0, 1\)"),
-        ({"min_items": 1}, r"`min_items`: must be an integer ≥ 2"),
+        ({"min_items": 1}, r"`min_items`: must be an integer >= 2"),
         ({"random_state": None}, r"`random_state`: must be an integer seed"),
         ({"law": "exponential"}, r"`law`: must be 'auto' or one of 'paper', 'paper-half'"),
         ({"delta": 0.0}, r"`delta`: must be in \(0, 1\)"),
-        ({"folds": 1}, r"`folds`: must be an integer ≥ 2"),
+        ({"folds": 1}, r"`folds`: must be an integer >= 2"),
     ],
 )
 def test_bad_parameters_are_caught_at_fit(params: dict[str, object], message: str) -> None:

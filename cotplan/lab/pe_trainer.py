@@ -47,6 +47,7 @@ from cotplan.lab.transformer import (
     TinyTransformer,
     TransformerConfig,
 )
+from cotplan.validation import require_int
 
 __all__ = [
     "PE_LAB_PRESETS",
@@ -207,9 +208,7 @@ def default_threads() -> int:
 @contextlib.contextmanager
 def torch_threads(threads: int | None) -> Iterator[int]:
     """Run torch on `threads` threads (default `default_threads()`), restoring the old count."""
-    n = default_threads() if threads is None else threads
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise InputError(f"must be a positive integer, got {threads!r}", field="threads")
+    n = default_threads() if threads is None else require_int(threads, "threads", low=1)
     previous = torch.get_num_threads()
     torch.set_num_threads(n)
     try:

@@ -31,6 +31,7 @@ from cotplan.experiments.predictors import (
 )
 from cotplan.experiments.sequences import Bits, check_bits
 from cotplan.lab.transformer import TinyTransformer
+from cotplan.validation import require_int
 
 __all__ = ["BOS", "Precision", "TransformerPredictor"]
 
@@ -66,8 +67,7 @@ class TransformerPredictor(Predictor):
             )
         if dtype not in _DTYPES:
             raise InputError(f"must be 'float64' or 'float32', got {dtype!r}", field="dtype")
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise InputError(f"must be a positive integer, got {batch_size!r}", field="batch_size")
+        batch_size = require_int(batch_size, "batch_size", low=1)
         self.config = config
         self.dtype: Precision = dtype
         self.batch_size = batch_size

@@ -32,6 +32,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from cotplan.errors import InputError
+from cotplan.validation import require_int
 
 __all__ = [
     "POSITIONAL_ENCODINGS",
@@ -61,9 +62,7 @@ class TransformerConfig:
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "max_len", "d_model", "n_layers", "n_heads", "d_ff"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InputError(f"must be a positive integer, got {value!r}", field=name)
+            require_int(getattr(self, name), name, low=1)
         if self.pe not in POSITIONAL_ENCODINGS:
             raise InputError(
                 f"must be one of {', '.join(POSITIONAL_ENCODINGS)}; got {self.pe!r}", field="pe"

@@ -36,6 +36,7 @@ from cotplan.generate.budgeted import (
 from cotplan.io import write_csv
 from cotplan.tasks.item import TaskItem
 from cotplan.tasks.size import size_source
+from cotplan.validation import require_int
 
 __all__ = [
     "CALIBRATION_COLUMNS",
@@ -87,8 +88,7 @@ class CostUnknownWarning(UserWarning):
 
 def default_budgets(max_budget: int = 128) -> list[int]:
     """0, then powers of two from 8 up to `max_budget` (which is included)."""
-    if isinstance(max_budget, bool) or not isinstance(max_budget, int) or max_budget < 1:
-        raise InputError(f"must be a positive whole number, got {max_budget!r}", field="max_budget")
+    max_budget = require_int(max_budget, "max_budget", low=1)
     grid = [0]
     k = 8
     while k < max_budget:
@@ -101,12 +101,10 @@ def default_budgets(max_budget: int = 128) -> list[int]:
 def paper_budgets(n: int, *, count: int | None = None, scale: float = 10.0) -> list[int]:
     """Algorithm 1's grid: 0 plus about `count` (default ceil(20 · ln n)) log-spaced integer
     budgets in [1, scale · √n]; rounding merges duplicates, so fewer may come back."""
-    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
-        raise InputError(f"must be a positive whole number, got {n!r}", field="n")
-    top = max(1, math.ceil(scale * math.sqrt(int(n))))
-    wanted = count if count is not None else max(2, math.ceil(20 * math.log(max(int(n), 2))))
-    if isinstance(wanted, bool) or not isinstance(wanted, int) or wanted < 1:
-        raise InputError(f"must be a positive whole number, got {count!r}", field="count")
+    n = require_int(n, "n", low=1)
+    top = max(1, math.ceil(scale * math.sqrt(n)))
+    default = max(2, math.ceil(20 * math.log(max(n, 2))))
+    wanted = default if count is None else require_int(count, "count", low=1)
     grid = np.unique(np.round(np.geomspace(1, top, wanted)).astype(int))
     return [0, *(int(k) for k in grid)]
 
@@ -133,10 +131,7 @@ def _check_grid(budgets: Iterable[Any]) -> list[int]:
     values = list(budgets)
     if not values:
         raise InputError("must hold at least one budget", field="budgets")
-    for k in values:
-        if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 0:
-            raise InputError(f"must be whole numbers of tokens ≥ 0, got {k!r}", field="budgets")
-    return sorted({int(k) for k in values})
+    return sorted({require_int(k, "budgets", low=0) for k in values})
 
 
 @dataclass(frozen=True)

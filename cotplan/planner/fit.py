@@ -124,6 +124,7 @@ from cotplan.planner.records import (
     Status,
     TrendTest,
 )
+from cotplan.validation import require_int
 
 __all__ = [
     "BoundaryTest",
@@ -252,10 +253,7 @@ class BudgetPlanner:
         else:
             checked["e_base"] = _check_fraction(self.e_base, "e_base", closed_high=True)
         for name, low in (("n_bootstrap", 0), ("min_items", 2), ("folds", 2)):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise InputError(f"must be an integer ≥ {low}, got {value!r}", field=name)
-            checked[name] = value
+            checked[name] = require_int(getattr(self, name), name, low=low)
         checked["confidence"] = _check_fraction(self.confidence, "confidence")
         checked["significance"] = _check_fraction(self.significance, "significance")
         if isinstance(self.random_state, bool) or not isinstance(self.random_state, int):

@@ -33,6 +33,7 @@ from cotplan.planner.calibrate import _answer_items, _check_items, _stat
 from cotplan.planner.fit import Budget, BudgetPlanner, ConfidenceInterval
 from cotplan.tasks.item import TaskItem
 from cotplan.tasks.size import item_size
+from cotplan.validation import require_int
 
 __all__ = [
     "NO_BENEFIT_STATUSES",
@@ -87,8 +88,7 @@ def compare_answers(
     """
     if baseline not in answers:
         raise InputError(f"{baseline!r} is not one of {list(answers)}", field="baseline")
-    if isinstance(n_bootstrap, bool) or not isinstance(n_bootstrap, int) or n_bootstrap < 0:
-        raise InputError(f"must be a whole number ≥ 0, got {n_bootstrap!r}", field="n_bootstrap")
+    n_bootstrap = require_int(n_bootstrap, "n_bootstrap", low=0)
     order = [a.item for a in answers[baseline]]
     if len(set(order)) != len(order) or not order:
         raise InputError("the baseline must answer each item exactly once", field="answers")
@@ -391,8 +391,7 @@ def run_plan(
     Raises `InfeasibleTargetError` when ε is below what the model reaches at some size.
     """
     chosen = _check_items(items)
-    if isinstance(uncapped, bool) or not isinstance(uncapped, int) or uncapped < 1:
-        raise InputError(f"must be a positive whole number, got {uncapped!r}", field="uncapped")
+    uncapped = require_int(uncapped, "uncapped", low=1)
     target = float(eps)
     sizes = {item.id: item_size(item, counter=backend.count_tokens) for item in chosen}
     budgets = plan_budgets(planner, sizes.values(), target)
