@@ -30,6 +30,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from cotplan.errors import InputError
+from cotplan.validation import require_int
 
 if TYPE_CHECKING:  # the lab is imported inside each command, so the CLI starts without it
     from cotplan.lab.reasoning.settings import TrainSettings
@@ -125,8 +126,7 @@ def print_study(study: Any) -> None:
 
 
 def _check_threads(threads: int) -> None:
-    if isinstance(threads, bool) or not 1 <= threads <= 256:
-        raise InputError(f"must be between 1 and 256, got {threads!r}", field="threads")
+    require_int(threads, "threads", low=1, high=256)
 
 
 def _check_folder(path: Path | None, field: str) -> None:
@@ -209,8 +209,7 @@ def train_command(
     checks = _trained_sizes(check_sizes, settings, "check_sizes") if check_sizes.strip() else None
     _check_threads(threads)
     _check_folder(export, "export")
-    if isinstance(estimate, bool) or not 0 <= estimate <= 10_000:
-        raise InputError(f"must be between 0 and 10000, got {estimate!r}", field="estimate")
+    require_int(estimate, "estimate", low=0, high=10_000)
     _set_threads(threads)
     started = time.perf_counter()
     if estimate:
@@ -308,10 +307,8 @@ def law_command(
     settings = settings_for(family, preset)
     ns = _trained_sizes(sizes, settings, "sizes")
     targets = _parse_eps(eps)
-    if isinstance(items, bool) or not 1 <= items <= 100_000:
-        raise InputError(f"must be between 1 and 100000, got {items!r}", field="items")
-    if not 0 <= bootstrap <= 100_000:
-        raise InputError(f"must be between 0 and 100000, got {bootstrap!r}", field="bootstrap")
+    require_int(items, "items", low=1, high=100_000)
+    require_int(bootstrap, "bootstrap", low=0, high=100_000)
     _check_threads(threads)
     _check_folder(out, "out")
     _set_threads(threads)
