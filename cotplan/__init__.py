@@ -4,7 +4,7 @@ The public names, re-exported from the modules that define them:
 
 - models: `connect`, `LocalModel`, `Backend`, `OpenAICompatibleBackend`, `CallCache`
 - tokens: `count_tokens`
-- costs: `prices`, `call_cost`, `cost_of_text`, `cost_of_completion`, `project_costs`,
+- costs: `prices`, `call_cost`, `cost_of`, `cost_of_text`, `cost_of_completion`, `project_costs`,
   `compare_scenarios` and the projection inputs
 - tasks and planning: `make_tasks`, `load_tasks`, `drop_seen`, `calibrate`, `BudgetPlanner` (its law
   comparison and certified budgets), `adaptive_certify`, `run_plan`
@@ -56,6 +56,7 @@ from cotplan.pricing import (
     Workload,
     call_cost,
     compare_scenarios,
+    cost_of,
     cost_of_completion,
     cost_of_text,
     prices,
@@ -108,6 +109,7 @@ __all__ = [
     "call_cost",
     "compare_scenarios",
     "connect",
+    "cost_of",
     "cost_of_completion",
     "cost_of_text",
     "count_tokens",

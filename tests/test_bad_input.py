@@ -678,9 +678,9 @@ CASES += [
         ("`provider`", "opneai"),
     ),
     Case(
-        "cost call on a name several providers sell",
-        ("cost", "call", "claude-3-5-haiku", *_COST_CALL[3:]),
-        ("`provider`", "anthropic, google"),
+        "cost call on a name several providers sell, none of them its maker",
+        ("cost", "call", "deepseek-r1-distill-llama-70b", *_COST_CALL[3:]),
+        ("`provider`", "groq, ovhcloud"),
     ),
     Case(
         "cost project with 1e9 draws",
@@ -766,7 +766,7 @@ def _comparison_with_a_bad_last_scenario() -> object:
 def _ambiguous_call() -> object:
     from cotplan.pricing import call_cost
 
-    return call_cost("claude-3-5-haiku", prompt_tokens=1, completion_tokens=1)
+    return call_cost("deepseek-r1-distill-llama-70b", prompt_tokens=1, completion_tokens=1)
 
 
 API_CASES += [
@@ -783,9 +783,9 @@ API_CASES += [
         ("`model`", "gpt-99o"),
     ),
     ApiCase(
-        "call_cost on a name several providers sell",
+        "call_cost on a name several providers sell, none of them its maker",
         lambda d: _ambiguous_call(),
-        ("`provider`", "anthropic, google"),
+        ("`provider`", "groq, ovhcloud"),
     ),
 ]
 

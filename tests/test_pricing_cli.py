@@ -124,10 +124,15 @@ def test_prices_options_are_checked(
 
 
 def test_an_ambiguous_model_names_its_sellers(capsys: pytest.CaptureFixture[str]) -> None:
+    # Sold by several providers, none of them its maker: the provider is needed.
+    one = ("--prompt-tokens", "1", "--completion-tokens", "1")
     with pytest.raises(SystemExit):
-        main(["cost", "call", "claude-3-5-haiku", "--prompt-tokens", "1", "--completion-tokens",
-              "1"])  # fmt: skip
-    assert "several providers (anthropic, google)" in " ".join(capsys.readouterr().err.split())
+        main(["cost", "call", "deepseek-r1-distill-llama-70b", *one])
+    assert "several providers (groq, ovhcloud)" in " ".join(capsys.readouterr().err.split())
+    # Sold by its maker and by others: the maker's price.
+    counts = ("--prompt-tokens", "1000", "--completion-tokens", "10", "--on", "2026-11-29")
+    made = run("call", "claude-3-5-haiku", *counts)
+    assert "claude-3-5-haiku-latest (anthropic)" in made
     out = run("call", "claude-3-5-haiku", "--provider", "google", "--prompt-tokens", "1000",
               "--completion-tokens", "10", "--on", "2026-11-29")  # fmt: skip
     assert "claude-3-5-haiku (google)" in out

@@ -104,11 +104,18 @@ def test_every_row_is_found_by_its_provider_and_name() -> None:
         assert (got.provider, got.model) == (row.provider, row.model)
 
 
-def test_a_name_several_providers_sell_needs_the_provider() -> None:
-    with pytest.raises(InputError, match=r"`provider`: 'claude-3-5-haiku' is priced for several "
-                       r"providers \(anthropic, google\); name one, e.g. "
-                       r"'anthropic/claude-3-5-haiku'"):  # fmt: skip
-        TABLE.lookup("claude-3-5-haiku", on=ON)
+def test_a_name_several_providers_sell_is_priced_at_its_makers_price() -> None:
+    made = TABLE.lookup("claude-3-5-haiku", on=ON)
+    assert made.provider == "anthropic"
+    assert "'claude-3-5-haiku' is also sold by google; priced at its maker's" in made.notes
+    assert made.input_per_mtok == TABLE.lookup("anthropic/claude-3-5-haiku", on=ON).input_per_mtok
+    # No maker among the sellers: the provider is still needed.
+    pattern = (
+        r"`provider`: 'deepseek-r1-distill-llama-70b' is priced for several providers "
+        r"\(groq, ovhcloud\); name one, e.g. 'groq/deepseek-r1-distill-llama-70b'"
+    )
+    with pytest.raises(InputError, match=pattern):
+        TABLE.lookup("deepseek-r1-distill-llama-70b", on=ON)
     by_prefix = TABLE.lookup("google/claude-3-5-haiku", on=ON)
     by_argument = TABLE.lookup("claude-3-5-haiku", provider="google", on=ON)
     assert by_prefix == by_argument

@@ -4,6 +4,8 @@
   DataFrame with each price's source; `price_table()` for lookups.
 - `call_cost`, `cost_of_completion`, `cost_of_text`: what one call costs, in exact Decimal USD,
   by one formula (`price_parts`) that projections share.
+- `cost_of`: what a call cost, from the usage object its provider returned, read by that
+  provider's own rule (`read_usage`).
 - `project_costs`, `compare_scenarios`: Monte Carlo spend projections with P10/P50/P90, and
   workbooks a finance analyst can open.
 """
@@ -39,6 +41,7 @@ from cotplan.pricing.table import (
     price_table,
     prices,
 )
+from cotplan.pricing.usage import ProviderUsage, cost_of, read_usage
 
 __all__ = [
     "GENAI_PRICES_VERSION",
@@ -57,6 +60,7 @@ __all__ = [
     "PriceRow",
     "PriceTable",
     "Projection",
+    "ProviderUsage",
     "Rates",
     "Scenario",
     "StalePriceWarning",
@@ -65,6 +69,7 @@ __all__ = [
     "Workload",
     "call_cost",
     "compare_scenarios",
+    "cost_of",
     "cost_of_completion",
     "cost_of_text",
     "load_price_file",
@@ -72,4 +77,5 @@ __all__ = [
     "price_table",
     "prices",
     "project_costs",
+    "read_usage",
 ]

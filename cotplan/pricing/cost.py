@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from numbers import Integral
 from typing import Any
@@ -44,7 +44,8 @@ class CallCost:
     `batch_discount_usd` (zero or negative) takes the batch discount off their sum, and `usd` is
     the total. `output_tokens` are the visible answer tokens and `reasoning_tokens` the hidden
     ones, whatever the provider's convention was. `request_usd` is a per-request fee (zero for
-    most models).
+    most models). `notes` says what the price leaves out or how it was chosen (the maker's price
+    of a name several providers sell, charges not modelled), "; "-separated.
     """
 
     model: str
@@ -68,6 +69,7 @@ class CallCost:
     from_cache: bool = False
     source: str = ""
     request_usd: Decimal = _ZERO
+    notes: str = ""
 
     @property
     def prompt_tokens(self) -> int:
@@ -107,7 +109,7 @@ class CallCost:
         frame.attrs.update(
             model=self.model, provider=self.provider, as_of=self.as_of.isoformat(),
             source_url=self.source_url, batch=self.batch, long_context=self.long_context,
-            from_cache=self.from_cache, source=self.source,
+            from_cache=self.from_cache, source=self.source, notes=self.notes,
         )  # fmt: skip
         return frame
 
@@ -131,6 +133,21 @@ def _count(value: Any, name: str) -> int:
     if number < 0:
         raise InputError(f"must not be negative, got {value!r}", field=name)
     return number
+
+
+def _moment(on: Any, at: Any) -> tuple[date | None, datetime | None]:
+    """`on` and `at` checked: the call's UTC date and its moment (naive means UTC)."""
+    if at is None:
+        return on, None
+    if not isinstance(at, datetime):
+        raise InputError(
+            f"must be a datetime (a date goes in `on`), got {type(at).__name__}", field="at"
+        )
+    moment = at if at.tzinfo else at.replace(tzinfo=UTC)
+    day = moment.astimezone(UTC).date()
+    if on is not None and on != day:
+        raise InputError(f"{moment.isoformat()} falls on {day} UTC, not on `on` ({on})", field="at")
+    return day, moment
 
 
 def price_parts(
@@ -231,6 +248,7 @@ def _price(
         source_url=row.source_url,
         from_cache=from_cache,
         source=row.source,
+        notes=row.notes,
     )
 
 
@@ -246,6 +264,7 @@ def call_cost(
     on: date | None = None,
     table: PriceTable | None = None,
     provider: str | None = None,
+    at: datetime | None = None,
 ) -> CallCost:
     """The USD cost of one call, from token counts as the provider reports them.
 
@@ -256,15 +275,19 @@ def call_cost(
     prompt above the model's long-context threshold moves the whole call to the long rates.
     `batch` applies the model's batch discount. `on` picks the price in effect on that date
     (default today); `table` defaults to `price_table()` (both sources plus `COTPLAN_PRICES`).
-    `provider` names the seller when several price the model (or write ``openai/gpt-4o``).
-    `CallCost.source` says where the price came from.
+    `provider` names the seller (or write ``openai/gpt-4o``); a name several providers sell
+    costs its maker's price, said in `CallCost.notes`. `at` is the moment of the call (naive
+    means UTC), for prices that change with the hour (DeepSeek's peak hours); it also sets the
+    date, and must agree with `on` when both are given. Without it such a model costs its price
+    outside those hours. `CallCost.source` says where the price came from.
     """
+    on, at = _moment(on, at)
     prompt = _count(prompt_tokens, "prompt_tokens")
     completion = _count(completion_tokens, "completion_tokens")
     reasoning = _count(reasoning_tokens, "reasoning_tokens")
     cached = _count(cached_tokens, "cached_tokens")
     written = _count(cache_write_tokens, "cache_write_tokens")
-    row = (table or price_table()).lookup(model, on=on, provider=provider)
+    row = (table or price_table()).lookup(model, on=on, provider=provider, at=at)
     return _price(
         row,
         prompt_tokens=prompt,

@@ -9,7 +9,7 @@ how this data moves.
 Each (provider, model) whose prices include per-token input and output rates becomes one
 `PriceRow` per dated price: a price that starts on a date becomes a row with `effective_from`,
 the price before it ends the day before (`effective_to`). What cotplan does not model is said in
-the row's `notes`: off-peak (time-of-day) prices, per-request fees, searches. Two models with two
+the row's `notes`: per-request fees, searches. Two models with two
 long-context tiers are left out (a row holds one threshold).
 
 Conventions carried over: genai-prices counts cache reads and writes inside the input tokens,
@@ -18,6 +18,8 @@ cotplan's `long_context_threshold`. Reasoning: Gemini models sold by Google repo
 tokens apart from the answer (``separate``); every other provider counts them inside the
 completion. The batch discount comes from genai-prices' batch prices where it lists them, and
 is zero where it does not (a model without a listed batch price is never assumed cheaper).
+Time-of-day prices (DeepSeek's peak hours) ride on the row they override
+(`PriceRow.time_of_day`); `PriceRow.at` picks the one for an hour.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ __all__ = [
     "genai_lookup",
     "genai_names",
     "genai_rows",
+    "is_home",
     "is_provider",
     "provider_ids",
 ]
@@ -146,108 +149,158 @@ def _reasoning_billing(provider_id: str, model_id: str) -> str:
 
 def _convert(provider: Any, model: Any, label: str) -> list[PriceRow]:
     """One model's dated prices as rows labelled with provider `label`; [] when not priced."""
+    from dataclasses import replace
+
     from genai_prices import types
 
-    from cotplan.pricing.rows import PriceRow
+    from cotplan.pricing.rows import TimeOfDayPrice
 
     conditionals = (
         [types.ConditionalPrice(None, prices=model.prices)]
         if isinstance(model.prices, types.ModelPrice)
         else list(model.prices)
     )
-    notes: list[str] = []
-    if any(isinstance(c.constraint, types.TimeOfDateConstraint) for c in conditionals):
-        notes.append("time-of-day (off-peak) prices not modelled")
-        conditionals = [
-            c for c in conditionals if not isinstance(c.constraint, types.TimeOfDateConstraint)
-        ]
     # genai-prices uses the last price whose constraint holds; one without a constraint always
     # holds, so nothing before it can apply.
     unconditional = [i for i, c in enumerate(conditionals) if c.constraint is None]
     if unconditional:
         conditionals = conditionals[unconditional[-1] :]
-    if not conditionals:
+    hourly = [
+        (i, c.constraint, c.prices)
+        for i, c in enumerate(conditionals)
+        if isinstance(c.constraint, types.TimeOfDateConstraint)
+    ]
+    dated = [
+        (i, c)
+        for i, c in enumerate(conditionals)
+        if not isinstance(c.constraint, types.TimeOfDateConstraint)
+    ]
+    if not dated:
         return []
     starts: list[date | None] = [
         c.constraint.start_date if isinstance(c.constraint, types.StartDateConstraint) else None
-        for c in conditionals
+        for _, c in dated
     ]
     # Before the first dated price, genai-prices uses the first one: it has no start.
     starts[0] = None
-    url = (provider.pricing_urls or [GENAI_PRICES_URL])[0]
     rows: list[PriceRow] = []
-    for i, conditional in enumerate(conditionals):
-        price = conditional.prices
-        values = {key: getattr(price, key, None) for key in _TOKEN_KEYS}
-        if values["input_mtok"] is None or values["output_mtok"] is None:
-            return []
-        tiers = {
-            key: value
-            for key, value in values.items()
-            if isinstance(value, types.TieredPrices) and value.tiers
-        }
-        if any(len(t.tiers) > 1 for t in tiers.values()):
-            return []  # two long-context tiers: a row holds one threshold
-        extra = sorted(
-            k
-            for k, v in price.__dict__.items()
-            if v is not None and k not in _TOKEN_KEYS and k != "requests_kcount"
-        )
-        per_thousand = _base(getattr(price, "requests_kcount", None))
-        fee = None if per_thousand is None else per_thousand / 1000
-        row_notes = list(notes)
-        if extra:
-            row_notes.append("also charged, not modelled: " + ", ".join(extra))
-        if values["cache_write_1h_mtok"] is not None:
-            row_notes.append(f"1-hour cache write: {_base(values['cache_write_1h_mtok'])}")
-        discount, batch_note = _batch_discount(model, price)
-        if batch_note:
-            row_notes.append(batch_note)
-        inp = _base(values["input_mtok"])
-        out = _base(values["output_mtok"])
-        assert inp is not None
-        assert out is not None
-        cached = _base(values["cache_read_mtok"])
-        write = _base(values["cache_write_mtok"])
-        reasoning = _base(values["output_reasoning_mtok"])
-        long: dict[str, Any] = {}
-        if tiers:
-            threshold = next(iter(tiers.values())).tiers[0].start
-
-            long_input = _long_rate(values["input_mtok"], inp)
-            long = {
-                "long_context_threshold": threshold,
-                "long_input_per_mtok": long_input,
-                # No cache-read price: cached tokens pay the input rate, the long one here.
-                "long_cached_input_per_mtok": long_input
-                if cached is None
-                else _long_rate(values["cache_read_mtok"], cached),
-                "long_cache_write_per_mtok": _long_rate(values["cache_write_mtok"], write),
-                "long_output_per_mtok": _long_rate(values["output_mtok"], out),
-            }
-        end = starts[i + 1] if i + 1 < len(starts) else None
-        rows.append(
-            PriceRow(
-                provider=label,
-                model=model.id,
-                input_per_mtok=inp,
-                cached_input_per_mtok=cached if cached is not None else inp,
-                cache_write_per_mtok=write,
-                output_per_mtok=out,
-                reasoning_per_mtok=reasoning,
-                reasoning_billing=_reasoning_billing(provider.id, model.id),
-                batch_discount=discount,
-                as_of=genai_as_of(),
-                source_url=url,
-                effective_from=starts[i],
-                effective_to=None if end is None else end - timedelta(days=1),
-                request_fee_usd=fee,
-                notes="; ".join(row_notes),
-                origin=_ORIGIN,
-                **long,
+    for n, (position, conditional) in enumerate(dated):
+        end = starts[n + 1] if n + 1 < len(starts) else None
+        span = (starts[n], None if end is None else end - timedelta(days=1))
+        # genai-prices takes the last price that holds: hours listed after this price override
+        # it while they hold; hours listed before it never apply while it does.
+        windows = []
+        for i, hours, prices in hourly:
+            if i < position:
+                continue
+            peak = _row(provider, model, label, prices, span, ())
+            if peak is None:
+                return []
+            windows.append(TimeOfDayPrice(hours.start_time, hours.end_time, peak))
+        notes: tuple[str, ...] = ()
+        if windows:
+            listed = ", ".join(w.label for w in windows)
+            notes = (
+                f"time-of-day prices: other rates {listed}; `at=` picks the hour's price, "
+                "without it the price outside those hours is used",
             )
-        )
+            windows = [
+                replace(
+                    w,
+                    row=replace(w.row, notes=_joined(f"time-of-day price, {w.label}", w.row.notes)),
+                )
+                for w in windows
+            ]
+        row = _row(provider, model, label, conditional.prices, span, notes)
+        if row is None:
+            return []
+        rows.append(replace(row, time_of_day=tuple(windows)))
     return rows
+
+
+def _joined(*notes: str) -> str:
+    return "; ".join(n for n in notes if n)
+
+
+def _row(
+    provider: Any,
+    model: Any,
+    label: str,
+    price: Any,
+    span: tuple[date | None, date | None],
+    notes: Sequence[str],
+) -> PriceRow | None:
+    """One price of a model as a row valid over `span`; None when cotplan cannot hold it."""
+    from genai_prices import types
+
+    from cotplan.pricing.rows import PriceRow
+
+    values = {key: getattr(price, key, None) for key in _TOKEN_KEYS}
+    if values["input_mtok"] is None or values["output_mtok"] is None:
+        return None
+    tiers = {
+        key: value
+        for key, value in values.items()
+        if isinstance(value, types.TieredPrices) and value.tiers
+    }
+    if any(len(t.tiers) > 1 for t in tiers.values()):
+        return None  # two long-context tiers: a row holds one threshold
+    extra = sorted(
+        k
+        for k, v in price.__dict__.items()
+        if v is not None and k not in _TOKEN_KEYS and k != "requests_kcount"
+    )
+    per_thousand = _base(getattr(price, "requests_kcount", None))
+    fee = None if per_thousand is None else per_thousand / 1000
+    row_notes = list(notes)
+    if extra:
+        row_notes.append("also charged, not modelled: " + ", ".join(extra))
+    if values["cache_write_1h_mtok"] is not None:
+        row_notes.append(f"1-hour cache write: {_base(values['cache_write_1h_mtok'])}")
+    discount, batch_note = _batch_discount(model, price)
+    if batch_note:
+        row_notes.append(batch_note)
+    inp = _base(values["input_mtok"])
+    out = _base(values["output_mtok"])
+    assert inp is not None
+    assert out is not None
+    cached = _base(values["cache_read_mtok"])
+    write = _base(values["cache_write_mtok"])
+    reasoning = _base(values["output_reasoning_mtok"])
+    long: dict[str, Any] = {}
+    if tiers:
+        threshold = next(iter(tiers.values())).tiers[0].start
+
+        long_input = _long_rate(values["input_mtok"], inp)
+        long = {
+            "long_context_threshold": threshold,
+            "long_input_per_mtok": long_input,
+            # No cache-read price: cached tokens pay the input rate, the long one here.
+            "long_cached_input_per_mtok": long_input
+            if cached is None
+            else _long_rate(values["cache_read_mtok"], cached),
+            "long_cache_write_per_mtok": _long_rate(values["cache_write_mtok"], write),
+            "long_output_per_mtok": _long_rate(values["output_mtok"], out),
+        }
+    return PriceRow(
+        provider=label,
+        model=model.id,
+        input_per_mtok=inp,
+        cached_input_per_mtok=cached if cached is not None else inp,
+        cache_write_per_mtok=write,
+        output_per_mtok=out,
+        reasoning_per_mtok=reasoning,
+        reasoning_billing=_reasoning_billing(provider.id, model.id),
+        batch_discount=discount,
+        as_of=genai_as_of(),
+        source_url=(provider.pricing_urls or [GENAI_PRICES_URL])[0],
+        effective_from=span[0],
+        effective_to=span[1],
+        request_fee_usd=fee,
+        notes="; ".join(row_notes),
+        origin=_ORIGIN,
+        **long,
+    )
 
 
 @functools.cache
@@ -315,11 +368,12 @@ def genai_candidates(name: str) -> tuple[GenaiMatch, ...]:
             if rows:
                 matches.append(GenaiMatch(provider.id, model.id, rows))
     # The provider genai-prices itself would pick for the name (its maker) comes first.
-    home = [m for m in matches if _is_home(m.provider, name)]
+    home = [m for m in matches if is_home(m.provider, name)]
     return tuple(home + [m for m in matches if m not in home])
 
 
-def _is_home(provider_id: str, name: str) -> bool:
+def is_home(provider_id: str, name: str) -> bool:
+    """True when genai-prices itself would pick `provider_id` for `name` (its maker's claim)."""
     provider = _find_provider(provider_id)
     match = provider.model_match if provider is not None else None
     return bool(match is not None and match.is_match(name))

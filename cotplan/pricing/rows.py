@@ -12,7 +12,7 @@ import re
 import threading
 import warnings
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import UTC, date, datetime, time
 from decimal import Decimal
 from typing import Any
 
@@ -24,6 +24,7 @@ __all__ = [
     "PriceRow",
     "Rates",
     "StalePriceWarning",
+    "TimeOfDayPrice",
 ]
 
 #: Environment variable naming a user price file that overrides or extends the shipped table.
@@ -106,6 +107,39 @@ _DATE_SUFFIX = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8})$")
 _SOFT_WARNING_LOCK = threading.Lock()
 
 
+@dataclass(frozen=True)
+class TimeOfDayPrice:
+    """A price that holds every day from `start` to `end` UTC (an `end` before `start` runs past
+    midnight), such as DeepSeek's peak hours; `row` holds its rates (and no windows of its own).
+    """
+
+    start: time
+    end: time
+    row: PriceRow
+
+    def holds(self, when: datetime) -> bool:
+        """True when `when` (naive means UTC) falls in [start, end)."""
+        moment = when if when.tzinfo else when.replace(tzinfo=UTC)
+        now = moment.astimezone(UTC).time()
+        start, end = _utc(self.start), _utc(self.end)
+        if end < start:
+            return now >= start or now < end
+        return start <= now < end
+
+    @property
+    def label(self) -> str:
+        """The hours, as ``00:30-16:30 UTC``."""
+        return f"{_utc(self.start):%H:%M}-{_utc(self.end):%H:%M} UTC"
+
+
+def _utc(moment: time) -> time:
+    if moment.tzinfo is None:
+        return moment
+    # A time with an offset: move it to UTC through any date (offsets do not change by date).
+    on_a_day = datetime.combine(date(2000, 1, 3), moment).astimezone(UTC)
+    return on_a_day.time()
+
+
 class StalePriceWarning(UserWarning):
     """A price was read from its source longer ago than `STALE_AFTER_DAYS` days."""
 
@@ -140,7 +174,8 @@ class PriceRow:
     (genai-prices' historic prices). `reasoning_per_mtok` is None when reasoning tokens pay the
     output rate; `request_fee_usd` is a charge per request on top of the tokens. `origin` is
     "cotplan" for a shipped row, the file for a user's row and "genai-prices VERSION" for the
-    second source.
+    second source. `time_of_day` holds prices that replace this one during some hours of each
+    day (genai-prices' peak hours); `at` picks the price of a moment.
     """
 
     provider: str
@@ -165,6 +200,15 @@ class PriceRow:
     reasoning_per_mtok: Decimal | None = None
     effective_to: date | None = None
     request_fee_usd: Decimal | None = None
+    time_of_day: tuple[TimeOfDayPrice, ...] = ()
+
+    def at(self, when: datetime | None) -> PriceRow:
+        """The row priced at the time of day `when` (UTC; naive means UTC): the last of
+        `time_of_day` whose hours hold it, else this row. None: this row."""
+        if when is None:
+            return self
+        held = [window for window in self.time_of_day if window.holds(when)]
+        return held[-1].row if held else self
 
     @property
     def is_local(self) -> bool:

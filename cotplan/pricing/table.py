@@ -11,9 +11,11 @@ says where its price came from (`PriceRow.source`).
 Lookup is strict on purpose. A name matches case-insensitively, then after removing a
 provider prefix (``openai/``), a weights tag (``@b179c9523d0e``) or a date suffix
 (``-2026-11-17``, ``-20261117``); genai-prices' rows match by its own rules. A name that
-several providers price (``gpt-4o-mini`` at OpenAI and at GitHub Copilot) needs the provider
-(``openai/gpt-4o-mini`` or ``provider=``). Anything else is an `UnknownModelError` that lists
-the closest names of both sources: a model is never priced at zero by accident. Local models
+several providers price (``o3`` at OpenAI and at Azure) is priced at its maker's list price,
+with a note naming the other sellers (`cotplan.pricing.makers`); only a name with no known
+maker among its sellers needs the provider (``openai/o3`` or ``provider=``). Anything else is
+an `UnknownModelError` that lists the closest names of both sources: a model is never priced
+at zero by accident. Local models
 (the embedded one, any ``local:PATH`` GGUF, ``lab:`` models) are a deliberate zero labelled
 "local, no API charge" that never goes stale. Any other price read more than
 `STALE_AFTER_DAYS` days ago warns with its date (`StalePriceWarning`).
@@ -30,7 +32,7 @@ import tomllib
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date
+from datetime import UTC, date, datetime
 from decimal import Decimal, InvalidOperation
 from importlib import resources
 from pathlib import Path
@@ -39,6 +41,7 @@ from typing import Any
 import pandas as pd
 
 from cotplan.errors import InputError, UnknownModelError
+from cotplan.pricing.makers import maker_rows
 from cotplan.pricing.rows import (
     _COLUMNS,
     _DATE_SUFFIX,
@@ -128,13 +131,16 @@ class PriceTable:
         on: date | None = None,
         warn: bool = True,
         provider: str | None = None,
+        at: datetime | None = None,
     ) -> PriceRow:
-        """The price row of `model` (sold by `provider`) in effect on `on` (default: today).
+        """The price row of `model` (sold by `provider`) in effect on `on` (default: `at`'s UTC
+        date, else today), at the time of day `at` for a row with time-of-day prices (without
+        `at`, the price outside their hours).
 
         Warns with `StalePriceWarning` when that price was read more than `STALE_AFTER_DAYS`
         days before `on`, unless `warn` is False.
         """
-        when = on or date.today()
+        when = on or (_utc_day(at) if at is not None else date.today())
         candidates = self._candidates(model, provider)
         in_effect = [r for r in candidates if r.effective_from is None or r.effective_from <= when]
         if not in_effect:
@@ -144,7 +150,7 @@ class PriceTable:
                 f"the first takes effect on {first}",
                 field="on",
             )
-        row = in_effect[-1]
+        row = in_effect[-1].at(at)
         if warn and row.is_stale(when):
             warnings.warn(StalePriceWarning(row.stale_message(when)), stacklevel=3)
         return row
@@ -203,7 +209,7 @@ class PriceTable:
         if own is not None:
             sellers = sorted({r.provider for r in own})
             if len(sellers) > 1:
-                raise _ambiguous(asked, sellers)
+                return maker_rows(asked, {s: [r for r in own if r.provider == s] for s in sellers})
             return own
         if local is not None:
             return [local]
@@ -220,7 +226,7 @@ class PriceTable:
                 if len(matches) == 1:
                     return _by_date(matches[0].rows)
                 if len(matches) > 1:
-                    raise _ambiguous(asked, [m.provider for m in matches])
+                    return maker_rows(asked, {m.provider: _by_date(m.rows) for m in matches})
         raise UnknownModelError(asked, self._suggest(name, provider))
 
     def _suggest(self, name: str, provider: str | None) -> list[str]:
@@ -254,6 +260,11 @@ class PriceTable:
         return pd.DataFrame.from_records(records, columns=columns)
 
 
+def _utc_day(moment: datetime) -> date:
+    """The UTC date of `moment` (naive means UTC, as in genai-prices)."""
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).astimezone(UTC).date()
+
+
 def _untagged(name: str) -> str:
     """`name` in lower case without a weights tag (``model@b179c9523d0e``); a leading ``@`` is
     part of the name (``@cf/meta/llama-3-8b``)."""
@@ -269,15 +280,6 @@ def _strip_tag(name: str) -> str:
 
 def _by_date(rows: Iterable[PriceRow]) -> list[PriceRow]:
     return sorted(rows, key=lambda r: r.effective_from or date.min)
-
-
-def _ambiguous(model: str, providers: Sequence[str]) -> InputError:
-    listed = ", ".join(providers)
-    return InputError(
-        f"{model!r} is priced for several providers ({listed}); name one, e.g. "
-        f"'{providers[0]}/{model}' (or pass the provider)",
-        field="provider",
-    )
 
 
 #: The embedded model's row, as the template of every other local model's zero price.
