@@ -10,18 +10,24 @@ resumed run asked nothing twice.
         backend = OpenAICompatibleBackend(server.model_id, base_url=proxy.base_url)
         ...
         proxy.stats.faults  # {"500": 7, "429": 5, ...}
+
+`ScriptedEndpoint` stands in for a server when a test needs answers no real one gives on demand
+(a 200 with empty `choices`, an `{"error": ...}` body, negative usage): a function of each
+request decides the status and body, and can be swapped to heal the endpoint mid-test.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import random
 import select
 import socket
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -32,7 +38,7 @@ import httpx2 as httpx
 from cotplan.backends.local import require_loopback
 from cotplan.errors import InputError
 
-__all__ = ["FAULT_KINDS", "FaultProxy", "ProxyStats"]
+__all__ = ["FAULT_KINDS", "Answer", "FaultProxy", "ProxyStats", "ScriptedEndpoint", "echo_answer"]
 
 #: The faults the proxy can inject, in the order a draw picks them.
 FAULT_KINDS = ("500", "429", "slow", "drop", "truncate")
@@ -244,6 +250,103 @@ class FaultProxy:
         self._client.close()
 
     def __enter__(self) -> FaultProxy:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+# -- a scripted endpoint for answers no real server gives on demand --------------------------
+
+#: What `ScriptedEndpoint` answers: an HTTP status and a JSON-able body, or raw bytes to send
+#: as they are (a body that is not JSON).
+Answer = tuple[int, Any]
+
+
+def echo_answer(path: str, body: dict[str, Any]) -> Answer:
+    """A valid OpenAI-style completion that depends only on the request (so two runs agree)."""
+    chat = path.rstrip("/").endswith("chat/completions")
+    prompt = json.dumps(body.get("messages") if chat else body.get("prompt"), sort_keys=True)
+    text = "answer " + hashlib.sha256(prompt.encode()).hexdigest()[:8]
+    choice: dict[str, Any] = {"index": 0, "finish_reason": "stop", "logprobs": None}
+    if chat:
+        choice["message"] = {"role": "assistant", "content": text}
+    else:
+        choice["text"] = text
+    usage = {"prompt_tokens": len(prompt.split()), "completion_tokens": 2}
+    usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+    return 200, {
+        "id": "cmpl-scripted",
+        "object": "chat.completion" if chat else "text_completion",
+        "created": 0,
+        "model": str(body.get("model", "")),
+        "choices": [choice],
+        "usage": usage,
+    }
+
+
+class ScriptedEndpoint:
+    """A loopback OpenAI-style endpoint whose answers a test decides.
+
+    Every POST's path and JSON body go to `answer` (default `echo_answer`), which returns the
+    status and body to send; assign another function to `answer` at any time, e.g. to heal a
+    misbehaving endpoint between two runs. `requests` counts the POSTs that arrived.
+
+        with ScriptedEndpoint(lambda path, body: (200, {"choices": []})) as endpoint:
+            backend = OpenAICompatibleBackend("m", base_url=endpoint.base_url)
+    """
+
+    def __init__(self, answer: Callable[[str, dict[str, Any]], Answer] = echo_answer) -> None:
+        self.answer = answer
+        self.requests = 0
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+
+    @property
+    def port(self) -> int:
+        if self._server is None:
+            raise RuntimeError("the endpoint is not started")
+        return int(self._server.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> ScriptedEndpoint:
+        endpoint = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                with endpoint._lock:
+                    endpoint.requests += 1
+                status, payload = endpoint.answer(self.path, body)
+                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        # Dual-stack is not needed: clients reach it as 127.0.0.1 or localhost (IPv4 first).
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> ScriptedEndpoint:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:

@@ -75,6 +75,8 @@ class Completion:
     """What one `generate` call returned.
 
     `from_cache` is True when the call cache answered and no request was made (so no cost).
+    `reasoning` is the thinking a server returned apart from the answer (a reasoning parser's
+    `reasoning_content`, `reasoning` or `thinking` field); empty when it returned none.
     """
 
     text: str
@@ -84,6 +86,7 @@ class Completion:
     logprobs: tuple[TokenLogprob, ...] | None = None
     latency_s: float = 0.0
     from_cache: bool = False
+    reasoning: str = ""
 
     @property
     def truncated(self) -> bool:

@@ -11,8 +11,10 @@ call cache records.
 
 from __future__ import annotations
 
+import json
 import math
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -33,7 +35,7 @@ from cotplan.backends.base import (
     validate_prompt,
 )
 from cotplan.backends.budgets import cap_fields, rule_for_model
-from cotplan.backends.cache import CallCache, canonical_key
+from cotplan.backends.cache import CallCache, RecordedCall, canonical_key, endpoint_namespace
 from cotplan.backends.keys import find_key
 from cotplan.errors import (
     APIStatusError,
@@ -50,12 +52,17 @@ from cotplan.model_registry import family_of
 from cotplan.validation import require_int
 
 __all__ = [
+    "REASONING_FIELDS",
     "CallStats",
     "OpenAICompatibleBackend",
+    "check_recorded",
+    "check_recorded_row",
+    "check_response",
     "is_reasoning_model",
     "parse_completion",
     "parse_prompt_logprobs",
     "parse_top_logprobs",
+    "reasoning_text",
 ]
 
 
@@ -161,6 +168,24 @@ def parse_prompt_logprobs(raw: dict[str, Any], prompt: str) -> list[tuple[str, d
     return rows
 
 
+#: Where servers put the thinking they split from the answer, in the order they are read:
+#: vLLM `message.reasoning` (and `reasoning_content` before v0.10), llama.cpp, SGLang and the
+#: DeepSeek API `reasoning_content`, Ollama `thinking`, OpenRouter `reasoning`
+#: (../shared/reasoning-protocols.md lists the sources).
+REASONING_FIELDS = ("reasoning_content", "reasoning", "thinking")
+
+
+def reasoning_text(message: dict[str, Any] | None) -> str:
+    """The thinking a chat message carries apart from its content ("" when none)."""
+    if not message:
+        return ""
+    for name in REASONING_FIELDS:
+        value = message.get(name)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
 def parse_completion(
     raw: dict[str, Any], *, model: str, latency_s: float = 0.0, from_cache: bool = False
 ) -> Completion:
@@ -171,6 +196,7 @@ def parse_completion(
         text = message.get("content") if message is not None else choice.get("text")
         parsed = parse_top_logprobs(choice.get("logprobs"))
         return Completion(
+            reasoning=reasoning_text(message),
             text=text or "",
             finish_reason=str(choice.get("finish_reason") or "stop"),
             usage=_usage(raw.get("usage")),
@@ -181,6 +207,104 @@ def parse_completion(
         )
     except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
         raise ResponseFormatError(f"unexpected response shape from {model}: {exc!r}") from exc
+
+
+# -- what an answer must be before it is used or recorded ---------------------------------------
+
+#: Token counts a response's `usage` may carry: each a whole number >= 0 when present.
+_USAGE_COUNTS = (
+    ("prompt_tokens",),
+    ("completion_tokens",),
+    ("total_tokens",),
+    ("completion_tokens_details", "reasoning_tokens"),
+    ("prompt_tokens_details", "cached_tokens"),
+)
+
+
+#: What a key looks like in text a server echoes back (a gateway quoting our request headers).
+_SECRET = re.compile(r"(?i)(bearer\s+)\S+|\b(sk-)[\w-]+")
+
+
+def _scrub(detail: object) -> str:
+    """A server's error text, cut short and with anything shaped like a key masked."""
+    return _SECRET.sub(lambda m: f"{m.group(1) or m.group(2)}***", str(detail)[:200])
+
+
+def _check_usage(usage: object, where: str) -> None:
+    if usage is None:
+        return  # no usage at all is a cost question, not a broken answer
+    if not isinstance(usage, dict):
+        raise ResponseFormatError(f"{where} sent `usage` that is not an object: {usage!r:.80}")
+    for path in _USAGE_COUNTS:
+        value: object = usage
+        for depth, name in enumerate(path):
+            if value is None:
+                break  # servers leave out the details objects they do not fill
+            if not isinstance(value, dict):
+                parent = ".".join(path[:depth])
+                raise ResponseFormatError(
+                    f"{where} sent `usage.{parent}` that is not an object: {value!r:.80}"
+                )
+            value = value.get(name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ResponseFormatError(
+                f"{where} sent `usage.{'.'.join(path)}` = {value!r:.40}, not a whole number >= 0"
+            )
+
+
+def check_response(
+    raw: object, *, operation: str, params: Mapping[str, Any], where: str = "the endpoint"
+) -> None:
+    """Raise `ResponseFormatError`, naming the field, unless `raw` is an answer worth keeping.
+
+    Some servers answer 200 with no usable completion: an ``{"error": ...}`` body (gateways
+    under load), empty `choices`, negative or non-integer token counts. Such an answer is
+    treated as transient (retried) and never recorded; one that passes also parses, as
+    `parse_completion` (or `parse_prompt_logprobs` for a prompt-scoring request) reads it.
+    """
+    if not isinstance(raw, dict):
+        raise ResponseFormatError(f"{where} sent a body that is not a JSON object")
+    error = raw.get("error")
+    if error is not None:
+        detail = error.get("message", error) if isinstance(error, dict) else error
+        raise ResponseFormatError(
+            f"{where} answered 200 with `error` instead of a completion: {_scrub(detail)}"
+        )
+    choices = raw.get("choices")
+    if not isinstance(choices, list) or not choices:
+        state = "missing" if choices is None else "empty" if choices == [] else "not a list"
+        raise ResponseFormatError(f"{where} sent a response whose `choices` is {state}")
+    if not isinstance(choices[0], dict):
+        raise ResponseFormatError(f"{where} sent `choices[0]` that is not an object")
+    _check_usage(raw.get("usage"), where)
+    extra_body = params.get("extra_body") or {}
+    if operation == "completions" and extra_body.get("prompt_logprobs"):
+        parse_prompt_logprobs(raw, str(params.get("prompt", "")))
+    else:
+        parse_completion(raw, model=str(params.get("model", "")))
+
+
+def check_recorded(
+    entry: object, *, operation: str, params: Mapping[str, Any], where: str = "the cache"
+) -> None:
+    """`check_response` for a cache entry (``{"response": ..., "latency_s": ...}``)."""
+    if not isinstance(entry, dict) or "response" not in entry:
+        raise ResponseFormatError("the recorded entry has no `response`")
+    check_response(entry["response"], operation=operation, params=params, where=where)
+
+
+def check_recorded_row(row: RecordedCall) -> None:
+    """`check_recorded` on a stored cache row: what `cotplan cache verify` runs on each."""
+    try:
+        entry = json.loads(row.response)
+        params = json.loads(row.request)
+    except ValueError as exc:
+        raise ResponseFormatError(f"the recorded call is not valid JSON: {exc}") from exc
+    if not isinstance(params, dict):
+        raise ResponseFormatError("the recorded `request` is not a JSON object")
+    check_recorded(entry, operation=row.operation, params=params, where="the recorded answer")
 
 
 class OpenAICompatibleBackend(Backend):
@@ -469,8 +593,9 @@ class OpenAICompatibleBackend(Backend):
     def _call(self, operation: str, params: dict[str, Any]) -> tuple[dict[str, Any], float, bool]:
         key = ""
         if self.cache is not None:
-            key = canonical_key({"ns": self.cache_namespace, "op": operation, "params": params})
-            hit = self.cache.get(key)
+            namespace = endpoint_namespace(self.cache_namespace)
+            key = canonical_key({"ns": namespace, "op": operation, "params": params})
+            hit = self._replay(self.cache, key, operation, params)
             if hit is not None:
                 with self._stats_lock:
                     self.stats.cache_hits += 1
@@ -478,7 +603,7 @@ class OpenAICompatibleBackend(Backend):
         with self._stats_lock:
             self.stats.requests += 1
         started = time.perf_counter()
-        raw = self._send_with_format_retries(operation, params)
+        raw = self._send_with_format_retries(operation, params)  # checked: only good answers
         latency = time.perf_counter() - started
         if self.cache is not None:
             self.cache.put(
@@ -490,15 +615,42 @@ class OpenAICompatibleBackend(Backend):
             )
         return raw, latency, False
 
+    def _replay(
+        self, cache: CallCache, key: str, operation: str, params: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        """The recorded answer for `key` if it passes the checks a fresh one must pass.
+
+        The cache itself drops rows that fail their checksum; this also drops rows recorded
+        before answers were checked (by an older cotplan), so no bad answer is replayed.
+        """
+        hit = cache.get(key)
+        if hit is None:
+            return None
+        try:
+            check_recorded(hit, operation=operation, params=params, where=self._where)
+        except ResponseFormatError as exc:
+            cache.discard(key, str(exc), model=self.model, operation=operation)
+            return None
+        return hit
+
+    @property
+    def _where(self) -> str:
+        return self.base_url or "api.openai.com"
+
     def _send_with_format_retries(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
         # The SDK retries status codes and broken connections, but not a 200 whose body is cut
-        # short (seen from overloaded gateways); such an answer is as transient as a 503.
+        # short (seen from overloaded gateways) or that is no usable answer (empty `choices`,
+        # an `error` object, impossible usage); such an answer is as transient as a 503, and
+        # the caller records only what passed `check_response`.
         for attempt in range(self.max_retries + 1):
             try:
-                return self._send(operation, params)
-            except ResponseFormatError:
+                raw = self._send(operation, params)
+                check_response(raw, operation=operation, params=params, where=self._where)
+                return raw
+            except ResponseFormatError as exc:
                 if attempt == self.max_retries:
-                    raise
+                    tries = "1 attempt" if attempt == 0 else f"{attempt + 1} attempts"
+                    raise ResponseFormatError(f"{exc} ({tries}; nothing was cached)") from exc
                 time.sleep(min(0.25 * 2**attempt, 4.0))
         raise AssertionError("unreachable")
 

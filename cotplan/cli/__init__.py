@@ -15,6 +15,7 @@ from rich.markup import escape
 
 from cotplan.cli import (
     answer,
+    cache,
     cost,
     demo,
     experiment,
@@ -39,6 +40,7 @@ app.add_typer(models.app, name="models")
 app.add_typer(cost.app, name="cost")
 app.add_typer(tasks.app, name="tasks")
 app.add_typer(experiment.app, name="experiment")
+app.add_typer(cache.app, name="cache")
 plan.register(app)
 demo.register(app)
 answer.register(app)
