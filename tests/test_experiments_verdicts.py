@@ -7,6 +7,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from cotplan.errors import InputError
 from cotplan.experiments import Interval, ReportRow
@@ -20,7 +22,9 @@ from cotplan.experiments.verdicts import (
     VERDICTS,
     as_control,
     capability_line,
+    claim_verdict,
     model_claims,
+    settles,
     tally,
     value_verdict,
 )
@@ -238,16 +242,21 @@ def test_every_row_of_every_experiment_uses_the_vocabulary() -> None:
 
 
 def test_a_t3_slope_interval_that_holds_zero_too_is_not_a_reproduction() -> None:
-    base = falck_tests(laplace(), thetas=(0.3,), ns=(20,), ratios=(0.5,), n_paths=8,
-                       t3_ns=(20, 50), t3_length=12)  # fmt: skip
+    base = falck_tests(
+        laplace(), thetas=(0.3,), ns=(20,), ratios=(0.5,), n_paths=8, t3_ns=(20, 50), t3_length=12
+    )
     run = dataclasses.replace(base.run, kind="model", exact=False)
     t3 = base.t3.assign(outside=False)
 
     def verdict(low: float, high: float) -> str:
         result = dataclasses.replace(
-            base, run=run, t3=t3, t3_slope=(low + high) / 2, t3_slope_ci=Interval(low, high),
+            base,
+            run=run,
+            t3=t3,
+            t3_slope=(low + high) / 2,
+            t3_slope_ci=Interval(low, high),
             t3_bayes_slope=-0.5,
-        )  # fmt: skip
+        )
         return str(result.versus_paper().iloc[2]["verdict"])
 
     # The embedded model's quick run: 1.2 [−1.5, 3.2] holds −0.5 and 0 alike.
@@ -260,8 +269,16 @@ def test_rows_that_say_they_are_cotplans_own_check_carry_that_verdict() -> None:
     from cotplan.reproduction import _own_check
 
     # The lab k* study's row (cotplan.lab.reasoning.study) as it reads today.
-    met = ReportRow("cot-lab", "planned k* meets ε = 0.1 on held-out lab-parity items",
-                    "(cotplan's own check)", 0.05, None, "ε = 0.1", "reproduced", "w")  # fmt: skip
+    met = ReportRow(
+        "cot-lab",
+        "planned k* meets ε = 0.1 on held-out lab-parity items",
+        "(cotplan's own check)",
+        0.05,
+        None,
+        "ε = 0.1",
+        "reproduced",
+        "w",
+    )
     missed = dataclasses.replace(met, verdict="not reproduced")
     assert (_own_check(met).verdict, _own_check(met).holds) == ("cotplan check", True)
     assert (_own_check(missed).verdict, _own_check(missed).holds) == ("cotplan check", False)
@@ -276,3 +293,214 @@ def test_a_spread_on_its_band_edge_is_inside() -> None:
     assert not _outside(0.04 - 1e-17, 0.04, 0.16)
     assert _outside(0.18, 0.04, 0.16)
     assert _outside(0.02, 0.04, 0.16)
+
+
+# Two-sided rules: every rule that can say "reproduced" or "not reproduced" says "not testable"
+# for an interval that crosses its threshold (issue 32).
+
+UNINFORMATIVE_RATE = Interval(-1.673, -0.326)  # notebook 04's excess exponent against −0.5
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "expected"),
+    [
+        (-1.673, -0.326, "not testable"),  # straddles −0.5: it cannot tell
+        (-1.2, -0.6, "reproduced"),
+        (-0.3, -0.1, "not reproduced"),
+        (-0.5, -0.2, "not testable"),  # touches the edge: not wholly outside
+        (float("nan"), -0.6, "not testable"),
+    ],
+)
+def test_a_threshold_rule_is_three_way(low: float, high: float, expected: str) -> None:
+    assert claim_verdict(Interval(low, high), -math.inf, -0.5) == expected
+
+
+@given(st.floats(-10, 10), st.floats(0, 10), st.floats(-10, 10), st.floats(0, 10))
+def test_an_interval_across_an_edge_is_never_a_verdict_either_way(
+    start: float, width: float, edge: float, span: float
+) -> None:
+    ci = Interval(start, start + width)
+    outcome = settles(ci, edge, edge + span)
+    crosses = any(ci.low < e < ci.high for e in (edge, edge + span))
+    if crosses:
+        assert outcome == "undecided"
+    assert (outcome == "holds") == (edge <= ci.low and ci.high <= edge + span)
+    assert (outcome == "fails") == (ci.high < edge or ci.low > edge + span)
+
+
+def _model_run(result, name: str = SMOL):  # type: ignore[no-untyped-def]
+    run = dataclasses.replace(result.run, kind="model", exact=False, predictor=name)
+    return dataclasses.replace(result, run=run, predictor=name)
+
+
+@pytest.fixture(scope="module")
+def entropy_model():  # type: ignore[no-untyped-def]
+    base = entropy_efficiency(laplace(), p=0.3, n_max=30, n_sequences=10, n_boot=100)
+    return _model_run(base)
+
+
+def _entropy_row(result, claim: str):  # type: ignore[no-untyped-def]
+    return result.versus_paper().set_index("claim").loc[claim]
+
+
+def test_the_excess_rate_rule_reads_an_uninformative_interval_as_not_testable(
+    entropy_model,  # type: ignore[no-untyped-def]
+) -> None:
+    claim = "excess risk falls as O(n^−1/2) (claim 2)"
+    cases = {
+        UNINFORMATIVE_RATE: "not testable",  # read "not reproduced" before issue 32
+        Interval(-1.2, -0.6): "reproduced",
+        Interval(-0.1, -0.04): "not reproduced",  # the full run's −0.069 [−0.100, −0.040]
+    }
+    for ci, expected in cases.items():
+        row = _entropy_row(dataclasses.replace(entropy_model, excess_exponent_ci=ci), claim)
+        assert row["verdict"] == expected, ci
+    row = _entropy_row(
+        dataclasses.replace(entropy_model, excess_exponent_ci=UNINFORMATIVE_RATE), claim
+    )
+    assert "--n-sequences" in row["why"]  # says what would make it testable
+
+
+def test_the_99_percent_rule_needs_the_interval_at_20_to_settle(entropy_model) -> None:  # type: ignore[no-untyped-def]
+    claim = "the model reaches 99% of optimal within 20 examples"
+    first = dict(entropy_model.first_n)
+
+    def verdict(first_n: int | None, low: float, high: float) -> str:
+        result = dataclasses.replace(
+            entropy_model,
+            first_n={**first, SMOL: first_n},
+            efficiency_20=(low + high) / 2,
+            efficiency_20_ci=Interval(low, high),
+        )
+        return str(_entropy_row(result, claim)["verdict"])
+
+    assert verdict(12, 0.95, 1.01) == "not testable"  # reached on the mean curve, CI crosses
+    assert verdict(None, 0.95, 1.01) == "not testable"
+    assert verdict(12, 0.991, 1.0) == "reproduced"
+    assert verdict(None, 0.712, 0.813) == "not comparable (model)"  # GPT-3's figure, missed
+    gpt3 = dataclasses.replace(
+        _model_run(entropy_model, GPT3),
+        first_n={**first, GPT3: None},
+        efficiency_20_ci=Interval(0.712, 0.813),
+    )
+    assert _entropy_row(gpt3, claim)["verdict"] == "not reproduced"
+
+
+def test_the_gap_form_rule_needs_one_form_to_win_for_either_verdict() -> None:
+    from cotplan.experiments.martingale import MARTINGALE_QUICK, martingale_gap
+
+    base = _model_run(martingale_gap(laplace(), **MARTINGALE_QUICK))
+
+    def verdict(delta_aic: float, share: float) -> str:
+        result = dataclasses.replace(base, log_lr=delta_aic / 2, log_preferred_share=share)
+        return str(result.versus_paper().iloc[0]["verdict"])
+
+    assert verdict(10.0, 0.99) == "reproduced"
+    assert verdict(-10.6, 0.0) == "not reproduced"  # the full run: 1/n wins in every resample
+    assert verdict(-10.6, 0.2) == "not testable"  # 1/n better on the point fit, not reliably
+    assert verdict(0.5, 0.6) == "not testable"
+
+
+def test_bayes_in_expectation_is_judged_against_the_fitted_prior() -> None:
+    from cotplan.experiments.priors import fit_beta_prior
+
+    base = _model_run(order_variance(Recency(0.9), **ORDER_QUICK))
+    claim_row = 4
+
+    def verdict(result) -> str:  # type: ignore[no-untyped-def]
+        return str(result.versus_paper().iloc[claim_row]["verdict"])
+
+    # One multiset (10 ones in 20) read 0.182 [0.166, 0.199] from Laplace on the quick run:
+    # not Laplace, but a Beta prior with mean 0.68 predicts it exactly. Not testable.
+    one = dataclasses.replace(
+        base,
+        reference_gap=0.182,
+        reference_gap_ci=Interval(0.166, 0.199),
+        prior_fit=fit_beta_prior([10], 20, [0.682]),
+        prior_gap_ci=Interval(0.0, 1e-6),
+    )
+    assert verdict(one) == "not testable"
+    assert "at least 3 multisets" in one.versus_paper().iloc[claim_row]["why"]
+    # Three multisets that a Beta(16.2, 1.3) prior predicts within 0.002: Bayesian.
+    three = dataclasses.replace(
+        one,
+        prior_fit=fit_beta_prior([5, 10, 15], 20, [0.564, 0.700, 0.831]),
+        reference_gap=0.291,
+        reference_gap_ci=Interval(0.28, 0.30),
+        prior_gap_ci=Interval(0.0005, 0.008),
+    )
+    row = three.versus_paper().iloc[claim_row]
+    assert row["verdict"] == "reproduced"
+    assert "Beta(16.2, 1.32)" in row["why"]
+    assert "0.291" in row["measured"]  # both gaps shown
+    # The same fit with an uninformative interval across the margin (±0.0227): not testable.
+    wide = dataclasses.replace(three, prior_gap_ci=Interval(0.001, 0.05))
+    assert verdict(wide) == "not testable"
+    # Predictions that fall with the count: no Beta prior comes near.
+    falling = dataclasses.replace(
+        three,
+        prior_fit=fit_beta_prior([5, 10, 15], 20, [0.7, 0.5, 0.3]),
+        prior_gap_ci=Interval(0.19, 0.21),
+    )
+    assert verdict(falling) == "not reproduced"
+    # Within the margin of the fixed reference is enough, whatever the multisets.
+    close = dataclasses.replace(one, reference_gap_ci=Interval(0.001, 0.01))
+    assert verdict(close) == "reproduced"
+
+
+def test_a_v2_variance_interval_across_the_range_edge_is_not_testable() -> None:
+    base = order_variance(Recency(0.9), **ORDER_QUICK)
+    variance = float(np.var(base.predictions[0], ddof=1))
+    edge = 3.6e-6 * 10  # the top of v2's range widened tenfold
+    row = _as_model(base, math.sqrt(edge / variance), "lab rope").versus_paper().iloc[5]
+    low, high = (float(x) for x in row["interval"].strip("[]").split(","))
+    assert low < edge < high  # the constructed interval does cross the edge
+    assert row["verdict"] == "not testable"
+
+
+def _falck_model():  # type: ignore[no-untyped-def]
+    base = falck_tests(laplace(), thetas=(0.3,), ns=(20,), ratios=(0.5,), n_paths=30, t3_ns=())
+    return _model_run(base)
+
+
+def test_no_violation_refutes_only_when_the_bands_could_have_shown_one() -> None:
+    base = _falck_model()
+    assert base.t1_violations == 0
+
+    def with_band(t1: float, half: float):  # type: ignore[no-untyped-def]
+        frame = base.t1t2.assign(T1=t1, T1_low=-half, T1_high=half, T1_outside=False)
+        return dataclasses.replace(base, t1t2=frame).versus_paper().iloc[0]
+
+    wide = with_band(-0.05, 0.12)  # notebook-sized: 30 paths of 10 bits
+    assert wide["verdict"] == "not testable"
+    assert "--n-paths" in wide["why"]
+    assert with_band(0.0, 0.03)["verdict"] == "not reproduced"  # reaches 0.03 ≤ 0.05
+    assert with_band(0.025, 0.03)["verdict"] == "not testable"  # reaches 0.055
+    t2 = base.versus_paper().iloc[1]
+    assert t2["verdict"] == "not testable"  # 10-bit paths: the ACF bands are wide
+    t3 = base.versus_paper().iloc[2]
+    # No T3 run: no slope, no evidence either way (it read "not reproduced" before).
+    assert t3["verdict"] == "not testable"
+    assert "t3_ns" in t3["why"]
+
+
+def test_the_debias_period_row_without_significance_needs_the_share_excluded() -> None:
+    from cotplan.experiments.debias import positional_debias
+
+    n = np.arange(10, 199, 2, dtype=float)
+    gaps = 1.0 / n + np.random.default_rng(5).normal(0, 0.002, n.size)
+    base = positional_debias(gaps, n, n_permutations=199, n_boot=50)
+    assert not base.significant
+
+    def period_row(low: float, high: float):  # type: ignore[no-untyped-def]
+        result = dataclasses.replace(
+            base, explained=(low + high) / 2, explained_ci=Interval(low, high)
+        )
+        return result.versus_paper()
+
+    excluded = period_row(0.0411, 0.273)  # the full run: wholly below the paper's 60%
+    # Structural: "not reproduced"; the share is GPT-3's magnitude, missed by another source.
+    assert list(excluded["verdict"][:2]) == ["not reproduced", "not comparable (model)"]
+    open_question = period_row(0.3, 0.7)
+    assert open_question.iloc[0]["verdict"] == "not testable"
+    assert (open_question["verdict"][1:] == "not testable").all()  # nothing to remove, yet

@@ -2,7 +2,8 @@
 
 Building blocks: exchangeable binary sequences (`balanced_sequences`, `beta_bernoulli_sequences`,
 ...), one predictor interface (`Predictor`: P(next = 1 | prefix)) with exact references
-(`BetaBernoulli`, `laplace`, `kt`, `ClippedMLE`, `Oracle`), planted-effect predictors
+(`BetaBernoulli`, `laplace`, `kt`, `ClippedMLE`, `Oracle`; `fit_beta_prior`, the Beta prior
+whose predictive best matches a model's averaged predictions), planted-effect predictors
 (`PositionalBias`, `Recency`) and a model backend (`BackendPredictor`).
 
 Experiments, each returning a result with `to_frame()`, `versus_paper()` and `save(folder)`:
@@ -58,6 +59,7 @@ from cotplan.experiments.predictors import (
     kt,
     laplace,
 )
+from cotplan.experiments.priors import BetaPriorFit, fit_beta_prior
 from cotplan.experiments.report import (
     EXPERIMENTS,
     PRESETS,
@@ -103,6 +105,7 @@ __all__ = [
     "VERDICTS",
     "BackendPredictor",
     "BetaBernoulli",
+    "BetaPriorFit",
     "ClippedMLE",
     "DebiasResult",
     "EntropyResult",
@@ -132,6 +135,7 @@ __all__ = [
     "exact_predictor",
     "expected_curve",
     "falck_tests",
+    "fit_beta_prior",
     "kt",
     "laplace",
     "laplace_threshold_table",

@@ -56,12 +56,18 @@ from cotplan.experiments.martingale import GapData, MartingaleResult
 from cotplan.experiments.predictors import FloatArray
 from cotplan.experiments.verdicts import (
     NOT_COMPARABLE_MODEL,
+    Settled,
     Verdict,
     as_control,
     is_paper_model,
+    settles,
 )
 
 __all__ = ["PAPER_DEBIAS", "TREND_TERMS", "DebiasResult", "HarmonicFit", "positional_debias"]
+
+#: How far from the paper's variance change and R² values (which come without errors) a
+#: measurement may lie and still match: 5 points of variance or of R².
+TOLERANCE = 0.05
 
 #: The paper's reported values (v1 §5.1, §5.2.3).
 PAPER_DEBIAS: dict[str, Any] = {
@@ -264,14 +270,31 @@ class DebiasResult:
                     f"belongs to the model's positions, and {self.source} is not the paper's "
                     f"model; {note}"
                 )
-        else:
+        elif (
+            _settle(PAPER_DEBIAS["explained_above"], math.inf, self.explained, self.explained_ci)
+            == "fails"
+        ):
+            # Not significant is no evidence of absence by itself; it becomes evidence when the
+            # best harmonics explain less than the paper's structure did (> 60%), interval and all.
             verdict = NOT_REPRODUCED
-            why = f"no period stands out from noise (the structural claim fails); {note}"
+            why = (
+                f"no period stands out from noise, and the fitted harmonics explain "
+                f"{fmt(self.explained)} {self.explained_ci or ''} of the variance, wholly below "
+                f"the paper's 60%: a structure as strong as the paper's is excluded; {note}"
+            )
+        else:
+            verdict = NOT_TESTABLE
+            why = (
+                f"no period stands out from noise, but the harmonics' share of the variance "
+                f"{fmt(self.explained)} {self.explained_ci or ''} does not exclude the paper's "
+                f"60% either: more sequences (--n-sequences) would tell; {note}"
+            )
+        period_verdict = verdict
         rows.append(
             ReportRow("debias", claim, "64", self.period, self.period_ci, limit, verdict, why)
         )
 
-        def magnitude(near: bool) -> tuple[Verdict, str]:
+        def magnitude(outcome: Settled) -> tuple[Verdict, str]:
             """The debias percentages are GPT-3's magnitudes, and need a period to remove."""
             if not self.significant:
                 if short:
@@ -279,19 +302,29 @@ class DebiasResult:
                         "no significant period on this short grid (the harmonics fit noise): "
                         "run the full grid, --full"
                     )
+                if period_verdict == NOT_TESTABLE:
+                    return NOT_TESTABLE, (
+                        "no significant period, and none as strong as the paper's excluded: "
+                        "more sequences would tell whether there is one to remove"
+                    )
                 return (NOT_REPRODUCED if paper_model else NOT_COMPARABLE_MODEL), (
                     "no significant period in these gaps, so the harmonics fit noise and the "
                     "number means nothing; the paper's figure is GPT-3's"
                 )
-            if near:
-                return REPRODUCED, "the paper's value lies in the interval"
+            if outcome == "holds":
+                return REPRODUCED, "the interval lies within the paper's value's tolerance"
+            if outcome == "undecided":
+                return NOT_TESTABLE, (
+                    "the interval crosses an edge of the paper's value's tolerance: more "
+                    "sequences would narrow it"
+                )
             return (NOT_REPRODUCED if paper_model else NOT_COMPARABLE_MODEL), (
-                f"the paper's value lies outside the interval; the figure is GPT-3's magnitude "
-                f"and {self.source} is another model"
+                f"the interval lies wholly outside the paper's value's tolerance; the figure is "
+                f"GPT-3's magnitude and {self.source} is another model"
             )
 
         explained_verdict, explained_why = magnitude(
-            self.explained > PAPER_DEBIAS["explained_above"]
+            _settle(PAPER_DEBIAS["explained_above"], math.inf, self.explained, self.explained_ci)
         )
         rows.append(
             ReportRow(
@@ -306,8 +339,14 @@ class DebiasResult:
             )
         )
         change = PAPER_DEBIAS["variance_change"]
-        near = _near(change, self.variance_change, self.variance_change_ci, 0.05)
-        change_verdict, change_why = magnitude(near)
+        change_verdict, change_why = magnitude(
+            _settle(
+                change - TOLERANCE,
+                change + TOLERANCE,
+                self.variance_change,
+                self.variance_change_ci,
+            )
+        )
         rows.append(
             ReportRow(
                 "debias",
@@ -320,10 +359,17 @@ class DebiasResult:
                 change_why,
             )
         )
-        ok = _near(PAPER_DEBIAS["r2_before"], self.r2_before, self.r2_before_ci, 0.05) and _near(
-            PAPER_DEBIAS["r2_after"], self.r2_after, self.r2_after_ci, 0.05
+        r2_verdict, r2_why = magnitude(
+            _both(
+                *(
+                    _settle(PAPER_DEBIAS[key] - TOLERANCE, PAPER_DEBIAS[key] + TOLERANCE, value, ci)
+                    for key, value, ci in (
+                        ("r2_before", self.r2_before, self.r2_before_ci),
+                        ("r2_after", self.r2_after, self.r2_after_ci),
+                    )
+                )
+            )
         )
-        r2_verdict, r2_why = magnitude(ok)
         rows.append(
             ReportRow(
                 "debias",
@@ -359,10 +405,19 @@ class DebiasResult:
         )
 
 
-def _near(paper: float, value: float, ci: Interval | None, tolerance: float) -> bool:
-    if ci is not None and math.isfinite(ci.low):
-        return paper in ci
-    return abs(value - paper) <= tolerance
+def _settle(low: float, high: float, value: float, ci: Interval | None) -> Settled:
+    """Whether the value lies in [low, high]: by its interval when there is one (two-sided,
+    `settles`), else by the point value alone (then it cannot be undecided)."""
+    if ci is not None and math.isfinite(ci.low) and math.isfinite(ci.high):
+        return settles(ci, low, high)
+    return "holds" if low <= value <= high else "fails"
+
+
+def _both(first: Settled, second: Settled) -> Settled:
+    """Two readings that must both hold: one miss fails the pair, one open question leaves it."""
+    if "fails" in (first, second):
+        return "fails"
+    return "holds" if first == second == "holds" else "undecided"
 
 
 def _periodogram(

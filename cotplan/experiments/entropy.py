@@ -61,7 +61,9 @@ from cotplan.experiments.verdicts import (
     NOT_COMPARABLE_MODEL,
     NOT_TESTABLE,
     Verdict,
+    claim_verdict,
     is_paper_model,
+    settles,
 )
 
 __all__ = [
@@ -235,18 +237,38 @@ class EntropyResult:
         from_prior = self.p is None
         setting = f"p = {self.p:g}" if self.p is not None else f"p ~ Beta{self.prior}"
         within = mine is not None and mine <= PAPER_ENTROPY["model_within"]
-        if within:
-            verdict: Verdict = REPRODUCED
-            why = "reached"
-        elif self.n_max < PAPER_ENTROPY["model_within"]:
-            verdict, why = NOT_TESTABLE, "the sequences are shorter than 20: run --n-max ≥ 20"
+        # Two-sided: the first position at 99% is a point reading of a noisy curve, so it decides
+        # only together with the interval of the efficiency at n = 20. Wholly at or above the
+        # threshold (and reached by then): reached; wholly below: missed; across it: cannot tell.
+        at_20 = (
+            settles(self.efficiency_20_ci, self.threshold, math.inf)
+            if self.efficiency_20_ci is not None
+            else "undecided"
+        )
+        eff_text = (
+            f"efficiency at n = 20 {fmt(self.efficiency_20)} {self.efficiency_20_ci}"
+            if self.efficiency_20_ci is not None
+            else ""
+        )
+        if self.n_max < PAPER_ENTROPY["model_within"]:
+            verdict: Verdict = NOT_TESTABLE
+            why = "the sequences are shorter than 20: run --n-max ≥ 20"
+        elif within and at_20 == "holds":
+            verdict, why = REPRODUCED, f"reached; {eff_text}"
+        elif at_20 != "fails":
+            verdict = NOT_TESTABLE
+            why = (
+                f"{'reached' if within else 'not reached'} on the mean curve, but the "
+                f"{eff_text} crosses {self.threshold:g}: more sequences (--n-sequences) would "
+                "settle it"
+            )
         elif is_paper_model(self.predictor):
-            verdict, why = NOT_REPRODUCED, "not reached"
+            verdict, why = NOT_REPRODUCED, f"not reached; {eff_text}"
         else:
             verdict = NOT_COMPARABLE_MODEL
             why = (
-                f"not reached; the figure is GPT-3's magnitude and {self.predictor} is another "
-                "model"
+                f"not reached ({eff_text}, wholly below {self.threshold:g}); the figure is "
+                f"GPT-3's magnitude and {self.predictor} is another model"
             )
         if from_prior:
             why += (
@@ -309,9 +331,10 @@ class EntropyResult:
                 self.excess_exponent,
                 self.excess_exponent_ci,
                 "the Bayes mixture's per-step excess falls as 1/(2n): exponent −1",
-                REPRODUCED if self.excess_exponent_ci.high <= -0.5 else NOT_REPRODUCED,
+                claim_verdict(self.excess_exponent_ci, -math.inf, -0.5),
                 "the rate, testable on any model: slope of log(per-position excess over H) vs "
-                "log n for the predictor, n ≥ 5",
+                "log n for the predictor, n ≥ 5; "
+                + _rate_why(claim_verdict(self.excess_exponent_ci, -math.inf, -0.5)),
             ),
         ]
         if from_prior:
@@ -348,6 +371,17 @@ class EntropyResult:
             partial(draw, self) if draw else None,
             "entropy.png",
         )
+
+
+def _rate_why(verdict: Verdict) -> str:
+    if verdict == REPRODUCED:
+        return "the whole interval lies at or below −0.5"
+    if verdict == NOT_REPRODUCED:
+        return "the whole interval lies above −0.5: slower than n^−1/2"
+    return (
+        "the interval crosses −0.5 (or could not be computed), so it cannot tell: more or "
+        "longer sequences (--n-sequences, --n-max) would narrow it"
+    )
 
 
 def _losses(q: FloatArray, p_rows: FloatArray) -> FloatArray:

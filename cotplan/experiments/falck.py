@@ -26,6 +26,12 @@ the number of settings tested (Bonferroni), so the family-wise false alarm rate 
 T1's null is exact, so re-seeding cannot move its band; T2 draws at least `n_null` permutations
 per setting (5,000 or more; enough for about 50 beyond each corrected edge where that fits in
 `T2_MAX_CELLS`). T3 compares with the Laplace reference's posterior, as Falck et al. do.
+
+Verdicts are two-sided. A statistic outside its band is a violation ("reproduced": the claim is
+that violations exist). Finding none refutes the claim only if the test could have seen one:
+"not reproduced" needs every statistic's band, centred on the statistic, to lie within a stated
+margin of no drift (`T1_MARGIN`, `T2_MARGIN`), so that any violation as large as the margin
+would have shown; with wider bands (few paths, short paths) the row is "not testable".
 """
 
 from __future__ import annotations
@@ -71,6 +77,8 @@ from cotplan.experiments.sequences import Bits, bernoulli_sequences
 __all__ = [
     "FALCK_FULL",
     "FALCK_QUICK",
+    "T1_MARGIN",
+    "T2_MARGIN",
     "FalckResult",
     "falck_tests",
     "path_statistics",
@@ -78,15 +86,30 @@ __all__ = [
 ]
 
 FALCK_QUICK: dict[str, Any] = {
-    "thetas": (0.3,), "ns": (20,), "ratios": (0.5, 1.0), "n_paths": 8,
-    "t3_ns": (20, 50), "t3_length": 12, "n_null": 5000,
-}  # fmt: skip
+    "thetas": (0.3,),
+    "ns": (20,),
+    "ratios": (0.5, 1.0),
+    "n_paths": 8,
+    "t3_ns": (20, 50),
+    "t3_length": 12,
+    "n_null": 5000,
+}
 FALCK_FULL: dict[str, Any] = {
-    "thetas": (0.3, 0.5, 0.7), "ns": (20, 50, 100), "ratios": (0.5, 2.0), "n_paths": 20,
-    "t3_ns": (20, 50, 100, 200, 400), "t3_length": 50, "n_null": 10_000,
-}  # fmt: skip
+    "thetas": (0.3, 0.5, 0.7),
+    "ns": (20, 50, 100),
+    "ratios": (0.5, 2.0),
+    "n_paths": 20,
+    "t3_ns": (20, 50, 100, 200, 400),
+    "t3_length": 50,
+    "n_null": 10_000,
+}
 
 LAGS = 5
+#: The smallest T1 drift that counts as a violation worth reporting: the paths' second halves
+#: differ from their first by 5 points of P(1) on average.
+T1_MARGIN = 0.05
+#: The same for T2: a difference of 0.1 between lagged autocorrelations.
+T2_MARGIN = 0.1
 #: The fewest null draws a band may rest on.
 MIN_NULL = 5000
 #: Null draws wanted beyond each corrected band edge (T2, up to `T2_MAX_CELLS` permuted bits).
@@ -159,6 +182,40 @@ class FalckResult:
         cols = [f"T2_{k}_outside" for k in range(1, LAGS + 1)]
         return int(self.t1t2[cols].to_numpy().sum())
 
+    def resolution(self, statistic: str) -> float:
+        """The largest |statistic − band centre| + band half-width over every test of "T1" or
+        "T2": within it of the band's centre, no violation could hide. NaN when nothing ran."""
+        names = ["T1"] if statistic == "T1" else [f"T2_{k}" for k in range(1, LAGS + 1)]
+        reach = []
+        for name in names:
+            if name not in self.t1t2:
+                continue
+            low, high = self.t1t2[f"{name}_low"], self.t1t2[f"{name}_high"]
+            centre, half = (low + high) / 2, (high - low) / 2
+            reach.append((self.t1t2[name] - centre).abs() + half)
+        if not reach:
+            return math.nan
+        values = pd.concat(reach).to_numpy(dtype=float)
+        # A NaN band or statistic leaves that test undecided: it counts as unresolved.
+        return float(np.max(values)) if np.all(np.isfinite(values)) else math.inf
+
+    def _violation_verdict(self, statistic: str, found: int) -> tuple[Verdict, str]:
+        """A violation found: reproduced; none, with bands that would have shown one as large as
+        the margin: not reproduced; none, with wider bands: not testable."""
+        margin = T1_MARGIN if statistic == "T1" else T2_MARGIN
+        reach = self.resolution(statistic)
+        if found:
+            return REPRODUCED, ""
+        if reach <= margin:
+            return NOT_REPRODUCED, (
+                f"; none outside, and every band reaches at most {fmt(reach)} from no drift, "
+                f"within the margin ±{margin:g}: a violation that large would have shown"
+            )
+        return NOT_TESTABLE, (
+            f"; none outside, but the bands reach {fmt(reach)} from no drift, wider than the "
+            f"margin ±{margin:g}: more paths (--n-paths) would narrow them"
+        )
+
     def to_frame(self) -> pd.DataFrame:
         return self.t1t2.copy()
 
@@ -171,18 +228,24 @@ class FalckResult:
         # standing still: with no spread outside the band either, the preset was too small.
         flat_too = 0.0 in self.t3_slope_ci
         t3_verdict: Verdict
-        if t3_out or not slope_ok:
+        no_slope = math.isnan(self.t3_slope) or math.isnan(self.t3_slope_ci.low)
+        t3_note = ""
+        if t3_out:
             t3_verdict = NOT_REPRODUCED
-        elif flat_too or math.isnan(self.t3_slope):
+        elif no_slope:
+            # No slope (fewer than two n, or none run) is no evidence either way.
             t3_verdict = NOT_TESTABLE
+            t3_note = "; no slope could be fitted: T3 needs at least two context sizes (t3_ns)"
+        elif not slope_ok:
+            t3_verdict = NOT_REPRODUCED
+        elif flat_too:
+            t3_verdict = NOT_TESTABLE
+            t3_note = (
+                "; the interval also holds 0 (no shrinking), so it cannot tell: more paths per "
+                "n (--n-paths) or more and longer contexts (the full preset) would"
+            )
         else:
             t3_verdict = REPRODUCED
-        t3_note = (
-            "; the interval also holds 0 (no shrinking), so it cannot tell: more paths per n "
-            "(--n-paths) or more and longer contexts (the full preset) would"
-            if t3_verdict == NOT_TESTABLE
-            else ""
-        )
         band = (
             "bands valid for any exchangeable predictive (each path rearranged given its count "
             f"of ones), family-wise α = {self.alpha:g} (Bonferroni)"
@@ -195,6 +258,8 @@ class FalckResult:
             if t2_tail < 25
             else ""
         )
+        t1_verdict, t1_note = self._violation_verdict("T1", self.t1_violations)
+        t2_verdict, t2_note = self._violation_verdict("T2", self.t2_violations)
         rows = [
             ReportRow(
                 "falck",
@@ -203,10 +268,10 @@ class FalckResult:
                 float(self.t1_violations),
                 None,
                 band,
-                REPRODUCED if self.t1_violations else NOT_REPRODUCED,
+                t1_verdict,
                 f"a martingale test, structural, testable on any model: {self.t1_violations} "
                 f"of {settings} settings outside the band ({self.n_paths} paths each, "
-                "exact null given each path's count of ones)",
+                f"exact null given each path's count of ones){t1_note}",
                 measured_text=f"{self.t1_violations}/{settings} outside",
             ),
             ReportRow(
@@ -216,9 +281,9 @@ class FalckResult:
                 float(self.t2_violations),
                 None,
                 band,
-                REPRODUCED if self.t2_violations else NOT_REPRODUCED,
+                t2_verdict,
                 f"{self.t2_violations} of {t2_tests} lag differences outside the band "
-                f"({t2_draws:,} permutation draws per setting){coarse}",
+                f"({t2_draws:,} permutation draws per setting){coarse}{t2_note}",
                 measured_text=f"{self.t2_violations}/{t2_tests} outside",
             ),
             ReportRow(
@@ -231,7 +296,8 @@ class FalckResult:
                 f"(about n^−0.5); bands from {self.n_null:,} simulated sets",
                 t3_verdict,
                 "log-log slope of the spread of path means over n = "
-                + ", ".join(str(int(n)) for n in self.t3["n"])
+                # A run without T3 (t3_ns=()) has an empty table with no columns.
+                + ", ".join(str(int(n)) for n in self.t3.get("n", []))
                 + (
                     "; the Bayes slope lies in the interval"
                     if slope_ok
@@ -318,8 +384,10 @@ def falck_tests(
     ref = reference or laplace()
     settings = [
         (float(t), int(n), max(4, round(r * n)), float(r))
-        for t in thetas for n in ns for r in ratios
-    ]  # fmt: skip
+        for t in thetas
+        for n in ns
+        for r in ratios
+    ]
     if not settings and not t3_ns:
         raise InputError("nothing to run", field="ns")
     root = np.random.SeedSequence(seed)
@@ -338,9 +406,13 @@ def falck_tests(
         draws_t2 = min(draws_t2_wanted, max(n_null, T2_MAX_CELLS // (n_paths * length)))
         null_t2 = _t2_null(paths, draws_t2, rng)
         row: dict[str, Any] = {
-            "theta": theta, "n": n, "N": length, "ratio": ratio,
-            "context_ones": int(sum(context)), "T1": float(t1),
-        }  # fmt: skip
+            "theta": theta,
+            "n": n,
+            "N": length,
+            "ratio": ratio,
+            "context_ones": int(sum(context)),
+            "T1": float(t1),
+        }
         low, high = _exact_band(support, probs, alpha / m_t1 / 2)
         row["T1_low"], row["T1_high"] = low, high
         row["T1_p"] = _exact_p(support, probs, float(t1))

@@ -37,6 +37,7 @@ import pandas as pd
 from cotplan.errors import InputError
 from cotplan.experiments._common import (
     NOT_REPRODUCED,
+    NOT_TESTABLE,
     REPRODUCED,
     Drawer,
     Interval,
@@ -254,6 +255,19 @@ class MartingaleResult:
         b_paper, b_err = PAPER_MARTINGALE["B"]
         delta_aic = 2.0 * self.log_lr
         log_wins = delta_aic >= 2.0 and self.log_preferred_share >= 0.95
+        # Two-sided: 1/n must win as clearly for "not reproduced"; anything between cannot tell.
+        inverse_wins = delta_aic <= -2.0 and self.log_preferred_share <= 0.05
+        if log_wins:
+            form_verdict, form_note = REPRODUCED, ""
+        elif inverse_wins:
+            form_verdict = NOT_REPRODUCED
+            form_note = "; 1/n fits better by ΔAIC ≥ 2 in ≥ 95% of resamples"
+        else:
+            form_verdict = NOT_TESTABLE
+            form_note = (
+                "; neither form wins by ΔAIC ≥ 2 in ≥ 95% of resamples, so the data cannot "
+                "tell them apart: more sequences (--n-sequences) or the full grid (--full) would"
+            )
         ref_delta = self.ref_fit_inverse.chi2 - self.ref_fit_log.chi2
         crossing = _negative_crossing(a_paper, b_paper)
         paper_model = str(PAPER_MARTINGALE["model"])
@@ -284,11 +298,10 @@ class MartingaleResult:
                 f"exact Bayes ({self.reference}) on the same sequences: adj. R² "
                 f"{fmt(self.ref_fit_log.adj_r2)} vs 1/n R² {fmt(self.ref_fit_inverse.r2)}, "
                 f"ΔAIC {fmt(ref_delta)}",
-                REPRODUCED if log_wins else NOT_REPRODUCED,
+                form_verdict,
                 f"the form of the fit, testable on any model: ΔAIC (1/n − log n/n) = "
                 f"{fmt(delta_aic)}, log n/n better in {self.log_preferred_share:.0%} of "
-                "bootstrap resamples"
-                + ("" if log_wins else "; a difference needs ΔAIC ≥ 2 in ≥ 95% of resamples"),
+                f"bootstrap resamples{form_note}",
                 measured_text=f"adj. R² {fmt(self.fit_log.adj_r2)}; 1/n R² "
                 f"{fmt(self.fit_inverse.r2)}",
             ),

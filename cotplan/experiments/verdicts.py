@@ -29,6 +29,12 @@ Value rules (`value_verdict`): an interval that excludes the paper's band is a m
 its width; only an interval that still overlaps the band and is too wide to tell is "not
 testable". A miss is "not reproduced" on the paper's own model and "not comparable (model)" on
 any other.
+
+Every other rule is two-sided too (`settles`, `claim_verdict`): a claim holds when its 95%
+interval lies wholly inside the region the claim names ("exponent ≤ −0.5", "within ±δ of the
+best Bayesian"), fails when the interval lies wholly outside it, and is "not testable" when the
+interval crosses the region's edge. Reading "not wholly inside" as a failure would call an
+uninformative interval, such as −0.698 [−1.673, −0.326] against "≤ −0.5", a refutation.
 """
 
 from __future__ import annotations
@@ -53,11 +59,14 @@ __all__ = [
     "NOT_TESTABLE",
     "REPRODUCED",
     "VERDICTS",
+    "Settled",
     "Verdict",
     "as_control",
     "capability_line",
+    "claim_verdict",
     "is_paper_model",
     "model_claims",
+    "settles",
     "tally",
     "value_verdict",
 ]
@@ -119,6 +128,38 @@ def is_paper_model(name: str) -> bool:
     """True when `name` is the model the paper measured (GPT-3 text-davinci-002)."""
     lowered = name.lower()
     return any(marker in lowered for marker in PAPER_MODEL_MARKERS)
+
+
+Settled = Literal["holds", "fails", "undecided"]
+
+
+def settles(ci: Interval, low: float, high: float) -> Settled:
+    """Whether a 95% interval settles that the value lies in [low, high] (ends may be ±inf).
+
+    "holds": the interval lies wholly inside; "fails": wholly outside (no point in common);
+    "undecided": it crosses an edge, or an end could not be computed (NaN).
+    """
+    if math.isnan(ci.low) or math.isnan(ci.high) or math.isnan(low) or math.isnan(high):
+        return "undecided"
+    if low <= ci.low and ci.high <= high:
+        return "holds"
+    if ci.high < low or ci.low > high:
+        return "fails"
+    return "undecided"
+
+
+def claim_verdict(ci: Interval, low: float, high: float) -> Verdict:
+    """The three-way verdict on a structural claim "the value lies in [low, high]".
+
+    Wholly inside: "reproduced"; wholly outside: "not reproduced"; across an edge or not
+    computed: "not testable" (the row's `why` should say what would narrow the interval).
+    """
+    outcome = settles(ci, low, high)
+    if outcome == "holds":
+        return REPRODUCED
+    if outcome == "fails":
+        return NOT_REPRODUCED
+    return NOT_TESTABLE
 
 
 def value_verdict(
