@@ -13,7 +13,12 @@ letter case are ignored. A family says
 - `encoding`: the tiktoken encoding that counts its tokens offline (None: not published, or
   not a tiktoken model);
 - `chat_template`: the name of its chat template in `cotplan.generate.budgeted.CHAT_TEMPLATES`,
-  for text-completion endpoints that serve it (None: unknown).
+  for text-completion endpoints that serve it (None: unknown);
+- `protocol`: how it writes and closes its thinking, by name in
+  `cotplan.generate.protocols.PROTOCOLS`: ``plain`` (cotplan's own "think step by step ...
+  Answer:" wording, for models that do not think natively), ``think`` (`<think>` ... `</think>`,
+  as R1 distills and Qwen3 write it), ``qwen3`` (the same, with Qwen's own early-stop sentence
+  when the cap cuts the thinking).
 
 Readers: `cotplan.tokens` (encodings), `cotplan.backends` (reasoning, budget rules) and
 `cotplan.generate.budgeted` (chat templates). The price table is a separate, dated data file
@@ -24,7 +29,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["MODEL_FAMILIES", "ModelFamily", "bare_name", "family_of"]
+__all__ = ["MODEL_FAMILIES", "PROTOCOL_NAMES", "ModelFamily", "bare_name", "family_of"]
+
+#: The reasoning protocols a family may name (defined in `cotplan.generate.protocols`).
+PROTOCOL_NAMES = ("plain", "think", "qwen3")
 
 
 @dataclass(frozen=True)
@@ -37,6 +45,7 @@ class ModelFamily:
     budget_rule: str | None = None
     encoding: str | None = None
     chat_template: str | None = None
+    protocol: str = "plain"
     notes: str = ""
 
 
@@ -76,7 +85,14 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
     # Open weights, served by whatever endpoint runs them (its budget rule applies).
     ModelFamily("gpt-oss", "openai", encoding=_O200K),
     ModelFamily("smollm2", "huggingface", chat_template="smollm2"),
+    # cotplan's embedded thinking model: SmolLM2 plus a shipped adapter (backends/adapters.py).
+    ModelFamily("smollm2-135m-thinking", "huggingface", chat_template="smollm2", protocol="think"),
     ModelFamily("qwen", "qwen", chat_template="chatml"),
+    # Qwen3 (hybrid and Thinking-2507) and QwQ write <think>...</think> (QwenLM/Qwen3 docs).
+    ModelFamily("qwen3", "qwen", chat_template="chatml", protocol="qwen3"),
+    ModelFamily("qwq", "qwen", chat_template="chatml", protocol="think"),
+    # R1 and its distills open the turn with <think> (deepseek-ai/DeepSeek-R1 README).
+    ModelFamily("deepseek-r1", "deepseek", protocol="think"),
     # Anthropic and Google: their own budget rules; tokenizers not runnable offline.
     ModelFamily("claude", "anthropic", budget_rule="anthropic"),
     ModelFamily("gemini", "google", budget_rule="gemini"),

@@ -199,6 +199,10 @@ class Backend(abc.ABC):
     #: the server they were told about, since the method exists whether or not the server
     #: answers it.
     supports_prompt_logprobs: bool = True
+    #: How the model writes and closes its thinking, by name (`cotplan.generate.protocols`):
+    #: None leaves it to the model registry's entry for `model`; `connect(..., protocol=)` sets
+    #: it for a model the registry does not know by that name.
+    protocol: str | None = None
 
     @functools.cached_property
     def stats(self) -> CallStats:

@@ -19,6 +19,7 @@ from cotplan.backends.base import Backend
 from cotplan.backends.local import CacheChoice, LocalBackend, LocalModel, resolve_cache
 from cotplan.backends.openai_compat import OpenAICompatibleBackend
 from cotplan.errors import InputError
+from cotplan.model_registry import PROTOCOL_NAMES
 
 __all__ = ["ConnectRequest", "Provider", "connect", "providers", "register_provider"]
 
@@ -151,13 +152,29 @@ def connect(
       first use (options `preset`, `retrain`; see `cotplan.lab.reasoning`).
     - ``"NAME:..."`` for any provider added with `register_provider`.
 
-    Remaining keyword options go to the provider's factory: `LocalModel` (local),
-    `OpenAICompatibleBackend` (openai).
+    `protocol` (an option) names how the model writes and closes its thinking (``plain``,
+    ``think``, ``qwen3``: `cotplan.generate.protocols`) when the model registry does not know
+    the model by its name, e.g. an R1 distill served as ``my-team-model``. Remaining keyword
+    options go to the provider's factory: `LocalModel` (local), `OpenAICompatibleBackend`
+    (openai).
     """
     if not isinstance(spec, str) or not spec.strip():
         raise InputError("must be 'local', 'local:PATH', or 'openai:MODEL'", field="backend")
+    protocol = options.pop("protocol", None)
+    if protocol is not None and protocol not in PROTOCOL_NAMES:
+        raise InputError(
+            f"must be one of {', '.join(PROTOCOL_NAMES)}, got {protocol!r}", field="protocol"
+        )
     provider, _, rest = spec.partition(":")
     request = ConnectRequest(spec, provider, rest, base_url, api_key, api_key_env, cache, options)
+    backend = _build(request, base_url, rest)
+    if protocol is not None:
+        backend.protocol = protocol
+    return backend
+
+
+def _build(request: ConnectRequest, base_url: str | None, rest: str) -> Backend:
+    spec, provider = request.spec, request.provider
     with _lock:
         chosen = _REGISTRY.get(provider)
     if chosen is None:

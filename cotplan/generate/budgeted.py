@@ -49,7 +49,14 @@ import pandas as pd
 from cotplan.backends.base import Backend, Completion, Message, TokenLogprob, Usage
 from cotplan.backends.budgets import BudgetRule, budget_params, check_cap, rule_for
 from cotplan.errors import InputError
-from cotplan.model_registry import family_of
+from cotplan.generate.prompts import (
+    CHAT_TEMPLATES,
+    DEFAULT_PROMPT,
+    ChatTemplate,
+    CoTPrompt,
+    template_for,
+)
+from cotplan.generate.protocols import protocol_for, resolve_protocol
 from cotplan.tasks.answers import extract_answer, is_correct
 from cotplan.tasks.item import TaskItem
 from cotplan.tasks.size import item_size
@@ -64,73 +71,12 @@ __all__ = [
     "answers_frame",
     "budgeted_answer",
     "budgeted_answers",
+    "driven_as",
     "resolve_mode",
     "template_for",
 ]
 
 Mode = Literal["template", "chat", "hidden"]
-
-
-@dataclass(frozen=True)
-class CoTPrompt:
-    """The words around the question.
-
-    `instruction` follows the question in the user turn (the same at every budget, so budgets
-    differ only in the cap). `lead` starts the assistant turn when it reasons (template mode).
-    `marker` introduces the final answer. `direct` replaces `instruction` when a chat-only API
-    must answer with no reasoning (k = 0), and `force` is the second user turn that asks a
-    chat-only API for the answer after its reasoning was cut.
-    """
-
-    instruction: str = 'Think step by step, then give the final answer after "Answer:".'
-    lead: str = ""
-    marker: str = "Answer:"
-    direct: str = 'Give only the final answer, after "Answer:", with no explanation.'
-    force: str = 'Stop reasoning now. Give only the final answer, after "Answer:".'
-
-
-DEFAULT_PROMPT = CoTPrompt()
-
-
-@dataclass(frozen=True)
-class ChatTemplate:
-    """A chat template written out, for text-completion endpoints (ChatML-style turns)."""
-
-    name: str
-    default_system: str | None
-    turn_open: str = "<|im_start|>{role}\n"
-    turn_close: str = "<|im_end|>\n"
-    end: str = "<|im_end|>"
-
-    def render(self, messages: Sequence[Message]) -> str:
-        """The conversation, ending with an open assistant turn (ready to be continued)."""
-        parts = []
-        if self.default_system is not None and not any(m["role"] == "system" for m in messages):
-            parts.append(self._turn("system", self.default_system))
-        parts.extend(self._turn(m["role"], m["content"]) for m in messages)
-        parts.append(self.turn_open.format(role="assistant"))
-        return "".join(parts)
-
-    def _turn(self, role: str, content: str) -> str:
-        return self.turn_open.format(role=role) + content + self.turn_close
-
-
-#: Templates by name. SmolLM2's adds its default system message when none is given, exactly as
-#: the server's own chat endpoint does (checked: the same greedy text either way).
-CHAT_TEMPLATES: dict[str, ChatTemplate] = {
-    "smollm2": ChatTemplate(
-        "smollm2", "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
-    ),
-    "chatml": ChatTemplate("chatml", None),
-}
-
-
-def template_for(model: str) -> ChatTemplate | None:
-    """The chat template of a model's family (`cotplan.model_registry`); None when unknown."""
-    family = family_of(model)
-    if family is None or family.chat_template is None:
-        return None
-    return CHAT_TEMPLATES[family.chat_template]
 
 
 @dataclass(frozen=True)
@@ -166,6 +112,8 @@ class BudgetedAnswer:
     model: str
     mode: Mode
     cost_note: str = ""
+    #: How the thinking was written and closed (`cotplan.generate.protocols`).
+    protocol: str = "plain"
     #: The exact text the answer phase continued (template mode; "" otherwise): score any
     #: candidate answer after it to get probabilities instead of one extracted answer.
     answer_prompt: str = field(default="", repr=False, compare=False)
@@ -221,6 +169,12 @@ def resolve_mode(backend: Backend, mode: Mode | Literal["auto"] = "auto") -> Mod
     if backend.text_completions and template_for(backend.model) is not None:
         return "template"
     return "chat"
+
+
+def driven_as(backend: Backend) -> str:
+    """How budgeted CoT drives `backend`, in words for a report line: the mode and protocol
+    chosen for it (``mode template, protocol think``)."""
+    return f"mode {resolve_mode(backend)}, protocol {protocol_for(backend)}"
 
 
 def _messages(item: TaskItem, text: str) -> list[Message]:
@@ -295,6 +249,7 @@ class _Setup:
     backend: Backend
     item: TaskItem
     mode: Mode
+    protocol: str
     prompt: CoTPrompt
     template: ChatTemplate | None
     rule: BudgetRule
@@ -317,7 +272,9 @@ class _Setup:
 
     @property
     def reasoning_stop(self) -> list[str]:
-        stops = [self.prompt.marker]
+        # A native thinker says it has finished by closing its thinking; it may well write
+        # "Answer:" inside its thoughts, so only the close ends the phase.
+        stops = [self.prompt.close.strip()] if self.prompt.close else [self.prompt.marker]
         if self.template is not None:
             stops.append(self.template.end)
         return stops
@@ -347,6 +304,7 @@ def _setup(
     item: TaskItem,
     *,
     mode: Mode | Literal["auto"],
+    protocol: str,
     prompt: CoTPrompt | None,
     answer_tokens: int,
     temperature: float,
@@ -359,11 +317,13 @@ def _setup(
     if answer_tokens < 1:
         raise InputError("must be at least 1", field="answer_tokens")
     chosen = resolve_mode(backend, mode)
+    protocol_name, protocol_prompt = resolve_protocol(backend, protocol)
     return _Setup(
         backend=backend,
         item=item,
         mode=chosen,
-        prompt=prompt or DEFAULT_PROMPT,
+        protocol=protocol_name if prompt is None else "custom",
+        prompt=prompt or protocol_prompt,
         template=template_for(backend.model) if chosen == "template" else None,
         rule=rule_for(backend),
         answer_tokens=answer_tokens,
@@ -426,6 +386,7 @@ def _finish(
         model=calls[0].model,
         mode=s.mode,
         cost_note="; ".join(notes),
+        protocol=s.protocol,
         answer_prompt=answer_prompt,
     )
 
@@ -434,11 +395,18 @@ def _answer_phase(s: _Setup, k: int, reasoning: Completion | None) -> BudgetedAn
     """Close the reasoning (if any) with the marker and ask for the answer alone."""
     backend = s.backend
     if s.mode == "template":
+        words = s.prompt
         if reasoning is None:
-            prompt: Any = s.direct_prefix + s.prompt.marker
+            # A native thinker at k = 0 gets an empty thinking block, as Qwen3 writes one when
+            # thinking is off.
+            empty = words.lead + words.close if words.close else ""
+            prompt: Any = s.direct_prefix + empty + words.marker
         else:
             text = reasoning.text
-            prompt = s.reasoning_prefix + text + _joiner(text) + s.prompt.marker
+            cut_note = words.cut_note if reasoning.truncated else ""
+            # Qwen's sentence brings its own line breaks; otherwise a line break ends the text.
+            closing = cut_note + words.close if cut_note else _joiner(text) + words.close
+            prompt = s.reasoning_prefix + text + closing + words.marker
         answer = backend.generate(
             prompt,
             max_tokens=s.answer_tokens,
@@ -584,6 +552,7 @@ def budgeted_answer(
     *,
     answer_tokens: int = 16,
     mode: Mode | Literal["auto"] = "auto",
+    protocol: str = "auto",
     prompt: CoTPrompt | None = None,
     temperature: float = 0.0,
     seed: int | None = None,
@@ -592,14 +561,17 @@ def budgeted_answer(
     """Answer `item` after at most `k` reasoning tokens (see the module docstring).
 
     `answer_tokens` caps the answer phase. `mode` is "auto" (chosen by `resolve_mode`),
-    "template", "chat" or "hidden". `logprobs` asks for token probabilities where the backend
-    has them (used for `answer_prob`).
+    "template", "chat" or "hidden". `protocol` is how the thinking is opened and closed
+    (`cotplan.generate.protocols`; "auto": the model registry's for the model); an explicit
+    `prompt` replaces the protocol's words. `logprobs` asks for token probabilities where the
+    backend has them (used for `answer_prob`).
     """
     k = _check_budget(k)
     s = _setup(
         backend,
         item,
         mode=mode,
+        protocol=protocol,
         prompt=prompt,
         answer_tokens=answer_tokens,
         temperature=temperature,
@@ -654,6 +626,7 @@ def budgeted_answers(
     *,
     answer_tokens: int = 16,
     mode: Mode | Literal["auto"] = "auto",
+    protocol: str = "auto",
     prompt: CoTPrompt | None = None,
     temperature: float = 0.0,
     seed: int | None = None,
@@ -672,6 +645,7 @@ def budgeted_answers(
         backend,
         item,
         mode=mode,
+        protocol=protocol,
         prompt=prompt,
         answer_tokens=answer_tokens,
         temperature=temperature,
@@ -687,6 +661,7 @@ def budgeted_answers(
                 k,
                 answer_tokens=answer_tokens,
                 mode=s.mode,
+                protocol=protocol,
                 prompt=prompt,
                 temperature=temperature,
                 seed=seed,
@@ -716,6 +691,7 @@ def budgeted_answers(
                     k,
                     answer_tokens=answer_tokens,
                     mode="template",
+                    protocol=protocol,
                     prompt=prompt,
                     temperature=temperature,
                     seed=seed,

@@ -54,7 +54,7 @@ CALIBRATION_COLUMNS = (
     "item", "family", "n", "size_source", "k", "correct", "expected", "extracted",
     "prompt_tokens", "question_tokens", "reasoning_tokens", "answer_tokens", "cost_usd",
     "latency_s", "truncated", "forced", "cap_held", "overrun", "answer_prob", "from_cache",
-    "calls", "model", "mode",
+    "calls", "model", "mode", "protocol",
 )  # fmt: skip
 
 Budgets = Sequence[int] | Callable[[int], Sequence[int]] | Literal["paper"] | None
