@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +13,7 @@ from typer.testing import CliRunner
 from cotplan.cli import app, main
 from cotplan.cli.plan import parse_ints
 from cotplan.errors import InputError
-from cotplan.planner.run import SavedPlan
+from cotplan.planner.run import SCHEMA_VERSION, SavedPlan
 
 runner = CliRunner()
 
@@ -75,6 +76,33 @@ def test_plan_prints_constants_and_k_star_and_writes_artefacts(tmp_path: Path) -
     assert {"e0", "e_base", "k0", "c", "alpha"} <= set(constants["parameter"])
     assert (tmp_path / "calibration.png").stat().st_size > 1000
     assert (tmp_path / "budget.png").stat().st_size > 1000
+
+
+def test_plan_lists_only_the_files_it_wrote(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calibration = planted_calibration(tmp_path / "calibration.csv")
+    # A chart renderer that fails (as vl-convert can): its PNGs must not be claimed.
+    monkeypatch.setattr("cotplan.cli.plan.save_chart", lambda chart, path: None)
+    result = runner.invoke(
+        app, ["plan", "--calibration", str(calibration), "--eps", "0.3", "--bootstrap", "0"]
+    )
+    assert result.exit_code == 0, result.output
+    output = " ".join(result.output.split())
+    wrote = output[output.index("wrote ") :]
+    assert ".png" not in wrote
+    assert not list(tmp_path.glob("*.png"))
+    for name in ("plan.json", "plan.csv", "constants.csv", "laws.csv", "certified.csv"):
+        assert name in wrote
+        assert (tmp_path / name).is_file()
+    assert "Caps to deploy for ε = 0.3" in output
+    record = json.loads((tmp_path / "plan.json").read_text(encoding="utf-8"), parse_constant=_bad)
+    assert record["schema_version"] == SCHEMA_VERSION
+    assert [cap["certified"] for cap in record["caps"]] == [True, True]
+
+
+def _bad(constant: str) -> float:
+    raise ValueError(f"{constant} is not JSON")
 
 
 def test_an_unattainable_target_is_one_line_and_exit_2(

@@ -1,4 +1,4 @@
-"""`cotplan tasks list / make / check` through the real command line."""
+"""`cotplan tasks list / make / check / split` through the real command line."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ import pytest
 from typer.testing import CliRunner
 
 from cotplan.cli import app, main
-from cotplan.tasks import load_tasks, make_tasks
+from cotplan.errors import InputError
+from cotplan.tasks import TaskItem, load_tasks, make_tasks, save_tasks
+from cotplan.tasks.files import split_tasks
 
 runner = CliRunner()
 
@@ -78,3 +80,46 @@ def test_list_measured_shows_the_findings() -> None:
     result = runner.invoke(app, ["tasks", "list", "--measured"], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     assert "no answer right at any budget" in result.output
+
+
+def test_split_writes_two_files_split_by_item(tmp_path: Path) -> None:
+    source = tmp_path / "parity.jsonl"
+    items = make_tasks("parity", n=6, count=8, seed=2) + make_tasks("parity", n=9, count=8, seed=2)
+    save_tasks(items, source)
+    argv = ["tasks", "split", str(source), "--held-out", "0.25", "--seed", "3"]
+    result = runner.invoke(app, argv)
+    assert result.exit_code == 0, result.output
+    calibration = load_tasks(tmp_path / "parity.calibration.jsonl")
+    held_out = load_tasks(tmp_path / "parity.held-out.jsonl")
+    assert "wrote 12 items" in result.output
+    assert "wrote 4 items" in result.output
+    assert {i.id for i in calibration}.isdisjoint({i.id for i in held_out})
+    assert sorted(i.id for i in calibration + held_out) == sorted(i.id for i in items)
+    assert sorted(i.n for i in held_out) == [6, 6, 9, 9]  # each size is held out
+    # Same seed, same split; the files are in the source's order.
+    again = split_tasks(items, 0.25, seed=3)
+    assert [i.id for i in again.held_out] == [i.id for i in held_out]
+    assert [i.id for i in again.calibration] == [i.id for i in items if i in calibration]
+    assert again.to_frame()["set"].value_counts().to_dict() == {"calibration": 12, "held_out": 4}
+
+
+def test_split_keeps_items_asking_the_same_question_together() -> None:
+    items = [TaskItem(id=f"q{i}", prompt=f"question {i // 2}", answer="1", n=3) for i in range(12)]
+    for seed in range(5):
+        split = split_tasks(items, 0.5, seed=seed)
+        held = {item.prompt for item in split.held_out}
+        assert held.isdisjoint({item.prompt for item in split.calibration})
+        assert len(split.held_out) == 6
+
+
+def test_split_checks_its_fraction_before_reading(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("COTPLAN_DEBUG", raising=False)
+    with pytest.raises(SystemExit) as info:
+        main(["tasks", "split", str(tmp_path / "none.jsonl"), "--held-out", "1.5"])
+    assert info.value.code == 2
+    assert "`held_out`: must be a fraction in (0, 1), got 1.5" in capsys.readouterr().err
+    one = [TaskItem(id="a", prompt="x", answer="1")]
+    with pytest.raises(InputError, match="`items`: needs at least 2 items"):
+        split_tasks(one, 0.5)

@@ -25,12 +25,15 @@ from cotplan.io import write_csv
 
 __all__ = [
     "build_items",
+    "check_item_source",
     "parse_ints",
     "print_budgets",
     "print_calibration",
+    "print_caps",
     "print_certified",
     "print_comparison",
     "print_report",
+    "print_size_checks",
     "register",
     "report_folder",
     "save_chart",
@@ -117,6 +120,19 @@ def report_folder(out: Path | None, default: Path | None = None) -> Path:
     folder = out or default or Path("reports") / datetime.now().strftime("%Y%m%d-%H%M%S")
     folder.mkdir(parents=True, exist_ok=True)
     return folder
+
+
+def check_item_source(family: str | None, tasks: Path | None, sizes: Sequence[int]) -> None:
+    """Exactly one of --family and --tasks, and no --n with --tasks: a task file's items carry
+    their own sizes, and silently running other sizes than asked misleads."""
+    if (family is None) == (tasks is None):
+        raise InputError("give exactly one of --family and --tasks", field="family")
+    if tasks is not None and sizes:
+        raise InputError(
+            "--n cannot be used with --tasks: the task file's items carry their own sizes "
+            "(`cotplan tasks make --n ...` writes a file for the sizes you want)",
+            field="n",
+        )
 
 
 def build_items(
@@ -312,6 +328,46 @@ def print_budgets(budgets: Sequence[Any], eps: float) -> None:
         console.print(f"  {budgets[0].formula}")
 
 
+def print_caps(plan: Any, sizes: Sequence[int]) -> None:
+    """The cap a saved plan deploys at each size (`SavedPlan.cap`), or why it refuses one."""
+    table = Table(title=f"Caps to deploy for ε = {plan.eps:g} (plan.cap(n))")
+    for column in ("n", "cap (tokens)", "certified", "how"):
+        table.add_column(column, justify="left" if column == "how" else "right")
+    for n in sizes:
+        try:
+            cap = plan.cap(n)
+        except InputError as exc:
+            table.add_row(str(n), "–", "no", f"refused: {exc}")
+            continue
+        table.add_row(str(n), str(cap.tokens), "yes" if cap.certified else "no", cap.note)
+    console.print(table)
+    if plan.nothing_certified and plan.status_ == "helps":
+        console.print(
+            f"[yellow]note:[/] no calibrated size certifies ε = {plan.eps:g}: every cap is an "
+            "estimate (the conservative end of the law's interval where it has one)"
+        )
+
+
+def print_size_checks(checks: Any) -> None:
+    """Each size's held-out error with its exact interval against ε."""
+    table = Table(
+        title=f"Held-out error against ε = {checks.eps:g} per size "
+        f"({checks.confidence:.0%} exact intervals)"
+    )
+    for column in ("n", "items", "cap", "certified", "error [interval]", "verdict"):
+        table.add_column(column, justify="left" if column == "verdict" else "right")
+    for size in checks.sizes:
+        table.add_row(
+            str(size.n),
+            str(size.items),
+            "–" if size.cap is None else str(size.cap),
+            "yes" if size.certified else "no",
+            f"{size.error:.2f} [{size.low:.2f}, {size.high:.2f}]",
+            f"{size.verdict} ε",
+        )
+    console.print(table)
+
+
 def print_comparison(run: Any, *, title: str | None = None) -> None:
     """Planned vs uncapped: accuracy with intervals, tokens, cost, and the paired savings."""
     comparison = run.comparison
@@ -337,6 +393,8 @@ def print_comparison(run: Any, *, title: str | None = None) -> None:
             _fmt(float(r["cost_usd"]), 6),
         )
     console.print(table)
+    if getattr(run, "by_size", None) is not None:
+        print_size_checks(run.by_size)
     planned = comparison.set_index("policy").loc["planned"]
     console.print(
         f"plan vs uncapped: reasoning tokens saved {planned['tokens_saved']:.0%} "
@@ -379,6 +437,7 @@ def register(app: typer.Typer) -> None:
         from cotplan.cli.calibrate import check_calibrate_options
         from cotplan.planner.calibrate import calibrate as run_calibration
 
+        check_item_source(family, tasks, parse_ints(n, "n"))
         grid: Any = check_calibrate_options(
             budgets=budgets,
             count=count,
@@ -416,6 +475,12 @@ def register(app: typer.Typer) -> None:
         alpha: AlphaOption = "fit",
         bootstrap: Bootstrap = 200,
         seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = 0,
+        reach: Annotated[
+            float,
+            typer.Option(
+                help="How far plan.cap(n) scales beyond the calibrated sizes (a factor of n)."
+            ),
+        ] = 2.0,
         out: OutNextToCalibration = None,
     ) -> None:
         """Fit the error laws on a calibration, print the chosen law, the certified budgets
@@ -428,6 +493,7 @@ def register(app: typer.Typer) -> None:
         check_unit(delta, "delta")
         check_law(law)
         check_at_least(bootstrap, "bootstrap", 0)
+        check_at_least(reach, "reach", 1)
         frame, planner = _fit(calibration, law, delta, log_base, alpha, bootstrap, seed)
         sizes = asked or list(planner.sizes_)
         print_spend(frame)
@@ -435,14 +501,14 @@ def register(app: typer.Typer) -> None:
         print_certified(planner, eps)
         budgets = [planner.budget(size, eps) for size in sizes]
         print_budgets(budgets, eps)
-        folder = report_folder(out, calibration.parent)
-        _write_plan(folder, planner, budgets, eps)
-        saved = SavedPlan.from_planner(planner, budgets, eps, str(calibration.resolve()))
-        saved.save(folder / "plan.json")
-        console.print(
-            f"wrote {folder}/plan.json (for `cotplan run --plan`), plan.csv, constants.csv, "
-            "laws.csv, certified.csv, calibration.png, budget.png"
+        saved = SavedPlan.from_planner(
+            planner, budgets, eps, str(calibration.resolve()), frame=frame, reach=reach
         )
+        print_caps(saved, sorted({*saved.calibrated_sizes, *sizes}))
+        folder = report_folder(out, calibration.parent)
+        written = [saved.save(folder / "plan.json"), *_write_plan(folder, planner, budgets, eps)]
+        names = ", ".join(path.name for path in written[1:])
+        console.print(f"wrote {folder}/plan.json (for `cotplan run --plan`), {names}")
 
     @app.command()
     def run(
@@ -458,29 +524,37 @@ def register(app: typer.Typer) -> None:
         backend: BackendSpec = "local",
         base_url: BaseUrl = None,
         concurrency: Concurrency = None,
+        allow_other_model: Annotated[
+            bool,
+            typer.Option("--allow-other-model", help="Apply a plan made for another model anyway."),
+        ] = False,
         out: OutNextToCalibration = None,
         progress: ShowProgress = True,
     ) -> None:
-        """Apply the plan that `cotplan plan` wrote on held-out items; compare with uncapped."""
+        """Apply the plan that `cotplan plan` wrote on held-out items; judge each size against
+        ε and compare with uncapped."""
         from cotplan.backends import connect
         from cotplan.planner.calibrate import load_calibration
-        from cotplan.planner.run import SavedPlan, run_plan
+        from cotplan.planner.run import SavedPlan, check_plan_model, run_plan
         from cotplan.tasks import drop_seen
 
         asked = parse_ints(n, "n", low=1)
+        check_item_source(family, tasks, asked)
         check_at_least(count, "count", 1)
         check_at_least(uncapped, "uncapped", 1)
         check_at_least(concurrency, "concurrency", 1)
         saved = SavedPlan.load(plan)
+        # The plan must be this model's, before the model (maybe paid, maybe slow) starts.
+        note = check_plan_model(
+            saved, backend=backend, base_url=base_url, allow_other_model=allow_other_model
+        )
         sizes = asked or list(saved.sizes_)
-        missing = sorted(set(sizes) - set(saved.sizes_))
-        if missing and saved.status_ == "helps":
-            raise InputError(
-                f"the plan has no budget for n = {', '.join(map(str, missing))}: plan them "
-                f"with `cotplan plan --n {','.join(map(str, sizes))}`",
-                field="n",
-            )
         items = build_items(family, tasks, sizes, count, seed)
+        if tasks is not None:
+            # Items without `n` are sized by the model's tokenizer, known once it runs.
+            sizes = sorted({item.n for item in items if item.n is not None})
+        for size in sizes:
+            saved.cap(size)  # a size beyond the plan's reach is refused here, naming it
         if Path(saved.calibration).is_file():
             calibrated = load_calibration(saved.calibration).frame["item"].astype(str)
             items, dropped = drop_seen(items, calibrated)
@@ -489,8 +563,18 @@ def register(app: typer.Typer) -> None:
                     f"[yellow]note:[/] dropped {dropped} held-out item(s) seen in calibration"
                 )
         console.print(f"plan {plan} (law {saved.law or 'none'}): {saved.verdict_}")
-        print_budgets(list(saved.budgets), saved.eps)
+        if saved.model:
+            console.print(
+                f"made for model {saved.model}" + (f" ({saved.mode})" if saved.mode else "")
+            )
+        if note:
+            console.print(f"[yellow]note:[/] {note}")
+        print_caps(saved, sizes)
         with connect(backend, base_url=base_url) as model:
+            # The spec alone cannot name every model (plugins, lab weights): check the real one.
+            late = check_plan_model(saved, model.model, allow_other_model=allow_other_model)
+            if late and late != note:
+                console.print(f"[yellow]note:[/] {late}")
             result = run_plan(
                 model,
                 saved,
@@ -502,8 +586,8 @@ def register(app: typer.Typer) -> None:
             )
         print_comparison(result)
         folder = report_folder(out, plan.parent)
-        _write_run(folder, result)
-        console.print(f"wrote {folder}/run.csv, comparison.csv, comparison.png")
+        written = _write_run(folder, result)
+        console.print(f"wrote {folder}/" + ", ".join(path.name for path in written))
 
 
 def _fit(
@@ -536,24 +620,38 @@ def _fit(
     return loaded.frame, planner
 
 
-def _write_plan(folder: Path, planner: Any, budgets: Sequence[Any], eps: float) -> None:
+def _write_plan(folder: Path, planner: Any, budgets: Sequence[Any], eps: float) -> list[Path]:
+    """The plan's tables and charts; returns the files actually written (a chart that does
+    not render, or a table the fit has no data for, is left out, so nothing is claimed)."""
     import pandas as pd
 
     from cotplan.charts.planner import budget_chart, calibration_chart
 
-    write_csv(pd.concat([b.to_frame() for b in budgets], ignore_index=True), folder / "plan.csv")
-    write_csv(planner.report().to_frame(), folder / "constants.csv")
+    frame = pd.concat([b.to_frame() for b in budgets], ignore_index=True)
+    written = [write_csv(frame, folder / "plan.csv")]
+    written.append(write_csv(planner.report().to_frame(), folder / "constants.csv"))
     if planner.laws_ is not None:
-        write_csv(planner.laws_.to_frame(), folder / "laws.csv")
+        written.append(write_csv(planner.laws_.to_frame(), folder / "laws.csv"))
     if planner.certified_ is not None:
-        write_csv(planner.certify(eps), folder / "certified.csv")
-    save_chart(calibration_chart(planner), folder / "calibration.png")
+        written.append(write_csv(planner.certify(eps), folder / "certified.csv"))
+    charts = [(calibration_chart(planner), "calibration.png")]
     if planner.status_ == "helps":
-        save_chart(budget_chart(planner, eps=eps), folder / "budget.png")
+        charts.append((budget_chart(planner, eps=eps), "budget.png"))
+    for chart, name in charts:
+        path = save_chart(chart, folder / name)
+        if path is not None:
+            written.append(path)
+    return written
 
 
-def _write_run(folder: Path, result: Any) -> None:
-    write_csv(result.frame, folder / "run.csv")
-    write_csv(result.comparison, folder / "comparison.csv")
-    write_csv(result.plan, folder / "run_plan.csv")
-    save_chart(result.chart(), folder / "comparison.png")
+def _write_run(folder: Path, result: Any) -> list[Path]:
+    """The run's tables and chart; returns the files actually written."""
+    written = [
+        write_csv(result.frame, folder / "run.csv"),
+        write_csv(result.comparison, folder / "comparison.csv"),
+        write_csv(result.plan, folder / "run_plan.csv"),
+    ]
+    if result.by_size is not None:
+        written.append(write_csv(result.by_size.to_frame(), folder / "run_eps.csv"))
+    chart = save_chart(result.chart(), folder / "comparison.png")
+    return written + ([chart] if chart is not None else [])

@@ -1,4 +1,4 @@
-"""`cotplan tasks ...`: list the built-in families, make calibration files, check files."""
+"""`cotplan tasks ...`: list the built-in families, make, check and split task files."""
 
 from __future__ import annotations
 
@@ -94,6 +94,37 @@ def make_command(
     console.print(
         f"first: [dim]{escape(str(example.prompt))}[/] -> [green]{escape(example.answer)}[/]"
     )
+
+
+@app.command("split")
+def split_command(
+    path: Annotated[Path, typer.Argument(help="A JSONL task file.")],
+    held_out: Annotated[
+        float, typer.Option("--held-out", help="Share of items held out, e.g. 0.25.")
+    ],
+    seed: Annotated[int, typer.Option(help="Random seed (same seed, same split).")] = 0,
+    out: Annotated[
+        Path | None, typer.Option(help="Folder for the two files (default: FILE's folder).")
+    ] = None,
+) -> None:
+    """Split FILE by item into FILE.calibration.jsonl and FILE.held-out.jsonl (per size, items
+    asking the same question kept together) for `cotplan calibrate` and `cotplan run`."""
+    from cotplan.tasks.files import split_tasks
+
+    if not 0.0 < held_out < 1.0:  # checked before the file is read
+        raise InputError(f"must be a fraction in (0, 1), got {held_out!r}", field="held_out")
+    if out is not None and out.exists() and not out.is_dir():
+        raise InputError(f"{out} is a file; name a folder", field="out")
+    split = split_tasks(load_tasks(path), held_out, seed=seed)
+    folder = out or path.parent
+    stem = path.name.removesuffix(".jsonl")
+    written = [
+        save_tasks(split.calibration, folder / f"{stem}.calibration.jsonl"),
+        save_tasks(split.held_out, folder / f"{stem}.held-out.jsonl"),
+    ]
+    console = _console()
+    for items, target in zip((split.calibration, split.held_out), written, strict=True):
+        console.print(f"wrote {len(items)} items to [bold]{escape(str(target))}[/]")
 
 
 @app.command("check")

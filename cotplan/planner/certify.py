@@ -24,10 +24,16 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
+from cotplan.intervals import Interval
 from cotplan.planner.data import _Data
 from cotplan.planner.records import CertifiedBudget
 
-__all__ = ["Certification", "clopper_pearson_upper", "items_needed"]
+__all__ = [
+    "Certification",
+    "clopper_pearson_interval",
+    "clopper_pearson_upper",
+    "items_needed",
+]
 
 
 def clopper_pearson_upper(errors: ArrayLike, items: ArrayLike, delta: float) -> NDArray[np.float64]:
@@ -38,6 +44,19 @@ def clopper_pearson_upper(errors: ArrayLike, items: ArrayLike, delta: float) -> 
         upper = stats.beta.ppf(1.0 - delta, x + 1.0, np.maximum(m - x, 1e-12))
     out: NDArray[np.float64] = np.where((x >= m) | (m <= 0), 1.0, upper).astype(float)
     return out
+
+
+def clopper_pearson_interval(errors: int, items: int, confidence: float = 0.95) -> Interval:
+    """Exact two-sided interval of an error rate (Clopper-Pearson), NaN ends without items.
+
+    Exact rather than Wilson because held-out sets per size are small (8 items is common) and
+    the certificate this is read against uses exact bounds too."""
+    if items <= 0:
+        return Interval(math.nan, math.nan, confidence)
+    tail = (1.0 - confidence) / 2.0
+    low = 0.0 if errors <= 0 else float(stats.beta.ppf(tail, errors, items - errors + 1))
+    high = 1.0 if errors >= items else float(stats.beta.ppf(1 - tail, errors + 1, items - errors))
+    return Interval(low, high, confidence)
 
 
 def items_needed(rate: float, eps: float, delta: float, limit: int = 1_000_000) -> int | None:

@@ -14,6 +14,7 @@ from cotplan.intervals import Interval
 __all__ = [
     "BoundaryTest",
     "Budget",
+    "CapBasis",
     "CertifiedBudget",
     "ConfidenceInterval",
     "Estimate",
@@ -22,9 +23,13 @@ __all__ = [
     "LikelihoodRatioTest",
     "LogBase",
     "OptimalBudget",
+    "PlanCap",
     "PlanReport",
+    "SizeCheck",
+    "SizeChecks",
     "Status",
     "TrendTest",
+    "Verdict",
 ]
 
 LogBase = Literal["e", "2", "10"]
@@ -436,4 +441,124 @@ class CertifiedBudget:
                     "note": self.note,
                 }
             ]
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# The saved plan's caps, and a run judged against ε per size
+
+#: Where a `PlanCap` comes from (see `PlanCap`).
+CapBasis = Literal["certified", "scaled", "law", "not_credited"]
+
+
+@dataclass(frozen=True)
+class PlanCap:
+    """The reasoning cap a saved plan gives for one size (`SavedPlan.cap(n)`).
+
+    `tokens` is the cap to enforce. `basis` says what backs it:
+
+    - `certified`: a calibrated size whose calibration certifies ε (error ≤ ε with confidence
+      1 − δ; `error_bound` is the exact bound there);
+    - `scaled`: the certified cap of the calibrated size nearest in log n (`reference`) times
+      the law's k*(n) / k*(reference); `low`/`high` bound it over the law's bootstrap;
+    - `law`: no calibrated size certifies ε, so the law's k* alone: the upper end of its
+      bootstrap interval when that is finite (`conservative`), else its point estimate, which
+      misses ε about half the time (the note says so);
+    - `not_credited`: the calibration credits reasoning with no effect: the cap is 0.
+
+    `certified` is True only for the first. `nothing_certified` is True when no calibrated
+    size certifies ε, so every cap of the plan is an estimate. `calibrated` says whether `n`
+    was calibrated; `reach` is n over the largest calibrated size (NaN when unknown).
+    """
+
+    n: float
+    eps: float
+    tokens: int
+    basis: CapBasis
+    certified: bool
+    calibrated: bool
+    nothing_certified: bool
+    conservative: bool = False
+    reach: float = math.nan
+    error_bound: float = math.nan
+    reference: int | None = None
+    low: float = math.nan
+    high: float = math.nan
+    note: str = ""
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row with every field."""
+        return pd.DataFrame([{f: getattr(self, f) for f in self.__dataclass_fields__}])
+
+
+#: A size's held-out error against ε: `meets` (the interval lies at or below ε), `misses`
+#: (it lies above ε) or `undecided` (it straddles ε: too few items to tell).
+Verdict = Literal["meets", "misses", "undecided"]
+
+
+@dataclass(frozen=True)
+class SizeCheck:
+    """One size's held-out error under the plan's cap, against the target ε.
+
+    `error` is errors / items with its exact two-sided Clopper-Pearson interval
+    [`low`, `high`] at `confidence`; `verdict` compares that interval with `eps`. `cap` and
+    `certified` are the cap applied and whether the plan certified it.
+    """
+
+    n: int
+    items: int
+    errors: int
+    error: float
+    low: float
+    high: float
+    eps: float
+    confidence: float
+    verdict: Verdict
+    cap: int | None = None
+    certified: bool = False
+
+    def __str__(self) -> str:
+        cap = "" if self.cap is None else f", cap {self.cap}"
+        backing = " certified" if self.certified else ""
+        return (
+            f"n = {self.n}: error {self.error:.2f} [{self.low:.2f}, {self.high:.2f}] on "
+            f"{self.items} items{cap}{backing}: {self.verdict} ε = {self.eps:g}"
+        )
+
+
+@dataclass(frozen=True)
+class SizeChecks:
+    """Every size's `SizeCheck`, in size order; `verdict` is the worst of them."""
+
+    eps: float
+    confidence: float
+    sizes: tuple[SizeCheck, ...]
+
+    @property
+    def verdict(self) -> Verdict:
+        verdicts = {s.verdict for s in self.sizes}
+        if "misses" in verdicts:
+            return "misses"
+        return "undecided" if "undecided" in verdicts or not verdicts else "meets"
+
+    def __str__(self) -> str:
+        missed = [s for s in self.sizes if s.verdict == "misses"]
+        open_ = [s for s in self.sizes if s.verdict == "undecided"]
+        if missed:
+            return f"the plan MISSES ε = {self.eps:g} at " + "; ".join(str(s) for s in missed)
+        if open_:
+            return (
+                f"held-out items cannot tell whether the plan meets ε = {self.eps:g} at "
+                + "; ".join(
+                    f"n = {s.n} (error {s.error:.2f} [{s.low:.2f}, {s.high:.2f}])" for s in open_
+                )
+                + f": the {self.confidence:.0%} intervals straddle ε; more items would decide"
+            )
+        return f"the plan meets ε = {self.eps:g} at every size run"
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per size."""
+        columns = list(SizeCheck.__dataclass_fields__)
+        return pd.DataFrame(
+            [{c: getattr(s, c) for c in columns} for s in self.sizes], columns=columns
         )

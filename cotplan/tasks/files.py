@@ -15,16 +15,30 @@ from __future__ import annotations
 
 import json
 import os
+import random
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast, get_args
+from typing import TYPE_CHECKING, Any, cast, get_args
 
 from cotplan.errors import InputError
 from cotplan.io import write_text
 from cotplan.messages import Message, validate_prompt
 from cotplan.tasks.item import AnswerKind, TaskItem
 
-__all__ = ["MAX_LINE_CHARS", "MAX_N", "item_from_dict", "item_to_dict", "load_tasks", "save_tasks"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = [
+    "MAX_LINE_CHARS",
+    "MAX_N",
+    "TaskSplit",
+    "item_from_dict",
+    "item_to_dict",
+    "load_tasks",
+    "save_tasks",
+    "split_tasks",
+]
 
 #: The largest size accepted for an item (a million: beyond any context window).
 MAX_N = 1_000_000
@@ -258,3 +272,75 @@ def save_tasks(items: Iterable[TaskItem], path: str | os.PathLike[str]) -> Path:
         seen.add(item.id)
     lines = [json.dumps(item_to_dict(item), ensure_ascii=False) for item in items]
     return write_text(path, "\n".join(lines) + "\n")
+
+
+@dataclass(frozen=True)
+class TaskSplit:
+    """Items split into a calibration set and a held-out set (`split_tasks`), in file order."""
+
+    calibration: tuple[TaskItem, ...]
+    held_out: tuple[TaskItem, ...]
+    fraction: float
+    seed: int
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per item: id, family, n and `set` ("calibration" or "held_out")."""
+        import pandas as pd
+
+        return pd.DataFrame(
+            [
+                {"id": item.id, "family": item.family, "n": item.n, "set": name}
+                for name, items in (("calibration", self.calibration), ("held_out", self.held_out))
+                for item in items
+            ],
+            columns=["id", "family", "n", "set"],
+        )
+
+
+def split_tasks(items: Iterable[TaskItem], held_out: float, *, seed: int = 0) -> TaskSplit:
+    """Split `items` by item into calibration and held-out sets, reproducibly from `seed`.
+
+    Within each (family, n), about `held_out` of the items (rounded, at least one where the
+    group has two or more) go to the held-out set, so every size is tested. Items that ask the
+    same question (same prompt) go to the same side: an answer to a question calibration saw
+    is not held-out evidence (the rule `cotplan run` applies with `drop_seen`).
+    """
+    if isinstance(held_out, bool) or not isinstance(held_out, int | float):
+        raise InputError(f"must be a fraction in (0, 1), got {held_out!r}", field="held_out")
+    if not 0.0 < float(held_out) < 1.0:
+        raise InputError(f"must be a fraction in (0, 1), got {held_out!r}", field="held_out")
+    chosen = list(items)
+    if len(chosen) < 2:
+        raise InputError(f"needs at least 2 items to split, got {len(chosen)}", field="items")
+    groups: dict[tuple[str, int], dict[str, list[int]]] = {}
+    for index, item in enumerate(chosen):
+        prompt = item.prompt if isinstance(item.prompt, str) else repr(item.prompt)
+        stratum = (item.family, -1 if item.n is None else item.n)
+        groups.setdefault(stratum, {}).setdefault(prompt, []).append(index)
+    rng = random.Random(seed)
+    held: set[int] = set()
+    for stratum in sorted(groups):
+        questions = list(groups[stratum].values())
+        rng.shuffle(questions)
+        size = sum(len(q) for q in questions)
+        want = round(float(held_out) * size)
+        if size >= 2 and len(questions) >= 2:
+            want = min(max(want, 1), size - 1)
+        taken = 0
+        for question in questions:
+            if taken >= want:
+                break
+            held.update(question)
+            taken += len(question)
+    if not held or len(held) == len(chosen):
+        raise InputError(
+            f"{held_out:g} of {len(chosen)} items leaves one side empty (items asking the "
+            "same question stay together); choose another fraction or add items",
+            field="held_out",
+        )
+    return TaskSplit(
+        calibration=tuple(item for i, item in enumerate(chosen) if i not in held),
+        held_out=tuple(item for i, item in enumerate(chosen) if i in held),
+        fraction=float(held_out),
+        seed=seed,
+    )
