@@ -9,7 +9,8 @@ letter case are ignored. A family says
   gpt-5/gpt-6): it takes `max_completion_tokens` and `reasoning_effort`, and refuses
   `max_tokens`, `temperature` and logprobs;
 - `budget_rule`: the name of the rule in `cotplan.backends.budgets.BUDGET_RULES` by which its
-  own API takes a reasoning budget (None: whatever the endpoint serving it takes);
+  own API takes a reasoning budget (None: whatever the endpoint serving it takes); the rule's
+  per-model variants (`cotplan.backends.budgets.resolve_rule`) refine it by the model's name;
 - `encoding`: the tiktoken encoding that counts its tokens offline (None: not published, or
   not a tiktoken model);
 - `chat_template`: the name of its chat template in `cotplan.generate.budgeted.CHAT_TEMPLATES`,
@@ -62,6 +63,7 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
         notes="the price table bills its reasoning inside the completion; its tokenizer is not "
         "published: count with the closest one (gpt-5) and treat the count as an estimate",
     ),
+    # The effort levels each of these accepts are the `openai-reasoning` rule's variants.
     ModelFamily("gpt-5", "openai", reasoning=True, budget_rule="openai-reasoning", encoding=_O200K),
     ModelFamily("o1", "openai", reasoning=True, budget_rule="openai-reasoning", encoding=_O200K),
     ModelFamily("o3", "openai", reasoning=True, budget_rule="openai-reasoning", encoding=_O200K),
@@ -94,8 +96,21 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
     # R1 and its distills open the turn with <think> (deepseek-ai/DeepSeek-R1 README).
     ModelFamily("deepseek-r1", "deepseek", protocol="think"),
     # Anthropic and Google: their own budget rules; tokenizers not runnable offline.
-    ModelFamily("claude", "anthropic", budget_rule="anthropic"),
-    ModelFamily("gemini", "google", budget_rule="gemini"),
+    ModelFamily(
+        "claude",
+        "anthropic",
+        budget_rule="anthropic",
+        notes="the `anthropic` rule's variants pick the form by model: adaptive thinking + "
+        "effort for Claude 4.6 and later (the budget form is deprecated on 4.6, refused from "
+        "Opus 4.7 and on 5.x), `budget_tokens` (a target, not a limit) before",
+    ),
+    ModelFamily(
+        "gemini",
+        "google",
+        budget_rule="gemini",
+        notes="the `gemini` rule's variants pick the form by model: `thinking_level` for "
+        "Gemini 3 and later, `thinking_budget` with per-model ranges for Gemini 2.5",
+    ),
 )
 
 _BY_LENGTH = sorted(MODEL_FAMILIES, key=lambda f: -len(f.prefix))

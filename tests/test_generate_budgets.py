@@ -58,19 +58,31 @@ def test_anthropic_thinking_budget_has_a_floor_of_1024() -> None:
     assert budget_params("anthropic", 0).params["thinking"] == {"type": "disabled"}
 
 
-def test_gemini_thinking_budget_is_soft_and_nested() -> None:
-    params = budget_params("gemini", 256)
+def test_gemini_2_5_thinking_budget_is_soft_and_nested() -> None:
+    params = budget_params("gemini-2.5-flash", 256)
     assert params.params == {"thinking_config": {"thinking_budget": 256}}
     assert not params.exact
-    assert any("hint" in note for note in params.notes)
-    assert budget_params("gemini", 0).params == {"thinking_config": {"thinking_budget": 0}}
+    assert params.kind == "soft"
+    assert any("a target, not a limit" in note for note in params.notes)
+    assert budget_params("gemini-2.5-flash", 0).params == {
+        "thinking_config": {"thinking_budget": 0}
+    }
+
+
+def test_gemini_3_and_later_take_a_level_not_a_budget() -> None:
+    params = budget_params("gemini", 256)
+    assert params.params == {"thinking_config": {"thinking_level": "low"}}
+    assert params.level == "low"
+    assert params.max_tokens is None
+    assert any("is a level, not a token count" in note for note in params.notes)
 
 
 @given(k=st.integers(0, 100_000), answer=st.integers(1, 64))
 def test_every_rule_allows_at_least_the_budget(k: int, answer: int) -> None:
-    for name in BUDGET_RULES:
+    for name, rule in BUDGET_RULES.items():
         params = budget_params(name, k, answer_tokens=answer)
-        assert params.cap >= k or name == "gemini"
+        # Only a provider's own maximum may hold a budget below k, and a note says so.
+        assert params.cap >= k or (rule.maximum is not None and params.cap == rule.maximum)
         assert params.k == k
 
 

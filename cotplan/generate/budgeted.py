@@ -502,7 +502,7 @@ def _hidden_answer(s: _Setup, k: int) -> BudgetedAnswer:
     # The request fields come from the budget rule whole: the cap that hidden reasoning and the
     # visible answer share (the backend sends it under the rule's own field name), and the
     # rest (the `reasoning_effort` level), so the model also aims low, not only stops early.
-    request = budget_params(s.rule, k, answer_tokens=s.answer_tokens)
+    request = budget_params(s.rule, k, answer_tokens=s.answer_tokens, model=s.backend.model)
     assert request.max_tokens is not None  # a reasoning+output rule always sets its cap
     reply = backend.generate(
         messages,
