@@ -4,7 +4,9 @@ Modules: `records` (result dataclasses), `data` (the calibration as the planner 
 `law_paper`, `law_location`, `law_monotone` (one per law's likelihood), `laws` (the common
 interface and the held-out comparison), `certify` (exact bounds, fixed-sequence testing),
 `adaptive` (an adaptive grid for hidden reasoning), `evidence` (trend test, peaks), `shapes`
-(known curves for testing), `fit` (the planner tying them together), `calibrate`, `run`.
+(known curves for testing), `state` (the fitted state as one frozen record), `fitting` (the steps
+that build it from the data), `budgets` (caps planned from it), `fit` (the planner, which holds
+the record), `calibrate`, `run`.
 """
 
 from cotplan.planner.adaptive import AdaptiveCertificate, adaptive_certify

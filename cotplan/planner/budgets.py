@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
@@ -26,62 +25,68 @@ from cotplan.planner.records import (
     CertifiedBudget,
     ConfidenceInterval,
 )
-
-if TYPE_CHECKING:
-    from cotplan.planner.fit import BudgetPlanner
+from cotplan.planner.state import LawChoice, PlannerFit
 
 __all__: list[str] = []
 
 
-def model_budget(planner: BudgetPlanner, n_val: float, eps_val: float) -> Budget:
-    log_base = planner._p["log_base"]
-    law = planner._law if planner.status_ == "helps" else None
-    paper = law is None or law.name in ("paper", "paper-half")
-    e0 = planner.e0_ if law is None else law.floor(planner._law_params)
-    if law is None:
+def _planning_law(fit: PlannerFit) -> LawChoice:
+    """The law chosen where reasoning helps (a fit that helps always has one)."""
+    assert fit.law is not None, "a fit where reasoning helps has a planning law"
+    return fit.law
+
+
+def model_budget(fit: PlannerFit, n_val: float, eps_val: float) -> Budget:
+    """The planning law's k* for size `n_val` and target `eps_val`, with its bootstrap
+    interval, the paper law's baselines and notes on how far it reaches beyond the data."""
+    log_base = fit.settings.log_base
+    choice = _planning_law(fit) if fit.status == "helps" else None
+    paper = choice is None or choice.law.name in ("paper", "paper-half")
+    e0 = fit.e0 if choice is None else choice.law.floor(choice.params)
+    if choice is None:
         # A flat error is met exactly at ε = e0; the fitted curve only approaches its floor.
-        unattainable = eps_val < e0 if planner._constant else eps_val <= e0
+        unattainable = eps_val < e0 if fit.constant else eps_val <= e0
     else:
-        unattainable = not math.isfinite(law.k_star(planner._law_params, n_val, eps_val))
+        unattainable = not math.isfinite(choice.law.k_star(choice.params, n_val, eps_val))
     if unattainable:
-        if planner.status_ == "all_wrong":
-            reason = f"no answer was right at any budget up to k = {planner.budgets_[-1]}"
-        elif planner._constant:
+        if fit.status == "all_wrong":
+            reason = f"no answer was right at any budget up to k = {fit.budgets[-1]}"
+        elif fit.constant:
             reason = (
                 f"reasoning showed no measurable benefit (error {e0:.3f} at every budget up "
-                f"to k = {planner.budgets_[-1]})"
+                f"to k = {fit.budgets[-1]})"
             )
         else:
             reason = f"the error floor of this model on this task is e0 = {e0:.3f}"
-            if law is not None:
-                reason += f" (by the {law.name} law)"
-        bound = "≥" if planner._constant or (law is not None and not paper) else ">"
+            if choice is not None:
+                reason += f" (by the {choice.law.name} law)"
+        bound = "≥" if fit.constant or (choice is not None and not paper) else ">"
         attainable = f"; attainable: ε {bound} {e0:.3f}" if e0 < 1 else ""
         raise InfeasibleTargetError(
             f"ε = {eps_val:g} is unattainable: {reason}{attainable}",
             field="eps",
             attainable=e0,
         )
-    if planner._constant:
+    if fit.constant:
         k_star = 0.0
-        draws = np.array([0.0 if eps_val >= d[0] else math.inf for d in planner._draws])
-    elif law is not None:
-        k_star = law.k_star(planner._law_params, n_val, eps_val)
-        draws = np.array([law.k_star(d, n_val, eps_val) for d in planner._law_draws])
+        draws = np.array([0.0 if eps_val >= d[0] else math.inf for d in fit.draws])
+    elif choice is not None:
+        k_star = choice.law.k_star(choice.params, n_val, eps_val)
+        draws = np.array([choice.law.k_star(d, n_val, eps_val) for d in choice.draws])
     else:
-        k_star = _k_star(planner._params, n_val, eps_val)
-        draws = np.array([_k_star(d, n_val, eps_val) for d in planner._draws])
+        k_star = _k_star(fit.constants.params, n_val, eps_val)
+        draws = np.array([_k_star(d, n_val, eps_val) for d in fit.draws])
     if len(draws):
-        ci = _percentile(draws, planner._p["confidence"])
-    elif planner._constant:  # every answer right: nothing left to resample
+        ci = _percentile(draws, fit.settings.confidence)
+    elif fit.constant:  # every answer right: nothing left to resample
         ci = ConfidenceInterval(0.0, 0.0)
     else:
         ci = _NAN_CI
     coarse_note = ""
-    if planner._coarse and paper and k_star > 0:
+    if fit.coarse and paper and k_star > 0:
         # The fitted k* below the first positive budget is an artefact of the optimiser's
         # start; what the data show is that that budget suffices.
-        first = float(next(k for k in planner.budgets_ if k > 0))
+        first = float(next(k for k in fit.budgets if k > 0))
         k_star = first
         ci = ConfidenceInterval(0.0, first if np.all(np.isfinite(draws)) else math.inf)
         coarse_note = (
@@ -89,43 +94,42 @@ def model_budget(planner: BudgetPlanner, n_val: float, eps_val: float) -> Budget
             "smallest calibrated budget above 0"
         )
     scale = LOG_BASES[log_base]
-    c_in_base = planner.c_ * scale
+    c_in_base = fit.c * scale
     baselines: dict[str, float] = {}
-    if not planner._constant:
-        baselines["paper"] = _k_star(planner._params, n_val, eps_val)
-        baselines["alpha_half"] = _k_star(planner._half_params, n_val, eps_val)
-        if math.isfinite(planner.c_least_squares_):
-            baselines["least_squares"] = _k_star_ls(planner.c_least_squares_, n_val, eps_val)
+    if not fit.constant:
+        baselines["paper"] = _k_star(fit.constants.params, n_val, eps_val)
+        baselines["alpha_half"] = _k_star(fit.alpha_half.params, n_val, eps_val)
+        if math.isfinite(fit.c_least_squares):
+            baselines["least_squares"] = _k_star_ls(fit.c_least_squares, n_val, eps_val)
     extrapolated, notes = False, [coarse_note] if coarse_note else []
-    if planner.status_ != "given" and not (planner.sizes_[0] <= n_val <= planner.sizes_[-1]):
+    if fit.status != "given" and not (fit.sizes[0] <= n_val <= fit.sizes[-1]):
         extrapolated = True
         notes.append(
-            f"n = {n_val:g} is outside the calibrated sizes "
-            f"{planner.sizes_[0]}–{planner.sizes_[-1]}"
+            f"n = {n_val:g} is outside the calibrated sizes {fit.sizes[0]}–{fit.sizes[-1]}"
         )
-    if planner.peak_budget_ is not None and k_star > planner.peak_budget_:
+    if fit.peak_budget is not None and k_star > fit.peak_budget:
         extrapolated = True
         notes.append(
-            f"k* is beyond k = {planner.peak_budget_}, where accuracy peaked: larger budgets "
+            f"k* is beyond k = {fit.peak_budget}, where accuracy peaked: larger budgets "
             "lowered accuracy in calibration"
         )
-    elif planner.status_ != "given" and k_star > planner.budgets_[-1]:
+    elif fit.status != "given" and k_star > fit.budgets[-1]:
         extrapolated = True
-        notes.append(f"k* is beyond the largest calibrated budget ({planner.budgets_[-1]})")
-    if k_star == 0.0 and not planner._constant:
-        e_at_0 = float(planner.predict_error(n_val, 0.0))
+        notes.append(f"k* is beyond the largest calibrated budget ({fit.budgets[-1]})")
+    if k_star == 0.0 and not fit.constant:
+        e_at_0 = float(fit.error(n_val, 0.0))
         notes.append(f"ε = {eps_val:g} is met without reasoning (error {e_at_0:.2f} at k = 0)")
     label = BASE_LABEL[log_base]
     if coarse_note:
         formula = f"k* ≤ {k_star:g} (the curve is not resolved below that budget)"
-    elif planner._constant:
+    elif fit.constant:
         formula = f"k* = 0 (the error stays at {e0:.3g} whatever the budget)"
-    elif law is not None and law.name not in ("paper", "paper-half"):
-        formula = _law_formula(law.name, planner._law_params, n_val, eps_val)
+    elif choice is not None and choice.law.name not in ("paper", "paper-half"):
+        formula = _law_formula(choice.law.name, choice.params, n_val, eps_val)
     else:
         formula = (
-            f"k* = {planner.k0_:.3g} + {c_in_base:.3g} · {n_val:g}^{planner.alpha_:.3g} · "
-            f"{label}(({planner.e_base_:.3g} − {e0:.3g}) / ({eps_val:g} − {e0:.3g}))"
+            f"k* = {fit.k0:.3g} + {c_in_base:.3g} · {n_val:g}^{fit.alpha:.3g} · "
+            f"{label}(({fit.e_base:.3g} − {e0:.3g}) / ({eps_val:g} − {e0:.3g}))"
         )
     return Budget(
         n=n_val,
@@ -140,13 +144,11 @@ def model_budget(planner: BudgetPlanner, n_val: float, eps_val: float) -> Budget
         extrapolated=extrapolated,
         note="; ".join(notes),
         baselines=baselines,
-        law="flat" if planner._constant else ("paper" if law is None else law.name),
+        law="flat" if fit.constant else ("paper" if choice is None else choice.law.name),
     )
 
 
-def certified_only(
-    planner: BudgetPlanner, n_val: float, eps_val: float, cert: CertifiedBudget
-) -> Budget:
+def certified_only(fit: PlannerFit, n_val: float, eps_val: float, cert: CertifiedBudget) -> Budget:
     """A certified budget where the law itself cannot reach ε (the data can)."""
     assert cert.k is not None
     return Budget(
@@ -156,23 +158,21 @@ def certified_only(
         low=math.nan,
         high=math.nan,
         tokens=cert.k,
-        log_base=planner._p["log_base"],
-        c_in_base=planner.c_ * LOG_BASES[planner._p["log_base"]],
-        formula=f"the {planner.law_} law does not reach ε = {eps_val:g}; the calibration does",
-        law=str(planner.law_),
+        log_base=fit.settings.log_base,
+        c_in_base=fit.c * LOG_BASES[fit.settings.log_base],
+        formula=f"the {fit.law_name} law does not reach ε = {eps_val:g}; the calibration does",
+        law=str(fit.law_name),
     )
 
 
-def with_certificate(
-    planner: BudgetPlanner, budget: Budget, cert: CertifiedBudget | None
-) -> Budget:
+def with_certificate(fit: PlannerFit, budget: Budget, cert: CertifiedBudget | None) -> Budget:
     """Attach the certified cap (calibrated size) or the scaled one (elsewhere)."""
     n_val, eps_val = budget.n, budget.eps
-    assert planner.certified_ is not None
+    assert fit.certified is not None
     notes = [budget.note] if budget.note else []
-    conf = f"{1 - planner._p['delta']:.0%}"
+    conf = f"{1 - fit.settings.delta:.0%}"
     if cert is not None:
-        peak = planner.peak_budgets_.get(int(n_val))
+        peak = fit.peak_budgets.get(int(n_val))
         if cert.certified:
             assert cert.k is not None
             basis = (
@@ -195,34 +195,35 @@ def with_certificate(
         notes.append(cert.note)
         basis = f"the {budget.law} law's k* (not certified)"
         return replace(budget, tokens=tokens, basis=basis, note="; ".join(notes))
-    sizes = [s for s in planner.certified_.sizes]
-    refs = [(s, planner.certified_.at(s, eps_val)) for s in sizes]
+    sizes = [s for s in fit.certified.sizes]
+    refs = [(s, fit.certified.at(s, eps_val)) for s in sizes]
     certified = [(s, c) for s, c in refs if c.certified and c.k is not None]
-    largest, smallest = planner.sizes_[-1], planner.sizes_[0]
+    largest, smallest = fit.sizes[-1], fit.sizes[0]
     if n_val > largest:
         reach = f"n = {n_val:g} is {n_val / largest:.2g}× the largest calibrated size {largest}"
     elif n_val < smallest:
         reach = f"n = {n_val:g} is below the smallest calibrated size {smallest}"
     else:
         reach = f"n = {n_val:g} lies between calibrated sizes"
-    law = planner._law
+    choice = _planning_law(fit)
+    law, law_params, law_draws = choice.law, choice.params, choice.draws
     low, high = math.nan, math.nan
     if certified and math.isfinite(budget.k_star):
         ref_n, ref = min(certified, key=lambda r: abs(math.log(r[0]) - math.log(n_val)))
         assert ref.k is not None
-        k_ref = law.k_star(planner._law_params, float(ref_n), eps_val)
+        k_ref = law.k_star(law_params, float(ref_n), eps_val)
         if k_ref > 0 and math.isfinite(k_ref):
             ratio = budget.k_star / k_ref
             tokens = math.ceil(ref.k * ratio - 1e-9)
             ratios = np.array(
                 [
                     law.k_star(d, n_val, eps_val) / law.k_star(d, float(ref_n), eps_val)
-                    for d in planner._law_draws
+                    for d in law_draws
                 ]
             )
             ratios = ratios[np.isfinite(ratios)]
             if len(ratios):
-                ci = _percentile(ratios, planner._p["confidence"])
+                ci = _percentile(ratios, fit.settings.confidence)
                 low, high = ref.k * ci.low, ref.k * ci.high
             basis = (
                 f"extrapolated: the certified k = {ref.k} at n = {ref_n} × the {law.name} "

@@ -4,25 +4,23 @@ fall, percentiles, the test of the √n law and the verdict where reasoning help
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 from scipy import stats
 
 from cotplan.planner.data import _ALPHA_MAX, _Data, _subset
+from cotplan.planner.law_paper import _Fit
 from cotplan.planner.records import (
     BoundaryTest,
+    ConfidenceInterval,
     Estimate,
     LikelihoodRatioTest,
     TrendTest,
     _fmt,
 )
-
-if TYPE_CHECKING:
-    from cotplan.planner.fit import BudgetPlanner
-    from cotplan.planner.law_paper import _Fit
+from cotplan.planner.state import PlannerFit
 
 __all__: list[str] = []
 
@@ -98,22 +96,29 @@ def _trend_test(data: _Data) -> TrendTest:
     return TrendTest(z, p_up, p_down, text)
 
 
-def likelihood_ratio(planner: BudgetPlanner, free: _Fit, half: _Fit) -> LikelihoodRatioTest:
-    p = planner._p
+def likelihood_ratio(
+    free: _Fit,
+    half: _Fit,
+    interval: ConfidenceInterval,
+    draws: NDArray[np.float64],
+    *,
+    significance: float,
+    confidence: float,
+) -> LikelihoodRatioTest:
+    """Is α = 1/2? The free fit against the α = 1/2 one, by χ²₁ and by the item bootstrap
+    (`draws`, one row of the five constants a resample; `interval` is α's)."""
     statistic = max(2.0 * (free.loglik - half.loglik), 0.0)
     p_chi2 = float(stats.chi2.sf(statistic, 1))
     alpha_hat = float(free.params[4])
-    interval = planner.intervals_["alpha"]
     p_boot = math.nan
-    if len(planner._draws):
+    if len(draws):
         # Invert the percentile interval: twice the share of resampled α on the far side
         # of 1/2. Unlike a Wald test it stays valid when α sits at an end of [0, 2].
-        draws = planner._draws[:, 4]
-        p_boot = min(1.0, 2.0 * float(min(np.mean(draws <= 0.5), np.mean(draws >= 0.5))))
-    sig = p["significance"]
+        alphas = draws[:, 4]
+        p_boot = min(1.0, 2.0 * float(min(np.mean(alphas <= 0.5), np.mean(alphas >= 0.5))))
+    sig = significance
     ci_text = (
-        f"α = {alpha_hat:.2f} ({p['confidence']:.0%} CI {_fmt(interval.low)} to "
-        f"{_fmt(interval.high)})"
+        f"α = {alpha_hat:.2f} ({confidence:.0%} CI {_fmt(interval.low)} to {_fmt(interval.high)})"
     )
     bound = _on_bound(alpha_hat)
     if bound is not None:
@@ -125,9 +130,7 @@ def likelihood_ratio(planner: BudgetPlanner, free: _Fit, half: _Fit) -> Likeliho
             f"the interval's end at {bound:g} is the bound, not the data, and the statistic "
             "understates the evidence against 1/2)"
         )
-    boot_text = (
-        f"< {1 / len(planner._draws):.2g}" if p_boot == 0 and len(planner._draws) else _fmt(p_boot)
-    )
+    boot_text = f"< {1 / len(draws):.2g}" if p_boot == 0 and len(draws) else _fmt(p_boot)
     tests = f"likelihood-ratio p = {p_chi2:.2g}, item-bootstrap p {boot_text}"
     if not boot_text.startswith("<"):
         tests = tests.replace("item-bootstrap p ", "item-bootstrap p = ")
@@ -184,19 +187,18 @@ def growth_test(free: _Fit, flat: _Fit, significance: float) -> BoundaryTest:
     return BoundaryTest("alpha", 0.0, statistic, p_mix, p_naive, verdict)
 
 
-def helps_verdict(
-    planner: BudgetPlanner, free_alpha: bool, p: Mapping[str, Any], unresolved: bool
-) -> str:
-
+def helps_verdict(fit: PlannerFit, free_alpha: bool, unresolved: bool) -> str:
+    """What the fit says where reasoning helps: the fall, the peak, the growth with n, the
+    planning law."""
     parts = [
-        f"reasoning helps: error falls from {planner.e_base_:.2f} without reasoning to a floor "
-        f"e0 = {planner.e0_:.2f}"
+        f"reasoning helps: error falls from {fit.e_base:.2f} without reasoning to a floor "
+        f"e0 = {fit.e0:.2f}"
     ]
-    positive = [k for k in planner.budgets_ if k > 0]
-    if planner.peak_budget_ is not None:
+    positive = [k for k in fit.budgets if k > 0]
+    if fit.peak_budget is not None:
         parts.append(
-            f"accuracy peaks at k = {planner.peak_budget_} and falls at larger budgets, so the "
-            f"curve is fitted on budgets up to {planner.peak_budget_} and no cap above it is "
+            f"accuracy peaks at k = {fit.peak_budget} and falls at larger budgets, so the "
+            f"curve is fitted on budgets up to {fit.peak_budget} and no cap above it is "
             "recommended"
         )
     if unresolved:
@@ -206,29 +208,26 @@ def helps_verdict(
             f"to lie below {positive[0]}; calibrate at smaller budgets"
         )
     elif free_alpha:
-        parts.append(f"the budget scale grows as n^{planner.alpha_:.2f}")
-        if planner.alpha_ > _ALPHA_MAX - 0.02:
+        parts.append(f"the budget scale grows as n^{fit.alpha:.2f}")
+        if fit.alpha > _ALPHA_MAX - 0.02:
             parts.append(
-                f"α is at the top of its range ({_ALPHA_MAX:g}): at n = {planner.sizes_[-1]} the "
-                f"error fell too little by k = {planner.budgets_[-1]} to say how fast the "
+                f"α is at the top of its range ({_ALPHA_MAX:g}): at n = {fit.sizes[-1]} the "
+                f"error fell too little by k = {fit.budgets[-1]} to say how fast the "
                 "budget grows; calibrate larger budgets there"
             )
-        elif planner.alpha_ < 0.02:
-            growth = planner.growth_
+        elif fit.alpha < 0.02:
+            growth = fit.growth
             parts.append(
                 "α is at 0: " + growth.verdict
                 if growth is not None
                 else "α is at 0: the budget needed does not grow with n here"
             )
-    elif p["alpha"] is None:
+    elif fit.settings.alpha is None:
         parts.append(
-            f"one size only (n = {planner.sizes_[0]}): too few sizes to fit α; fixed α = 1/2 used"
+            f"one size only (n = {fit.sizes[0]}): too few sizes to fit α; fixed α = 1/2 used"
         )
     else:
-        parts.append(f"α fixed at {planner.alpha_:g}")
-    if planner.laws_ is not None:
-        parts.append(f"planning law: {planner.laws_.selected} ({planner.laws_.reason})")
+        parts.append(f"α fixed at {fit.alpha:g}")
+    if fit.laws is not None:
+        parts.append(f"planning law: {fit.laws.selected} ({fit.laws.reason})")
     return "; ".join(parts)
-
-
-# -- using the fit ------------------------------------------------------------------------

@@ -10,7 +10,6 @@ import math
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -19,9 +18,6 @@ from scipy import optimize
 
 from cotplan.planner.data import _ALPHA_MAX, _Cells, _cells, _Data, _percentile
 from cotplan.planner.records import ConfidenceInterval
-
-if TYPE_CHECKING:
-    from cotplan.planner.fit import BudgetPlanner
 
 __all__: list[str] = []
 
@@ -289,18 +285,35 @@ def _refit(
     return best
 
 
+@dataclass(frozen=True)
+class PaperBootstrap:
+    """The item bootstrap of the paper law: draws (one row a resample) and percentile
+    intervals of the free-α fit, of the α = 1/2 fit, and of the least-squares c."""
+
+    draws: NDArray[np.float64]
+    half_draws: NDArray[np.float64]
+    ls_draws: NDArray[np.float64]
+    intervals: dict[str, ConfidenceInterval]
+    half_intervals: dict[str, ConfidenceInterval]
+    ls_interval: ConfidenceInterval
+
+
 def paper_bootstrap(
-    planner: BudgetPlanner,
     data: _Data,
     primary: _Fit,
     half: _Fit,
     fixed_primary: Mapping[int, float],
     fixed: Mapping[int, float],
     k_max: float,
+    *,
+    n_bootstrap: int,
+    seed: int,
+    confidence: float,
     basins: Sequence[NDArray[np.float64]] = (),
     half_basins: Sequence[NDArray[np.float64]] = (),
-) -> None:
-    """Item-bootstrap refits of the free-α and α = 1/2 fits, and their percentile intervals.
+) -> PaperBootstrap | None:
+    """Item-bootstrap refits of the free-α and α = 1/2 fits, and their percentile intervals
+    (None when `n_bootstrap` is 0).
 
     Each refit starts from every distinct optimum of the full-data multi-start fit (`basins`,
     its best first; the best alone when none are given) and from a thinned start grid on the
@@ -308,19 +321,18 @@ def paper_bootstrap(
     that optimum's basin even where the resample's own optimum lies elsewhere, which narrows
     the intervals (a constructed case in tests/test_planner_intervals.py).
     """
-    p = planner._p
-    if p["n_bootstrap"] == 0:
-        return
-    rng = np.random.default_rng(p["random_state"])
-    draws = np.empty((p["n_bootstrap"], 5))
-    half_draws = np.empty((p["n_bootstrap"], 5))
-    ls_draws = np.empty(p["n_bootstrap"])
+    if n_bootstrap == 0:
+        return None
+    rng = np.random.default_rng(seed)
+    draws = np.empty((n_bootstrap, 5))
+    half_draws = np.empty((n_bootstrap, 5))
+    ls_draws = np.empty(n_bootstrap)
     probs = np.full(data.n_items, 1.0 / data.n_items)
     primary_starts = list(basins) or [primary.params]
     half_starts = list(half_basins) or [half.params]
     free_alpha = 4 not in fixed_primary
     alpha_start = float(fixed_primary.get(4, 0.5))
-    for b in range(p["n_bootstrap"]):
+    for b in range(n_bootstrap):
         counts = rng.multinomial(data.n_items, probs).astype(float)
         cells = _cells(data, counts[data.item])
         spread = _spread_starts(cells, free_alpha=free_alpha, alpha=alpha_start)
@@ -332,33 +344,33 @@ def paper_bootstrap(
             half_spread = _spread_starts(cells, free_alpha=False, alpha=0.5)
             half_draws[b] = _refit(cells, half_starts, half_spread, {**fixed, 4: 0.5}, k_max).params
         ls_draws[b] = _c_least_squares(cells)
-    planner._draws, planner._half_draws, planner._ls_draws = draws, half_draws, ls_draws
-    planner.bootstrap_ = pd.DataFrame(draws, columns=list(_PARAMS))
-    conf = p["confidence"]
     intervals = {
         name: (
             ConfidenceInterval(primary.params[i], primary.params[i])
             if i in fixed_primary
-            else _percentile(draws[:, i], conf)
+            else _percentile(draws[:, i], confidence)
         )
         for i, name in enumerate(_PARAMS)
     }
-    widen_at_bounds(planner, intervals, data, fixed_primary, conf)
-    planner.intervals_ = intervals
-    planner.alpha_half_intervals_ = {
-        name: _percentile(half_draws[:, i], conf) for i, name in enumerate(_PARAMS)
-    }
-    planner.intervals_c_least_squares_ = _percentile(ls_draws, conf)
+    return PaperBootstrap(
+        draws=draws,
+        half_draws=half_draws,
+        ls_draws=ls_draws,
+        intervals=widen_at_bounds(intervals, data, fixed_primary, confidence),
+        half_intervals={
+            name: _percentile(half_draws[:, i], confidence) for i, name in enumerate(_PARAMS)
+        },
+        ls_interval=_percentile(ls_draws, confidence),
+    )
 
 
 def widen_at_bounds(
-    planner: BudgetPlanner,
-    intervals: dict[str, ConfidenceInterval],
+    intervals: Mapping[str, ConfidenceInterval],
     data: _Data,
     fixed: Mapping[int, float],
     confidence: float,
-) -> None:
-    """Replace percentile intervals that collapsed onto 0 or 1 by exact binomial bounds.
+) -> dict[str, ConfidenceInterval]:
+    """`intervals` with those that collapsed onto 0 or 1 replaced by exact binomial bounds.
 
     When some budget had no wrong answers, every resample has none either and the
     bootstrap puts e0 at exactly 0: an interval of zero width that 16 answers cannot
@@ -377,13 +389,15 @@ def widen_at_bounds(
     )[np.bincount(data.cell, minlength=len(data.cell_n)) > 0]
     wrong = cells.trials - cells.successes
     tail = (1.0 - confidence) / 2.0
-    ci = intervals["e0"]
+    out = dict(intervals)
+    ci = out["e0"]
     if 0 not in fixed and ci.high - ci.low < 1e-6 and ci.high < 1e-6:
         best = int(np.argmin(wrong / cells.trials))
         m = max(float(items_per_cell[best]), 1.0)
-        intervals["e0"] = ConfidenceInterval(0.0, 1.0 - tail ** (1.0 / m))
-    ci = intervals["e_base"]
+        out["e0"] = ConfidenceInterval(0.0, 1.0 - tail ** (1.0 / m))
+    ci = out["e_base"]
     if 1 not in fixed and ci.high - ci.low < 1e-6 and ci.low > 1.0 - 1e-6:
         worst = int(np.argmax(wrong / cells.trials))
         m = max(float(items_per_cell[worst]), 1.0)
-        intervals["e_base"] = ConfidenceInterval(tail ** (1.0 / m), 1.0)
+        out["e_base"] = ConfidenceInterval(tail ** (1.0 / m), 1.0)
+    return out
