@@ -8,9 +8,10 @@
   whatever order the tests run in.
 - **Hypothesis** runs with the `cotplan` profile (no deadline: a loaded 2-core machine is not a
   bug), and with `ci` (derandomized, the same examples every run) when `CI` is set.
-- **Markers.** A test that uses the `local_model`/`local_backend` fixtures is marked `model`; an
-  executed notebook is marked `slow`, `model` when it starts the embedded model and `torch` when
-  it trains a lab model; a test that imports torch (or importorskips it) is marked `torch`.
+- **Markers.** A test that uses the `local_model`/`local_backend` fixtures (or the thinking
+  model's, `thinking_model`/`thinking_backend`) is marked `model`; an executed notebook is
+  marked `slow`, `model` when it starts the embedded model and `torch` when it trains a lab
+  model; a test that imports torch (or importorskips it) is marked `torch`.
 - **`--fast`** (what `./scripts/test --fast` passes): deselects `model`, `slow` and `torch`, and
   makes a test that starts the embedded model or imports torch without its marker fail with a
   message saying which marker to add.
@@ -204,7 +205,7 @@ def _register_hypothesis_profiles() -> None:
     settings.load_profile(chosen)
 
 
-MODEL_FIXTURES = {"local_model", "local_backend"}
+MODEL_FIXTURES = {"local_model", "local_backend", "thinking_model", "thinking_backend"}
 # A notebook that starts the embedded model (through the library) or trains a lab model with
 # torch says so in its source (its paired .py file, see scripts/sync-notebooks).
 MODEL_IN_NOTEBOOK = re.compile(r"LocalModel|local_backend|connect\((?!f?[\"']lab:)")

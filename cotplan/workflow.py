@@ -40,6 +40,8 @@ __all__ = [
     "DEMO_STEPS",
     "FULL",
     "QUICK",
+    "THINKING_BUDGETS",
+    "THINKING_UNCAPPED",
     "WHAT_IF_MODEL",
     "Demo",
     "DemoPreset",
@@ -47,6 +49,7 @@ __all__ = [
     "auto_target",
     "demo_family",
     "demo_setup",
+    "native_thinker",
     "project_run_costs",
     "run_demo",
 ]
@@ -86,6 +89,26 @@ class DemoPreset:
 
 FULL = DemoPreset(count=12, held_out=8, uncapped=256, bootstrap=200)
 QUICK = DemoPreset(count=8, held_out=4, uncapped=128, bootstrap=50, paper_count=4)
+
+#: Budgets for a model that thinks natively: its work settles the answer after tens of tokens
+#: and its over-thinking runs on past a hundred, far beyond the paper's [0, 10 √n] grid.
+THINKING_BUDGETS = {"full": (0, 16, 32, 48, 64, 96, 128), "quick": (0, 24, 48, 96)}
+THINKING_UNCAPPED = 320
+
+
+def native_thinker(backend: str) -> bool:
+    """Whether the backend spec names a model that thinks natively (`<think>` and the like),
+    by the model registry's protocol for its name (``local:thinking`` is the embedded one)."""
+    from cotplan.backends.adapters import ADAPTER_ALIASES
+    from cotplan.generate.protocols import protocol_for
+
+    name = backend.partition(":")[2] or backend
+    return protocol_for(ADAPTER_ALIASES.get(name, name)) != "plain"
+
+
+def _thinking_preset(preset: DemoPreset) -> DemoPreset:
+    grid = THINKING_BUDGETS["quick" if preset.uncapped < FULL.uncapped else "full"]
+    return replace(preset, budgets=grid, uncapped=max(preset.uncapped, THINKING_UNCAPPED))
 
 
 def demo_family() -> str:
@@ -143,6 +166,8 @@ def demo_setup(
             tuple(lab_held),
             replace(preset, budgets=lab_budgets),
         )
+    if native_thinker(backend):
+        preset = _thinking_preset(preset)
     name = family or demo_family()
     info = get_family(name)
     sizes = info.sizes or (info.n_min, min(info.n_max, 2 * info.n_min))

@@ -43,3 +43,22 @@ def local_backend(local_model: object) -> object:
 
     assert isinstance(local_model, LocalModel)
     return local_model.backend(cache=None)
+
+
+@pytest.fixture(scope="session")
+def thinking_model(cotplan_home: Path) -> Iterator[object]:
+    """The embedded thinking model's server (SmolLM2 plus cotplan's adapter, reasoning parser
+    on), shared like `local_model`: a second llama.cpp process, loaded once."""
+    from cotplan.backends.local import LocalModel
+
+    with LocalModel("thinking") as model:
+        yield model
+
+
+@pytest.fixture(scope="session")
+def thinking_backend(thinking_model: object) -> object:
+    """A Backend on the shared thinking-model server, with the call cache OFF."""
+    from cotplan.backends.local import LocalModel
+
+    assert isinstance(thinking_model, LocalModel)
+    return thinking_model.backend(cache=None)

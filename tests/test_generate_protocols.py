@@ -137,3 +137,22 @@ def test_connect_sets_the_protocol_of_a_model_the_registry_does_not_know() -> No
     assert driven_as(backend) == "mode chat, protocol think"
     with pytest.raises(InputError, match="protocol"):
         connect("openai:m", base_url="http://127.0.0.1:9/v1", cache=None, protocol="thunk")
+
+
+@pytest.mark.parametrize(
+    ("content", "thinking", "answer"),
+    [
+        ("<think>\n3 + 4 = 7\n</think>\n\nAnswer: 7", "3 + 4 = 7", "Answer: 7"),
+        ("\n<think>a</think>b", "a", "b"),
+        ("Answer: 7", "", "Answer: 7"),
+        # An unclosed block is not split: the server cut the thinking, there is no answer.
+        ("<think>\nstill going", "", "<think>\nstill going"),
+    ],
+)
+def test_a_think_block_left_in_the_content_is_split_off(
+    content: str, thinking: str, answer: str
+) -> None:
+    raw = {"choices": [{"message": {"content": content}, "finish_reason": "stop"}]}
+    completion = parse_completion(raw, model="m")
+    assert completion.reasoning == thinking
+    assert completion.text == answer

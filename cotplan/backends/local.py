@@ -25,8 +25,9 @@ from urllib.parse import urlsplit
 import httpx2 as httpx
 
 from cotplan import paths
+from cotplan.backends.adapters import adapter_dir, locate_adapter
 from cotplan.backends.cache import CallCache
-from cotplan.backends.models import DEFAULT_MODEL, locate
+from cotplan.backends.models import DEFAULT_MODEL, check_gguf, locate, sha256_file
 from cotplan.backends.openai_compat import OpenAICompatibleBackend
 from cotplan.errors import (
     BackendError,
@@ -74,7 +75,8 @@ class LocalModel:
     Parameters
     ----------
     model:
-        A known model name (default ``smollm2-135m-instruct``) or a path to a GGUF file.
+        A known model name (default ``smollm2-135m-instruct``), a shipped adapter's name or
+        alias (``thinking``: `cotplan.backends.adapters`), or a path to a GGUF file.
     port:
         The loopback port; None picks a free one.
     n_ctx:
@@ -98,6 +100,10 @@ class LocalModel:
         in another order, then gets slightly different probabilities (and, rarely, another
         greedy token). One token at a time makes every answer a function of its prompt alone,
         at the price of slower prompt evaluation (`benchmarks/local_parallel.py` prints both).
+    adapter:
+        A LoRA adapter GGUF to apply on `model` (e.g. one `cotplan models train-thinking`
+        wrote); its checksum joins the model id, so its answers never mix with the base's in
+        the call cache. The shipped thinking adapter is simply ``model="thinking"``.
     """
 
     def __init__(
@@ -110,6 +116,7 @@ class LocalModel:
         threads: int | None = None,
         start_timeout: float = 60.0,
         reproducible: bool = True,
+        adapter: str | os.PathLike[str] | None = None,
     ) -> None:
         if port is not None and not (0 < port < 65536):
             raise InputError(f"must be in 1..65535, got {port!r}", field="port")
@@ -124,6 +131,7 @@ class LocalModel:
         self.threads = max(1, (os.cpu_count() or 2) - 1) if threads is None else threads
         self.start_timeout = start_timeout
         self.reproducible = reproducible
+        self.adapter = None if adapter is None else Path(adapter)
         self.path: Path | None = None
         self.model_id = ""
         self._process: subprocess.Popen[bytes] | None = None
@@ -145,7 +153,7 @@ class LocalModel:
         """Load the model and wait until the server answers; idempotent."""
         if self.running:
             return self
-        self.path, self.model_id = locate(self.model)
+        serve_args = self._model_args()
         port = self.port or _free_port()
         if _port_in_use(port):
             raise LocalServerError(f"port {port} on 127.0.0.1 is already in use; pick another")
@@ -154,7 +162,7 @@ class LocalModel:
         logs.mkdir(exist_ok=True)
         self._log_path = logs / f"llama-server-{port}.log"
         command = [
-            sys.executable, "-m", "cotplan.backends._serve", "--model", str(self.path),
+            sys.executable, "-m", "cotplan.backends._serve", *serve_args,
             "--port", str(port), "--ctx", str(self.n_ctx), "--parallel", str(self.parallel),
             "--threads", str(self.threads), "--ubatch", "1" if self.reproducible else "0",
         ]  # fmt: skip
@@ -164,6 +172,26 @@ class LocalModel:
             )
         self._wait_ready()
         return self
+
+    def _model_args(self) -> list[str]:
+        """The server's model arguments: the GGUF file, and for a shipped adapter its file,
+        chat template and reasoning parser. Sets `path` and `model_id`."""
+        shipped = locate_adapter(self.model)
+        if shipped is None:
+            self.path, self.model_id = locate(self.model)
+            if self.adapter is None:
+                return ["--model", str(self.path)]
+            adapter_path = check_gguf(self.adapter.expanduser().resolve())
+            self.model_id += f"+{adapter_path.stem}@{sha256_file(adapter_path)[:12]}"
+            return ["--model", str(self.path), "--lora", str(adapter_path)]
+        spec, adapter = shipped
+        self.path, _ = locate(spec.base)
+        self.model_id = spec.model_id
+        args = ["--model", str(self.path), "--lora", str(adapter)]
+        args += ["--reasoning-format", spec.reasoning_format]
+        if spec.chat_template is not None:
+            args += ["--chat-template-file", str(adapter_dir() / spec.chat_template)]
+        return args
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.start_timeout

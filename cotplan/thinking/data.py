@@ -1,0 +1,115 @@
+"""The training set of the embedded thinking model: chat prompts and thinking traces.
+
+`training_examples(settings)` draws items from the built-in families at the sizes a
+`ThinkingSettings` names, writes each as the prompt the model is served with (SmolLM2's chat
+template and default system message, exactly what the server's own template writes) and the
+assistant turn it should learn (`cotplan.thinking.traces`). The same settings and seed give the
+same examples, so the adapter can be trained again bit for bit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from cotplan.generate.prompts import CHAT_TEMPLATES
+from cotplan.tasks import make_tasks
+from cotplan.thinking.traces import make_trace
+from cotplan.validation import require_int
+
+__all__ = ["DEFAULT_MIX", "Example", "ThinkingSettings", "render_prompt", "training_examples"]
+
+#: Families, their share of the examples, and the sizes drawn (inclusive range). Count carries
+#: the most weight: it is the demo's family.
+DEFAULT_MIX: dict[str, tuple[float, int, int]] = {
+    "count": (0.45, 1, 12),
+    "coin_flip": (0.15, 1, 8),
+    "parity": (0.12, 1, 10),
+    "addition": (0.13, 2, 6),
+    "arithmetic": (0.10, 1, 5),
+    "last_letter": (0.05, 1, 5),
+}
+
+
+@dataclass(frozen=True)
+class ThinkingSettings:
+    """Everything that shapes the adapter: data, LoRA shape and optimiser.
+
+    `truncated_share` of the examples stop their thinking part-way and answer from the state
+    reached (what a forced answer should do); `instruction_share` of the prompts carry cotplan's
+    plain "Think step by step" wording after the question, so the model thinks in `<think>` with
+    or without it.
+    """
+
+    examples: int = 1400
+    seed: int = 0
+    mix: dict[str, tuple[float, int, int]] = field(default_factory=lambda: dict(DEFAULT_MIX))
+    truncated_share: float = 0.2
+    instruction_share: float = 0.25
+    rank: int = 16
+    alpha: float = 32.0
+    targets: tuple[str, ...] = ("v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+    learning_rate: float = 1e-3
+    batch_size: int = 8
+    epochs: int = 1
+    warmup_steps: int = 10
+    # One thread: on a 2-core machine shared with anything else, a second torch thread waits
+    # at every barrier for its descheduled twin (training ran 4x slower that way).
+    threads: int = 1
+
+    def __post_init__(self) -> None:
+        require_int(self.examples, "examples", low=1)
+        require_int(self.rank, "rank", low=1)
+        require_int(self.batch_size, "batch_size", low=1)
+        require_int(self.epochs, "epochs", low=1)
+        require_int(self.threads, "threads", low=1)
+
+    def to_dict(self) -> dict[str, object]:
+        out = asdict(self)
+        out["mix"] = {k: list(v) for k, v in self.mix.items()}
+        out["targets"] = list(self.targets)
+        return out
+
+
+@dataclass(frozen=True)
+class Example:
+    """One training pair: the rendered prompt (loss-free) and the assistant turn (learned)."""
+
+    family: str
+    n: int
+    prompt: str
+    completion: str
+    truncated: bool
+
+
+_INSTRUCTION = 'Think step by step, then give the final answer after "Answer:".'
+
+
+def render_prompt(question: str) -> str:
+    """The prompt the server writes for one user question (SmolLM2 template, default system)."""
+    return CHAT_TEMPLATES["smollm2"].render([{"role": "user", "content": question}])
+
+
+def training_examples(settings: ThinkingSettings) -> list[Example]:
+    """The examples `settings` describe, in a seeded random order."""
+    rng = np.random.default_rng(settings.seed)
+    names = list(settings.mix)
+    shares = np.array([settings.mix[name][0] for name in names], dtype=float)
+    picks = rng.choice(len(names), size=settings.examples, p=shares / shares.sum())
+    out: list[Example] = []
+    for index, pick in enumerate(picks):
+        family = names[int(pick)]
+        low, high = settings.mix[family][1], settings.mix[family][2]
+        n = int(rng.integers(low, high + 1))
+        # Training items come from their own seed range, far from the seeds evaluations use.
+        item = make_tasks(family, n=n, count=1, seed=1_000_000 + settings.seed * 100_000 + index)[0]
+        truncated = bool(rng.random() < settings.truncated_share)
+        trace = make_trace(item, rng, truncate=truncated)
+        question = item.prompt if isinstance(item.prompt, str) else str(item.prompt)
+        if rng.random() < settings.instruction_share:
+            question = f"{question}\n{_INSTRUCTION}"
+        out.append(
+            Example(family, n, render_prompt(question), trace.text + "<|im_end|>", truncated)
+        )
+    return out

@@ -1,0 +1,202 @@
+"""Train the embedded thinking model's LoRA adapter on CPU (needs the `train` extra).
+
+    cotplan models train-thinking --out DIR
+
+loads SmolLM2-135M-Instruct from the very GGUF file the server runs (transformers dequantizes
+it, so the adapter fits the weights that are served), adds LoRA on the attention value/output
+and MLP projections, and trains on `cotplan.thinking.data.training_examples` with the loss on
+the assistant turn only. The result is written as a PEFT folder and as a llama.cpp adapter GGUF
+(`cotplan.thinking.export`). Seeded: the same settings give the same adapter on the same build.
+
+transformers, peft and gguf are imported only here, so running the model never needs them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cotplan.backends.models import DEFAULT_MODEL, locate
+from cotplan.errors import InputError
+from cotplan.thinking.data import Example, ThinkingSettings, training_examples
+
+__all__ = ["TrainReport", "load_base", "train_adapter"]
+
+
+def _require_train_extra() -> None:
+    try:
+        import peft  # noqa: F401
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+    except ImportError as exc:
+        raise InputError(
+            f"training needs the train extra (pip install 'cotplan[train]'): {exc}",
+            field="train",
+        ) from None
+
+
+def load_base(threads: int = 2) -> tuple[Any, Any]:
+    """The base model and tokenizer, dequantized from the served GGUF file."""
+    _require_train_extra()
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    torch.set_num_threads(threads)
+    path, _ = locate(DEFAULT_MODEL)
+    tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+    model = AutoModelForCausalLM.from_pretrained(
+        str(path.parent), gguf_file=path.name, dtype=torch.float32
+    )
+    return model, tokenizer
+
+
+@dataclass(frozen=True)
+class TrainReport:
+    """What a training run did: steps, tokens, wall time and the loss along the way."""
+
+    steps: int
+    examples: int
+    tokens: int
+    seconds: float
+    losses: tuple[float, ...]
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "steps": self.steps,
+            "examples": self.examples,
+            "tokens": self.tokens,
+            "seconds": round(self.seconds, 1),
+            "first_loss": self.losses[0] if self.losses else None,
+            "last_loss": self.losses[-1] if self.losses else None,
+        }
+
+
+def _encode(examples: list[Example], tokenizer: Any) -> list[tuple[list[int], list[int]]]:
+    out = []
+    for example in examples:
+        prompt = tokenizer(example.prompt, add_special_tokens=False)["input_ids"]
+        completion = tokenizer(example.completion, add_special_tokens=False)["input_ids"]
+        out.append((prompt + completion, [-100] * len(prompt) + completion))
+    return out
+
+
+def _batches(encoded: list[tuple[list[int], list[int]]], size: int, rng: Any) -> list[list[int]]:
+    # Batches of similar length waste little on padding; their order is shuffled.
+    order = sorted(range(len(encoded)), key=lambda i: len(encoded[i][0]))
+    batches = [order[i : i + size] for i in range(0, len(order), size)]
+    rng.shuffle(batches)
+    return batches
+
+
+def train_adapter(
+    settings: ThinkingSettings,
+    out: Path,
+    *,
+    log: Callable[[str], None] = print,
+    max_seconds: float | None = None,
+) -> TrainReport:
+    """Train the adapter `settings` describe and write it to `out` (PEFT folder + GGUF)."""
+    _require_train_extra()
+    import numpy as np
+    import torch
+    from peft import LoraConfig, get_peft_model
+
+    from cotplan.thinking.export import write_adapter_gguf
+
+    torch.manual_seed(settings.seed)
+    model, tokenizer = load_base(settings.threads)
+    config = LoraConfig(
+        r=settings.rank,
+        lora_alpha=settings.alpha,
+        lora_dropout=0.0,
+        target_modules=list(settings.targets),
+        bias="none",
+        task_type="CAUSAL_LM",
+    )
+    model = get_peft_model(model, config)
+    model.train()
+    encoded = _encode(training_examples(settings), tokenizer)
+    rng = np.random.default_rng(settings.seed)
+    plan = [b for _ in range(settings.epochs) for b in _batches(encoded, settings.batch_size, rng)]
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=settings.learning_rate, weight_decay=0.0)
+
+    def rate(step: int) -> float:
+        if step < settings.warmup_steps:
+            return (step + 1) / settings.warmup_steps
+        progress = (step - settings.warmup_steps) / max(1, len(plan) - settings.warmup_steps)
+        return 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
+
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, rate)
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    start, tokens, losses, step = time.monotonic(), 0, [], 0
+    for step, batch in enumerate(plan, start=1):
+        width = max(len(encoded[i][0]) for i in batch)
+        ids = torch.full((len(batch), width), pad, dtype=torch.long)
+        labels = torch.full((len(batch), width), -100, dtype=torch.long)
+        mask = torch.zeros((len(batch), width), dtype=torch.long)
+        for row, index in enumerate(batch):
+            seq, lab = encoded[index]
+            ids[row, : len(seq)] = torch.tensor(seq)
+            labels[row, : len(lab)] = torch.tensor(lab)
+            mask[row, : len(seq)] = 1
+        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad()
+        tokens += int(mask.sum())
+        losses.append(round(loss.item(), 4))
+        elapsed = time.monotonic() - start
+        if step % 10 == 0 or step == len(plan):
+            recent = sum(losses[-10:]) / len(losses[-10:])
+            log(
+                f"step {step}/{len(plan)}  loss {recent:.4f}  {tokens / elapsed:.0f} tokens/s  "
+                f"{elapsed:.0f} s"
+            )
+        if max_seconds is not None and elapsed > max_seconds:
+            log(f"stopping at the time limit ({max_seconds:.0f} s) after {step} steps")
+            break
+    seconds = time.monotonic() - start
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(str(out / "peft"))
+    report = TrainReport(step, len(encoded), tokens, seconds, tuple(losses))
+    write_adapter_gguf(model, out / "adapter.gguf", settings)
+    (out / "train.json").write_text(
+        json.dumps(
+            {"settings": settings.to_dict(), "report": report.to_dict(), "losses": list(losses)},
+            indent=1,
+        )
+    )
+    return report
+
+
+def install_adapter(folder: Path) -> Path:
+    """Copy a trained adapter into the package as the shipped one, with its record (SHA-256,
+    settings, training report) beside it. For maintainers shipping a new adapter."""
+    import hashlib
+    import shutil
+
+    from cotplan.backends.adapters import KNOWN_ADAPTERS, adapter_dir
+
+    spec = KNOWN_ADAPTERS["smollm2-135m-thinking"]
+    source = folder / "adapter.gguf"
+    if not source.is_file():
+        raise InputError(f"no adapter.gguf in {folder}", field="folder")
+    target = adapter_dir() / spec.file_name
+    shutil.copyfile(source, target)
+    trained = json.loads((folder / "train.json").read_text())
+    record = {
+        "sha256": hashlib.sha256(target.read_bytes()).hexdigest(),
+        "base": spec.base,
+        "settings": trained["settings"],
+        "report": trained["report"],
+    }
+    (adapter_dir() / spec.record_name).write_text(json.dumps(record, indent=1) + "\n")
+    return target
