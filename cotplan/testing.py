@@ -14,6 +14,7 @@ resumed run asked nothing twice.
 `ScriptedEndpoint` stands in for a server when a test needs answers no real one gives on demand
 (a 200 with empty `choices`, an `{"error": ...}` body, negative usage): a function of each
 request decides the status and body, and can be swapped to heal the endpoint mid-test.
+`HangAfter` makes it a hung server: it answers a few requests, then accepts and never answers.
 """
 
 from __future__ import annotations
@@ -38,7 +39,15 @@ import httpx2 as httpx
 from cotplan.backends.local import require_loopback
 from cotplan.errors import InputError
 
-__all__ = ["FAULT_KINDS", "Answer", "FaultProxy", "ProxyStats", "ScriptedEndpoint", "echo_answer"]
+__all__ = [
+    "FAULT_KINDS",
+    "Answer",
+    "FaultProxy",
+    "HangAfter",
+    "ProxyStats",
+    "ScriptedEndpoint",
+    "echo_answer",
+]
 
 #: The faults the proxy can inject, in the order a draw picks them.
 FAULT_KINDS = ("500", "429", "slow", "drop", "truncate")
@@ -329,7 +338,9 @@ class ScriptedEndpoint:
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(data)))
                 self.end_headers()
-                self.wfile.write(data)
+                # A client that gave up (a hung request released after it left) is gone.
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    self.wfile.write(data)
 
             def log_message(self, *args: Any) -> None:
                 pass
@@ -351,3 +362,43 @@ class ScriptedEndpoint:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
+
+
+class HangAfter:
+    """An `answer` for `ScriptedEndpoint`: the first `after` requests get `answer`'s reply, every
+    later one is accepted and never answered (a hung server) until `release()`.
+
+    `hung` counts the requests left hanging. A released request gets a 503, which a client
+    still waiting would retry; tests release only after their client is gone.
+
+        hang = HangAfter(3)
+        with ScriptedEndpoint(hang) as endpoint:
+            ...  # the 4th request and every later one waits forever
+    """
+
+    def __init__(
+        self, after: int = 0, answer: Callable[[str, dict[str, Any]], Answer] = echo_answer
+    ) -> None:
+        if after < 0:
+            raise InputError(f"must be at least 0, got {after!r}", field="after")
+        self.after = after
+        self.answer = answer
+        self.seen = 0
+        self.hung = 0
+        self._lock = threading.Lock()
+        self._released = threading.Event()
+
+    def __call__(self, path: str, body: dict[str, Any]) -> Answer:
+        with self._lock:
+            self.seen += 1
+            hang = self.seen > self.after
+            if hang:
+                self.hung += 1
+        if not hang:
+            return self.answer(path, body)
+        self._released.wait()
+        return 503, {"error": {"message": "released by the test"}}
+
+    def release(self) -> None:
+        """Let every hanging request (and every later one) end with a 503."""
+        self._released.set()

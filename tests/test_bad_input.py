@@ -232,7 +232,7 @@ CASES: list[Case] = [
     Case(
         "calibration with a bad outcome",
         (*PLAN, "--eps", "0.1"),
-        ("`correct`", "row(s) 1"),
+        ("calibration.csv", "line 3", "`correct`"),
         (("calibration.csv", _text("item,n,k,correct", "a,4,0,1", "a,4,8,maybe")),),
     ),
     Case(
@@ -982,4 +982,177 @@ CASES += [
 
 API_CASES += [
     ApiCase("budget(n=nan)", lambda d: _fitted_planner_budget(float("nan")), ("`n`",)),
+]
+
+
+# --- #30 saved files validated on load, timeouts, report folders -------------------------------
+# plan.json and calibration CSVs are checked field by field when read, before any model starts;
+# each error names the file, the line (a CSV's file line, header = line 1) and the field.
+
+
+def _edited_plan(edit: Callable[[dict[str, Any]], None]) -> bytes:
+    """`_plan_json((4, 8))` as `cotplan plan` indents it, with `edit` applied to the record."""
+    import json
+
+    record = json.loads(_plan_json((4, 8)))
+    edit(record)
+    return json.dumps(record, indent=2).encode()
+
+
+def _line_of(data: bytes, text: str, occurrence: int = 1) -> str:
+    """'line N' of the `occurrence`-th line of `data` that contains `text`."""
+    found = [i for i, line in enumerate(data.decode().splitlines(), 1) if text in line]
+    return f"line {found[occurrence - 1]}"
+
+
+def _set(**changes: Any) -> Callable[[dict[str, Any]], None]:
+    return lambda record: record.update(changes)
+
+
+def _set_budget(index: int, **changes: Any) -> Callable[[dict[str, Any]], None]:
+    return lambda record: record["budgets"][index].update(changes)
+
+
+_EPS_TEXT = _edited_plan(_set(eps="x"))
+_EPS_FIVE = _edited_plan(_set(eps=5))
+_TOKENS_NULL = _edited_plan(_set_budget(0, tokens=None))
+_TOKENS_HUGE = _edited_plan(_set_budget(1, tokens=10**12))
+_SAME_N = _edited_plan(_set_budget(1, n=4))
+_DELTA_BOOL = _edited_plan(_set(delta=True))
+RUN_4 = (*RUN, "--n", "4")
+
+CASES += [
+    Case(
+        "plan.json with ε as text",
+        RUN_4,
+        ("plan.json", _line_of(_EPS_TEXT, '"eps"'), "`eps`"),
+        (("plan.json", _EPS_TEXT),),
+    ),
+    Case(
+        "plan.json with ε = 5", RUN_4, ("plan.json", "`eps`", "(0, 1)"), (("plan.json", _EPS_FIVE),)
+    ),
+    Case(
+        "plan.json with tokens null",
+        RUN_4,
+        ("plan.json", _line_of(_TOKENS_NULL, '"tokens"'), "`budgets[0].tokens`"),
+        (("plan.json", _TOKENS_NULL),),
+    ),
+    Case(
+        "plan.json with 10^12 tokens",
+        RUN_4,
+        ("plan.json", _line_of(_TOKENS_HUGE, '"tokens"', 2), "`budgets[1].tokens`"),
+        (("plan.json", _TOKENS_HUGE),),
+    ),
+    Case(
+        "plan.json with one size twice",
+        RUN_4,
+        ("plan.json", "`budgets[1].n`", "budgets[0]"),
+        (("plan.json", _SAME_N),),
+    ),
+    Case("plan.json with δ true", RUN_4, ("plan.json", "`delta`"), (("plan.json", _DELTA_BOOL),)),
+    Case(
+        "run into a file",
+        (*RUN_4[:6], "{dir}/taken.txt", *RUN_4[7:]),
+        ("`out`", "not a folder"),
+        (("plan.json", _plan_json()), ("taken.txt", b"mine")),
+    ),
+    Case(
+        "run with timeout 0",
+        (*RUN_4, "--timeout", "0"),
+        ("`timeout`",),
+        (("plan.json", _plan_json()),),
+    ),
+    Case(
+        "plan into a file",
+        (*PLAN[:4], "{dir}/taken.txt", "--eps", "0.1"),
+        ("`out`", "not a folder"),
+        (*CALIBRATED, ("taken.txt", b"mine")),
+    ),
+    Case(
+        "plan on a folder",
+        ("plan", "--calibration", "{dir}/report", "--eps", "0.1"),
+        ("`calibration`", "is a folder"),
+    ),
+    Case(
+        "calibration with one item and budget recorded twice, differently",
+        (*PLAN, "--eps", "0.1"),
+        ("calibration.csv", "line 5", "`correct`", "line 3"),
+        (
+            (
+                "calibration.csv",
+                _text("item,n,k,correct", "a,4,0,1", "a,4,8,1", "b,4,0,0", "a,4,8,0"),
+            ),
+        ),
+    ),
+    Case(
+        "calibration with a budget of 1e300",
+        (*PLAN, "--eps", "0.1"),
+        ("calibration.csv", "line 3", "`k`"),
+        (("calibration.csv", _text("item,n,k,correct", "a,4,0,1", "a,4,1e300,1")),),
+    ),
+    Case(
+        "calibration of two models",
+        (*PLAN, "--eps", "0.1"),
+        ("calibration.csv", "line 4", "`model`", "line 2"),
+        (
+            (
+                "calibration.csv",
+                _text("item,n,k,correct,model", "a,4,0,1,m1", "a,4,8,1,m1", "b,4,0,0,m2"),
+            ),
+        ),
+    ),
+    Case(
+        "calibration with one item at two sizes",
+        (*PLAN, "--eps", "0.1"),
+        ("calibration.csv", "line 3", "`n`"),
+        (("calibration.csv", _text("item,n,k,correct", "a,4,0,1", "a,8,8,1")),),
+    ),
+    Case(
+        "calibration error after a blank line names the file line",
+        (*PLAN, "--eps", "0.1"),
+        ("calibration.csv", "line 4", "`correct`"),
+        (("calibration.csv", _text("item,n,k,correct", "a,4,0,1", "", "a,4,8,maybe")),),
+    ),
+    Case(
+        "calibration with a size of 0",
+        (*PLAN, "--eps", "0.1"),
+        ("calibration.csv", "line 2", "`n`"),
+        (("calibration.csv", _text("item,n,k,correct", "a,0,0,1")),),
+    ),
+    Case("calibrate with timeout 0", (*FAMILY, "--timeout", "0"), ("`timeout`",)),
+    Case("calibrate with a NaN timeout", (*FAMILY, "--timeout", "nan"), ("`timeout`",)),
+    Case("calibrate with a day's timeout", (*FAMILY, "--timeout", "86400"), ("`timeout`",)),
+    Case("calibrate with negative retries", (*FAMILY, "--max-retries=-1"), ("`max_retries`",)),
+    Case("calibrate with 100 retries", (*FAMILY, "--max-retries", "100"), ("`max_retries`",)),
+    Case("answer with timeout 0", (*ANSWER, "--timeout", "0"), ("`timeout`",), WITH_EXAMPLES),
+    Case("demo with negative retries", ("demo", "--quick", "--max-retries=-1"), ("`max_retries`",)),
+    Case(
+        "experiment with timeout 0",
+        ("experiment", "martingale", "--quick", "--timeout", "0"),
+        ("`timeout`",),
+    ),
+    Case(
+        "experiment report with too many retries",
+        ("experiment", "report", "--quick", "--max-retries", "11"),
+        ("`max_retries`",),
+    ),
+]
+
+# Numbers the issue saw accepted or turned into tracebacks: each is now refused by name.
+CASES += [
+    Case("plan with seed -1", (*PLAN, "--eps", "0.1", "--seed=-1"), ("`seed`",), CALIBRATED),
+    Case(
+        "plan with 10^8 bootstrap resamples",
+        (*PLAN, "--eps", "0.1", "--bootstrap", "100000000"),
+        ("`bootstrap`",),
+        CALIBRATED,
+    ),
+    Case(
+        "run with an uncapped cap of 10^11",
+        (*RUN_4, "--uncapped", "99999999999"),
+        ("`uncapped`",),
+        (("plan.json", _plan_json()),),
+    ),
+    Case("run with seed -1", (*RUN_4, "--seed=-1"), ("`seed`",), (("plan.json", _plan_json()),)),
+    Case("calibrate with seed -1", (*FAMILY, "--seed=-1"), ("`seed`",)),
 ]

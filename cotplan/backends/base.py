@@ -10,8 +10,8 @@ from __future__ import annotations
 import abc
 import functools
 import math
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -249,15 +249,17 @@ class Backend(abc.ABC):
     ) -> list[R]:
         """Apply `fn` to every item with bounded concurrency; results keep the input order.
 
-        `fn` usually calls this backend's `generate` or `next_token_probs`; the first error
-        raised by any call is re-raised here after the others finish.
+        `fn` usually calls this backend's `generate` or `next_token_probs`. The first error
+        raised by any call ends the map: no further item starts, the calls already running
+        finish, and the error of the earliest failed item is re-raised. A KeyboardInterrupt
+        (Ctrl-C) returns at once: no further item starts and running calls are not waited for
+        (their client's own timeout bounds them; what finished is in the call cache).
         """
         workers = max(1, concurrency or self.default_concurrency)
         items = list(items)
         if workers == 1 or len(items) <= 1:
             return [fn(item) for item in items]
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="cotplan") as pool:
-            return list(pool.map(fn, items))
+        return _map_in_threads(fn, items, min(workers, len(items)))
 
     def close(self) -> None:  # noqa: B027 - optional hook, most backends hold nothing
         """Release connections; the backend must not be used afterwards."""
@@ -267,3 +269,55 @@ class Backend(abc.ABC):
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _map_in_threads(fn: Callable[[T], R], items: list[T], workers: int) -> list[R]:
+    """`Backend.map` on `workers` daemon threads that take items one at a time.
+
+    Not a ThreadPoolExecutor: its threads are joined when the interpreter exits, so after
+    Ctrl-C the process would live on until every running request (and the SDK's retries of
+    it) gave up. Daemon threads end with the process; a stop flag keeps pending items from
+    starting.
+    """
+    results: dict[int, R] = {}
+    errors: dict[int, BaseException] = {}
+    lock = threading.Lock()
+    indices = iter(range(len(items)))
+    stop = threading.Event()
+    finished = threading.Event()
+    running = [workers]
+
+    def work() -> None:
+        try:
+            while not stop.is_set():
+                with lock:
+                    index = next(indices, None)
+                if index is None:
+                    return
+                try:
+                    value = fn(items[index])
+                except BaseException as exc:  # handed to the caller's thread, not lost here
+                    with lock:
+                        errors[index] = exc
+                    stop.set()
+                    return
+                with lock:
+                    results[index] = value
+        finally:
+            with lock:
+                running[0] -= 1
+                if running[0] == 0:
+                    finished.set()
+
+    for number in range(workers):
+        threading.Thread(target=work, name=f"cotplan-{number}", daemon=True).start()
+    try:
+        # A bounded wait, so the main thread sees a signal (Ctrl-C) promptly on every platform.
+        while not finished.wait(0.1):
+            pass
+    except BaseException:
+        stop.set()  # pending items never start; running ones are left to end with the process
+        raise
+    if errors:
+        raise errors[min(errors)]
+    return [results[index] for index in range(len(items))]

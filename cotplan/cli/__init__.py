@@ -23,6 +23,7 @@ from cotplan.cli import (
     models,
     notebooks,
     plan,
+    serve,
     tasks,
 )
 from cotplan.errors import CotplanError
@@ -46,6 +47,7 @@ demo.register(app)
 answer.register(app)
 notebooks.register(app)
 lab_reasoning.register(app)
+serve.register(app)
 
 _stderr = Console(stderr=True)
 
@@ -64,5 +66,22 @@ def main(argv: list[str] | None = None) -> None:
         _stderr.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
         sys.exit(2)
     except KeyboardInterrupt:
-        _stderr.print("interrupted")
+        _interrupted()
         sys.exit(130)
+    except SystemExit as exc:
+        # Typer turns Ctrl-C into a silent exit with status 130 (the shell's code for SIGINT);
+        # no other path of ours exits 130, so this is where the user hears how to resume.
+        if exc.code == 130:
+            _interrupted()
+        raise
+
+
+def _interrupted() -> None:
+    # Pending requests were never sent (`Backend.map` stops taking items) and every call that
+    # finished is in the call cache, so the same command picks up where this one stopped.
+    _stderr.print(
+        "interrupted: pending requests cancelled; answers that finished are kept in the call "
+        "cache. Run the same command again to resume: finished calls are replayed, not paid "
+        "again.",
+        highlight=False,
+    )

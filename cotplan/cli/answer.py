@@ -13,6 +13,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from cotplan.cli.calibrate import (
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_TIMEOUT_S,
+    MaxRetriesOption,
+    TimeoutOption,
+)
 from cotplan.errors import InputError
 
 __all__ = ["register"]
@@ -237,9 +243,12 @@ def register(app: typer.Typer) -> None:
         chart: Annotated[
             Path | None, Opt("--chart", help="Save the orderings chart (.png/.svg/.html).")
         ] = None,
+        timeout: TimeoutOption = DEFAULT_TIMEOUT_S,
+        max_retries: MaxRetriesOption = DEFAULT_MAX_RETRIES,
     ) -> None:
         """Answer --query from the few-shot EXAMPLES, averaged over orderings of the examples."""
         from cotplan.backends.connect import connect
+        from cotplan.cli.calibrate import check_timeouts, connect_options
         from cotplan.generate.fewshot import FewShotTemplate, load_examples
         from cotplan.generate.permutation import permutation_average
         from cotplan.generate.schedules import check_schedule, make_orderings
@@ -277,7 +286,9 @@ def register(app: typer.Typer) -> None:
         )
         # The orderings are drawn before any call, so their options fail here too.
         make_orderings(len(loaded), m, check_schedule(schedule), seed=seed, bands=bands)
-        with connect(backend, base_url=base_url) as model:
+        check_timeouts(timeout, max_retries)
+        options = connect_options(backend, timeout, max_retries)
+        with connect(backend, base_url=base_url, **options) as model:
             result = permutation_average(
                 model,
                 loaded,

@@ -11,19 +11,31 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
+from typing import Annotated, Any
+
+import typer
 
 from cotplan.errors import InputError, ModelFileError
 
 __all__ = [
+    "DEFAULT_MAX_RETRIES",
+    "DEFAULT_TIMEOUT_S",
+    "MAX_BOOTSTRAP",
     "MAX_BUDGET",
     "MAX_CONCURRENCY",
     "MAX_COUNT",
+    "MAX_RETRIES",
+    "MAX_TIMEOUT_S",
+    "MaxRetriesOption",
+    "TimeoutOption",
     "check_backend",
     "check_budgets",
     "check_calibrate_options",
     "check_int",
     "check_out",
     "check_probability",
+    "check_timeouts",
+    "connect_options",
 ]
 
 #: The largest reasoning budget accepted: above every provider's output cap (128k tokens).
@@ -32,6 +44,36 @@ MAX_BUDGET = 131_072
 MAX_COUNT = 10_000
 #: Requests in flight at once.
 MAX_CONCURRENCY = 256
+#: Bootstrap resamples: beyond this a fit runs for hours and its intervals gain nothing.
+MAX_BOOTSTRAP = 100_000
+
+#: `--timeout`: seconds one attempt may wait for its answer. A reasoning model sends nothing
+#: until it has thought, which takes minutes at high effort (10k hidden tokens at 50 tokens/s
+#: is 200 s), so the default is long; what bounds a hung endpoint is the few retries below and
+#: Ctrl-C, which now stops at once.
+DEFAULT_TIMEOUT_S = 300.0
+#: `--max-retries`: retries of one request after a 429, a 5xx, a dropped connection or a
+#: timeout. Two ride out a transient fault; each retry of a hung endpoint costs a full timeout.
+DEFAULT_MAX_RETRIES = 2
+#: The longest `--timeout` accepted (an hour: longer is a typo, not a model).
+MAX_TIMEOUT_S = 3600.0
+#: The most `--max-retries` accepted.
+MAX_RETRIES = 10
+
+TimeoutOption = Annotated[
+    float,
+    typer.Option(
+        help="Seconds one attempt waits for an answer (long by default: a reasoning model says "
+        "nothing until it has thought). A hung endpoint costs at most timeout x (retries + 1) "
+        "per request; Ctrl-C stops at once."
+    ),
+]
+MaxRetriesOption = Annotated[
+    int,
+    typer.Option(
+        help="Retries of a request after a 429, a 5xx, a dropped connection or a timeout."
+    ),
+]
 
 
 def check_int(value: int | None, field: str, *, low: int = 1, high: int | None = None) -> None:
@@ -148,3 +190,27 @@ def check_calibrate_options(
     check_out(out)
     check_backend(backend, base_url)
     return grid
+
+
+def check_timeouts(timeout: float, max_retries: int) -> None:
+    """`--timeout` in (0, MAX_TIMEOUT_S] seconds and `--max-retries` in 0..MAX_RETRIES."""
+    if not (isinstance(timeout, int | float) and math.isfinite(timeout)) or not (
+        0.0 < timeout <= MAX_TIMEOUT_S
+    ):
+        raise InputError(
+            f"must be more than 0 and at most {MAX_TIMEOUT_S:g} seconds, got {timeout!r}",
+            field="timeout",
+        )
+    check_int(max_retries, "max_retries", low=0, high=MAX_RETRIES)
+
+
+def connect_options(backend: str, timeout: float, max_retries: int) -> dict[str, Any]:
+    """The `connect` options that carry `--timeout` and `--max-retries` to `backend`'s
+    provider: the embedded engine takes a timeout (its server is local: nothing to retry),
+    an OpenAI-compatible endpoint both, an in-process lab model neither."""
+    provider = backend.partition(":")[0]
+    if provider == "lab":
+        return {}
+    if provider == "local":
+        return {"timeout": float(timeout)}
+    return {"timeout": float(timeout), "max_retries": int(max_retries)}

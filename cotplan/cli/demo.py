@@ -1,6 +1,7 @@
 """`cotplan demo`: the main job, end to end: calibrate -> plan -> run -> projected cost.
 
-On a built-in task family and the embedded model by default: answer items at a grid of
+On a built-in task family and the embedded thinking model by default (SmolLM2 with cotplan's
+adapter, thinking in `<think>` and over-thinking as reasoning models do): answer items at a grid of
 reasoning budgets, fit the budget model, plan k* for a target error, apply the plan on
 held-out items next to uncapped reasoning, and project the monthly cost of both policies for a
 stated workload. Every table is also written to a report folder (CSV and PNG).
@@ -15,6 +16,12 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
+from cotplan.cli.calibrate import (
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_TIMEOUT_S,
+    MaxRetriesOption,
+    TimeoutOption,
+)
 from cotplan.cli.plan import (
     check_at_least,
     check_unit,
@@ -24,9 +31,10 @@ from cotplan.cli.plan import (
     print_certified,
     print_comparison,
     print_report,
-    report_folder,
     save_chart,
 )
+from cotplan.cli.report_folders import finish_report, start_report
+from cotplan.generate.budgeted import driven_as
 from cotplan.io import write_csv
 from cotplan.workflow import (
     DEMO_FALLBACK_FAMILY,
@@ -109,8 +117,12 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def demo(
         backend: Annotated[
-            str, typer.Option(help="'local', 'local:PATH' or 'openai:MODEL'.")
-        ] = "local",
+            str,
+            typer.Option(
+                help="'local:thinking' (the embedded thinking model), 'local' (plain "
+                "SmolLM2), 'local:PATH', 'lab:parity-overthink' or 'openai:MODEL'."
+            ),
+        ] = "local:thinking",
         base_url: Annotated[str | None, typer.Option(help="An OpenAI-compatible endpoint.")] = None,
         family: Annotated[
             str | None, typer.Option(help="Task family (default: the demo's measured choice).")
@@ -135,9 +147,11 @@ def register(app: typer.Typer) -> None:
         ] = None,
         seed: Annotated[int, typer.Option(help="Seed of the calibration items.")] = 0,
         out: Annotated[
-            Path | None, typer.Option(help="Report folder (default reports/<time>/).")
+            Path | None, typer.Option(help="Report folder (default reports/demo-<time>-<random>/).")
         ] = None,
         progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
+        timeout: TimeoutOption = DEFAULT_TIMEOUT_S,
+        max_retries: MaxRetriesOption = DEFAULT_MAX_RETRIES,
     ) -> None:
         """Calibrate, plan and run on a built-in task, then project the cost."""
         # Every option is checked before the model starts.
@@ -147,8 +161,11 @@ def register(app: typer.Typer) -> None:
         check_at_least(count, "count", 1)
         check_at_least(held_out, "held_out", 1)
         from cotplan.backends import connect
+        from cotplan.cli.calibrate import check_timeouts, connect_options
         from cotplan.pricing import price_table
         from cotplan.workflow import demo_setup, run_demo
+
+        check_timeouts(timeout, max_retries)
 
         started = time.perf_counter()
         price_table().resolve(what_if)  # fail before any model call on a typo
@@ -156,12 +173,15 @@ def register(app: typer.Typer) -> None:
             family, backend=backend, preset=QUICK if quick else FULL, count=count,
             held_out=held_out, seed=seed,
         )  # fmt: skip
-        folder = report_folder(out)
+        report = start_report(out, kind="demo", command="demo")
+        staging = report.path  # every step writes here; moved into place together at the end
         preset = setup.preset
         console.rule(f"cotplan demo: {setup.family} ({setup.description})")
-        with connect(backend, base_url=base_url) as model:
+        options = connect_options(backend, timeout, max_retries)
+        with report, connect(backend, base_url=base_url, **options) as model:
             console.print(
-                f"model {model.model}; sizes n = {', '.join(map(str, setup.sizes))} "
+                f"model {model.model} ({driven_as(model)}); "
+                f"sizes n = {', '.join(map(str, setup.sizes))} "
                 f"({setup.n_meaning}); {len(setup.items)} calibration items at budgets k = "
                 + "; ".join(f"{', '.join(map(str, preset.grid(n)))} (n = {n})" for n in setup.sizes)
                 + (" (the paper's grid, [0, 10√n])" if preset.budgets is None else "")
@@ -170,10 +190,11 @@ def register(app: typer.Typer) -> None:
             console.rule("1. calibrate")
             demo = run_demo(
                 model, setup, eps=eps, queries_per_day=queries_per_day, what_if=what_if,
-                progress=progress, on_step=lambda step, done: _show_step(step, done, eps, folder),
+                progress=progress, on_step=lambda step, done: _show_step(step, done, eps, staging),
             )  # fmt: skip
-        assert demo.costs is not None
-        write_csv(demo.costs, folder / "costs.csv")
+            assert demo.costs is not None
+            write_csv(demo.costs, staging / "costs.csv")
+            folder = finish_report(report)
         _print_costs(demo.costs, queries_per_day, what_if)
         console.rule()
         console.print(

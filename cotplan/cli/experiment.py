@@ -2,14 +2,13 @@
 
 Each command runs one experiment with the `--quick` preset (seconds) or the full one (the
 paper's grid), shows a progress bar, prints the side-by-side table against the paper, and saves
-CSV tables and PNG charts in a report folder.
+CSV tables and PNG charts in a report folder (`cotplan.reports`: named when the command starts,
+written as a unit when it ends).
 """
 
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,8 +20,16 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from cotplan import paths
 from cotplan.charts import save as save_result
+from cotplan.cli.calibrate import (
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_TIMEOUT_S,
+    MaxRetriesOption,
+    TimeoutOption,
+    check_timeouts,
+    connect_options,
+)
+from cotplan.cli.report_folders import finish_report
 from cotplan.errors import InputError
 from cotplan.experiments import (
     PRESETS,
@@ -33,6 +40,7 @@ from cotplan.experiments import (
     read_p,
 )
 from cotplan.experiments._common import RunInfo, fmt
+from cotplan.reports import ReportFolder
 
 __all__ = ["app", "exact_predictor"]
 
@@ -53,15 +61,28 @@ BACKEND_HELP = (
 
 @contextlib.contextmanager
 def _open_predictor(
-    spec: str, base_url: str | None, instruction: str, concurrency: int | None
+    spec: str,
+    base_url: str | None,
+    instruction: str,
+    concurrency: int | None,
+    timeout: float = DEFAULT_TIMEOUT_S,
+    max_retries: int = DEFAULT_MAX_RETRIES,
 ) -> Iterator[Predictor]:
     if spec.strip().lower().startswith("pe:"):
         yield _lab_predictor(spec)
         return
-    with open_predictor(
-        spec, base_url=base_url, instruction=instruction, concurrency=concurrency
-    ) as predictor:
-        yield predictor
+    if exact_predictor(spec) is not None:
+        with open_predictor(spec) as predictor:
+            yield predictor
+        return
+    # `open_predictor` connects with the defaults; a model is connected here so that
+    # --timeout and --max-retries reach its client.
+    from cotplan.backends.connect import connect
+    from cotplan.experiments import BackendPredictor
+
+    options = connect_options(spec, timeout, max_retries)
+    with connect(spec, base_url=base_url, **options) as backend:
+        yield BackendPredictor(backend, instruction=instruction, concurrency=concurrency)
 
 
 def _lab_predictor(spec: str) -> Predictor:
@@ -80,12 +101,9 @@ def _lab_steps(spec: str) -> int:
     return int(PE_LAB_PRESETS["quick" if ":quick" in spec.lower() else "full"]["steps"])
 
 
-def _out_folder(out: Path | None, name: str, predictor: Predictor) -> Path:
-    if out is not None:
-        return out
-    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", predictor.name).strip("-")[:40] or "predictor"
-    return paths.home() / "reports" / f"{name}-{stamp}-{slug}"
+def _start_report(out: Path | None, name: str, label: str) -> ReportFolder:
+    """The report folder, named as the command starts (`reports/NAME-<time>-<random>-LABEL`)."""
+    return ReportFolder.start(out, kind=name, label=label, command=f"experiment {name}")
 
 
 @contextlib.contextmanager
@@ -153,8 +171,9 @@ def _print_run(run: RunInfo) -> None:
     )
 
 
-def _saved(files: list[Path]) -> None:
-    folder = files[0].parent if files else Path(".")
+def _saved(report: ReportFolder, files: list[Path]) -> None:
+    """Move the report's files into place together and say where they went."""
+    folder = finish_report(report)
     _console.print(f"saved {len(files)} files in {escape(str(folder))}")
 
 
@@ -166,7 +185,7 @@ Quick = Annotated[
 ]
 Seed = Annotated[int, Opt("--seed", help="Seed of every random draw.")]
 Out = Annotated[
-    Path | None, Opt("--out", "-o", help="Report folder (default: COTPLAN_HOME/reports/...).")
+    Path | None, Opt("--out", "-o", help="Report folder (default: reports/NAME-<time>-...).")
 ]
 Charts = Annotated[bool, Opt("--charts/--no-charts", help="Save PNG charts.")]
 Instruction = Annotated[str, Opt("--instruction", help="Text before the bits in each prompt.")]
@@ -280,26 +299,32 @@ def _run_experiment(
     charts: bool,
     instruction: str,
     concurrency: int | None,
+    timeout: float,
+    max_retries: int,
 ) -> None:
     """Run experiment `name` with its preset and `options` over it; print, then save."""
     experiment = _experiments()[name]
     params = {**_preset(name, quick), **options}
     _check_first(backend, concurrency, (name, params))
-    with (
-        _open_predictor(backend, base_url, instruction, concurrency) as predictor,
-        _progress() as st,
-    ):
-        result = experiment.run(
-            predictor,
-            seed=seed,
-            progress=st(experiment.counts, planned_predictions(name, params)),
-            **params,
-        )
-    experiment.details(result)
-    _print_rows(result.versus_paper(), experiment.title)
-    experiment.notes(result)
-    _print_run(result.run)
-    _saved(save_result(result, _out_folder(out, name, predictor), charts=charts))
+    check_timeouts(timeout, max_retries)
+    with _start_report(out, name, backend) as report:
+        with (
+            _open_predictor(
+                backend, base_url, instruction, concurrency, timeout, max_retries
+            ) as predictor,
+            _progress() as st,
+        ):
+            result = experiment.run(
+                predictor,
+                seed=seed,
+                progress=st(experiment.counts, planned_predictions(name, params)),
+                **params,
+            )
+        experiment.details(result)
+        _print_rows(result.versus_paper(), experiment.title)
+        experiment.notes(result)
+        _print_run(result.run)
+        _saved(report, save_result(result, report.path, charts=charts))
 
 
 def _given(**options: Any) -> dict[str, Any]:
@@ -321,6 +346,8 @@ def martingale(
     charts: Charts = True,
     instruction: Instruction = "",
     concurrency: Concurrency = None,
+    timeout: TimeoutOption = DEFAULT_TIMEOUT_S,
+    max_retries: MaxRetriesOption = DEFAULT_MAX_RETRIES,
 ) -> None:
     """The martingale gap Δ̂n with its A·log n/n + B fit, beside the exact Bayes reference."""
     _run_experiment(
@@ -334,6 +361,8 @@ def martingale(
         charts=charts,
         instruction=instruction,
         concurrency=concurrency,
+        timeout=timeout,
+        max_retries=max_retries,
     )
 
 
@@ -352,41 +381,46 @@ def debias(
     charts: Charts = True,
     instruction: Instruction = "",
     concurrency: Concurrency = None,
+    timeout: TimeoutOption = DEFAULT_TIMEOUT_S,
+    max_retries: MaxRetriesOption = DEFAULT_MAX_RETRIES,
 ) -> None:
     """Find, fit and remove the periodic positional part of the per-position gaps."""
     from cotplan.experiments import martingale_gap, positional_debias, read_gaps
 
     params = _preset("debias", quick)
-    if source is not None:
-        result = positional_debias(read_gaps(source), seed=seed, **params)
-        name = "gaps"
-        folder = out or paths.home() / "reports" / f"debias-{_dt.datetime.now():%Y%m%d-%H%M%S}"
-    else:
+    if source is None:
         mparams = _preset("martingale", quick)
         _check_first(backend, concurrency, ("martingale", mparams))
-        with (
-            _open_predictor(backend, base_url, instruction, concurrency) as predictor,
-            _progress() as st,
-        ):
-            gaps = martingale_gap(
-                predictor,
-                seed=seed,
-                progress=st("martingale", planned_predictions("martingale", mparams)),
-                **mparams,
-            )
-        _print_run(gaps.run)
-        result = positional_debias(gaps, seed=seed, all_positions=all_positions, **params)
-        name = predictor.name
-        folder = _out_folder(out, "debias", predictor)
-        save_result(gaps, folder, charts=charts)
-    _console.print(
-        f"{escape(name)}: period {result.period:.2f} (detected {result.detected_period:.2f}, "
-        f"p = {fmt(result.p_value)}), harmonics explain {fmt(result.explained)}, variance "
-        f"change {fmt(result.variance_change)}, position R² {fmt(result.r2_before)} -> "
-        f"{fmt(result.r2_after)}"
-    )
-    _print_rows(result.versus_paper(), "Positional debiasing vs the paper")
-    _saved(save_result(result, folder, charts=charts))
+        check_timeouts(timeout, max_retries)
+    with _start_report(out, "debias", "gaps" if source is not None else backend) as report:
+        if source is not None:
+            result = positional_debias(read_gaps(source), seed=seed, **params)
+            name = "gaps"
+        else:
+            with (
+                _open_predictor(
+                    backend, base_url, instruction, concurrency, timeout, max_retries
+                ) as predictor,
+                _progress() as st,
+            ):
+                gaps = martingale_gap(
+                    predictor,
+                    seed=seed,
+                    progress=st("martingale", planned_predictions("martingale", mparams)),
+                    **mparams,
+                )
+            _print_run(gaps.run)
+            result = positional_debias(gaps, seed=seed, all_positions=all_positions, **params)
+            name = predictor.name
+            save_result(gaps, report.path, charts=charts)
+        _console.print(
+            f"{escape(name)}: period {result.period:.2f} (detected {result.detected_period:.2f}, "
+            f"p = {fmt(result.p_value)}), harmonics explain {fmt(result.explained)}, variance "
+            f"change {fmt(result.variance_change)}, position R² {fmt(result.r2_before)} -> "
+            f"{fmt(result.r2_after)}"
+        )
+        _print_rows(result.versus_paper(), "Positional debiasing vs the paper")
+        _saved(report, save_result(result, report.path, charts=charts))
 
 
 @app.command()
@@ -402,6 +436,8 @@ def order(
     charts: Charts = True,
     instruction: Instruction = "",
     concurrency: Concurrency = None,
+    timeout: TimeoutOption = DEFAULT_TIMEOUT_S,
+    max_retries: MaxRetriesOption = DEFAULT_MAX_RETRIES,
 ) -> None:
     """Spread of P(next = 1) over orderings of one multiset, versus orderings averaged."""
     _run_experiment(
@@ -415,6 +451,8 @@ def order(
         charts=charts,
         instruction=instruction,
         concurrency=concurrency,
+        timeout=timeout,
+        max_retries=max_retries,
     )
 
 
@@ -431,6 +469,8 @@ def entropy(
     charts: Charts = True,
     instruction: Instruction = "",
     concurrency: Concurrency = None,
+    timeout: TimeoutOption = DEFAULT_TIMEOUT_S,
+    max_retries: MaxRetriesOption = DEFAULT_MAX_RETRIES,
 ) -> None:
     """Cross-entropy per position against H(p), beside Laplace, KT, the MLE and the Bayes limit."""
     options = _given(n_max=n_max, n_sequences=n_sequences)
@@ -447,6 +487,8 @@ def entropy(
         charts=charts,
         instruction=instruction,
         concurrency=concurrency,
+        timeout=timeout,
+        max_retries=max_retries,
     )
 
 
@@ -463,6 +505,8 @@ def falck(
     charts: Charts = True,
     instruction: Instruction = "",
     concurrency: Concurrency = None,
+    timeout: TimeoutOption = DEFAULT_TIMEOUT_S,
+    max_retries: MaxRetriesOption = DEFAULT_MAX_RETRIES,
 ) -> None:
     """Falck et al.'s T1, T2, T3 martingale checks with bands from the exact Bayes reference."""
     _run_experiment(
@@ -476,6 +520,8 @@ def falck(
         charts=charts,
         instruction=instruction,
         concurrency=concurrency,
+        timeout=timeout,
+        max_retries=max_retries,
     )
 
 
@@ -493,6 +539,8 @@ def report(
     charts: Charts = True,
     instruction: Instruction = "",
     concurrency: Concurrency = None,
+    timeout: TimeoutOption = DEFAULT_TIMEOUT_S,
+    max_retries: MaxRetriesOption = DEFAULT_MAX_RETRIES,
     cot_lab: Annotated[
         str | None,
         Opt(
@@ -532,25 +580,29 @@ def report(
             if name != "debias"
         ),
     )
-    with (
-        _open_predictor(backend, base_url, instruction, concurrency) as predictor,
-        _progress() as st,
-    ):
-        result = reproduction_report(
-            predictor,
-            preset,
-            seed,
-            experiments=chosen,
-            overrides=overrides,
-            stage=st,
-            cot_lab=lab_families,
-            cot_lab_preset=cot_lab_preset,
-        )
-    _print_rows(result.to_frame(), f"Reproduction report: {result.predictor}")
-    _console.print(escape(result.tally_line()))
-    _console.print(escape(result.capability()))
-    _console.print(f"{result.requests} model requests in total")
-    _saved(save_result(result, _out_folder(out, "report", predictor), charts=charts))
+    check_timeouts(timeout, max_retries)
+    with _start_report(out, "report", backend) as report_folder:
+        with (
+            _open_predictor(
+                backend, base_url, instruction, concurrency, timeout, max_retries
+            ) as predictor,
+            _progress() as st,
+        ):
+            result = reproduction_report(
+                predictor,
+                preset,
+                seed,
+                experiments=chosen,
+                overrides=overrides,
+                stage=st,
+                cot_lab=lab_families,
+                cot_lab_preset=cot_lab_preset,
+            )
+        _print_rows(result.to_frame(), f"Reproduction report: {result.predictor}")
+        _console.print(escape(result.tally_line()))
+        _console.print(escape(result.capability()))
+        _console.print(f"{result.requests} model requests in total")
+        _saved(report_folder, save_result(result, report_folder.path, charts=charts))
 
 
 @app.command("pe-ablation")
@@ -605,57 +657,59 @@ def pe_ablation(
     _variants(chosen, "tokens", ordinary)  # unknown encodings fail before any training
     overrides: dict[str, Any] = {} if steps is None else {"steps": steps}
     preset = "quick" if quick else "full"
-    folder = out or paths.home() / "reports" / (
-        f"pe-ablation-{_dt.datetime.now():%Y%m%d-%H%M%S}-{preset}"
-    )
-    if seeds > 1:
+    with _start_report(out, "pe-ablation", preset) as report:
+        if seeds > 1:
+            with _progress() as st:
+                spread = pe_ablation_seeds(
+                    preset,
+                    seeds=range(seed, seed + seeds),
+                    encodings=chosen,
+                    ordinary_none=ordinary,
+                    threads=threads,
+                    retrain=retrain,
+                    stage=st,
+                    **overrides,
+                )
+            _console.print(
+                "Variance over orderings of P(1 | t/2 ones among t bits) across training seeds:"
+            )
+            table = spread.spread()
+            columns = ["model", "t", *[c for c in table.columns if c.startswith("variance_seed")]]
+            columns += ["geometric_mean", "min", "max", "fold", "v2_variance"]
+            _console.print(table[columns].to_string(index=False, float_format=lambda v: f"{v:.3g}"))
+            _print_rows(spread.versus_paper(), "Across seeds vs the paper (v2)")
+            _console.print(f"{len(spread.seeds)} seeds in {spread.wall_s:.1f} s")
+            _saved(report, save_result(spread, report.path, charts=charts))
+            return
         with _progress() as st:
-            spread = pe_ablation_seeds(
+            result = run_ablation(
                 preset,
-                seeds=range(seed, seed + seeds),
                 encodings=chosen,
                 ordinary_none=ordinary,
+                seed=seed,
                 threads=threads,
                 retrain=retrain,
                 stage=st,
                 **overrides,
             )
+        training = result.training[
+            ["model", "heldout_loss", "bayes_heldout_loss", "excess", "excess_se", "bayes_loss",
+             "constant_loss", "steps_per_s", "s_within_0.001", "s_settled_0.001", "from_store"]
+        ]  # fmt: skip
         _console.print(
-            "Variance over orderings of P(1 | t/2 ones among t bits) across training seeds:"
+            "Held-out loss per bit (nats) beside the Bayes predictor's on the same bits:"
         )
-        table = spread.spread()
-        columns = ["model", "t", *[c for c in table.columns if c.startswith("variance_seed")]]
-        columns += ["geometric_mean", "min", "max", "fold", "v2_variance"]
-        _console.print(table[columns].to_string(index=False, float_format=lambda v: f"{v:.3g}"))
-        _print_rows(spread.versus_paper(), "Across seeds vs the paper (v2)")
-        _console.print(f"{len(spread.seeds)} seeds in {spread.wall_s:.1f} s")
-        _saved(save_result(spread, folder, charts=charts))
-        return
-    with _progress() as st:
-        result = run_ablation(
-            preset,
-            encodings=chosen,
-            ordinary_none=ordinary,
-            seed=seed,
-            threads=threads,
-            retrain=retrain,
-            stage=st,
-            **overrides,
+        _console.print(training.to_string(index=False))
+        _console.print("Variance over orderings of P(1 | t/2 ones among t bits), float64:")
+        wide = result.order.pivot(index="model", columns="t", values="variance")
+        _console.print(
+            wide.reindex(list(result.labels)).to_string(float_format=lambda v: f"{v:.3g}")
         )
-    training = result.training[
-        ["model", "heldout_loss", "bayes_heldout_loss", "excess", "excess_se", "bayes_loss",
-         "constant_loss", "steps_per_s", "s_within_0.001", "s_settled_0.001", "from_store"]
-    ]  # fmt: skip
-    _console.print("Held-out loss per bit (nats) beside the Bayes predictor's on the same bits:")
-    _console.print(training.to_string(index=False))
-    _console.print("Variance over orderings of P(1 | t/2 ones among t bits), float64:")
-    wide = result.order.pivot(index="model", columns="t", values="variance")
-    _console.print(wide.reindex(list(result.labels)).to_string(float_format=lambda v: f"{v:.3g}"))
-    _console.print(
-        result.martingale[
-            ["model", "A", "A_low", "A_high", "B", "adj_r2", "mean_excess", "vs_none", "ref_A"]
-        ].to_string(index=False)
-    )
-    _print_rows(result.versus_paper(), "Positional-encoding ablation vs the paper (v2)")
-    _console.print(f"{len(result.variants)} models in {result.wall_s:.1f} s")
-    _saved(save_result(result, folder, charts=charts))
+        _console.print(
+            result.martingale[
+                ["model", "A", "A_low", "A_high", "B", "adj_r2", "mean_excess", "vs_none", "ref_A"]
+            ].to_string(index=False)
+        )
+        _print_rows(result.versus_paper(), "Positional-encoding ablation vs the paper (v2)")
+        _console.print(f"{len(result.variants)} models in {result.wall_s:.1f} s")
+        _saved(report, save_result(result, report.path, charts=charts))

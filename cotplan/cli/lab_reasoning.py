@@ -19,7 +19,6 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -29,6 +28,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from cotplan.cli.report_folders import finish_report, start_report
 from cotplan.errors import InputError
 from cotplan.validation import require_int
 
@@ -268,21 +268,22 @@ def study_command(
     _check_threads(threads)
     _check_folder(out, "out")
     _set_threads(threads)
-    folder = out or Path("reports") / f"kstar-lab-{datetime.now():%Y%m%d-%H%M%S}"
     started = time.perf_counter()
     studies = []
-    for name in names:
-        study = reasoning_study(name, preset)
-        studies.append(study)
-        print_study(study)
-        study.save(folder / name, charts=charts)
-        console.print(f"{name}: {study.seconds:.0f} s")
-    rows = pd.DataFrame([r.as_dict() for r in study_report_rows(studies)])
-    console.rule("reproduction report rows")
-    console.print(
-        _frame_table(rows[["claim", "measured", "interval", "verdict"]], "k* on lab models")
-    )
-    rows.to_csv(folder / "report.csv", index=False)
+    with start_report(out, kind="kstar-lab", command="kstar-lab study") as report:
+        for name in names:
+            study = reasoning_study(name, preset)
+            studies.append(study)
+            print_study(study)
+            study.save(report.path / name, charts=charts)
+            console.print(f"{name}: {study.seconds:.0f} s")
+        rows = pd.DataFrame([r.as_dict() for r in study_report_rows(studies)])
+        console.rule("reproduction report rows")
+        console.print(
+            _frame_table(rows[["claim", "measured", "interval", "verdict"]], "k* on lab models")
+        )
+        rows.to_csv(report.path / "report.csv", index=False)
+        folder = finish_report(report)
     console.print(f"wrote {folder}; finished in {time.perf_counter() - started:.0f} s")
 
 

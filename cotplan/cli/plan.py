@@ -2,8 +2,9 @@
 
 Each command parses and checks ALL its options before it reads a file or connects to a model,
 calls the library (`cotplan.planner`), prints with rich and writes its artefacts (CSV, PNG,
-plan.json) into a report folder: `--out`, by default `reports/<timestamp>/` for `calibrate`
-and the calibration's own folder for `plan`. `plan` prints the chosen law, the certified
+plan.json) into a report folder (`cotplan.reports`: named at the start, written as a unit):
+`--out`, by default `reports/<time>-<random>/` for `calibrate` and the calibration's own folder
+for `plan`. `plan` prints the chosen law, the certified
 budgets and the extrapolations and writes plan.json; `run` applies that plan file as written
 (no refit).
 """
@@ -12,7 +13,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -20,6 +20,13 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from cotplan.cli.calibrate import (
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_TIMEOUT_S,
+    MaxRetriesOption,
+    TimeoutOption,
+)
+from cotplan.cli.report_folders import check_read, finish_report, start_report
 from cotplan.errors import InputError
 from cotplan.io import write_csv
 
@@ -35,7 +42,6 @@ __all__ = [
     "print_report",
     "print_size_checks",
     "register",
-    "report_folder",
     "save_chart",
 ]
 
@@ -113,13 +119,6 @@ def check_law(law: str) -> str:
             f"must be 'auto' or one of {', '.join(LAW_NAMES)}, got {law!r}", field="law"
         )
     return law
-
-
-def report_folder(out: Path | None, default: Path | None = None) -> Path:
-    """The folder to write into: `out`, else `default`, else `reports/<timestamp>/`."""
-    folder = out or default or Path("reports") / datetime.now().strftime("%Y%m%d-%H%M%S")
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
 
 
 def check_item_source(family: str | None, tasks: Path | None, sizes: Sequence[int]) -> None:
@@ -428,16 +427,25 @@ def register(app: typer.Typer) -> None:
         concurrency: Concurrency = None,
         answer_tokens: Annotated[int, typer.Option(help="Cap of the answer phase.")] = 16,
         out: Annotated[
-            Path | None, typer.Option(help="Report folder (default reports/<time>/).")
+            Path | None, typer.Option(help="Report folder (default reports/<time>-<random>/).")
         ] = None,
         progress: ShowProgress = True,
+        timeout: TimeoutOption = DEFAULT_TIMEOUT_S,
+        max_retries: MaxRetriesOption = DEFAULT_MAX_RETRIES,
     ) -> None:
         """Answer items at several reasoning budgets and save the calibration table."""
         from cotplan.backends import connect
-        from cotplan.cli.calibrate import check_calibrate_options
+        from cotplan.cli.calibrate import (
+            check_calibrate_options,
+            check_int,
+            check_timeouts,
+            connect_options,
+        )
         from cotplan.planner.calibrate import calibrate as run_calibration
 
         check_item_source(family, tasks, parse_ints(n, "n"))
+        check_timeouts(timeout, max_retries)
+        check_int(seed, "seed", low=0)
         grid: Any = check_calibrate_options(
             budgets=budgets,
             count=count,
@@ -446,9 +454,13 @@ def register(app: typer.Typer) -> None:
             backend=backend,
             base_url=base_url,
             out=out,
-        )  # all before the first (maybe paid) call; the folder is made once there is a result
+        )  # all before the first (maybe paid) call
         items = build_items(family, tasks, parse_ints(n, "n"), count, seed)
-        with connect(backend, base_url=base_url) as model:
+        options = connect_options(backend, timeout, max_retries)
+        with (
+            start_report(out, command="calibrate") as report,
+            connect(backend, base_url=base_url, **options) as model,
+        ):
             result = run_calibration(
                 model,
                 items,
@@ -457,10 +469,10 @@ def register(app: typer.Typer) -> None:
                 progress=progress,
                 answer_tokens=answer_tokens,
             )
-        folder = report_folder(out)
-        path = result.to_csv(folder / "calibration.csv")
-        print_calibration(result)
-        console.print(f"wrote {path}")
+            result.to_csv(report.path / "calibration.csv")
+            print_calibration(result)
+            folder = finish_report(report)
+        console.print(f"wrote {folder / 'calibration.csv'}")
 
     @app.command()
     def plan(
@@ -485,15 +497,20 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Fit the error laws on a calibration, print the chosen law, the certified budgets
         and k* for the sizes asked; write plan.json for `cotplan run`."""
+        from cotplan.cli.calibrate import MAX_BOOTSTRAP, check_int, check_out
         from cotplan.planner.run import SavedPlan
 
         # Every option is checked before the fit: a typo should not cost a bootstrap.
         asked = parse_ints(n, "n", low=1)
+        check_out(out)
+        check_int(seed, "seed", low=0)
+        check_int(bootstrap, "bootstrap", low=0, high=MAX_BOOTSTRAP)
         check_unit(eps, "eps")
         check_unit(delta, "delta")
         check_law(law)
         check_at_least(bootstrap, "bootstrap", 0)
         check_at_least(reach, "reach", 1)
+        check_read(calibration)
         frame, planner = _fit(calibration, law, delta, log_base, alpha, bootstrap, seed)
         sizes = asked or list(planner.sizes_)
         print_spend(frame)
@@ -505,8 +522,13 @@ def register(app: typer.Typer) -> None:
             planner, budgets, eps, str(calibration.resolve()), frame=frame, reach=reach
         )
         print_caps(saved, sorted({*saved.calibrated_sizes, *sizes}))
-        folder = report_folder(out, calibration.parent)
-        written = [saved.save(folder / "plan.json"), *_write_plan(folder, planner, budgets, eps)]
+        with start_report(out, calibration.parent, command="plan") as report:
+            written = [
+                saved.save(report.path / "plan.json"),
+                *_write_plan(report.path, planner, budgets, eps),
+            ]
+            # plan.json last: a folder whose plan.json is new holds the new tables too.
+            folder = finish_report(report, last=("plan.json",))
         names = ", ".join(path.name for path in written[1:])
         console.print(f"wrote {folder}/plan.json (for `cotplan run --plan`), {names}")
 
@@ -530,10 +552,19 @@ def register(app: typer.Typer) -> None:
         ] = False,
         out: OutNextToCalibration = None,
         progress: ShowProgress = True,
+        timeout: TimeoutOption = DEFAULT_TIMEOUT_S,
+        max_retries: MaxRetriesOption = DEFAULT_MAX_RETRIES,
     ) -> None:
         """Apply the plan that `cotplan plan` wrote on held-out items; judge each size against
         ε and compare with uncapped."""
         from cotplan.backends import connect
+        from cotplan.cli.calibrate import (
+            MAX_BUDGET,
+            check_int,
+            check_out,
+            check_timeouts,
+            connect_options,
+        )
         from cotplan.planner.calibrate import load_calibration
         from cotplan.planner.run import SavedPlan, check_plan_model, run_plan
         from cotplan.tasks import drop_seen
@@ -543,6 +574,11 @@ def register(app: typer.Typer) -> None:
         check_at_least(count, "count", 1)
         check_at_least(uncapped, "uncapped", 1)
         check_at_least(concurrency, "concurrency", 1)
+        check_timeouts(timeout, max_retries)
+        check_out(out)
+        check_int(seed, "seed", low=0)
+        check_int(uncapped, "uncapped", high=MAX_BUDGET)  # sent as max_tokens: a real cap
+        check_read(plan)
         saved = SavedPlan.load(plan)
         # The plan must be this model's, before the model (maybe paid, maybe slow) starts.
         note = check_plan_model(
@@ -570,7 +606,11 @@ def register(app: typer.Typer) -> None:
         if note:
             console.print(f"[yellow]note:[/] {note}")
         print_caps(saved, sizes)
-        with connect(backend, base_url=base_url) as model:
+        options = connect_options(backend, timeout, max_retries)
+        with (
+            start_report(out, plan.parent, command="run") as report,
+            connect(backend, base_url=base_url, **options) as model,
+        ):
             # The spec alone cannot name every model (plugins, lab weights): check the real one.
             late = check_plan_model(saved, model.model, allow_other_model=allow_other_model)
             if late and late != note:
@@ -584,9 +624,9 @@ def register(app: typer.Typer) -> None:
                 concurrency=concurrency,
                 progress=progress,
             )
-        print_comparison(result)
-        folder = report_folder(out, plan.parent)
-        written = _write_run(folder, result)
+            print_comparison(result)
+            written = _write_run(report.path, result)
+            folder = finish_report(report)
         console.print(f"wrote {folder}/" + ", ".join(path.name for path in written))
 
 

@@ -34,6 +34,7 @@ from cotplan.generate.budgeted import (
     budgeted_answers,
 )
 from cotplan.io import write_csv
+from cotplan.planner.calibration_file import check_calibration_frame, record_lines
 from cotplan.tasks.item import TaskItem
 from cotplan.tasks.size import size_source
 from cotplan.validation import require_int
@@ -195,6 +196,10 @@ def load_calibration(path: str | os.PathLike[str]) -> Calibration:
     source = Path(path)
     if not source.exists():
         raise InputError(f"no such file: {source}", field="calibration")
+    if source.is_dir():
+        raise InputError(
+            f"{source} is a folder; give the calibration.csv in it", field="calibration"
+        )
     try:
         frame = pd.read_csv(source)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
@@ -208,6 +213,8 @@ def load_calibration(path: str | os.PathLike[str]) -> Calibration:
             field="calibration",
             source=str(source),
         )
+    # Every row checked here, naming its file line, before a fit or a model sees any of it.
+    check_calibration_frame(frame, str(source), record_lines(source))
     frame["item"] = frame["item"].astype(str)
     model = str(frame["model"].iloc[0]) if "model" in frame.columns and len(frame) else ""
     return Calibration(frame=frame, model=model)

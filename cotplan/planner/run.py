@@ -41,6 +41,7 @@ from cotplan.io import write_text
 from cotplan.planner.calibrate import _answer_items, _check_items, _stat
 from cotplan.planner.certify import clopper_pearson_interval
 from cotplan.planner.fit import Budget, BudgetPlanner, ConfidenceInterval
+from cotplan.planner.plan_file import check_plan_record
 from cotplan.planner.records import (
     CapBasis,
     CertifiedBudget,
@@ -559,7 +560,8 @@ class SavedPlan:
             )
         try:
             # Lenient on NaN: version-1 files hold it, and they still load.
-            record = json.loads(path.read_text(encoding="utf-8"))
+            text = path.read_text(encoding="utf-8")
+            record = json.loads(text)
             if not isinstance(record, dict):
                 raise TypeError("the file holds no JSON object")
             version = record.pop("schema_version", 1)
@@ -574,6 +576,7 @@ class SavedPlan:
                 field="schema_version",
                 source=str(path),
             )
+        check_plan_record(record, str(path), text)  # every field, before anything uses one
         try:
             for derived in ("caps", "nothing_certified"):
                 record.pop(derived, None)  # recomputed from the rest
