@@ -9,6 +9,7 @@ The public names, re-exported from the modules that define them:
 - tasks and planning: `make_tasks`, `load_tasks`, `drop_seen`, `calibrate`, `BudgetPlanner` (its law
   comparison and certified budgets), `adaptive_certify`, `run_plan`
 - generation: `budgeted_answer`, `permutation_average`
+- production: `capped` (a team's own OpenAI client with a plan's cap applied)
 - workflows: `run_demo`, `demo_setup`, `project_run_costs` (what `cotplan demo` runs)
 - intervals: `Interval`, `percentile_interval`
 """
@@ -62,6 +63,7 @@ from cotplan.pricing import (
     prices,
     project_costs,
 )
+from cotplan.production.wrapper import capped
 from cotplan.tasks import TaskItem, drop_seen, list_families, load_tasks, make_tasks, save_tasks
 from cotplan.tokens import count_tokens
 from cotplan.workflow import demo_setup, project_run_costs, run_demo
@@ -107,6 +109,7 @@ __all__ = [
     "budgeted_answer",
     "calibrate",
     "call_cost",
+    "capped",
     "compare_scenarios",
     "connect",
     "cost_of",

@@ -1,0 +1,237 @@
+"""What a capped call reports, and the checks and readings the wrapper makes on each call.
+
+`CapReport` is what the cap did to one call; a capped reply carries it as its extra `cotplan`
+field (a JSON-ready dict, so that it crosses `cotplan serve` unchanged) and `report_of` reads it
+back. The rest are the small pieces `cotplan.production.wrapper` uses: a call's checked
+arguments (`CallArgs`), the provider behind a client's address, the messages checked, the
+protocol's instruction added as `budgeted_answer` adds it, and the usage and list price of the
+requests made.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, fields
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from cotplan.backends.base import Completion, Usage
+from cotplan.errors import InputError
+from cotplan.generate.prompts import ChatTemplate, CoTPrompt
+from cotplan.messages import Message
+from cotplan.planner.records import PlanCap
+
+__all__ = [
+    "DEFAULT_ANSWER_TOKENS",
+    "TEMPLATE_ARGS",
+    "ApplyMode",
+    "CallArgs",
+    "CapReport",
+    "answer_room",
+    "check_messages",
+    "cost_of_requests",
+    "joiner",
+    "provider_of",
+    "report_of",
+    "stop_list",
+    "usage_of",
+    "with_instruction",
+]
+
+#: The answer's room when the call sets no `max_tokens`: `budgeted_answer`'s default, so that
+#: the answer is generated as in the calibration.
+DEFAULT_ANSWER_TOKENS = 16
+
+#: How a call is capped: two-phase budget forcing, or the provider's own cap in one request.
+ApplyMode = Literal["template", "hidden"]
+
+#: Hosts of the hosted APIs whose budget rules differ from a plain output cap; any other
+#: address is an OpenAI-compatible server (vLLM, llama.cpp, SGLang ...).
+_HOSTS: dict[str, str] = {
+    "api.openai.com": "openai",
+    "api.anthropic.com": "anthropic",
+    "generativelanguage.googleapis.com": "google",
+    "api.deepseek.com": "deepseek",
+    "api.x.ai": "xai",
+    "openrouter.ai": "openrouter",
+}
+
+
+#: Arguments of `create` that two-phase forcing honours; any other is refused there (naming
+#: it), since it could not be applied to text completions as the caller meant it.
+TEMPLATE_ARGS = frozenset(
+    {
+        "temperature",
+        "seed",
+        "max_tokens",
+        "max_completion_tokens",
+        "stop",
+        "extra_body",
+        "extra_headers",
+        "timeout",
+        "user",
+        "stream",
+        "n",
+    }
+)
+
+
+@dataclass(frozen=True)
+class CallArgs:
+    """One call's arguments, checked (by `CappedClient`): what its steps need."""
+
+    model: str
+    messages: list[Message]
+    cap: PlanCap
+    mode: ApplyMode
+    protocol: str
+    words: CoTPrompt
+    template: ChatTemplate | None
+    answer_tokens: int
+    temperature: float
+    rest: dict[str, Any]
+    note: str
+
+
+@dataclass(frozen=True)
+class CapReport:
+    """What the cap did to one call (the reply's `cotplan` field; see `report_of`).
+
+    `cap` is the reasoning cap k applied for `size` and `basis` what backs it (`PlanCap`);
+    `mode` is ``template`` (two-phase) or ``hidden`` (one request); `reasoning_tokens`,
+    `answer_tokens` and `prompt_tokens` come from the usage of every request made (`requests`);
+    `cap_bitten`: the cap stopped the reasoning; `answer_forced`: the answer was asked for
+    after such a cut; `cost_usd`: list price (NaN, with `note`, when the model has no price).
+    """
+
+    size: float
+    cap: int
+    basis: str
+    certified: bool
+    mode: str
+    protocol: str
+    reasoning_tokens: int
+    answer_tokens: int
+    prompt_tokens: int
+    cap_bitten: bool
+    answer_forced: bool
+    cost_usd: float
+    requests: int
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (null for a missing cost)."""
+        out = asdict(self)
+        out["cost_usd"] = None if math.isnan(self.cost_usd) else self.cost_usd
+        return out
+
+
+def report_of(reply: Any) -> CapReport:
+    """The `CapReport` of a reply from a capped client or from `cotplan serve`."""
+    extra = getattr(reply, "model_extra", None) or {}
+    raw = extra.get("cotplan") if isinstance(extra, dict) else None
+    if not isinstance(raw, Mapping):
+        raise InputError("carries no `cotplan` field: not a capped reply", field="reply")
+    names = {f.name for f in fields(CapReport)}
+    values = {k: v for k, v in raw.items() if k in names}
+    if values.get("cost_usd") is None:
+        values["cost_usd"] = math.nan
+    try:
+        return CapReport(**values)
+    except TypeError as exc:
+        raise InputError(f"holds an incomplete `cotplan` field: {exc}", field="reply") from exc
+
+
+def provider_of(base_url: object) -> str:
+    """The provider behind a client's `base_url`, for its budget rule: a hosted API by its host
+    (`_HOSTS`), else ``openai-compatible``."""
+    host = urlsplit(str(base_url)).hostname or ""
+    return _HOSTS.get(host.lower(), "openai-compatible")
+
+
+# -- arguments and usage --------------------------------------------------------------------
+
+
+def check_messages(messages: object) -> list[Message]:
+    if not isinstance(messages, Sequence) or isinstance(messages, str) or not messages:
+        raise InputError("must be a non-empty list of chat messages", field="messages")
+    out: list[Message] = []
+    for i, message in enumerate(messages):
+        if not isinstance(message, Mapping) or not isinstance(message.get("role"), str):
+            raise InputError(f"message {i} must be a dict with a `role`", field="messages")
+        content = message.get("content")
+        if not isinstance(content, str):
+            # Parts (images, audio) cannot be written out as template text.
+            raise InputError(
+                f"message {i} must have text `content`, got {type(content).__name__}",
+                field="messages",
+            )
+        out.append({"role": message["role"], "content": content})
+    return out
+
+
+def with_instruction(messages: list[Message], text: str) -> list[Message]:
+    """`messages` with `text` added to the last user message, as `budgeted_answer` writes its
+    item's prompt (nothing added when `text` is empty)."""
+    out: list[Message] = [dict(m) for m in messages]
+    if not text:
+        return out
+    for message in reversed(out):
+        if message["role"] == "user":
+            message["content"] = f"{message['content']}\n{text}"
+            return out
+    return [*out, {"role": "user", "content": text}]
+
+
+def joiner(text: str) -> str:
+    """Nothing after whitespace (where the model itself stopped), else a line break."""
+    return "" if not text or text[-1].isspace() else "\n"
+
+
+def stop_list(stop: object) -> list[str]:
+    if stop is None:
+        return []
+    if isinstance(stop, str):
+        return [stop]
+    if isinstance(stop, Sequence) and all(isinstance(s, str) for s in stop):
+        return list(stop)
+    raise InputError(f"must be a string or a list of strings, got {stop!r}", field="stop")
+
+
+def answer_room(args: dict[str, Any]) -> int:
+    names = ("max_tokens", "max_completion_tokens")
+    popped = {name: args.pop(name) for name in names if name in args}
+    given = {name: value for name, value in popped.items() if value is not None}
+    if not given:
+        return DEFAULT_ANSWER_TOKENS
+    name, value = next(iter(given.items()))
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InputError(f"must be a whole number ≥ 1, got {value!r}", field=name)
+    return value
+
+
+def usage_of(raw: Any) -> Usage:
+    if raw is None:
+        return Usage()
+    details = getattr(raw, "completion_tokens_details", None)
+    return Usage(
+        prompt_tokens=int(raw.prompt_tokens or 0),
+        completion_tokens=int(raw.completion_tokens or 0),
+        reasoning_tokens=int(getattr(details, "reasoning_tokens", 0) or 0),
+    )
+
+
+def cost_of_requests(model: str, usages: Sequence[Usage]) -> tuple[float, str]:
+    """List price of the requests (NaN and a note when the model has no price)."""
+    from cotplan.generate.call_cost import recorded_cost
+
+    total = 0.0
+    for usage in usages:
+        try:
+            call = Completion(text="", finish_reason="stop", usage=usage, model=model)
+            cost = recorded_cost(call)
+        except InputError as exc:  # unknown model, or no price in effect today
+            return math.nan, f"no price for {model}: {exc}"
+        total += float(cost.usd)
+    return total, ""

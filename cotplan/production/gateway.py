@@ -1,0 +1,275 @@
+"""`cotplan serve`: an OpenAI-compatible endpoint on 127.0.0.1 that applies a plan's cap.
+
+Any OpenAI SDK, in any language, points its `base_url` at ``http://127.0.0.1:PORT/v1``; each
+``POST /v1/chat/completions`` is answered through the same code as `capped` (two-phase budget
+forcing or the provider's own cap), against the `upstream` server, and logged to the same call
+log. The item size n of a call comes in the body's ``size`` field (`extra_body={"size": 8}` in
+the Python SDK) or the ``X-Cotplan-Size`` header. The reply is the usual chat completion with
+the thinking in `message.reasoning_content` and the extra ``cotplan`` field (`CapReport`).
+
+Also served: ``GET /v1/models`` (the plan's model) and ``GET /health``.
+
+Errors come back in OpenAI's shape, ``{"error": {"message", "type", "param", "code"}}``: 400
+with `param` naming the field for a request cotplan refuses, the upstream's own status for an
+upstream error, 502 when the upstream cannot be reached. Streaming is refused (400) for now.
+
+It listens on the loopback interface only: it holds the upstream's key and applies no
+authentication of its own, so it must not be reachable from other machines.
+
+The server is uvicorn running a Starlette app (`make_app`); `Gateway` runs it in a thread (for
+tests and notebooks), `serve` in the foreground (the CLI).
+"""
+
+from __future__ import annotations
+
+import inspect
+import socket
+import threading
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import openai
+import uvicorn
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from cotplan.errors import CotplanError, InputError, LocalServerError
+from cotplan.planner.run import SavedPlan
+from cotplan.production.log import CallLog
+from cotplan.production.wrapper import CappedClient, capped
+
+__all__ = ["HOST", "Gateway", "check_port", "check_upstream", "make_app", "serve"]
+
+#: The only interface the gateway listens on (see the module docstring).
+HOST = "127.0.0.1"
+
+#: The header that may carry a call's item size instead of the body.
+SIZE_HEADER = "x-cotplan-size"
+
+
+def check_upstream(url: object) -> str:
+    """`url` if it is an http(s) address with a host (`InputError` naming `upstream`)."""
+    if not isinstance(url, str):
+        raise InputError(f"must be an http(s) URL, got {url!r}", field="upstream")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InputError(
+            f"must be an http(s) URL such as http://127.0.0.1:8080/v1, got {url!r}",
+            field="upstream",
+        )
+    return url.rstrip("/")
+
+
+def check_port(port: object) -> int:
+    """`port` if it is free on the loopback interface (0: any free port)."""
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port < 65536:
+        raise InputError(f"must be in 1..65535 (or 0 for any), got {port!r}", field="port")
+    if port == 0:
+        return 0
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((HOST, port))
+        except OSError as exc:
+            raise InputError(
+                f"{HOST}:{port} is already in use: pick another", field="port"
+            ) from exc
+    return port
+
+
+def _error(status: int, message: str, *, kind: str, param: str | None = None) -> JSONResponse:
+    body = {"error": {"message": message, "type": kind, "param": param, "code": None}}
+    return JSONResponse(body, status_code=status)
+
+
+def _create_arguments(client: openai.OpenAI) -> frozenset[str]:
+    """The keyword arguments the SDK's `chat.completions.create` takes; any other body field
+    is sent on as it is (`extra_body`), as a direct call with `extra_body` would send it."""
+    names = inspect.signature(client.chat.completions.create).parameters
+    return frozenset(names) - {"extra_body"}
+
+
+def make_app(capped_client: CappedClient) -> Starlette:
+    """The Starlette app answering OpenAI-compatible chat completions through `capped_client`."""
+    known = _create_arguments(capped_client.client)
+
+    async def chat_completions(request: Request) -> JSONResponse:
+        try:
+            body = await request.json()
+        except (ValueError, UnicodeDecodeError):
+            return _error(400, "the body is not JSON", kind="invalid_request_error")
+        if not isinstance(body, dict):
+            return _error(400, "the body must be a JSON object", kind="invalid_request_error")
+        header = request.headers.get(SIZE_HEADER)
+        if body.get("size") is None and header is not None:
+            try:
+                body["size"] = float(header)
+            except ValueError:
+                return _error(
+                    400,
+                    f"must be a number, got {header!r}",
+                    kind="invalid_request_error",
+                    param=SIZE_HEADER,
+                )
+        arguments = {k: v for k, v in body.items() if k in known or k == "size"}
+        extra = {k: v for k, v in body.items() if k not in arguments}
+        if extra:
+            arguments["extra_body"] = {**(body.get("extra_body") or {}), **extra}
+        try:
+            # The wrapper is synchronous (the team's own client is): a worker thread keeps
+            # the event loop free for other calls meanwhile.
+            reply = await run_in_threadpool(capped_client.chat.completions.create, **arguments)
+        except InputError as exc:
+            return _error(400, str(exc), kind="invalid_request_error", param=exc.field)
+        except openai.APIStatusError as exc:
+            return _error(exc.status_code, f"upstream: {exc.message}", kind="upstream_error")
+        except openai.APIConnectionError as exc:
+            return _error(502, f"upstream unreachable: {exc}", kind="upstream_error")
+        except CotplanError as exc:
+            return _error(500, str(exc), kind="server_error")
+        return JSONResponse(reply.model_dump(mode="json"))
+
+    async def models(request: Request) -> JSONResponse:
+        model = capped_client.plan.model or "unknown"
+        data = [{"id": model, "object": "model", "created": 0, "owned_by": "cotplan"}]
+        return JSONResponse({"object": "list", "data": data})
+
+    async def health(request: Request) -> JSONResponse:
+        return JSONResponse({"status": "ok"})
+
+    return Starlette(
+        routes=[
+            Route("/v1/chat/completions", chat_completions, methods=["POST"]),
+            Route("/v1/models", models, methods=["GET"]),
+            Route("/health", health, methods=["GET"]),
+        ]
+    )
+
+
+def _capped_client(
+    plan: SavedPlan | str | Path,
+    upstream: str,
+    *,
+    api_key: str | None,
+    log: CallLog | str | Path | None,
+    allow_other_model: bool,
+    timeout: float,
+) -> CappedClient:
+    client = openai.OpenAI(
+        base_url=check_upstream(upstream),
+        # A local server needs no key; the SDK insists on one.
+        api_key=api_key or "no-key-needed",
+        timeout=timeout,
+    )
+    return capped(client, plan, log=log, allow_other_model=allow_other_model, via="gateway")
+
+
+class Gateway:
+    """The gateway in a background thread, on a free loopback port unless `port` is given:
+
+        with Gateway("plan.json", "http://127.0.0.1:8080/v1") as gateway:
+            openai.OpenAI(base_url=gateway.base_url, api_key="-").chat.completions.create(...)
+
+    The arguments are those of `serve`.
+    """
+
+    def __init__(
+        self,
+        plan: SavedPlan | str | Path,
+        upstream: str,
+        *,
+        port: int = 0,
+        api_key: str | None = None,
+        log: CallLog | str | Path | None = None,
+        allow_other_model: bool = False,
+        timeout: float = 120.0,
+        start_timeout: float = 10.0,
+    ) -> None:
+        self.port = check_port(port)
+        self.client = _capped_client(
+            plan,
+            upstream,
+            api_key=api_key,
+            log=log,
+            allow_other_model=allow_other_model,
+            timeout=timeout,
+        )
+        self.start_timeout = start_timeout
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI base URL to give any SDK."""
+        if self._server is None:
+            raise LocalServerError("the gateway is not started")
+        return f"http://{HOST}:{self.port}/v1"
+
+    def start(self) -> Gateway:
+        """Start serving; returns once the port answers."""
+        if self._server is not None:
+            return self
+        # Binding the socket here, rather than letting uvicorn do it, gives port 0 its number
+        # before the thread starts, and fails in the caller's thread if the port is taken.
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((HOST, self.port))
+        self.port = int(sock.getsockname()[1])
+        config = uvicorn.Config(make_app(self.client), log_level="warning", lifespan="off")
+        server = uvicorn.Server(config)
+        self._server = server
+        self._thread = threading.Thread(
+            target=server.run, kwargs={"sockets": [sock]}, name="cotplan-gateway", daemon=True
+        )
+        self._thread.start()
+        deadline = time.monotonic() + self.start_timeout
+        while not server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                self.stop()
+                raise LocalServerError(f"the gateway did not start on {HOST}:{self.port}")
+            time.sleep(0.02)
+        return self
+
+    def stop(self) -> None:
+        """Stop serving (idempotent)."""
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10.0)
+        self._server = None
+        self._thread = None
+
+    def __enter__(self) -> Gateway:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def serve(
+    plan: SavedPlan | str | Path,
+    upstream: str,
+    *,
+    port: int = 8000,
+    api_key: str | None = None,
+    log: CallLog | str | Path | None = None,
+    allow_other_model: bool = False,
+    timeout: float = 120.0,
+) -> None:
+    """Serve until interrupted (what `cotplan serve` runs). `plan` is a `SavedPlan` or a path;
+    `upstream` the OpenAI-compatible base URL the calls go to; `api_key` the upstream's key
+    (None: none needed); `log` the call log (None: the default file); `allow_other_model`
+    applies the plan to a model it was not made for; `timeout` bounds each upstream request."""
+    port = check_port(port)
+    client = _capped_client(
+        plan,
+        upstream,
+        api_key=api_key,
+        log=log,
+        allow_other_model=allow_other_model,
+        timeout=timeout,
+    )
+    uvicorn.run(make_app(client), host=HOST, port=port, log_level="info", lifespan="off")

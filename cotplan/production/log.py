@@ -1,0 +1,177 @@
+"""The production call log: one SQLite row per capped chat completion.
+
+`capped` clients and `cotplan serve` append a row for every call they answer, so that spend and
+how often the cap bites can be checked against the plan later. The file is
+``$COTPLAN_HOME/production.sqlite`` unless a path is given (`COTPLAN_HOME` moves the whole user
+folder, which is how tests keep it out of the real one).
+
+Schema (table ``calls``, one row per call; version in ``PRAGMA user_version``):
+
+===================  =======  =====================================================================
+column               type     meaning
+===================  =======  =====================================================================
+id                   INTEGER  row id, in call order
+time                 TEXT     when the call finished, ISO 8601 UTC (seconds)
+model                TEXT     the model asked for (the request's `model`)
+size                 REAL     the item size n the cap was taken for
+cap                  INTEGER  the reasoning cap k applied (`SavedPlan.cap(size).tokens`)
+basis                TEXT     what backs the cap: certified, scaled, law or not_credited
+mode                 TEXT     how it was applied: template (two-phase) or hidden (one request)
+reasoning_tokens     INTEGER  reasoning tokens generated (from the usage, never re-counted)
+answer_tokens        INTEGER  visible answer tokens
+prompt_tokens        INTEGER  prompt tokens of every request the call made
+cap_bitten           INTEGER  1 when the cap stopped the reasoning, else 0
+answer_forced        INTEGER  1 when the answer was asked for after such a cut, else 0
+cost_usd             REAL     list price of the call's requests; NULL when the model has no price
+via                  TEXT     who answered: ``wrapper`` or ``gateway``
+===================  =======  =====================================================================
+
+Changes to the schema are numbered migration functions (`_MIGRATIONS`), applied in order to any
+older file, so a log written by an older cotplan keeps its rows.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import closing, contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from cotplan import paths
+from cotplan.errors import CacheError, InputError
+
+__all__ = ["LOG_COLUMNS", "CallLog", "LogRecord", "default_log_path"]
+
+
+@dataclass(frozen=True)
+class LogRecord:
+    """One call, as a row of the log (see the module docstring for each field)."""
+
+    time: str
+    model: str
+    size: float
+    cap: int
+    basis: str
+    mode: str
+    reasoning_tokens: int
+    answer_tokens: int
+    prompt_tokens: int
+    cap_bitten: bool
+    answer_forced: bool
+    cost_usd: float
+    via: str
+
+
+#: The columns of the `calls` table after the id, in order.
+LOG_COLUMNS: tuple[str, ...] = tuple(LogRecord.__dataclass_fields__)
+
+
+def _v1(db: sqlite3.Connection) -> None:
+    db.execute(
+        """
+        CREATE TABLE calls (
+            id INTEGER PRIMARY KEY,
+            time TEXT NOT NULL,
+            model TEXT NOT NULL,
+            size REAL NOT NULL,
+            cap INTEGER NOT NULL,
+            basis TEXT NOT NULL,
+            mode TEXT NOT NULL,
+            reasoning_tokens INTEGER NOT NULL,
+            answer_tokens INTEGER NOT NULL,
+            prompt_tokens INTEGER NOT NULL,
+            cap_bitten INTEGER NOT NULL,
+            answer_forced INTEGER NOT NULL,
+            cost_usd REAL,
+            via TEXT NOT NULL
+        )
+        """
+    )
+
+
+#: Migration n + 1 takes a file at `user_version` n to n + 1.
+_MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1,)
+
+
+def default_log_path() -> Path:
+    """``production.sqlite`` in the user folder (`cotplan.paths.home`)."""
+    return paths.home() / "production.sqlite"
+
+
+class CallLog:
+    """The SQLite call log at `path` (default `default_log_path()`), created on first use.
+
+    Safe to share between threads (the gateway answers calls in a thread pool): each write
+    opens its own connection, under one lock, since SQLite connections are not to be shared
+    across threads.
+    """
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = default_log_path() if path is None else Path(path).expanduser()
+        self._lock = threading.Lock()
+        self._ready = False
+
+    def __repr__(self) -> str:
+        return f"CallLog({str(self.path)!r})"
+
+    @contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with closing(sqlite3.connect(self.path, timeout=30.0)) as db, db:
+                if not self._ready:
+                    self._migrate(db)
+                    self._ready = True
+                yield db
+        except sqlite3.Error as exc:
+            raise CacheError(f"the call log {self.path} cannot be used: {exc}") from exc
+
+    @staticmethod
+    def _migrate(db: sqlite3.Connection) -> None:
+        version = int(db.execute("PRAGMA user_version").fetchone()[0])
+        if version > len(_MIGRATIONS):
+            raise CacheError(
+                f"the call log was written by a newer cotplan (schema {version}, this one "
+                f"knows {len(_MIGRATIONS)}); upgrade cotplan or log to another file"
+            )
+        for number, migrate in enumerate(_MIGRATIONS[version:], start=version + 1):
+            migrate(db)
+            db.execute(f"PRAGMA user_version = {number}")
+
+    def append(self, record: LogRecord) -> None:
+        """Write one row."""
+        if not isinstance(record, LogRecord):
+            raise InputError(f"must be a LogRecord, got {type(record).__name__}", field="record")
+        row = asdict(record)
+        row["cap_bitten"] = int(record.cap_bitten)
+        row["answer_forced"] = int(record.answer_forced)
+        # NULL, not NaN, for "no price": other tools reading the file expect SQL's own missing.
+        row["cost_usd"] = None if math.isnan(record.cost_usd) else record.cost_usd
+        names = ", ".join(LOG_COLUMNS)
+        marks = ", ".join(f":{name}" for name in LOG_COLUMNS)
+        with self._lock, self._connect() as db:
+            db.execute(f"INSERT INTO calls ({names}) VALUES ({marks})", row)
+
+    def records(self) -> list[LogRecord]:
+        """Every row, in call order."""
+        if not self.path.exists():
+            return []
+        with self._lock, self._connect() as db:
+            rows = db.execute(f"SELECT {', '.join(LOG_COLUMNS)} FROM calls ORDER BY id").fetchall()
+        out = []
+        for row in rows:
+            values = dict(zip(LOG_COLUMNS, row, strict=True))
+            values["cap_bitten"] = bool(values["cap_bitten"])
+            values["answer_forced"] = bool(values["answer_forced"])
+            values["cost_usd"] = math.nan if values["cost_usd"] is None else values["cost_usd"]
+            out.append(LogRecord(**values))
+        return out
+
+    def to_frame(self) -> pd.DataFrame:
+        """The log as a frame, one row per call (columns: `LOG_COLUMNS`)."""
+        return pd.DataFrame([asdict(r) for r in self.records()], columns=list(LOG_COLUMNS))
