@@ -69,8 +69,9 @@ def test_project_with_a_sample_compares_and_writes_files(tmp_path: Path) -> None
     assert "gpt-6.2-sol, cap 256" in out
     assert "saved %" in out
     names = sorted(p.name for p in (tmp_path / "out").iterdir())
-    assert names == ["comparison.csv", "comparison.png", "comparison.xlsx", "projection.csv",
-                     "projection.png", "projection.xlsx"]  # fmt: skip
+    charts = ["comparison.png", "comparison.svg", "projection.png", "projection.svg"]
+    tables = ["comparison.csv", "comparison.xlsx", "projection.csv", "projection.xlsx"]
+    assert names == sorted(charts + tables)
     comparison = pd.read_csv(tmp_path / "out" / "comparison.csv")
     assert list(comparison["scenario"]) == ["gpt-6.2-sol", "gpt-6-luna", "gpt-6.2-sol, cap 256"]
     assert (comparison["savings_mean_usd"].iloc[1:] > 0).all()

@@ -30,14 +30,25 @@ NOV = date(2026, 11, 1)
 
 
 def first_month(row: PriceRow) -> date | None:
-    """The first day of a month on which `row` is the price in effect (None if there is none)."""
+    """The first day of a month in which `row` is the price in effect every day (None if there
+    is none): a price change inside a month applies from its day on, so a month that
+    straddles one is priced at a blend of the two."""
     if row.effective_from is None:
-        day = NOV if row.effective_to is None else min(NOV, row.effective_to.replace(day=1))
+        day = NOV
     elif row.effective_from.day == 1:
         day = row.effective_from
     else:
         day = (row.effective_from.replace(day=28) + timedelta(days=4)).replace(day=1)
-    if row.effective_to is not None and day > row.effective_to:
+    if row.effective_to is not None:
+        # The last month that ends on or before the price's last day.
+        limit = (row.effective_to + timedelta(days=1)).replace(day=1)
+        last_whole = (limit - timedelta(days=1)).replace(day=1)
+        if row.effective_from is None:
+            day = min(day, last_whole)
+        if day > last_whole:
+            return None
+    month_end = (day.replace(day=28) + timedelta(days=4)).replace(day=1) - timedelta(days=1)
+    if TABLE.changes(row.model, day, month_end, provider=row.provider):
         return None
     return day
 

@@ -339,30 +339,38 @@ def test_exports_for_spreadsheets_and_charts(tmp_path: Path) -> None:
     proj.to_excel(tmp_path / "p.xlsx")
     cmp.to_excel(tmp_path / "c.xlsx")
     book = load_workbook(tmp_path / "p.xlsx")
-    assert book.sheetnames == ["summary", "projection", "assumptions", "prices"]
-    sheet = book["projection"]
+    sheets = ["summary", "monthly", "quarters", "fiscal_years", "assumptions", "prices"]
+    assert book.sheetnames == sheets
+    sheet = book["monthly"]
     header = [c.value for c in sheet[1]]
     assert sheet.freeze_panes == "A2"
     mean = sheet.cell(row=2, column=header.index("mean_usd") + 1)
     assert isinstance(mean.value, float)
     assert mean.number_format == '"$"#,##0.00'
     assert sheet.cell(row=2, column=header.index("start") + 1).number_format == "yyyy-mm-dd"
-    assert sheet.column_dimensions["C"].width >= len("2026-12 average day")
-    # The summary: headline figures with their header frozen, then the assumptions and the
-    # price sources beside them.
+    assert sheet.column_dimensions["A"].width >= len("2026-12")
+    # The summary: headline figures with their header frozen, then the inputs as entered and
+    # the price sources beside them.
     summary = book["summary"]
     cells = {c.value: c for row in summary.iter_rows() for c in row if c.value is not None}
     assert str(cells["label"].coordinate) == "A3"
     assert summary.freeze_panes == "A4"
     assert cells["usd_per_query"].offset(column=1).number_format == '"$"#,##0.000000'
-    assert "Assumptions" in cells
+    assert "Inputs as entered, and as simulated" in cells
     assert "Price sources" in cells
     source = cells["price_source"].offset(column=1).value
     assert source == "https://developers.openai.com/api/docs/models/gpt-6.2-sol, read 2026-11-29"
     hit = next(c for c in summary["A"] if c.value == "cache_hit_rate").offset(column=1)
     assert (hit.value, hit.number_format) == (0.0, "0.0%")
     book = load_workbook(tmp_path / "c.xlsx")
-    assert book.sheetnames == ["summary", "comparison", "monthly", "assumptions", "prices"]
+    assert book.sheetnames == [
+        "summary",
+        "comparison",
+        "monthly",
+        "monthly_detail",
+        "assumptions",
+        "prices",
+    ]
     prices_sheet = book["prices"]
     columns = [c.value for c in prices_sheet[1]]
     rate = prices_sheet.cell(row=2, column=columns.index("input_per_mtok") + 1)

@@ -389,6 +389,84 @@ def _projection_table(frame: pd.DataFrame, title: str, periods: tuple[str, ...])
     return out
 
 
+def _growth_range(
+    growth: float, low: float | None, high: float | None
+) -> tuple[float, float] | None:
+    """--growth-low and --growth-high, both or neither, around --growth."""
+    if low is None and high is None:
+        return None
+    if low is None or high is None:
+        missing = "growth_low" if low is None else "growth_high"
+        raise InputError("give --growth-low and --growth-high together", field=missing)
+    for name, rate in (("growth_low", low), ("growth_high", high)):
+        if not rate > -1.0:
+            raise InputError(f"must be above -1 (-100%), got {rate!r}", field=name)
+    if not low <= growth <= high:
+        raise InputError(
+            f"needs low <= --growth <= high, got {low!r}, {growth!r}, {high!r}",
+            field="growth_low" if low > growth else "growth_high",
+        )
+    return low, high
+
+
+def _rollup_table(rollups: pd.DataFrame, fiscal_year_start: int) -> Table:
+    start = date(2000, fiscal_year_start, 1).strftime("%B")
+    out = Table(
+        title=f"Fiscal quarters and years (the year starts in {start}), USD",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
+    for column, justify in (
+        ("period", "left"),
+        ("mean", "right"),
+        ("P10", "right"),
+        ("P50", "right"),
+        ("P90", "right"),
+        ("per 1k q", "right"),
+    ):
+        out.add_column(column, justify=justify)  # type: ignore[arg-type]
+    for record in rollups.to_dict("records"):
+        bold = record["period"] == "fiscal_year"
+        cells = [
+            str(record["label"]),
+            _money(record["mean_usd"]),
+            _money(record["p10_usd"]),
+            _money(record["p50_usd"]),
+            _money(record["p90_usd"]),
+            _money(record["usd_per_1k_queries"], 4),
+        ]
+        out.add_row(*[f"[bold]{c}[/]" if bold else c for c in cells])
+    return out
+
+
+def _growth_table(frame: pd.DataFrame, name: str, budget: Any) -> Table:
+    out = Table(
+        title=f"{name}: growth scenarios over the horizon, USD", box=box.SIMPLE_HEAD, pad_edge=False
+    )
+    columns = ["scenario", "growth", "mean", "P10..P90", "last month"]
+    if budget is not None:
+        columns.append("P(over)")
+    for column in columns:
+        out.add_column(
+            column,
+            justify="left" if column == "scenario" else "right",
+            no_wrap=column != "scenario",
+        )
+    for rec in frame.to_dict("records"):
+        cells = [
+            str(rec["scenario"]),
+            f"{100 * rec['growth_rate']:.1f}%/{rec['growth_per']}",
+            _money(rec["total_mean_usd"], 0),
+            f"{_money(rec['total_p10_usd'], 0)}..{_money(rec['total_p90_usd'], 0)}",
+            _money(rec["last_month_mean_usd"], 0),
+        ]
+        if budget is not None:
+            p = rec["p_over_budget"]
+            cells.append("" if p != p else f"{100 * p:.1f}%")
+        out.add_row(*cells)
+    return out
+
+
 @app.command("project")
 def project(
     model: Annotated[str, typer.Argument(help="Model to project (the baseline).")],
@@ -443,19 +521,61 @@ def project(
         str | None, Opt("--on", help="Judge staleness on this date (default today).")
     ] = None,
     file: Annotated[Path | None, Opt("--prices", help="A price file to override rows.")] = None,
+    budget: Annotated[
+        float | None,
+        Opt(
+            "--budget",
+            help="A spending limit in USD (per --budget-per): the chance of "
+            "going over it is reported and drawn.",
+        ),
+    ] = None,
+    budget_per: Annotated[
+        str, Opt("--budget-per", help="'month' or 'year': what --budget is per.")
+    ] = "month",
+    fiscal_year_start: Annotated[
+        str,
+        Opt(
+            "--fiscal-year-start",
+            help="First month of the fiscal year: 1-12 or a name "
+            "(apr); quarters and fiscal years follow it.",
+        ),
+    ] = "1",
+    growth_low: Annotated[
+        float | None, Opt("--growth-low", help="Low growth scenario (with --growth-high).")
+    ] = None,
+    growth_high: Annotated[
+        float | None, Opt("--growth-high", help="High growth scenario (with --growth-low).")
+    ] = None,
 ) -> None:
     """Daily, monthly and annual spend with P10/P50/P90, and savings between scenarios."""
-    from cotplan.pricing.projection import Scenario, Workload, check_draws, compare_scenarios
+    from cotplan.pricing.periods import BUDGET_PERIODS, Budget, check_fiscal_year_start
+    from cotplan.pricing.projection import (
+        Scenario,
+        Workload,
+        check_draws,
+        compare_scenarios,
+        project_growth,
+    )
     from cotplan.pricing.table import price_table
 
+    # Every option is checked here, before the price table loads or a draw is made.
     today = _date(on, "on")
     n_draws, _ = check_draws(_whole(draws, "draws"), seed)
     _out_dir(out, "out")
+    if budget_per not in BUDGET_PERIODS:
+        raise InputError(f"must be 'month' or 'year', got {budget_per!r}", field="budget_per")
+    limit = None
+    if budget is not None:
+        limit = Budget(budget, budget_per)
+    elif budget_per != "month":
+        raise InputError("needs --budget", field="budget_per")
+    fys = check_fiscal_year_start(fiscal_year_start)
     workload = Workload(
         queries_per_day=queries_per_day, queries_per_month=queries_per_month,
         growth_rate=growth, growth_per=growth_per, horizon_months=months,
         start=_date(start, "start"), volume_cv=volume_cv,
     )  # fmt: skip
+    spread = _growth_range(growth, growth_low, growth_high)
     tokens = _tokens_from_options(sample, prompt_mean, prompt_sd, output_mean, output_sd,
                                   reasoning_mean, reasoning_sd, n_observed)  # fmt: skip
     table = price_table(file)
@@ -476,7 +596,15 @@ def project(
                          field="compare_model")  # fmt: skip
     comparison = _run(
         lambda: compare_scenarios(
-            workload, tokens, scenarios, draws=n_draws, seed=seed, table=table, today=today
+            workload,
+            tokens,
+            scenarios,
+            draws=n_draws,
+            seed=seed,
+            table=table,
+            today=today,
+            budget=limit,
+            fiscal_year_start=fys,
         )
     )
     base = comparison.projections[comparison.baseline]
@@ -493,6 +621,54 @@ def project(
     for name, proj in comparison.projections.items():
         _console.print(f"price of {name}: {proj.assumptions['price_source']}", highlight=False,
                        soft_wrap=True)  # fmt: skip
+    for change in base.price_changes.to_dict("records"):
+        _console.print(
+            f"price change on {change['date']}: USD per 1k queries "
+            f"{change['usd_per_1k_queries_before']:,.4f} -> {change['usd_per_1k_queries']:,.4f} "
+            f"({change['source']})",
+            highlight=False,
+            soft_wrap=True,
+        )
+    _console.print(_rollup_table(base.rollups, fys))
+    if base.budget is not None:
+        check = base.budget
+        what = "in some month" if check.budget.per == "month" else "in some complete year"
+        if check.periods.empty:
+            _console.print(
+                f"budget {check.budget.label}: no complete year in the horizon to compare",
+                highlight=False,
+            )
+        else:
+            _console.print(
+                f"budget {check.budget.label}: chance of going over {what} "
+                f"{100 * check.probability:.1f}%",
+                highlight=False,
+            )
+    growth_result = None
+    if spread is not None:
+        low, high = spread
+        growth_result = _run(
+            lambda: project_growth(
+                model,
+                workload,
+                tokens,
+                low=low,
+                high=high,
+                draws=n_draws,
+                seed=seed,
+                table=table,
+                today=today,
+                budget=limit,
+                fiscal_year_start=fys,
+                policy=cap,
+                permutations=permutations,
+                cache_hit_rate=cache_hit_rate,
+                cache_write_rate=cache_write_rate,
+                batch_share=batch_share,
+                provider=seller,
+            )
+        )
+        _console.print(_growth_table(growth_result.frame, comparison.baseline, limit))
     if len(scenarios) > 1:
         cmp = Table(
             title=f"Scenarios over the horizon, USD (baseline: {comparison.baseline})",
@@ -514,14 +690,20 @@ def project(
         from cotplan.charts.costs import comparison_chart, projection_chart, save_chart
 
         out.mkdir(parents=True, exist_ok=True)
-        written = [out / "projection.csv", out / "projection.xlsx", out / "projection.png"]
+        written = [out / "projection.csv", out / "projection.xlsx"]
         base.to_csv(written[0])
         base.to_excel(written[1])
-        save_chart(projection_chart(base), written[2])
+        # PNG at twice the size for slides, SVG to scale without blur.
+        for suffix in (".png", ".svg"):
+            written.append(save_chart(projection_chart(base), out / f"projection{suffix}"))
         if len(scenarios) > 1:
-            extra = [out / "comparison.csv", out / "comparison.xlsx", out / "comparison.png"]
+            extra = [out / "comparison.csv", out / "comparison.xlsx"]
             comparison.to_csv(extra[0])
             comparison.to_excel(extra[1])
-            save_chart(comparison_chart(comparison), extra[2])
+            for suffix in (".png", ".svg"):
+                extra.append(save_chart(comparison_chart(comparison), out / f"comparison{suffix}"))
             written += extra
+        if growth_result is not None:
+            growth_result.to_csv(out / "growth.csv")
+            written.append(out / "growth.csv")
         _console.print("wrote " + ", ".join(str(p) for p in written), highlight=False)

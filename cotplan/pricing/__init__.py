@@ -6,18 +6,21 @@
   by one formula (`price_parts`) that projections share.
 - `cost_of`: what a call cost, from the usage object its provider returned, read by that
   provider's own rule (`read_usage`).
-- `project_costs`, `compare_scenarios`: Monte Carlo spend projections with P10/P50/P90, and
-  workbooks a finance analyst can open.
+- `project_costs`, `compare_scenarios`, `project_growth`: Monte Carlo spend projections with
+  P10/P50/P90, the chance of going over a `Budget`, fiscal quarters and years, low/base/high
+  growth, and workbooks a finance analyst can open and sum.
 """
 
 from cotplan.pricing.cost import CallCost, call_cost, cost_of_completion, cost_of_text, price_parts
 from cotplan.pricing.genai import GENAI_PRICES_VERSION
+from cotplan.pricing.periods import Budget, BudgetCheck
 from cotplan.pricing.projection import (
     MAX_DRAWS,
     Comparison,
     CotPolicy,
     EmpiricalTokens,
     FixedCap,
+    GrowthScenarios,
     ParametricTokens,
     PlannerCap,
     Projection,
@@ -27,6 +30,7 @@ from cotplan.pricing.projection import (
     Workload,
     compare_scenarios,
     project_costs,
+    project_growth,
 )
 from cotplan.pricing.table import (
     LOCAL_SOURCE,
@@ -50,11 +54,14 @@ __all__ = [
     "PRICES_ENV",
     "REASONING_BILLING",
     "STALE_AFTER_DAYS",
+    "Budget",
+    "BudgetCheck",
     "CallCost",
     "Comparison",
     "CotPolicy",
     "EmpiricalTokens",
     "FixedCap",
+    "GrowthScenarios",
     "ParametricTokens",
     "PlannerCap",
     "PriceRow",
@@ -77,5 +84,6 @@ __all__ = [
     "price_table",
     "prices",
     "project_costs",
+    "project_growth",
     "read_usage",
 ]

@@ -24,10 +24,13 @@ How one projection is drawn (every draw seeded from `seed`):
    costs, drawn from the moment-matched gamma distribution (Wilson-Hilferty transform of one
    normal draw; exact gamma draws when the shape is below 1): right mean, right variance,
    never negative.
-3. Periods. Month rows are calendar months from `Workload.start`; each month uses the price in
-   effect on its first day, so a scheduled price change lands in the right month. Day rows are
-   each month's average day (the month's spend over its days). Year rows sum twelve months;
-   the total row sums the horizon. P10/P50/P90 are percentiles over the draws.
+3. Periods. Month rows are calendar months from `Workload.start`; a price change dated inside
+   a month applies from its day on (the month's queries are split by days, each part drawn at
+   its price), so a scheduled change lands where it belongs. Day rows are each month's average
+   day (the month's spend over its days). Year rows sum twelve months; the total row sums the
+   horizon; fiscal quarters and fiscal years (`rollups`) sum their months, each month's draw
+   counted once. P10/P50/P90 are percentiles over the draws (a P10 of a sum is not the sum of
+   P10s; means add up). The chance of going over a budget is the share of draws over it.
 
 Not modelled: fast/priority tiers, regional surcharges, taxes and negotiated discounts.
 
@@ -41,7 +44,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 from typing import Any
 
@@ -49,7 +52,7 @@ import numpy as np
 import pandas as pd
 
 from cotplan.errors import InputError
-from cotplan.io import write_csv
+from cotplan.pricing.periods import Budget, BudgetCheck, check_fiscal_year_start
 from cotplan.pricing.policies import CotPolicy, FixedCap, PlannerCap, Uncapped, _policy
 from cotplan.pricing.simulation import _simulate
 from cotplan.pricing.table import PriceRow, PriceTable, price_table
@@ -61,6 +64,7 @@ from cotplan.pricing.workload import (
     _FloatArray,
     _fraction,
     _positive_int,
+    _real,
 )
 from cotplan.validation import require_int
 
@@ -70,6 +74,7 @@ __all__ = [
     "CotPolicy",
     "EmpiricalTokens",
     "FixedCap",
+    "GrowthScenarios",
     "ParametricTokens",
     "PlannerCap",
     "Projection",
@@ -80,6 +85,7 @@ __all__ = [
     "check_draws",
     "compare_scenarios",
     "project_costs",
+    "project_growth",
 ]
 
 
@@ -139,26 +145,20 @@ def _prices_frame(rows: Sequence[PriceRow]) -> pd.DataFrame:
     return pd.DataFrame([r.to_dict() for r in rows])
 
 
-_SOURCE_COLUMNS = (
-    "provider", "model", "effective_from", "effective_to", "input_per_mtok",
-    "cached_input_per_mtok", "cache_write_per_mtok", "output_per_mtok", "batch_discount",
-    "long_context_threshold", "as_of", "source",
-)  # fmt: skip
-_HEADLINE = ("label", "queries", "mean_usd", "p10_usd", "p50_usd", "p90_usd")
-
-
-def _sources(prices: pd.DataFrame) -> pd.DataFrame:
-    return prices[[c for c in _SOURCE_COLUMNS if c in prices.columns]]
-
-
 @dataclass(frozen=True)
 class Projection:
     """Projected spend for one model and policy.
 
     `frame` has one row per period: ``day`` (each month's average day), ``month``, ``year``
     (every complete twelve months) and ``total``, with expected queries and mean, P10, P50 and
-    P90 spend in USD (float64). `assumptions` holds every input needed to rerun it and
-    `prices` the price rows used.
+    P90 spend in USD (float64), the expected USD per 1,000 queries of the period, the price
+    that held (``price_from``: the date it took effect; ``price_change``: a change inside the
+    month; ``price_source``) and, with a budget, the chance of going over it
+    (``p_over_budget``). `rollups` has the fiscal quarters and fiscal years (fiscal years
+    start in month `fiscal_year_start`; partial ones at the ends of the horizon are marked).
+    `budget` is the `BudgetCheck` (None without a budget). `assumptions` holds every input
+    needed to rerun it, `inputs` every input as entered beside what the simulation drew,
+    `prices` the price rows used and `price_changes` the scheduled changes inside the horizon.
     """
 
     frame: pd.DataFrame
@@ -168,10 +168,19 @@ class Projection:
     assumptions: dict[str, Any]
     prices: pd.DataFrame
     totals: _FloatArray = field(repr=False, compare=False)
+    rollups: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False, compare=False)
+    budget: BudgetCheck | None = None
+    inputs: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False, compare=False)
+    price_changes: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False, compare=False)
+    fiscal_year_start: int = 1
 
     def to_frame(self) -> pd.DataFrame:
         """The period table (a copy)."""
         return self.frame.copy()
+
+    def monthly(self) -> pd.DataFrame:
+        """The month rows alone (a copy): their spend sums to the horizon's."""
+        return self.frame[self.frame["period"] == "month"].reset_index(drop=True)
 
     def assumptions_frame(self) -> pd.DataFrame:
         """The inputs as a two-column table (values keep their types), for a spreadsheet."""
@@ -180,36 +189,19 @@ class Projection:
         )
 
     def to_csv(self, path: str | os.PathLike[str]) -> None:
-        """Write the period table as CSV."""
-        write_csv(self.frame, path)
+        """Write the period table as CSV, readable by the owner's group (0640)."""
+        from cotplan.pricing.excel import write_shared_csv
+
+        write_shared_csv(self.frame, path)
 
     def to_excel(self, path: str | os.PathLike[str]) -> None:
-        """Write an XLSX workbook for an analyst: a summary sheet first (the year and total
-        with P10/P50/P90, cost per query, the assumptions and the price sources beside them),
-        then the projection, assumptions and prices sheets; currency formats, frozen headers,
-        fitted columns."""
-        from cotplan.pricing.excel import write_workbook
+        """Write an XLSX workbook an analyst can sum (`cotplan.pricing.excel`): a summary
+        sheet first (the totals, the budget, price changes in the horizon, the inputs as
+        entered and the price sources), then months, quarters and fiscal years on sheets of
+        their own, so a SUM over any one of them equals the horizon's total; 0640."""
+        from cotplan.pricing.excel import projection_workbook
 
-        frame = self.frame
-        first_day = frame[frame["period"] == "day"].head(1)
-        first_month = frame[frame["period"] == "month"].head(1)
-        totals = frame[frame["period"].isin(("year", "total"))]
-        headline = pd.concat([first_day, first_month, totals])[list(_HEADLINE)]
-        if len(frame[frame["period"] == "year"]) == 1 and frame["period"].eq("month").sum() == 12:
-            headline = headline[headline["label"].map(lambda s: not str(s).startswith("total"))]
-        a = self.assumptions
-        write_workbook(
-            path,
-            [("usd_per_query", self.per_query_usd), ("usd_per_call", a["usd_per_call"]),
-             ("price_source", a["price_source"])],
-            headline,
-            {"projection": frame, "assumptions": self.assumptions_frame(),
-             "prices": self.prices},
-            title=f"Projected spend, USD: {self.model} ({a['provider']}), {self.policy}, "
-            f"{a['draws']:,} draws, seed {a['seed']}",
-            beside={"Assumptions": self.assumptions_frame(), "Price sources":
-                    _sources(self.prices)},
-        )  # fmt: skip
+        projection_workbook(self, path)
 
 
 @dataclass(frozen=True)
@@ -248,18 +240,32 @@ class Comparison:
         return self.frame.copy()
 
     def to_csv(self, path: str | os.PathLike[str]) -> None:
-        """Write the comparison table as CSV."""
-        write_csv(self.frame, path)
+        """Write the comparison table as CSV, readable by the owner's group (0640)."""
+        from cotplan.pricing.excel import write_shared_csv
+
+        write_shared_csv(self.frame, path)
+
+    def monthly_means(self) -> pd.DataFrame:
+        """Mean spend per month, one column per scenario (``<scenario> mean_usd``): each
+        column sums to that scenario's total, where the long `monthly` table would add up
+        every scenario together."""
+        wide = self.monthly.pivot(index=["label", "start"], columns="scenario", values="mean_usd")
+        wide = wide[list(self.projections)]
+        wide.columns = [f"{name} mean_usd" for name in wide.columns]
+        return wide.reset_index()
 
     def to_excel(self, path: str | os.PathLike[str]) -> None:
-        """Write an XLSX workbook: comparison, monthly, assumptions and prices sheets."""
+        """Write an XLSX workbook, mode 0640: summary, comparison, monthly (mean spend per
+        month, a column per scenario, each summing to its total), monthly_detail (the long
+        table with P10..P90 and prices), assumptions and prices sheets; shares as fractions
+        with a percent format."""
         assumptions = pd.concat(
             [p.assumptions_frame().assign(scenario=name) for name, p in self.projections.items()]
         )[["scenario", "assumption", "value"]]
         prices = pd.concat([p.prices for p in self.projections.values()]).drop_duplicates(
             subset=["provider", "model", "effective_from"]
         )
-        from cotplan.pricing.excel import write_workbook
+        from cotplan.pricing.excel import price_sources, write_workbook
 
         columns = ["scenario", "model", "policy", "usd_per_query", "total_mean_usd",
                    "total_p10_usd", "total_p50_usd", "total_p90_usd", "savings_mean_usd",
@@ -268,12 +274,122 @@ class Comparison:
             path,
             None,
             self.frame[columns],
-            {"comparison": self.frame, "monthly": self.monthly, "assumptions": assumptions,
-             "prices": prices},
+            {"comparison": self.frame, "monthly": self.monthly_means(),
+             "monthly_detail": self.monthly, "assumptions": assumptions, "prices": prices},
             title=f"Scenarios compared, USD over {self.frame.attrs.get('horizon', 'the horizon')}"
             f" (baseline: {self.baseline}); savings P10..P90 are of the paired difference",
-            beside={"Assumptions": assumptions, "Price sources": _sources(prices)},
+            beside={"Assumptions": assumptions, "Price sources": price_sources(prices)},
         )  # fmt: skip
+
+
+def _check_budget(budget: Any) -> Budget | None:
+    if budget is None or isinstance(budget, Budget):
+        return budget
+    raise InputError(
+        f"must be Budget(usd, per='month' or 'year') or None, got {budget!r}", field="budget"
+    )
+
+
+def _inputs_frame(
+    workload: Workload,
+    tokens: TokenDistribution,
+    drawn: dict[str, float],
+    levers: dict[str, Any],
+) -> pd.DataFrame:
+    """Every input as entered beside what the simulation drew from it.
+
+    The token rows compare the means and spreads entered (or observed in the sample) with
+    those of the tokens actually priced; the reasoning row is after the cap, so a cap shows as
+    a lower simulated mean. Inputs applied exactly (rates, shares, volumes) have no second
+    value.
+    """
+    rows: list[dict[str, Any]] = []
+    entered: dict[str, tuple[float | None, float | None]]
+
+    def add(name: str, value: Any, simulated: Any = None, note: str = "") -> None:
+        rows.append({"input": name, "as_entered": value, "simulated": simulated, "note": note})
+
+    if isinstance(tokens, ParametricTokens):
+        kind = "lognormal, mean and spread as entered"
+        entered = {
+            "prompt": (tokens.prompt_mean, tokens.prompt_sd),
+            "answer": (tokens.output_mean, tokens.output_sd),
+            "reasoning": (tokens.reasoning_mean, tokens.reasoning_sd),
+        }
+    elif isinstance(tokens, EmpiricalTokens):
+        kind = f"an observed sample of {tokens.n_observed} calls, priced record by record"
+        prompt, answer, reasoning = tokens.records()
+        entered = {
+            name: (float(v.mean()), float(v.std(ddof=1)))
+            for name, v in (("prompt", prompt), ("answer", answer), ("reasoning", reasoning))
+        }
+    else:
+        # A distribution of the caller's own: only what it drew is known.
+        kind = "a token distribution of the caller's own"
+        entered = {part: (None, None) for part in ("prompt", "answer", "reasoning")}
+    add("tokens", type(tokens).__name__, None, kind)
+    add("n_observed", tokens.n_observed, None, "calls behind the means (sets their uncertainty)")
+    for part in ("prompt", "answer", "reasoning"):
+        mean, sd = entered[part]
+        after_cap = (
+            " (after the cap)" if part == "reasoning" and levers["policy"] != "uncapped" else ""
+        )
+        add(f"{part}_tokens_mean", mean, drawn[f"{part}_mean"], f"per call{after_cap}")
+        add(f"{part}_tokens_sd", sd, drawn[f"{part}_sd"], f"per call{after_cap}")
+    for name in (
+        "queries_per_day",
+        "queries_per_month",
+        "growth_rate",
+        "growth_per",
+        "horizon_months",
+        "volume_cv",
+    ):
+        add(name, getattr(workload, name))
+    add("start", workload.start, workload.first_day, "the first month (default: next month)")
+    for name, value in levers.items():
+        add(name, value)
+    return pd.DataFrame(rows, columns=["input", "as_entered", "simulated", "note"])
+
+
+def _price_changes(run: Any, permutations: int) -> pd.DataFrame:
+    """Every change of price inside the horizon: when, from what to what, and its source."""
+    rows: list[dict[str, Any]] = []
+    before: PriceRow | None = None
+    for month in run.segments:
+        for row, first, _ in month:
+            if before is not None and row is not before:
+                old = run.stats[before.effective_from or date.min].mean
+                new = run.stats[row.effective_from or date.min].mean
+                rows.append(
+                    {
+                        "date": first,
+                        "provider": row.provider,
+                        "model": row.model,
+                        "input_per_mtok_before": before.input_per_mtok,
+                        "input_per_mtok": row.input_per_mtok,
+                        "output_per_mtok_before": before.output_per_mtok,
+                        "output_per_mtok": row.output_per_mtok,
+                        "usd_per_1k_queries_before": 1000.0 * permutations * old,
+                        "usd_per_1k_queries": 1000.0 * permutations * new,
+                        "cost_change": new / old - 1.0 if old > 0 else float("nan"),
+                        "source": row.source,
+                    }
+                )
+            before = row
+    columns = [
+        "date",
+        "provider",
+        "model",
+        "input_per_mtok_before",
+        "input_per_mtok",
+        "output_per_mtok_before",
+        "output_per_mtok",
+        "usd_per_1k_queries_before",
+        "usd_per_1k_queries",
+        "cost_change",
+        "source",
+    ]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def _project(
@@ -291,6 +407,8 @@ def _project(
     table: PriceTable,
     today: date,
     provider: Any,
+    budget: Budget | None = None,
+    fiscal_year_start: int = 1,
 ) -> Projection:
     if not isinstance(workload, Workload):
         raise InputError("must be a Workload(...)", field="workload")
@@ -301,10 +419,22 @@ def _project(
     )
     seller = _check_provider(provider)
     run = _simulate(
-        model=model, workload=workload, tokens=tokens, policy=chosen, permutations=perms,
-        cache_hit_rate=cache, cache_write_rate=write, batch_share=batch, draws=draws, seed=seed,
-        table=table, today=today, provider=seller,
-    )  # fmt: skip
+        model=model,
+        workload=workload,
+        tokens=tokens,
+        policy=chosen,
+        permutations=perms,
+        cache_hit_rate=cache,
+        cache_write_rate=write,
+        batch_share=batch,
+        draws=draws,
+        seed=seed,
+        table=table,
+        today=today,
+        provider=seller,
+        budget=budget,
+        fiscal_year_start=fiscal_year_start,
+    )
     first_stats = next(iter(run.stats.values()))
     prompt, answer, reasoning = first_stats.mean_tokens
     name = run.rows[0].model
@@ -325,12 +455,37 @@ def _project(
         "draws": draws, "seed": seed,
         "money": "float64 Monte Carlo (exact Decimal arithmetic is in call_cost)",
     }  # fmt: skip
+    if budget is not None:
+        assumptions.update(budget_usd=budget.usd, budget_per=budget.per)
+    assumptions["fiscal_year_start"] = fiscal_year_start
+    levers = {
+        "policy": chosen.label,
+        "permutations": perms,
+        "cache_hit_rate": cache,
+        "cache_write_rate": write,
+        "batch_share": batch,
+        "budget_usd": None if budget is None else budget.usd,
+        "budget_per": None if budget is None else budget.per,
+        "fiscal_year_start": fiscal_year_start,
+        "draws": draws,
+        "seed": seed,
+    }
     frame = run.frame
     frame.attrs.update(model=name, policy=chosen.label)
     return Projection(
-        frame=frame, model=name, policy=chosen.label, per_query_usd=run.per_query_usd,
-        assumptions=assumptions, prices=_prices_frame(run.rows), totals=run.totals,
-    )  # fmt: skip
+        frame=frame,
+        model=name,
+        policy=chosen.label,
+        per_query_usd=run.per_query_usd,
+        assumptions=assumptions,
+        prices=_prices_frame(run.rows),
+        totals=run.totals,
+        rollups=run.rollups,
+        budget=run.budget,
+        inputs=_inputs_frame(workload, tokens, run.token_moments, levers),
+        price_changes=_price_changes(run, perms),
+        fiscal_year_start=fiscal_year_start,
+    )
 
 
 def project_costs(
@@ -348,6 +503,8 @@ def project_costs(
     today: date | None = None,
     cache_write_rate: float = 0.0,
     provider: str | None = None,
+    budget: Budget | None = None,
+    fiscal_year_start: int | str = 1,
 ) -> Projection:
     """Project daily, monthly and annual spend with P10/P50/P90 (see the module docstring).
 
@@ -356,17 +513,32 @@ def project_costs(
     `cache_hit_rate` is the share of prompt tokens read from the cache, `cache_write_rate` the
     share written to it; `batch_share` the share of calls sent through the batch API.
     `provider` names the seller when several price the model. `draws` Monte Carlo draws,
-    seeded by `seed`; money is float64 here. Each month uses the price in effect on its first
-    day; a price read more than 180 days before `today` (default: the real today) warns
-    (`StalePriceWarning`).
+    seeded by `seed`; money is float64 here. A price change dated inside a month applies from
+    its day on; a price read more than 180 days before `today` (default: the real today) warns
+    (`StalePriceWarning`). `budget` (`Budget(usd, per="month" or "year")`) adds the chance of
+    going over it; `fiscal_year_start` (1-12 or a month name) sets the fiscal quarters and
+    years of `Projection.rollups`.
     """
     n, s = check_draws(draws, seed)
+    checked = _check_budget(budget)
+    fys = check_fiscal_year_start(fiscal_year_start)
     return _project(
-        model, workload, tokens, policy=policy, permutations=permutations,
-        cache_hit_rate=cache_hit_rate, cache_write_rate=cache_write_rate,
-        batch_share=batch_share, draws=n, seed=s, table=table or price_table(),
-        today=today or date.today(), provider=provider,
-    )  # fmt: skip
+        model,
+        workload,
+        tokens,
+        policy=policy,
+        permutations=permutations,
+        cache_hit_rate=cache_hit_rate,
+        cache_write_rate=cache_write_rate,
+        batch_share=batch_share,
+        draws=n,
+        seed=s,
+        table=table or price_table(),
+        today=today or date.today(),
+        provider=provider,
+        budget=checked,
+        fiscal_year_start=fys,
+    )
 
 
 def _check_scenario(
@@ -393,13 +565,19 @@ def compare_scenarios(
     seed: int = 0,
     table: PriceTable | None = None,
     today: date | None = None,
+    budget: Budget | None = None,
+    fiscal_year_start: int | str = 1,
 ) -> Comparison:
     """The same workload under several scenarios, with savings against `baseline`.
 
     `baseline` names a scenario (default: the first). All scenarios share `seed`, so their
-    draws are paired and the P10/P90 of the savings describe the difference itself.
+    draws are paired and the P10/P90 of the savings describe the difference itself. `budget`
+    and `fiscal_year_start` as in `project_costs`; with a budget the table has each
+    scenario's chance of going over it (`p_over_budget`).
     """
     n, s = check_draws(draws, seed)
+    checked = _check_budget(budget)
+    fys = check_fiscal_year_start(fiscal_year_start)
     items = list(scenarios)
     if not items:
         raise InputError("needs at least one scenario", field="scenarios")
@@ -430,6 +608,7 @@ def compare_scenarios(
             policy=sc.policy, permutations=sc.permutations, cache_hit_rate=sc.cache_hit_rate,
             cache_write_rate=sc.cache_write_rate, batch_share=sc.batch_share, draws=n, seed=s,
             table=chosen_table, today=today or date.today(), provider=sc.provider,
+            budget=checked, fiscal_year_start=fys,
         )  # fmt: skip
     base_totals = projections[base].totals
     base_mean = float(base_totals.mean())
@@ -455,7 +634,8 @@ def compare_scenarios(
              "savings_p10_usd": s10, "savings_p90_usd": s90,
              "provider": proj.assumptions["provider"],
              "cache_write_rate": proj.assumptions["cache_write_rate"],
-             "price_source": proj.assumptions["price_source"]}
+             "price_source": proj.assumptions["price_source"],
+             "p_over_budget": proj.budget.probability if proj.budget else float("nan")}
         )  # fmt: skip
     frame = pd.DataFrame(rows)
     frame.attrs.update(baseline=base, horizon=str(total["label"]))
@@ -465,3 +645,100 @@ def compare_scenarios(
         ignore_index=True,
     )  # fmt: skip
     return Comparison(frame=frame, monthly=monthly, baseline=base, projections=projections)
+
+
+@dataclass(frozen=True)
+class GrowthScenarios:
+    """One projection under low, base and high growth, with the same draws (same seed).
+
+    `frame` has one row per scenario: its growth rate, the horizon's spend (mean, P10, P50,
+    P90), the last month's mean spend and, with a budget, the chance of going over it.
+    `projections` holds each scenario's `Projection` by name ("low", "base", "high").
+    """
+
+    frame: pd.DataFrame
+    projections: dict[str, Projection]
+
+    def to_frame(self) -> pd.DataFrame:
+        """The scenario table (a copy)."""
+        return self.frame.copy()
+
+    def to_csv(self, path: str | os.PathLike[str]) -> None:
+        """Write the scenario table as CSV, readable by the owner's group (0640)."""
+        from cotplan.pricing.excel import write_shared_csv
+
+        write_shared_csv(self.frame, path)
+
+
+def project_growth(
+    model: str,
+    workload: Workload,
+    tokens: TokenDistribution,
+    *,
+    low: float,
+    high: float,
+    draws: int = 100_000,
+    seed: int = 0,
+    table: PriceTable | None = None,
+    today: date | None = None,
+    budget: Budget | None = None,
+    fiscal_year_start: int | str = 1,
+    **levers: Any,
+) -> GrowthScenarios:
+    """`project_costs` at growth rates `low`, the workload's own (base) and `high`.
+
+    The rates are per `workload.growth_per`, like the base's; `low <= base <= high`. Every
+    scenario uses `seed`, so they differ by growth alone, not by their random draws. `levers`
+    are `project_costs`' other keyword arguments (policy, permutations, cache_hit_rate, ...).
+    """
+    if not isinstance(workload, Workload):
+        raise InputError("must be a Workload(...)", field="workload")
+    rates = {"low": low, "base": workload.growth_rate, "high": high}
+    for name in ("low", "high"):
+        rate = _real(rates[name], f"growth_{name}")
+        if rate <= -1.0:
+            raise InputError(f"must be above -1 (-100%), got {rate!r}", field=f"growth_{name}")
+        rates[name] = rate
+    n, s = check_draws(draws, seed)
+    checked = _check_budget(budget)
+    fys = check_fiscal_year_start(fiscal_year_start)
+    workloads = {name: replace(workload, growth_rate=rate) for name, rate in rates.items()}
+    if not rates["low"] <= rates["base"] <= rates["high"]:
+        raise InputError(
+            f"needs low <= base <= high, got {rates['low']!r}, {rates['base']!r}, "
+            f"{rates['high']!r}",
+            field="growth_low" if rates["low"] > rates["base"] else "growth_high",
+        )
+    chosen = table or price_table()
+    projections: dict[str, Projection] = {}
+    rows = []
+    for name, scenario in workloads.items():
+        proj = project_costs(
+            model,
+            scenario,
+            tokens,
+            draws=n,
+            seed=s,
+            table=chosen,
+            today=today,
+            budget=checked,
+            fiscal_year_start=fys,
+            **levers,
+        )
+        projections[name] = proj
+        total = proj.frame[proj.frame["period"] == "total"].iloc[0]
+        last = proj.frame[proj.frame["period"] == "month"].iloc[-1]
+        rows.append(
+            {
+                "scenario": name,
+                "growth_rate": scenario.growth_rate,
+                "growth_per": scenario.growth_per,
+                "total_mean_usd": float(total["mean_usd"]),
+                "total_p10_usd": float(total["p10_usd"]),
+                "total_p50_usd": float(total["p50_usd"]),
+                "total_p90_usd": float(total["p90_usd"]),
+                "last_month_mean_usd": float(last["mean_usd"]),
+                "p_over_budget": proj.budget.probability if proj.budget else float("nan"),
+            }
+        )
+    return GrowthScenarios(frame=pd.DataFrame(rows), projections=projections)

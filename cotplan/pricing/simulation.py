@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from cotplan.pricing.cost import batch_factor, price_parts
+from cotplan.pricing.periods import Budget, BudgetCheck, fiscal_period
 from cotplan.pricing.policies import CotPolicy
 from cotplan.pricing.table import PriceRow, PriceTable
 from cotplan.pricing.workload import EmpiricalTokens, TokenDistribution, Workload, _FloatArray
@@ -198,20 +199,129 @@ class _SumModel:
         return spend
 
 
-def _summary(values: _FloatArray) -> tuple[float, float, float, float]:
-    p10, p50, p90 = np.percentile(values, _QUANTILES)
-    return float(values.mean()), float(p10), float(p50), float(p90)
+def _summary(values: _FloatArray, *, in_place: bool = False) -> tuple[float, float, float, float]:
+    """Mean, P10, P50 and P90. `in_place` lets the percentiles reorder `values` rather than
+    copy them: for draws not needed after (a million-draw copy is a few milliseconds)."""
+    mean = float(values.mean())
+    p10, p50, p90 = np.percentile(values, _QUANTILES, overwrite_input=in_place)
+    return mean, float(p10), float(p50), float(p90)
+
+
+#: One month's prices: (row, first day it holds in the month, share of the month's days).
+_Segment = tuple[PriceRow, date, float]
 
 
 @dataclass
 class _Simulation:
-    """One Monte Carlo run of a projection: the monthly frame, draws of the total, prices used."""
+    """One Monte Carlo run of a projection: the period frames, draws of the total, prices used."""
 
     frame: pd.DataFrame
     totals: _FloatArray
     stats: dict[date, _CallStats]
     rows: list[PriceRow]
     per_query_usd: float
+    rollups: pd.DataFrame
+    budget: BudgetCheck | None
+    segments: list[list[_Segment]]
+    token_moments: dict[str, float]
+
+
+def _month_segments(
+    table: PriceTable, model: str, provider: str | None, start: date, days: int
+) -> list[_Segment]:
+    """The prices that hold in a month: a change dated inside it applies from its day on."""
+    end = start + timedelta(days=days - 1)
+    changes = sorted(
+        {
+            r.effective_from
+            for r in table.changes(model, start, end, provider=provider)
+            if r.effective_from is not None
+        }
+    )
+    bounds: list[date] = [start, *changes]
+    out: list[_Segment] = []
+    for i, first in enumerate(bounds):
+        after = bounds[i + 1] if i + 1 < len(bounds) else end + timedelta(days=1)
+        row = table.lookup(model, on=first, warn=False, provider=provider)
+        out.append((row, first, (after - first).days / days))
+    return out
+
+
+def _token_moments(
+    tokens: TokenDistribution,
+    sample: tuple[_FloatArray, _FloatArray, _FloatArray] | None,
+    cap: float | None,
+) -> dict[str, float]:
+    """Mean and spread of the tokens the simulation priced (reasoning after the cap)."""
+    if isinstance(tokens, EmpiricalTokens):
+        prompt, answer, reasoning = tokens.records()
+    else:
+        assert sample is not None
+        prompt, answer, reasoning = sample
+    kept = reasoning if cap is None else np.minimum(reasoning, cap)
+    out: dict[str, float] = {}
+    for name, values in (("prompt", prompt), ("answer", answer), ("reasoning", kept)):
+        n = values.size
+        mean = float(values.mean())
+        # The spread from the sum of squares (one BLAS dot, no temporary arrays): token counts
+        # are far from cancelling, and the figure is reported, not computed with.
+        squares = float(np.dot(values, values))
+        var = (squares - n * mean * mean) / (n - 1) if n > 1 else 0.0
+        out[f"{name}_mean"] = mean
+        out[f"{name}_sd"] = math.sqrt(max(var, 0.0))
+    return out
+
+
+@dataclass
+class _Group:
+    """A run of consecutive months that roll up into one quarter or fiscal year.
+
+    Its spend per draw is the running total at its end minus `before`, the running total
+    before its first month (None: it starts the horizon), rather than a sum of its own: one
+    subtraction per group instead of an addition per month and group.
+    """
+
+    kind: str
+    key: tuple[int, int]
+    first: int
+    before: _FloatArray | None
+
+
+class _Budgeting:
+    """Chances of going over a budget, gathered period by period as the draws are made."""
+
+    def __init__(self, budget: Budget | None, draws: int) -> None:
+        self.budget = budget
+        self.any_over = np.zeros(draws if budget is not None else 0, dtype=bool)
+        self.rows: list[dict[str, Any]] = []
+
+    def check(self, period: str, label: str, spend: _FloatArray) -> float:
+        """P(spend > budget) for one period the budget is stated for; NaN for the others."""
+        if self.budget is None:
+            return math.nan
+        over = spend > self.budget.usd
+        self.any_over |= over
+        count = int(np.count_nonzero(over))
+        p = count / spend.size
+        # The mean overrun when over: a masked sum, not a copy of the draws that are over.
+        mean_over = float(spend.sum(where=over)) / count - self.budget.usd if count else 0.0
+        self.rows.append(
+            {
+                "period": period,
+                "label": label,
+                "budget_usd": self.budget.usd,
+                "p_over_budget": p,
+                "mean_over_usd": mean_over,
+            }
+        )
+        return p
+
+    def result(self) -> BudgetCheck | None:
+        if self.budget is None:
+            return None
+        columns = ["period", "label", "budget_usd", "p_over_budget", "mean_over_usd"]
+        probability = float(self.any_over.mean()) if self.rows else math.nan
+        return BudgetCheck(self.budget, probability, pd.DataFrame(self.rows, columns=columns))
 
 
 def _simulate(
@@ -229,6 +339,8 @@ def _simulate(
     table: PriceTable,
     today: date,
     provider: str | None,
+    budget: Budget | None = None,
+    fiscal_year_start: int = 1,
 ) -> _Simulation:
     months = workload.months()
     # Independent streams per purpose, so scenarios compared with one seed share their draws
@@ -240,21 +352,33 @@ def _simulate(
     if not isinstance(tokens, EmpiricalTokens):
         sample = tokens.sample(draws, rng_tokens)
 
+    labels: list[str] = [str(v) for v in months["label"]]
+    starts: list[date] = list(months["start"])
+    days_in: list[int] = [int(v) for v in months["days"]]
+    volumes: list[float] = [float(v) for v in months["queries"]]
+
     rows: list[PriceRow] = []
     stats_by_row: dict[int, _CallStats] = {}
-    month_rows: list[PriceRow] = []
-    for start in months["start"]:
-        # Prices are picked by month but judged stale by the day the projection is made: a
-        # price read today is not stale for next year's months.
-        row = table.lookup(model, on=start, warn=False, provider=provider)
-        if id(row) not in stats_by_row:
+    segments: list[list[_Segment]] = []
+    for start, days in zip(starts, days_in, strict=True):
+        month = _month_segments(table, model, provider, start, days)
+        for row, _, _ in month:
+            if id(row) in stats_by_row:
+                continue
+            # Prices are picked by day but judged stale by the day the projection is made: a
+            # price read today is not stale for next year's months.
             row.warn_if_stale(today, stacklevel=4)
             rows.append(row)
             stats_by_row[id(row)] = _call_stats(
-                row, tokens, policy, cache_hit_rate=cache_hit_rate,
-                cache_write_rate=cache_write_rate, batch_share=batch_share, sample=sample,
-            )  # fmt: skip
-        month_rows.append(row)
+                row,
+                tokens,
+                policy,
+                cache_hit_rate=cache_hit_rate,
+                cache_write_rate=cache_write_rate,
+                batch_share=batch_share,
+                sample=sample,
+            )
+        segments.append(month)
 
     u = rng_mean.standard_normal(draws)
     if workload.volume_cv > 0:
@@ -272,7 +396,30 @@ def _simulate(
         per_row[id(row)] = _SumModel.build(
             volume * (permutations * mean_call), volume * (permutations * st.sd * st.sd)
         )
+    # Expected USD per query in each month: its prices weighted by the days each holds.
+    per_query = [
+        permutations * sum(share * stats_by_row[id(row)].mean for row, _, share in month)
+        for month in segments
+    ]
 
+    def per_1k(first: int, last: int) -> float:
+        """Expected USD per 1,000 queries over months first..last (volume-weighted)."""
+        q = sum(volumes[first : last + 1])
+        if q <= 0:
+            return 1000.0 * per_query[first]
+        spend = sum(
+            v * c
+            for v, c in zip(volumes[first : last + 1], per_query[first : last + 1], strict=True)
+        )
+        return 1000.0 * spend / q
+
+    def source_of(month: list[_Segment]) -> str:
+        parts = [month[0][0].source]
+        parts += [f"from {first}: {row.source}" for row, first, _ in month[1:]]
+        return "; ".join(parts)
+
+    checks = _Budgeting(budget, draws)
+    per_month = budget is not None and budget.per == "month"
     records: list[dict[str, Any]] = []
     day_records: list[dict[str, Any]] = []
     total = np.zeros(draws)
@@ -281,61 +428,247 @@ def _simulate(
     year = np.zeros(0 if one_year else draws)
     year_records: list[dict[str, Any]] = []
     year_start = 0
-    labels: list[str] = [str(v) for v in months["label"]]
-    starts: list[date] = list(months["start"])
-    days_in: list[int] = [int(v) for v in months["days"]]
-    volumes: list[float] = [float(v) for v in months["queries"]]
+    year_summaries: dict[tuple[int, int], tuple[tuple[float, float, float, float], float]] = {}
+    groups: dict[str, _Group | None] = {"quarter": None, "fiscal_year": None}
+    rollups: list[dict[str, Any]] = []
+    month_summaries: list[tuple[float, float, float, float]] = []
+    spans: dict[tuple[int, int], tuple[tuple[float, float, float, float], float]] = {}
+
+    def close(group: _Group, last: int) -> None:
+        n = last - group.first + 1
+        fy, quarter = group.key
+        span = labels[group.first] if n == 1 else f"{labels[group.first]} to {labels[last]}"
+        complete = n == (3 if group.kind == "quarter" else 12)
+        name = f"FY{fy}" + (f" Q{quarter}" if group.kind == "quarter" else "")
+        label = f"{name} ({span}{'' if complete else ', partial'})"
+        reuse = year_summaries.get((group.first, last)) or spans.get((group.first, last))
+        yearly = budget is not None and budget.per == "year"
+        # A budget per year is compared with complete fiscal years; one that is also one of the
+        # twelve-month years was compared there and is listed once in the budget table.
+        p_over = math.nan
+        if n == 1:
+            # One month: its figures are the month's own (no second percentile pass).
+            summary = month_summaries[group.first]
+        elif reuse is not None:
+            # The same months as a year or a quarter already summarised (a partial fiscal
+            # year of three months is its quarter).
+            summary, p_over = reuse
+        else:
+            spend = total - group.before if group.before is not None else total.copy()
+            if group.kind == "fiscal_year" and complete and yearly:
+                p_over = checks.check("fiscal_year", label, spend)
+            summary = _summary(spend, in_place=True)
+        if group.kind == "quarter" or not (complete and yearly):
+            p_over = math.nan
+        spans[(group.first, last)] = (summary, p_over)
+        mean, p10, p50, p90 = summary
+        rollups.append(
+            {
+                "period": group.kind,
+                "label": label,
+                "fiscal_year": fy,
+                "quarter": quarter if group.kind == "quarter" else None,
+                "start": starts[group.first],
+                "months": n,
+                "complete": complete,
+                "days": sum(days_in[group.first : last + 1]),
+                "queries": sum(volumes[group.first : last + 1]),
+                "mean_usd": mean,
+                "p10_usd": p10,
+                "p50_usd": p50,
+                "p90_usd": p90,
+                "usd_per_1k_queries": per_1k(group.first, last),
+                "p_over_budget": p_over,
+            }
+        )
+
+    pending: list[tuple[_Group, int]] = []
     for i, (label, start, days, queries) in enumerate(
         zip(labels, starts, days_in, volumes, strict=True)
     ):
-        row = month_rows[i]
-        spend = per_row[id(row)].draw(queries, rng_months.standard_normal(draws), rng_months)
+        month = segments[i]
+        # Roll-ups: a quarter or fiscal year starts here if none is open; it closes when the
+        # next month belongs to another.
+        fy, quarter = fiscal_period(start, fiscal_year_start)
+        following = fiscal_period(starts[i + 1], fiscal_year_start) if i + 1 < len(starts) else None
+        keys = (
+            ("quarter", (fy, quarter), following),
+            ("fiscal_year", (fy, 0), None if following is None else (following[0], 0)),
+        )
+        snapshot: _FloatArray | None = None
+        for kind, key, next_key in keys:
+            if groups[kind] is None:
+                if i > 0 and next_key == key and snapshot is None:
+                    snapshot = total.copy()  # shared by a quarter and year starting together
+                groups[kind] = _Group(kind, key, i, snapshot if i > 0 else None)
+        z = rng_months.standard_normal(draws)
+        spend = per_row[id(month[0][0])].draw(queries * month[0][2], z, rng_months)
+        for row, _, share in month[1:]:
+            # A price change inside the month: the days after it are drawn at the new price.
+            spend += per_row[id(row)].draw(
+                queries * share, rng_months.standard_normal(draws), rng_months
+            )
         total += spend
         if not one_year:
             year += spend
-        mean, p10, p50, p90 = _summary(spend)
-        common = {"index": i + 1, "start": start, "days": days, "price_as_of": row.as_of}
+        p_month = checks.check("month", label, spend) if per_month else math.nan
+        # Last use of this month's draws: the percentiles may reorder them.
+        summary = _summary(spend, in_place=True)
+        month_summaries.append(summary)
+        mean, p10, p50, p90 = summary
+        first_row = month[0][0]
+        common = {
+            "index": i + 1,
+            "start": start,
+            "days": days,
+            "price_as_of": first_row.as_of,
+            "usd_per_1k_queries": 1000.0 * per_query[i],
+            "price_from": first_row.effective_from,
+            "price_change": month[1][1] if len(month) > 1 else None,
+            "price_source": source_of(month),
+            "p_over_budget": p_month,
+        }
         records.append(
-            {"period": "month", "label": label, "queries": queries, **common,
-             "mean_usd": mean, "p10_usd": p10, "p50_usd": p50, "p90_usd": p90}
-        )  # fmt: skip
+            {
+                "period": "month",
+                "label": label,
+                "queries": queries,
+                **common,
+                "mean_usd": mean,
+                "p10_usd": p10,
+                "p50_usd": p50,
+                "p90_usd": p90,
+            }
+        )
         d = float(days)
         day_records.append(
-            {"period": "day", "label": f"{label} average day", "queries": queries / d,
-             **common, "days": 1, "mean_usd": mean / d, "p10_usd": p10 / d, "p50_usd": p50 / d,
-             "p90_usd": p90 / d}
-        )  # fmt: skip
+            {
+                "period": "day",
+                "label": f"{label} average day",
+                "queries": queries / d,
+                **common,
+                "days": 1,
+                "mean_usd": mean / d,
+                "p10_usd": p10 / d,
+                "p50_usd": p50 / d,
+                "p90_usd": p90 / d,
+                "p_over_budget": math.nan,
+            }
+        )
         if (i + 1) % 12 == 0:
-            mean, p10, p50, p90 = _summary(total) if one_year else _summary(year)
+            values = total if one_year else year
+            year_label = f"year {(i + 1) // 12} ({labels[year_start]} to {label})"
+            p_year = math.nan
+            if budget is not None and budget.per == "year":
+                p_year = checks.check("year", year_label, values)
+            # The running total is kept whole (comparisons pair its draws); a year's own sum
+            # is replaced just below.
+            mean, p10, p50, p90 = _summary(values, in_place=not one_year)
+            year_summaries[(year_start, i)] = ((mean, p10, p50, p90), p_year)
             year_records.append(
-                {"period": "year", "index": (i + 1) // 12,
-                 "label": f"year {(i + 1) // 12} ({labels[year_start]} to {label})",
-                 "start": starts[year_start], "days": sum(days_in[year_start : i + 1]),
-                 "queries": sum(volumes[year_start : i + 1]),
-                 "price_as_of": row.as_of, "mean_usd": mean, "p10_usd": p10, "p50_usd": p50,
-                 "p90_usd": p90}
-            )  # fmt: skip
+                {
+                    "period": "year",
+                    "index": (i + 1) // 12,
+                    "label": year_label,
+                    "start": starts[year_start],
+                    "days": sum(days_in[year_start : i + 1]),
+                    "queries": sum(volumes[year_start : i + 1]),
+                    "price_as_of": month[-1][0].as_of,
+                    "mean_usd": mean,
+                    "p10_usd": p10,
+                    "p50_usd": p50,
+                    "p90_usd": p90,
+                    "usd_per_1k_queries": per_1k(year_start, i),
+                    "p_over_budget": p_year,
+                }
+            )
             year = np.zeros(0 if one_year else draws)
             year_start = i + 1
+        for kind, key, next_key in keys:
+            group = groups[kind]
+            assert group is not None
+            if next_key != key:
+                pending.append((group, i))
+                groups[kind] = None
+        # Years are summarised above before a fiscal year that equals one reuses them.
+        for group, last in pending:
+            close(group, last)
+        pending.clear()
     if one_year:
         year_row = year_records[0]
         mean, p10, p50, p90 = (year_row[k] for k in ("mean_usd", "p10_usd", "p50_usd", "p90_usd"))
     else:
         mean, p10, p50, p90 = _summary(total)
     total_record = {
-        "period": "total", "index": 1, "label": f"total ({labels[0]} to {labels[-1]})",
-        "start": starts[0], "days": sum(days_in), "queries": sum(volumes),
-        "price_as_of": month_rows[-1].as_of,
-        "mean_usd": mean, "p10_usd": p10, "p50_usd": p50, "p90_usd": p90,
-    }  # fmt: skip
-    columns = ["period", "index", "label", "start", "days", "queries", "mean_usd", "p10_usd",
-               "p50_usd", "p90_usd", "price_as_of"]  # fmt: skip
+        "period": "total",
+        "index": 1,
+        "label": f"total ({labels[0]} to {labels[-1]})",
+        "start": starts[0],
+        "days": sum(days_in),
+        "queries": sum(volumes),
+        "price_as_of": segments[-1][-1][0].as_of,
+        "mean_usd": mean,
+        "p10_usd": p10,
+        "p50_usd": p50,
+        "p90_usd": p90,
+        "usd_per_1k_queries": per_1k(0, len(labels) - 1),
+        "p_over_budget": math.nan,
+    }
+    columns = [
+        "period",
+        "index",
+        "label",
+        "start",
+        "days",
+        "queries",
+        "mean_usd",
+        "p10_usd",
+        "p50_usd",
+        "p90_usd",
+        "price_as_of",
+        "usd_per_1k_queries",
+        "price_from",
+        "price_change",
+        "price_source",
+        "p_over_budget",
+    ]
     frame = pd.DataFrame([*day_records, *records, *year_records, total_record], columns=columns)
-    first_stats = stats_by_row[id(month_rows[0])]
+    rollup_columns = [
+        "period",
+        "label",
+        "fiscal_year",
+        "quarter",
+        "start",
+        "months",
+        "complete",
+        "days",
+        "queries",
+        "mean_usd",
+        "p10_usd",
+        "p50_usd",
+        "p90_usd",
+        "usd_per_1k_queries",
+        "p_over_budget",
+    ]
+    rollup_frame = pd.DataFrame(rollups, columns=rollup_columns)
+    rollup_frame["quarter"] = rollup_frame["quarter"].astype("Int64")
+    # Quarters first, then fiscal years, each in calendar order.
+    rollup_frame = pd.concat(
+        [
+            rollup_frame[rollup_frame["period"] == "quarter"],
+            rollup_frame[rollup_frame["period"] == "fiscal_year"],
+        ],
+        ignore_index=True,
+    )
+    first_stats = stats_by_row[id(segments[0][0][0])]
     return _Simulation(
         frame=frame,
         totals=total,
         stats={r.effective_from or date.min: stats_by_row[id(r)] for r in rows},
         rows=rows,
         per_query_usd=permutations * first_stats.mean,
+        rollups=rollup_frame,
+        budget=checks.result(),
+        segments=segments,
+        token_moments=_token_moments(tokens, sample, policy.cap),
     )

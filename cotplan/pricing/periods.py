@@ -1,0 +1,102 @@
+"""Budgets and fiscal calendars for spend projections: what finance compares a forecast with.
+
+`Budget` is a stated spending limit, per month or per year; a projection reports the chance
+its spend goes over it. Fiscal years start in the month `fiscal_year_start` (1 = January) and
+are named by the calendar year in which they end, the common convention (with an October start,
+FY2027 runs from October 2026 to September 2027); quarters are that fiscal year's quarters.
+"""
+
+from __future__ import annotations
+
+import calendar
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+import pandas as pd
+
+from cotplan.errors import InputError
+from cotplan.pricing.workload import _real
+
+__all__ = ["BUDGET_PERIODS", "Budget", "BudgetCheck", "check_fiscal_year_start", "fiscal_period"]
+
+#: What a budget can be stated per.
+BUDGET_PERIODS = ("month", "year")
+
+_MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_abbr) if name} | {
+    name.lower(): i for i, name in enumerate(calendar.month_name) if name
+}
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A spending limit in USD `per` "month" or "year".
+
+    A yearly budget is compared with every complete twelve months of the horizon and every
+    complete fiscal year; a partial year is not compared, since part of its spend falls
+    outside the forecast.
+    """
+
+    usd: float
+    per: str = "month"
+
+    def __post_init__(self) -> None:
+        usd = _real(self.usd, "budget")
+        if usd <= 0:
+            raise InputError(f"must be a positive amount of USD, got {self.usd!r}", field="budget")
+        if self.per not in BUDGET_PERIODS:
+            raise InputError(f"must be 'month' or 'year', got {self.per!r}", field="budget_per")
+        object.__setattr__(self, "usd", usd)
+
+    @property
+    def label(self) -> str:
+        """``$50,000 per month``."""
+        return f"${self.usd:,.2f} per {self.per}".replace(".00 per", " per")
+
+
+@dataclass(frozen=True)
+class BudgetCheck:
+    """How likely a projection's spend is to go over a `Budget`.
+
+    `probability` is the chance that at least one period the budget is stated for (a month,
+    or a complete year) goes over it, over the Monte Carlo draws; `periods` has one row per
+    such period with its own chance (`p_over_budget`) and the mean overrun when over
+    (`mean_over_usd`, 0 when it never is).
+    """
+
+    budget: Budget
+    probability: float
+    periods: pd.DataFrame
+
+    def to_frame(self) -> pd.DataFrame:
+        """The per-period table (a copy)."""
+        return self.periods.copy()
+
+
+def check_fiscal_year_start(value: Any) -> int:
+    """A month number 1-12, or a month name ("apr", "April"), checked."""
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in _MONTHS:
+            return _MONTHS[text]
+        if not text.isdigit():
+            raise InputError(
+                f"must be a month, 1-12 or a name such as 'apr', got {value!r}",
+                field="fiscal_year_start",
+            )
+        value = int(text)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 12:
+        raise InputError(
+            f"must be a month, 1-12 or a name such as 'apr', got {value!r}",
+            field="fiscal_year_start",
+        )
+    return value
+
+
+def fiscal_period(month_start: date, fiscal_year_start: int) -> tuple[int, int]:
+    """The fiscal year (named by the calendar year it ends in) and quarter (1-4) of a month."""
+    offset = (month_start.month - fiscal_year_start) % 12
+    year = month_start.year
+    if fiscal_year_start != 1 and month_start.month >= fiscal_year_start:
+        year += 1
+    return year, offset // 3 + 1
