@@ -1120,6 +1120,12 @@ CASES += [
         (("calibration.csv", _text("item,n,k,correct", "a,0,0,1")),),
     ),
     Case("calibrate with timeout 0", (*FAMILY, "--timeout", "0"), ("`timeout`",)),
+    Case("calibrate with an unknown protocol", (*FAMILY, "--protocol", "thunk"), ("`protocol`",)),
+    Case(
+        "demo with an unknown protocol",
+        ("demo", "--quick", "--protocol", "harmonica"),
+        ("`protocol`", "think"),
+    ),
     Case("calibrate with a NaN timeout", (*FAMILY, "--timeout", "nan"), ("`timeout`",)),
     Case("calibrate with a day's timeout", (*FAMILY, "--timeout", "86400"), ("`timeout`",)),
     Case("calibrate with negative retries", (*FAMILY, "--max-retries=-1"), ("`max_retries`",)),

@@ -16,6 +16,7 @@ from typing import Annotated, Any
 import typer
 
 from cotplan.errors import InputError, ModelFileError
+from cotplan.model_registry import PROTOCOL_NAMES
 
 __all__ = [
     "DEFAULT_MAX_RETRIES",
@@ -27,6 +28,7 @@ __all__ = [
     "MAX_RETRIES",
     "MAX_TIMEOUT_S",
     "MaxRetriesOption",
+    "ProtocolOption",
     "TimeoutOption",
     "check_backend",
     "check_budgets",
@@ -34,6 +36,7 @@ __all__ = [
     "check_int",
     "check_out",
     "check_probability",
+    "check_protocol",
     "check_timeouts",
     "connect_options",
 ]
@@ -72,6 +75,15 @@ MaxRetriesOption = Annotated[
     int,
     typer.Option(
         help="Retries of a request after a 429, a 5xx, a dropped connection or a timeout."
+    ),
+]
+ProtocolOption = Annotated[
+    str,
+    typer.Option(
+        help="How the model writes and closes its thinking: 'auto' (the model registry's, by "
+        "name), 'plain' (cotplan's 'Think step by step ... Answer:'), 'think' (<think> ... "
+        "</think>: R1 distills, QwQ) or 'qwen3'. Set it for a thinking model served under a "
+        "name cotplan does not know."
     ),
 ]
 
@@ -204,13 +216,23 @@ def check_timeouts(timeout: float, max_retries: int) -> None:
     check_int(max_retries, "max_retries", low=0, high=MAX_RETRIES)
 
 
-def connect_options(backend: str, timeout: float, max_retries: int) -> dict[str, Any]:
-    """The `connect` options that carry `--timeout` and `--max-retries` to `backend`'s
-    provider: the embedded engine takes a timeout (its server is local: nothing to retry),
-    an OpenAI-compatible endpoint both, an in-process lab model neither."""
+def check_protocol(protocol: str) -> None:
+    """`--protocol` names a known reasoning protocol (or 'auto')."""
+    if protocol != "auto" and protocol not in PROTOCOL_NAMES:
+        known = ", ".join(["auto", *PROTOCOL_NAMES])
+        raise InputError(f"must be one of {known}, got {protocol!r}", field="protocol")
+
+
+def connect_options(
+    backend: str, timeout: float, max_retries: int, protocol: str = "auto"
+) -> dict[str, Any]:
+    """The `connect` options that carry `--timeout`, `--max-retries` and `--protocol` to
+    `backend`'s provider: the embedded engine takes a timeout (its server is local: nothing to
+    retry), an OpenAI-compatible endpoint both, an in-process lab model neither."""
     provider = backend.partition(":")[0]
+    chosen: dict[str, Any] = {} if protocol == "auto" else {"protocol": protocol}
     if provider == "lab":
-        return {}
+        return chosen
     if provider == "local":
-        return {"timeout": float(timeout)}
-    return {"timeout": float(timeout), "max_retries": int(max_retries)}
+        return {"timeout": float(timeout), **chosen}
+    return {"timeout": float(timeout), "max_retries": int(max_retries), **chosen}

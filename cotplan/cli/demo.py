@@ -20,12 +20,15 @@ from cotplan.cli.calibrate import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT_S,
     MaxRetriesOption,
+    ProtocolOption,
     TimeoutOption,
+    check_protocol,
 )
 from cotplan.cli.plan import (
     check_at_least,
     check_unit,
     console,
+    mode_and_protocol,
     print_budgets,
     print_calibration,
     print_certified,
@@ -34,7 +37,6 @@ from cotplan.cli.plan import (
     save_chart,
 )
 from cotplan.cli.report_folders import finish_report, start_report
-from cotplan.generate.budgeted import driven_as
 from cotplan.io import write_csv
 from cotplan.workflow import (
     DEMO_FALLBACK_FAMILY,
@@ -152,6 +154,7 @@ def register(app: typer.Typer) -> None:
         progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
         timeout: TimeoutOption = DEFAULT_TIMEOUT_S,
         max_retries: MaxRetriesOption = DEFAULT_MAX_RETRIES,
+        protocol: ProtocolOption = "auto",
     ) -> None:
         """Calibrate, plan and run on a built-in task, then project the cost."""
         # Every option is checked before the model starts.
@@ -166,6 +169,7 @@ def register(app: typer.Typer) -> None:
         from cotplan.workflow import demo_setup, run_demo
 
         check_timeouts(timeout, max_retries)
+        check_protocol(protocol)
 
         started = time.perf_counter()
         price_table().resolve(what_if)  # fail before any model call on a typo
@@ -177,10 +181,10 @@ def register(app: typer.Typer) -> None:
         staging = report.path  # every step writes here; moved into place together at the end
         preset = setup.preset
         console.rule(f"cotplan demo: {setup.family} ({setup.description})")
-        options = connect_options(backend, timeout, max_retries)
+        options = connect_options(backend, timeout, max_retries, protocol)
         with report, connect(backend, base_url=base_url, **options) as model:
             console.print(
-                f"model {model.model} ({driven_as(model)}); "
+                f"model {model.model} ({mode_and_protocol(model)}); "
                 f"sizes n = {', '.join(map(str, setup.sizes))} "
                 f"({setup.n_meaning}); {len(setup.items)} calibration items at budgets k = "
                 + "; ".join(f"{', '.join(map(str, preset.grid(n)))} (n = {n})" for n in setup.sizes)

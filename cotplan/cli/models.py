@@ -10,7 +10,7 @@ from rich.table import Table
 
 from cotplan.backends import models as model_files
 from cotplan.backends.adapters import KNOWN_ADAPTERS, locate_adapter
-from cotplan.errors import ModelFileError
+from cotplan.errors import InputError, ModelFileError
 
 __all__ = ["app"]
 
@@ -56,6 +56,11 @@ def train_thinking(
     examples: int = typer.Option(1400, help="Training examples (thinking traces)."),
     seed: int = typer.Option(0, help="Seed of the examples and of the LoRA initialisation."),
     max_seconds: float | None = typer.Option(None, help="Stop training after this long."),
+    resume: Path | None = typer.Option(None, help="Train further the adapter in this folder."),
+    learning_rate: float = typer.Option(1e-3, help="Peak learning rate."),
+    rechecks: str = typer.Option(
+        "1-3", help="Re-checks after the settled answer, fewest-most (the second stage: 2-3)."
+    ),
     install: bool = typer.Option(
         False, help="Also install the result as the shipped adapter (for maintainers)."
     ),
@@ -64,8 +69,20 @@ def train_thinking(
     from cotplan.thinking.data import ThinkingSettings
     from cotplan.thinking.train import install_adapter, train_adapter
 
-    settings = ThinkingSettings(examples=examples, seed=seed)
-    report = train_adapter(settings, out, log=_console.print, max_seconds=max_seconds)
+    low, _, high = rechecks.partition("-")
+    if not (low.isdigit() and high.isdigit() and 0 <= int(low) <= int(high)):
+        raise InputError(f"must read FEWEST-MOST, e.g. 2-3, got {rechecks!r}", field="rechecks")
+    if resume is not None and not (resume / "peft").is_dir():
+        raise InputError(f"no trained adapter (peft/) in {resume}", field="resume")
+    settings = ThinkingSettings(
+        examples=examples,
+        seed=seed,
+        learning_rate=learning_rate,
+        rechecks=(int(low), int(high)),
+    )
+    report = train_adapter(
+        settings, out, log=_console.print, max_seconds=max_seconds, resume=resume
+    )
     _console.print(report.to_dict())
     if install:
         _console.print(f"installed: {install_adapter(out)}")

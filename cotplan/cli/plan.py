@@ -24,7 +24,9 @@ from cotplan.cli.calibrate import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT_S,
     MaxRetriesOption,
+    ProtocolOption,
     TimeoutOption,
+    check_protocol,
 )
 from cotplan.cli.report_folders import check_read, finish_report, start_report
 from cotplan.errors import InputError
@@ -409,6 +411,15 @@ def print_comparison(run: Any, *, title: str | None = None) -> None:
 # Commands
 
 
+def mode_and_protocol(model: object) -> str:
+    """How budgeted CoT drives `model`, for the line a command prints after connecting (the
+    heavy generate layer is imported only then, so `cotplan --help` stays fast)."""
+    from cotplan.backends import Backend
+    from cotplan.generate.budgeted import driven_as
+
+    return driven_as(model) if isinstance(model, Backend) else ""
+
+
 def register(app: typer.Typer) -> None:
     """Add the planner's commands to the top-level app."""
 
@@ -432,6 +443,7 @@ def register(app: typer.Typer) -> None:
         progress: ShowProgress = True,
         timeout: TimeoutOption = DEFAULT_TIMEOUT_S,
         max_retries: MaxRetriesOption = DEFAULT_MAX_RETRIES,
+        protocol: ProtocolOption = "auto",
     ) -> None:
         """Answer items at several reasoning budgets and save the calibration table."""
         from cotplan.backends import connect
@@ -445,6 +457,7 @@ def register(app: typer.Typer) -> None:
 
         check_item_source(family, tasks, parse_ints(n, "n"))
         check_timeouts(timeout, max_retries)
+        check_protocol(protocol)
         check_int(seed, "seed", low=0)
         grid: Any = check_calibrate_options(
             budgets=budgets,
@@ -456,11 +469,12 @@ def register(app: typer.Typer) -> None:
             out=out,
         )  # all before the first (maybe paid) call
         items = build_items(family, tasks, parse_ints(n, "n"), count, seed)
-        options = connect_options(backend, timeout, max_retries)
+        options = connect_options(backend, timeout, max_retries, protocol)
         with (
             start_report(out, command="calibrate") as report,
             connect(backend, base_url=base_url, **options) as model,
         ):
+            console.print(f"model {model.model} ({mode_and_protocol(model)})")
             result = run_calibration(
                 model,
                 items,
@@ -554,6 +568,7 @@ def register(app: typer.Typer) -> None:
         progress: ShowProgress = True,
         timeout: TimeoutOption = DEFAULT_TIMEOUT_S,
         max_retries: MaxRetriesOption = DEFAULT_MAX_RETRIES,
+        protocol: ProtocolOption = "auto",
     ) -> None:
         """Apply the plan that `cotplan plan` wrote on held-out items; judge each size against
         ε and compare with uncapped."""
@@ -575,6 +590,7 @@ def register(app: typer.Typer) -> None:
         check_at_least(uncapped, "uncapped", 1)
         check_at_least(concurrency, "concurrency", 1)
         check_timeouts(timeout, max_retries)
+        check_protocol(protocol)
         check_out(out)
         check_int(seed, "seed", low=0)
         check_int(uncapped, "uncapped", high=MAX_BUDGET)  # sent as max_tokens: a real cap
@@ -606,7 +622,7 @@ def register(app: typer.Typer) -> None:
         if note:
             console.print(f"[yellow]note:[/] {note}")
         print_caps(saved, sizes)
-        options = connect_options(backend, timeout, max_retries)
+        options = connect_options(backend, timeout, max_retries, protocol)
         with (
             start_report(out, plan.parent, command="run") as report,
             connect(backend, base_url=base_url, **options) as model,
@@ -615,6 +631,7 @@ def register(app: typer.Typer) -> None:
             late = check_plan_model(saved, model.model, allow_other_model=allow_other_model)
             if late and late != note:
                 console.print(f"[yellow]note:[/] {late}")
+            console.print(f"model {model.model} ({mode_and_protocol(model)})")
             result = run_plan(
                 model,
                 saved,

@@ -47,6 +47,10 @@ class ThinkingSettings:
     mix: dict[str, tuple[float, int, int]] = field(default_factory=lambda: dict(DEFAULT_MIX))
     truncated_share: float = 0.2
     instruction_share: float = 0.25
+    #: Re-checks after the settled answer, fewest and most. Greedy decoding follows the likelier
+    #: continuation, so with 1-3 the model settled on one re-check (about 1.9 times the thinking
+    #: its answer needs); the second stage trains 2-3 to reach the 2-4 times reasoning models show.
+    rechecks: tuple[int, int] = (1, 3)
     rank: int = 16
     alpha: float = 32.0
     targets: tuple[str, ...] = ("v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -69,6 +73,7 @@ class ThinkingSettings:
         out = asdict(self)
         out["mix"] = {k: list(v) for k, v in self.mix.items()}
         out["targets"] = list(self.targets)
+        out["rechecks"] = list(self.rechecks)
         return out
 
 
@@ -105,7 +110,7 @@ def training_examples(settings: ThinkingSettings) -> list[Example]:
         # Training items come from their own seed range, far from the seeds evaluations use.
         item = make_tasks(family, n=n, count=1, seed=1_000_000 + settings.seed * 100_000 + index)[0]
         truncated = bool(rng.random() < settings.truncated_share)
-        trace = make_trace(item, rng, truncate=truncated)
+        trace = make_trace(item, rng, truncate=truncated, rechecks=settings.rechecks)
         question = item.prompt if isinstance(item.prompt, str) else str(item.prompt)
         if rng.random() < settings.instruction_share:
             question = f"{question}\n{_INSTRUCTION}"

@@ -222,12 +222,19 @@ def work_lines(item: TaskItem) -> Work:
         raise InputError(f"item {item.id!r}: {error}", field="prompt") from None
 
 
-def make_trace(item: TaskItem, rng: np.random.Generator, *, truncate: bool = False) -> Trace:
+def make_trace(
+    item: TaskItem,
+    rng: np.random.Generator,
+    *,
+    truncate: bool = False,
+    rechecks: tuple[int, int] = (1, 3),
+) -> Trace:
     """A thinking trace for `item`, with over-thinking of random length after the answer settles.
 
     With `truncate`, the thinking stops part-way through the work (at a random step, sometimes
     mid-line) and the answer is the state the work had reached: what an answer forced at a
-    budget can honestly give.
+    budget can honestly give. `rechecks` bounds how many re-checks follow the settled answer
+    (inclusive).
     """
     work = work_lines(item)
     settled = "\n".join([work.heading, *work.steps, work.conclusion])
@@ -242,7 +249,7 @@ def make_trace(item: TaskItem, rng: np.random.Generator, *, truncate: bool = Fal
     answer = work.states[-1]
     # Uncapped, reasoning models spend two to four times the thinking the answer needs: one to
     # three re-checks, each re-reading a random share of the steps.
-    for _ in range(int(rng.integers(1, 4))):
+    for _ in range(int(rng.integers(rechecks[0], rechecks[1] + 1))):
         lines.append(_RECHECKS[int(rng.integers(len(_RECHECKS)))])
         seen = int(rng.integers(max(1, len(work.steps) // 2), len(work.steps) + 1))
         lines.extend(work.steps[:seen])

@@ -99,12 +99,16 @@ def train_adapter(
     *,
     log: Callable[[str], None] = print,
     max_seconds: float | None = None,
+    resume: Path | None = None,
 ) -> TrainReport:
-    """Train the adapter `settings` describe and write it to `out` (PEFT folder + GGUF)."""
+    """Train the adapter `settings` describe and write it to `out` (PEFT folder + GGUF).
+
+    `resume` names the folder of an earlier stage: its adapter is trained further instead of
+    a fresh one (the shipped adapter is two stages; docs/thinking-model.md)."""
     _require_train_extra()
     import numpy as np
     import torch
-    from peft import LoraConfig, get_peft_model
+    from peft import LoraConfig, PeftModel, get_peft_model
 
     from cotplan.thinking.export import write_adapter_gguf
 
@@ -118,7 +122,10 @@ def train_adapter(
         bias="none",
         task_type="CAUSAL_LM",
     )
-    model = get_peft_model(model, config)
+    if resume is None:
+        model = get_peft_model(model, config)
+    else:
+        model = PeftModel.from_pretrained(model, str(resume / "peft"), is_trainable=True)
     model.train()
     encoded = _encode(training_examples(settings), tokenizer)
     rng = np.random.default_rng(settings.seed)
