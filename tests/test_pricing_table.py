@@ -49,10 +49,10 @@ def test_shipped_table_has_sources_dates_and_valid_rules() -> None:
         assert isinstance(row.input_per_mtok, Decimal)
         assert row.age_days <= STALE_AFTER_DAYS, f"{row.model} ships already stale"
     # Every paid model has a real price; the only zeros are the deliberate local ones: the
-    # embedded model and the lab reasoning models trained in-process.
+    # embedded models (plain and thinking) and the lab reasoning models trained in-process.
     zero = frame[frame["input_per_mtok"] == 0]
     assert set(zero["provider"]) == {"local"}
-    assert set(zero["model"]) == {"smollm2-135m-instruct"} | {
+    assert set(zero["model"]) == {"smollm2-135m-instruct", "smollm2-135m-thinking"} | {
         f"lab-{family}" for family in ("parity", "sum", "state", "bits", "majority")
     }
     assert set(zero["source_url"]) == {"local, no API charge"}

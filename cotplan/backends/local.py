@@ -114,7 +114,7 @@ class LocalModel:
         n_ctx: int = 4096,
         parallel: int = 1,
         threads: int | None = None,
-        start_timeout: float = 60.0,
+        start_timeout: float = 120.0,
         reproducible: bool = True,
         adapter: str | os.PathLike[str] | None = None,
     ) -> None:

@@ -85,7 +85,8 @@ def train_thinking(
     )
     _console.print(report.to_dict())
     if install:
-        _console.print(f"installed: {install_adapter(out)}")
+        earlier = (resume,) if resume is not None else ()
+        _console.print(f"installed: {install_adapter(out, earlier)}")
 
 
 @app.command()

@@ -184,9 +184,10 @@ def train_adapter(
     return report
 
 
-def install_adapter(folder: Path) -> Path:
+def install_adapter(folder: Path, earlier: tuple[Path, ...] = ()) -> Path:
     """Copy a trained adapter into the package as the shipped one, with its record (SHA-256,
-    settings, training report) beside it. For maintainers shipping a new adapter."""
+    settings, training report, and those of the `earlier` stages it was resumed from) beside
+    it. For maintainers shipping a new adapter."""
     import hashlib
     import shutil
 
@@ -199,11 +200,14 @@ def install_adapter(folder: Path) -> Path:
     target = adapter_dir() / spec.file_name
     shutil.copyfile(source, target)
     trained = json.loads((folder / "train.json").read_text())
+    stages = [json.loads((stage / "train.json").read_text()) for stage in earlier]
     record = {
         "sha256": hashlib.sha256(target.read_bytes()).hexdigest(),
         "base": spec.base,
-        "settings": trained["settings"],
-        "report": trained["report"],
+        "stages": [
+            {"settings": stage["settings"], "report": stage["report"]}
+            for stage in [*stages, trained]
+        ],
     }
     (adapter_dir() / spec.record_name).write_text(json.dumps(record, indent=1) + "\n")
     return target
