@@ -80,13 +80,17 @@ from cotplan.planner.calibrate import (
 )
 from cotplan.planner.run import compare_answers, plan_budgets, relative_target
 from cotplan.tasks import TaskItem, make_tasks
+from cotplan.workflow import THINKING_BUDGETS, THINKING_UNCAPPED, native_thinker
 
 #: The family whose goals issue 15 states (see the module docstring).
 OVERTHINKER = "lab-parity-overthink"
 STABLE_ORACLE = "stable oracle (per item)"
 #: Issue 15's goals on the over-thinker.
 GOAL_RETAINED, GOAL_RETAINED_LOW, GOAL_TOKEN_SHARE, GOAL_ORACLE_RATIO = 0.97, 0.95, 0.5, 1.3
+#: Issue 26's goals on the embedded thinking model (module docstring).
+THINKING_ACCURACY, THINKING_RETAINED_LOW, THINKING_UNCAPPED_OVER_PLAN = 0.8, 0.9, 2.0
 
+DEFAULT_CAPS = "16,32,64"
 TALE_PUBLISHED = "TALE (published): about 68% fewer tokens, under 5% accuracy loss"
 TALE_INSTRUCTION = (
     "Think step by step and use less than {budget} tokens, then give the final answer after "
@@ -114,7 +118,7 @@ def parse_args() -> argparse.Namespace:
         "'study' (lab models: every budget up to past the full trace; their default)",
     )
     parser.add_argument("--paper-count", type=int, default=8)
-    parser.add_argument("--caps", default="16,32,64", help="fixed caps to compare")
+    parser.add_argument("--caps", default=DEFAULT_CAPS, help="fixed caps to compare")
     parser.add_argument("--uncapped", type=int, default=256)
     parser.add_argument("--eps", type=float, default=None, help="target error (default: auto)")
     parser.add_argument("--calibration", type=Path, default=None, help="reuse this CSV")
@@ -148,6 +152,24 @@ def answer_all(
 
     results = backend.map(one, items)
     return {item.id: answers for item, answers in zip(items, results, strict=True)}
+
+
+def thinking_defaults(args: argparse.Namespace) -> bool:
+    """Fill the options left unset for a model that thinks natively (the embedded thinking
+    model, ``local:thinking``, or the same model over HTTP): budgets up to past its
+    over-thinking, an uncapped run long enough to finish it, and enough items to judge the goals."""
+    if not native_thinker(args.backend):
+        return False
+    if args.budgets is None:
+        args.budgets = ",".join(map(str, THINKING_BUDGETS["full"]))
+    if args.caps == DEFAULT_CAPS:
+        args.caps = "32,64,96"
+    args.uncapped = max(args.uncapped, THINKING_UNCAPPED)
+    if args.count is None:
+        args.count = 40
+    if args.held_out is None:
+        args.held_out = 30
+    return True
 
 
 def lab_defaults(args: argparse.Namespace) -> bool:
@@ -249,6 +271,7 @@ def calibration_grid(args: argparse.Namespace) -> Any:
 
 def main(outcome: Outcome) -> None:
     args = parse_args()
+    thinking = thinking_defaults(args)
     lab = lab_defaults(args)
     if args.quick:
         args.count, args.held_out, args.paper_count, args.caps = 6, 4, 4, "16"
@@ -363,6 +386,8 @@ def main(outcome: Outcome) -> None:
     )
     if args.family == OVERTHINKER and not args.quick:
         goals(outcome, table, policies, args)
+    elif thinking and not args.quick:
+        thinking_goals(outcome, table, policies)
     else:
         outcome.note(
             f"issue 15's goals are stated for --backend lab:parity-overthink without --quick; "
@@ -377,6 +402,50 @@ def main(outcome: Outcome) -> None:
             [pd.DataFrame([a.to_row() for a in rows]).assign(policy=name)
              for name, rows in policies.items()]
         ).to_csv(args.out / "answers.csv", index=False)  # fmt: skip
+
+
+def thinking_goals(
+    outcome: Outcome, table: pd.DataFrame, policies: dict[str, list[BudgetedAnswer]]
+) -> None:
+    """Issue 26's goals on the embedded thinking model, each a stated target."""
+    rows = table.set_index("policy")
+    ours = rows.loc["cotplan k*"]
+    uncapped = rows.loc[next(name for name in rows.index if name.startswith("uncapped"))]
+    outcome.target(
+        f"issue 26: uncapped accuracy at least {THINKING_ACCURACY:.0%} at the demo sizes",
+        bool(uncapped["accuracy"] >= THINKING_ACCURACY),
+        f"{uncapped['accuracy']:.2f} [{uncapped['accuracy_low']:.2f}, "
+        f"{uncapped['accuracy_high']:.2f}]",
+    )
+    over = float(uncapped["reasoning_tokens"]) / max(float(ours["reasoning_tokens"]), 1e-9)
+    outcome.target(
+        f"issue 26: uncapped thinking at least {THINKING_UNCAPPED_OVER_PLAN:g}x the tokens the "
+        "planned cap spends",
+        over >= THINKING_UNCAPPED_OVER_PLAN,
+        f"{uncapped['reasoning_tokens']:.1f} / {ours['reasoning_tokens']:.1f} = {over:.2f}x",
+    )
+    outcome.target(
+        f"issue 26: the plan keeps at least {GOAL_RETAINED:.0%} of uncapped accuracy, the "
+        f"interval's lower end at least {THINKING_RETAINED_LOW:.0%}",
+        bool(
+            ours["accuracy_retained"] >= GOAL_RETAINED
+            and ours["accuracy_retained_low"] >= THINKING_RETAINED_LOW
+        ),
+        f"retained {ours['accuracy_retained']:.2f} [{ours['accuracy_retained_low']:.2f}, "
+        f"{ours['accuracy_retained_high']:.2f}]",
+    )
+    share = 1.0 - float(cast(float, ours["tokens_saved"]))
+    outcome.target(
+        f"issue 26: the plan spends at most {GOAL_TOKEN_SHARE:.0%} of uncapped thinking tokens",
+        share <= GOAL_TOKEN_SHARE,
+        f"{share:.0%} [{1 - ours['tokens_saved_high']:.0%}, {1 - ours['tokens_saved_low']:.0%}]",
+    )
+    stable = rows.loc[STABLE_ORACLE]
+    outcome.note(
+        f"per-item oracle: {rows.loc['oracle (per item)', 'reasoning_tokens']:.1f} tokens at "
+        f"accuracy {rows.loc['oracle (per item)', 'accuracy']:.2f}; stable oracle: "
+        f"{stable['reasoning_tokens']:.1f} tokens at accuracy {stable['accuracy']:.2f}"
+    )
 
 
 def goals(
