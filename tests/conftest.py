@@ -47,8 +47,8 @@ def local_backend(local_model: object) -> object:
 
 @pytest.fixture(scope="session")
 def thinking_model(cotplan_home: Path) -> Iterator[object]:
-    """The embedded thinking model's server (SmolLM2 plus cotplan's adapter, reasoning parser
-    on), shared like `local_model`: a second llama.cpp process, loaded once."""
+    """The embedded thinking model's server (SmolLM2 plus cotplan's adapter), shared like
+    `local_model`: a second llama.cpp process, loaded once."""
     from cotplan.backends.local import LocalModel
 
     with LocalModel("thinking") as model:

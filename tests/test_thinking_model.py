@@ -1,5 +1,5 @@
 """The embedded thinking model, served as reasoning models are: the real llama.cpp server with
-cotplan's adapter and the reasoning parser on, read by the raw openai client and by cotplan."""
+cotplan's adapter, read by the raw openai client and by cotplan."""
 
 from __future__ import annotations
 

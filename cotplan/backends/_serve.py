@@ -24,7 +24,6 @@ def main() -> None:
     parser.add_argument("--poll", type=int, default=0)
     parser.add_argument("--ubatch", type=int, default=0)
     parser.add_argument("--lora", default="")
-    parser.add_argument("--chat-template-file", default="")
     parser.add_argument("--reasoning-format", choices=("auto", "none", "deepseek"), default="auto")
     args = parser.parse_args()
 
@@ -52,9 +51,6 @@ def main() -> None:
         params.cpuparams_batch.n_threads = args.threads
     if args.lora:
         params.lora_adapters = [xllamacpp.CommonAdapterLoraInfo(args.lora, 1.0)]
-    if args.chat_template_file:
-        with open(args.chat_template_file, encoding="utf-8") as handle:
-            params.chat_template = handle.read()
     formats = xllamacpp.common_reasoning_format
     params.reasoning_format = {
         "auto": formats.COMMON_REASONING_FORMAT_AUTO,

@@ -35,7 +35,8 @@ def adapter_dir() -> Path:
 class AdapterSpec:
     """A shipped adapter: the base model it fits, its files and how the server runs it.
 
-    `chat_template` names a Jinja file beside the adapter (None: the base model's own);
+    The server runs the base model's own chat template: the adapter taught the model to open
+    `<think>` itself, as R1 distills do when their template does not prefill it.
     `reasoning_format` is llama.cpp's (``deepseek`` splits `<think>` into `reasoning_content`).
     """
 
@@ -43,7 +44,6 @@ class AdapterSpec:
     base: str
     file_name: str
     record_name: str
-    chat_template: str | None
     reasoning_format: str
     description: str
 
@@ -74,12 +74,9 @@ KNOWN_ADAPTERS: dict[str, AdapterSpec] = {
         base="smollm2-135m-instruct",
         file_name="smollm2-thinking-lora.gguf",
         record_name="smollm2-thinking-lora.json",
-        # The base model's own chat template: the adapter taught the model to open `<think>`
-        # itself, as R1 distills do when the template does not prefill it.
-        chat_template=None,
         reasoning_format="deepseek",
         description="SmolLM2-135M-Instruct plus cotplan's LoRA adapter: thinks in <think>, "
-        "over-thinks (2-4x the tokens its answer needs), served with the reasoning parser on",
+        "over-thinks (2-4x the tokens its answer needs), served by llama.cpp",
     ),
 }
 

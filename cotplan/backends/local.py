@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 import httpx2 as httpx
 
 from cotplan import paths
-from cotplan.backends.adapters import adapter_dir, locate_adapter
+from cotplan.backends.adapters import locate_adapter
 from cotplan.backends.cache import CallCache
 from cotplan.backends.models import DEFAULT_MODEL, check_gguf, locate, sha256_file
 from cotplan.backends.openai_compat import OpenAICompatibleBackend
@@ -174,8 +174,8 @@ class LocalModel:
         return self
 
     def _model_args(self) -> list[str]:
-        """The server's model arguments: the GGUF file, and for a shipped adapter its file,
-        chat template and reasoning parser. Sets `path` and `model_id`."""
+        """The server's model arguments: the GGUF file, and for an adapter its file (and a
+        shipped one's reasoning format). Sets `path` and `model_id`."""
         shipped = locate_adapter(self.model)
         if shipped is None:
             self.path, self.model_id = locate(self.model)
@@ -187,11 +187,14 @@ class LocalModel:
         spec, adapter = shipped
         self.path, _ = locate(spec.base)
         self.model_id = spec.model_id
-        args = ["--model", str(self.path), "--lora", str(adapter)]
-        args += ["--reasoning-format", spec.reasoning_format]
-        if spec.chat_template is not None:
-            args += ["--chat-template-file", str(adapter_dir() / spec.chat_template)]
-        return args
+        return [
+            "--model",
+            str(self.path),
+            "--lora",
+            str(adapter),
+            "--reasoning-format",
+            spec.reasoning_format,
+        ]
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.start_timeout

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -31,6 +31,9 @@ from cotplan.cli.calibrate import (
 from cotplan.cli.report_folders import check_read, finish_report, start_report
 from cotplan.errors import InputError
 from cotplan.io import write_csv
+
+if TYPE_CHECKING:
+    from cotplan.backends import Backend
 
 __all__ = [
     "build_items",
@@ -411,13 +414,12 @@ def print_comparison(run: Any, *, title: str | None = None) -> None:
 # Commands
 
 
-def mode_and_protocol(model: object) -> str:
+def mode_and_protocol(model: Backend) -> str:
     """How budgeted CoT drives `model`, for the line a command prints after connecting (the
     heavy generate layer is imported only then, so `cotplan --help` stays fast)."""
-    from cotplan.backends import Backend
     from cotplan.generate.budgeted import driven_as
 
-    return driven_as(model) if isinstance(model, Backend) else ""
+    return driven_as(model)
 
 
 def register(app: typer.Typer) -> None:
