@@ -25,6 +25,7 @@ counts as a write.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import socket
 import subprocess
@@ -1162,3 +1163,124 @@ CASES += [
     Case("run with seed -1", (*RUN_4, "--seed=-1"), ("`seed`",), (("plan.json", _plan_json()),)),
     Case("calibrate with seed -1", (*FAMILY, "--seed=-1"), ("`seed`",)),
 ]
+
+
+# --- #30 task files, examples files, answer and cache (backend and files helper) -------------
+
+
+def _row(**fields: object) -> str:
+    return json.dumps({"id": "a", "prompt": "q", "answer": "1", **fields})
+
+
+def _tasks(*lines: str | bytes, name: str) -> Case:
+    content = b"".join(line if isinstance(line, bytes) else line.encode() + b"\n" for line in lines)
+    return Case(name, TASKS, (), (("tasks.jsonl", content),))
+
+
+def _expect(case: Case, *expect: str) -> Case:
+    return Case(case.name, case.argv, ("tasks.jsonl", *expect), case.files)
+
+
+CASES += [
+    _expect(_tasks('{"id": "a", "prompt": "q", "answer": NaN}', name="task answer NaN"),
+            "line 1", "`answer`", "finite"),
+    _expect(_tasks(_row(), '{"id": "b", "prompt": "q", "answer": 1e400}', name="task answer 1e400"),
+            "line 2", "`answer`"),
+    _expect(_tasks('{"id": "a", "prompt": "q", "answer": "1", "answer": "2"}',
+                   name="task field given twice"), "line 1", "`answer`", "twice"),
+    _expect(_tasks("[", _row(), "]", name="task file that is one JSON array"),
+            "line 1", "one object per line"),
+    _expect(_tasks(_row(), '{"id": "b", "prompt": "q", "answer": ' + "9" * 5000 + "}",
+                   name="task answer of 5000 digits"), "line 2", "4,300 digits"),
+    _expect(_tasks('{"id": "a", "prompt": "q", "answer": "1", "family": ' + "[" * 100000
+                   + "]" * 100000 + "}", name="task nested too deeply"), "line 1", "nested"),
+    _expect(_tasks(json.dumps({"id": "a", "messages": [{"role": "user", "content": "q",
+                                                        "nmae": "x"}], "answer": "1"}),
+                   name="task message with an unknown field"), "line 1", "`messages[0]`"),
+    _expect(_tasks(_row(), _row(prompt="   "), name="task empty prompt"), "line 2", "`prompt`"),
+    _expect(_tasks(_row(), _row(id="b", prompt=None), name="task prompt null"),
+            "line 2", "`prompt`"),
+    _expect(_tasks(_row(id=1.5), name="task id a float"), "line 1", "`id`"),
+    _expect(_tasks(_row(id=1), '{"id": "1", "prompt": "q", "answer": "1"}',
+                   name="task ids 1 and '1'"), "line 2", "`id`", "first on line 1"),
+    _expect(_tasks(_row(kind="binary", answer="2"), name="task binary answer 2"),
+            "line 1", "`answer`"),
+    _expect(_tasks(_row(choices=["A", "B"], answer="C"), name="task answer not a choice"),
+            "line 1", "`answer`"),
+    _expect(_tasks(_row(choices=["A", "A"], answer="A"), name="task choice repeated"),
+            "line 1", "`choices`"),
+    _expect(_tasks(_row(kind="choice"), name="task choice without choices"),
+            "line 1", "`choices`"),
+    _expect(_tasks(_row(anwser="1"), name="task field misspelt"), "line 1", "'anwser'"),
+    _expect(_tasks(_row(family=""), name="task empty family"), "line 1", "`family`"),
+    _expect(_tasks(_row(n=3.0), name="task n 3.0"), "line 1", "`n`"),
+    _expect(_tasks(json.dumps({"id": "a", "messages": [{"role": "robot", "content": "q"}],
+                               "answer": "1"}), name="task message role unknown"),
+            "line 1", "`messages[0].role`"),
+    _expect(_tasks(json.dumps({"id": "a", "prompt": "q", "messages": [], "answer": "1"}),
+                   name="task prompt and messages"), "line 1", "`prompt`"),
+    # A U+2028 inside a JSON string is valid JSON and no line break: line 2 is the bad one.
+    _expect(_tasks(_row(prompt="q\u2028x"), '{"id": "b"', name="task with U+2028 in a prompt"),
+            "line 2", "not valid JSON"),
+]  # fmt: skip
+
+_ANSWER_FILE = ("answer", "{dir}/ex.{suffix}", "--query", "1 1")
+
+
+def _examples(suffix: str, content: bytes, *expect: str, name: str) -> Case:
+    argv = tuple(a.replace("{suffix}", suffix) for a in _ANSWER_FILE)
+    return Case(name, argv, (f"ex.{suffix}", "`examples`", *expect), ((f"ex.{suffix}", content),))
+
+
+CASES += [
+    _examples("jsonl", b"\xff\xfe{", "UTF-8", name="examples not UTF-8"),
+    _examples("csv", b"input,output\n\xff,1\nb,0\n", "UTF-8", name="examples CSV not UTF-8"),
+    _examples("jsonl", b'{"input": "a", "output": ' + b"9" * 5000 + b"}\n" + EXAMPLES.encode(),
+              "digits", name="examples number of 5000 digits"),
+    _examples("jsonl", b'{"input": ' + b"[" * 100000 + b"]" * 100000 + b"}\n",
+              "nested", name="examples nested too deeply"),
+    _examples("csv", b"input,output\n" + b"a" * 200000 + b",1\nb,0\n", "field larger",
+              name="examples CSV field of 200,000 characters"),
+    Case("answer with choices equal but for spaces",
+         (*ANSWER, "--choice", "a", "--choice", "a "), ("`choice`",), WITH_EXAMPLES),
+    Case("answer with k of 10^11", (*ANSWER, "--k", "99999999999"), ("`k`",), WITH_EXAMPLES),
+    Case("cache clear older than forever", ("cache", "clear", "--older-than", "inf"),
+         ("`older_than`", "finite")),
+    Case("cache clear older than NaN days", ("cache", "clear", "--older-than", "nan"),
+         ("`older_than`",)),
+    Case("cache clear older than -1 days", ("cache", "clear", "--older-than", "-1"),
+         ("`older_than`",)),
+    Case("cache clear for an empty model", ("cache", "clear", "--model", " "), ("`model`",)),
+]  # fmt: skip
+
+API_CASES += [
+    ApiCase("load_tasks of a NaN answer",
+            lambda d: _load_tasks(d / "t.jsonl"), ("t.jsonl", "line 1", "`answer`"),
+            files=(("t.jsonl", b'{"id": "a", "prompt": "q", "answer": NaN}\n'),)),
+    ApiCase("load_tasks of a key given twice",
+            lambda d: _load_tasks(d / "t.jsonl"), ("t.jsonl", "line 1", "`id`"),
+            files=(("t.jsonl", b'{"id": "a", "id": "b", "prompt": "q", "answer": "1"}\n'),)),
+]  # fmt: skip
+
+
+def _load_tasks(path: Path) -> object:
+    from cotplan.tasks import load_tasks
+
+    return load_tasks(path)
+
+
+def test_the_docs_give_the_corpus_its_true_size() -> None:
+    import re
+
+    text = (Path(__file__).parent.parent / "docs" / "reliability.md").read_text(encoding="utf-8")
+    said = re.search(r"corpus \((\d+) command-line cases over every command and (\d+)", text)
+    assert said is not None, "docs/reliability.md no longer states the corpus's size"
+    assert (int(said[1]), int(said[2])) == (len(CASES), len(API_CASES)), (
+        "docs/reliability.md states another size: `.venv/bin/python tests/test_bad_input.py` "
+        "prints the true one"
+    )
+
+
+if __name__ == "__main__":
+    # The count docs/reliability.md gives: `.venv/bin/python tests/test_bad_input.py`.
+    print(f"{len(CASES)} command-line cases and {len(API_CASES)} calls of the Python API")

@@ -41,12 +41,18 @@ class Usage:
 
     `reasoning_tokens` and `cached_tokens` are reported the OpenAI way: reasoning tokens are
     already inside `completion_tokens`, cached tokens already inside `prompt_tokens`.
+
+    `trusted` is False when the server's counts cannot be right (missing, negative, not whole
+    numbers, absurd; `cotplan.backends.parsing.read_usage` says which): the counts then read 0
+    and are no measurement, so cost and savings sums must leave such a call out, not count it
+    as free. A sum is trusted only when every part is.
     """
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
     reasoning_tokens: int = 0
     cached_tokens: int = 0
+    trusted: bool = True
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -54,6 +60,7 @@ class Usage:
             self.completion_tokens + other.completion_tokens,
             self.reasoning_tokens + other.reasoning_tokens,
             self.cached_tokens + other.cached_tokens,
+            self.trusted and other.trusted,
         )
 
     @property
@@ -77,6 +84,9 @@ class Completion:
     `from_cache` is True when the call cache answered and no request was made (so no cost).
     `reasoning` is the thinking a server returned apart from the answer (a reasoning parser's
     `reasoning_content`, `reasoning` or `thinking` field); empty when it returned none.
+    `no_answer` is True when the server sent no answer at all (``content: null``): an outcome
+    of its own, not a wrong answer. `notes` say what about the call cannot be trusted (its
+    usage, a missing answer); empty for a clean call.
     """
 
     text: str
@@ -87,6 +97,13 @@ class Completion:
     latency_s: float = 0.0
     from_cache: bool = False
     reasoning: str = ""
+    no_answer: bool = False
+    notes: tuple[str, ...] = ()
+
+    @property
+    def usage_trusted(self) -> bool:
+        """False when the token counts are no measurement: leave the call out of costs."""
+        return self.usage.trusted
 
     @property
     def truncated(self) -> bool:

@@ -134,9 +134,9 @@ def check_clear_filters(model: str | None, older_than_days: float | None) -> Non
         raise InputError("must be a non-empty model name", field="model")
     days = older_than_days
     if days is not None and (
-        isinstance(days, bool) or not isinstance(days, int | float) or not days >= 0
+        isinstance(days, bool) or not isinstance(days, int | float) or not 0 <= days < float("inf")
     ):
-        raise InputError(f"must be a number of days >= 0, got {days!r}", field="older_than")
+        raise InputError(f"must be a finite number of days >= 0, got {days!r}", field="older_than")
 
 
 @dataclass(frozen=True)

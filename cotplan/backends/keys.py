@@ -9,12 +9,14 @@ Keys read here are handed to the client and never written anywhere by cotplan.
 from __future__ import annotations
 
 import os
+import re
 import stat
+from collections.abc import Iterable
 from pathlib import Path
 
 from cotplan.errors import ConfigError, InputError
 
-__all__ = ["KEY_FILE_ENV", "find_key", "read_key_file"]
+__all__ = ["KEY_FILE_ENV", "find_key", "read_key_file", "scrub_secrets"]
 
 #: Names a key file for every command, without a flag.
 KEY_FILE_ENV = "COTPLAN_KEY_FILE"
@@ -62,3 +64,34 @@ def find_key(env_var: str, key_file: str | os.PathLike[str] | None = None) -> st
     if not named:
         return None
     return read_key_file(named).get(env_var) or None
+
+
+#: What a secret looks like in text a server echoes back (a gateway quoting our request, its
+#: headers or its URL): a bearer token, an OpenAI-style key, a key-like header or query
+#: parameter, the password in a URL. Each keeps its name and loses its value.
+_SECRET_SHAPES = (
+    (re.compile(r"(?i)\b(bearer|basic)(\s+)[^\s'\",;}]+"), r"\1\2***"),
+    (re.compile(r"\b(sk-)[\w-]{4,}"), r"\1***"),
+    (
+        re.compile(
+            r"(?i)\b((?:x-)?api[_-]?key|key|access[_-]?token|token|secret|password|"
+            r"authorization)(['\"]?\s*[:=]\s*['\"]?)(?!\*\*\*|(?:bearer|basic)\s)[^\s'\"&,;}]+"
+        ),
+        r"\1\2***",
+    ),
+    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/@:]+:[^\s/@]+@"), r"\1***@"),
+)
+
+
+def scrub_secrets(text: object, secrets: Iterable[str] = ()) -> str:
+    """`text` with every secret masked: the values in `secrets` (the key a client holds)
+    wherever they appear, and anything shaped like a key (`Bearer ...`, `sk-...`,
+    ``api_key=...``, ``Authorization: ...``, ``https://user:password@``). Every error line
+    that quotes a server or a URL passes through here before anyone sees it."""
+    out = str(text)
+    for secret in secrets:
+        if secret and len(secret) >= 4:  # too short a value would mask ordinary words
+            out = out.replace(secret, "***")
+    for shape, replacement in _SECRET_SHAPES:
+        out = shape.sub(replacement, out)
+    return out

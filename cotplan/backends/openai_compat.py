@@ -2,19 +2,16 @@
 
 Built on the official `openai` SDK, which already retries 408/409/429/5xx and connection errors
 with exponential backoff and honours Retry-After; we count the attempts it makes (through an
-httpx event hook) so callers can report retries, and translate its exceptions into cotplan's.
+httpx event hook) so callers can report retries, and translate its exceptions into cotplan's
+(`sdk_errors`).
 
-Responses are handled as plain dicts (`model_dump()`), because llama.cpp's /v1/completions
-logprobs come in its own shape that the SDK's typed objects drop; the same dicts are what the
-call cache records.
+Responses are handled as plain dicts (`model_dump()`) read by `parsing`; only answers that
+pass `answer_checks` are used or recorded in the call cache.
 """
 
 from __future__ import annotations
 
-import json
-import math
 import os
-import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -23,6 +20,7 @@ from typing import Any
 import httpx2 as httpx
 import openai
 
+from cotplan.backends.answer_checks import check_recorded, check_recorded_row, check_response
 from cotplan.backends.base import (
     Backend,
     CallStats,
@@ -30,27 +28,31 @@ from cotplan.backends.base import (
     Message,
     NextTokenProbs,
     Prompt,
-    TokenLogprob,
-    Usage,
     validate_prompt,
 )
 from cotplan.backends.budgets import cap_fields, rule_for_model
-from cotplan.backends.cache import CallCache, RecordedCall, canonical_key, endpoint_namespace
-from cotplan.backends.keys import find_key
+from cotplan.backends.cache import CallCache, canonical_key, endpoint_namespace
+from cotplan.backends.keys import find_key, scrub_secrets
+from cotplan.backends.parsing import (
+    REASONING_FIELDS,
+    is_reasoning_model,
+    parse_completion,
+    parse_prompt_logprobs,
+    parse_top_logprobs,
+    reasoning_text,
+    split_thinking,
+)
+from cotplan.backends.sdk_errors import translate_sdk_error
 from cotplan.errors import (
-    APIStatusError,
-    BackendError,
     CapabilityError,
     InputError,
     MissingKeyError,
-    RateLimitError,
-    RequestTimeoutError,
     ResponseFormatError,
-    ServerUnreachableError,
 )
-from cotplan.model_registry import family_of
 from cotplan.validation import require_int
 
+# Parsing and the answer checks live in `parsing` and `answer_checks`; their names stay
+# importable from here, where callers and tests have always found them.
 __all__ = [
     "REASONING_FIELDS",
     "CallStats",
@@ -65,263 +67,6 @@ __all__ = [
     "reasoning_text",
     "split_thinking",
 ]
-
-
-def is_reasoning_model(model: str) -> bool:
-    """Whether `model` reasons in hidden tokens (`cotplan.model_registry`): such models take
-    `max_completion_tokens` and `reasoning_effort`, and refuse logprobs and temperature."""
-    family = family_of(model)
-    return family is not None and family.reasoning
-
-
-def _usage(raw: dict[str, Any] | None) -> Usage:
-    if not raw:
-        return Usage()
-    completion_details = raw.get("completion_tokens_details") or {}
-    prompt_details = raw.get("prompt_tokens_details") or {}
-    return Usage(
-        prompt_tokens=int(raw.get("prompt_tokens") or 0),
-        completion_tokens=int(raw.get("completion_tokens") or 0),
-        reasoning_tokens=int(completion_details.get("reasoning_tokens") or 0),
-        cached_tokens=int(prompt_details.get("cached_tokens") or 0),
-    )
-
-
-def parse_top_logprobs(logprobs: dict[str, Any] | None) -> list[TokenLogprob]:
-    """Per-token logprobs from any of the three shapes servers use.
-
-    - chat (OpenAI, vLLM, llama.cpp): ``{"content": [{"token", "logprob", "top_logprobs": [...]}]}``
-    - llama.cpp /v1/completions: the same ``content`` list (its own shape)
-    - legacy /v1/completions (OpenAI, vLLM):
-      ``{"tokens", "token_logprobs", "top_logprobs": [{token: logprob}]}``
-    """
-    if not logprobs:
-        return []
-    content = logprobs.get("content")
-    if content:
-        return [
-            TokenLogprob(
-                token=str(entry["token"]),
-                logprob=float(entry["logprob"]),
-                top=tuple(
-                    (str(alt["token"]), float(alt["logprob"]))
-                    for alt in entry.get("top_logprobs") or ()
-                ),
-            )
-            for entry in content
-        ]
-    tokens = logprobs.get("tokens")
-    if tokens:
-        token_logprobs = logprobs.get("token_logprobs") or [None] * len(tokens)
-        tops = logprobs.get("top_logprobs") or [None] * len(tokens)
-        return [
-            TokenLogprob(
-                token=str(token),
-                logprob=float(lp) if lp is not None else float("nan"),
-                top=tuple((str(t), float(v)) for t, v in (top or {}).items()),
-            )
-            for token, lp, top in zip(tokens, token_logprobs, tops, strict=False)
-        ]
-    return []
-
-
-def parse_prompt_logprobs(raw: dict[str, Any], prompt: str) -> list[tuple[str, dict[str, float]]]:
-    """vLLM's ``prompt_logprobs`` answer as ``(token text, {alternative: logprob})`` per token.
-
-    vLLM lists, per prompt position, ``{token id: {logprob, rank, decoded_token}}`` holding the
-    top alternatives and the prompt's own token (None at the first position); the prompt's
-    token ids come with ``return_token_ids``. The first token's text is what the prompt holds
-    before the other tokens' texts (empty for a BOS token).
-    """
-    try:
-        choice = raw["choices"][0]
-        entries = choice["prompt_logprobs"]
-        token_ids = choice.get("prompt_token_ids")
-    except (KeyError, IndexError, TypeError) as exc:
-        raise ResponseFormatError("the endpoint returned no prompt_logprobs (is it vLLM?)") from exc
-    if not isinstance(entries, list) or not entries:
-        raise ResponseFormatError("the endpoint returned no prompt_logprobs (is it vLLM?)")
-    if not isinstance(token_ids, list) or len(token_ids) != len(entries):
-        raise ResponseFormatError(
-            "the endpoint returned no prompt_token_ids matching its prompt_logprobs "
-            "(vLLM needs return_token_ids support)"
-        )
-    rows: list[tuple[str, dict[str, float]]] = []
-    for position, (token_id, entry) in enumerate(zip(token_ids, entries, strict=True)):
-        if entry is None:
-            rows.append(("", {}))
-            continue
-        try:
-            chosen = entry[str(token_id)]
-            alternatives: dict[str, float] = {}
-            for info in entry.values():
-                text, logprob = str(info["decoded_token"]), float(info["logprob"])
-                # Two ids can decode to the same text; the likelier one stands for it.
-                alternatives[text] = max(alternatives.get(text, -math.inf), logprob)
-            rows.append((str(chosen["decoded_token"]), alternatives))
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise ResponseFormatError(
-                f"prompt_logprobs at position {position} are malformed: {exc!r}"
-            ) from exc
-    rest = "".join(text for text, _ in rows[1:])
-    if rows[0] == ("", {}) and prompt.endswith(rest):
-        rows[0] = (prompt[: len(prompt) - len(rest)], {})
-    return rows
-
-
-#: Where servers put the thinking they split from the answer, in the order they are read:
-#: vLLM `message.reasoning` (and `reasoning_content` before v0.10), llama.cpp, SGLang and the
-#: DeepSeek API `reasoning_content`, Ollama `thinking`, OpenRouter `reasoning`
-#: (../shared/reasoning-protocols.md lists the sources).
-REASONING_FIELDS = ("reasoning_content", "reasoning", "thinking")
-
-
-def reasoning_text(message: dict[str, Any] | None) -> str:
-    """The thinking a chat message carries apart from its content ("" when none)."""
-    if not message:
-        return ""
-    for name in REASONING_FIELDS:
-        value = message.get(name)
-        if isinstance(value, str) and value:
-            return value
-    return ""
-
-
-_THINK_BLOCK = re.compile(r"\A\s*<think>(.*?)</think>\s*", re.DOTALL)
-
-
-def split_thinking(content: str) -> tuple[str, str]:
-    """`(thinking, answer)` of chat content that still holds its `<think>` block: what a server
-    without a reasoning parser returns (vLLM without `--reasoning-parser`, or llama.cpp with a
-    chat template its parser does not recognise). Content without one is all answer."""
-    match = _THINK_BLOCK.match(content)
-    if match is None:
-        return "", content
-    return match.group(1).strip("\n"), content[match.end() :]
-
-
-def parse_completion(
-    raw: dict[str, Any], *, model: str, latency_s: float = 0.0, from_cache: bool = False
-) -> Completion:
-    """A `Completion` from a chat or text completion response dict."""
-    try:
-        choice = raw["choices"][0]
-        message = choice.get("message")
-        text = message.get("content") if message is not None else choice.get("text")
-        reasoning = reasoning_text(message)
-        if message is not None and not reasoning and text:
-            reasoning, text = split_thinking(text)
-        parsed = parse_top_logprobs(choice.get("logprobs"))
-        return Completion(
-            reasoning=reasoning,
-            text=text or "",
-            finish_reason=str(choice.get("finish_reason") or "stop"),
-            usage=_usage(raw.get("usage")),
-            model=model,
-            logprobs=tuple(parsed) if parsed else None,
-            latency_s=latency_s,
-            from_cache=from_cache,
-        )
-    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
-        raise ResponseFormatError(f"unexpected response shape from {model}: {exc!r}") from exc
-
-
-# -- what an answer must be before it is used or recorded ---------------------------------------
-
-#: Token counts a response's `usage` may carry: each a whole number >= 0 when present.
-_USAGE_COUNTS = (
-    ("prompt_tokens",),
-    ("completion_tokens",),
-    ("total_tokens",),
-    ("completion_tokens_details", "reasoning_tokens"),
-    ("prompt_tokens_details", "cached_tokens"),
-)
-
-
-#: What a key looks like in text a server echoes back (a gateway quoting our request headers).
-_SECRET = re.compile(r"(?i)(bearer\s+)\S+|\b(sk-)[\w-]+")
-
-
-def _scrub(detail: object) -> str:
-    """A server's error text, cut short and with anything shaped like a key masked."""
-    return _SECRET.sub(lambda m: f"{m.group(1) or m.group(2)}***", str(detail)[:200])
-
-
-def _check_usage(usage: object, where: str) -> None:
-    if usage is None:
-        return  # no usage at all is a cost question, not a broken answer
-    if not isinstance(usage, dict):
-        raise ResponseFormatError(f"{where} sent `usage` that is not an object: {usage!r:.80}")
-    for path in _USAGE_COUNTS:
-        value: object = usage
-        for depth, name in enumerate(path):
-            if value is None:
-                break  # servers leave out the details objects they do not fill
-            if not isinstance(value, dict):
-                parent = ".".join(path[:depth])
-                raise ResponseFormatError(
-                    f"{where} sent `usage.{parent}` that is not an object: {value!r:.80}"
-                )
-            value = value.get(name)
-        if value is None:
-            continue
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ResponseFormatError(
-                f"{where} sent `usage.{'.'.join(path)}` = {value!r:.40}, not a whole number >= 0"
-            )
-
-
-def check_response(
-    raw: object, *, operation: str, params: Mapping[str, Any], where: str = "the endpoint"
-) -> None:
-    """Raise `ResponseFormatError`, naming the field, unless `raw` is an answer worth keeping.
-
-    Some servers answer 200 with no usable completion: an ``{"error": ...}`` body (gateways
-    under load), empty `choices`, negative or non-integer token counts. Such an answer is
-    treated as transient (retried) and never recorded; one that passes also parses, as
-    `parse_completion` (or `parse_prompt_logprobs` for a prompt-scoring request) reads it.
-    """
-    if not isinstance(raw, dict):
-        raise ResponseFormatError(f"{where} sent a body that is not a JSON object")
-    error = raw.get("error")
-    if error is not None:
-        detail = error.get("message", error) if isinstance(error, dict) else error
-        raise ResponseFormatError(
-            f"{where} answered 200 with `error` instead of a completion: {_scrub(detail)}"
-        )
-    choices = raw.get("choices")
-    if not isinstance(choices, list) or not choices:
-        state = "missing" if choices is None else "empty" if choices == [] else "not a list"
-        raise ResponseFormatError(f"{where} sent a response whose `choices` is {state}")
-    if not isinstance(choices[0], dict):
-        raise ResponseFormatError(f"{where} sent `choices[0]` that is not an object")
-    _check_usage(raw.get("usage"), where)
-    extra_body = params.get("extra_body") or {}
-    if operation == "completions" and extra_body.get("prompt_logprobs"):
-        parse_prompt_logprobs(raw, str(params.get("prompt", "")))
-    else:
-        parse_completion(raw, model=str(params.get("model", "")))
-
-
-def check_recorded(
-    entry: object, *, operation: str, params: Mapping[str, Any], where: str = "the cache"
-) -> None:
-    """`check_response` for a cache entry (``{"response": ..., "latency_s": ...}``)."""
-    if not isinstance(entry, dict) or "response" not in entry:
-        raise ResponseFormatError("the recorded entry has no `response`")
-    check_response(entry["response"], operation=operation, params=params, where=where)
-
-
-def check_recorded_row(row: RecordedCall) -> None:
-    """`check_recorded` on a stored cache row: what `cotplan cache verify` runs on each."""
-    try:
-        entry = json.loads(row.response)
-        params = json.loads(row.request)
-    except ValueError as exc:
-        raise ResponseFormatError(f"the recorded call is not valid JSON: {exc}") from exc
-    if not isinstance(params, dict):
-        raise ResponseFormatError("the recorded `request` is not a JSON object")
-    check_recorded(entry, operation=row.operation, params=params, where="the recorded answer")
 
 
 class OpenAICompatibleBackend(Backend):
@@ -388,6 +133,8 @@ class OpenAICompatibleBackend(Backend):
             key = "no-key-needed"
         self.model = model
         self.base_url = base_url
+        self._key = key if key != "no-key-needed" else ""
+        self._wire = threading.local()
         self.provider = provider or ("openai" if base_url is None else "openai-compatible")
         self.reasoning = is_reasoning_model(model)
         self.budget_rule = rule_for_model(self.provider, model).name
@@ -425,6 +172,9 @@ class OpenAICompatibleBackend(Backend):
     def _count_attempt(self, request: httpx.Request) -> None:
         with self._stats_lock:
             self.stats.attempts += 1
+        # The sync client runs its hooks in the calling thread, so this counts one call's
+        # attempts even while other threads share the client.
+        self._wire.attempts = getattr(self._wire, "attempts", 0) + 1
 
     # -- the two operations -------------------------------------------------------------------
 
@@ -461,7 +211,9 @@ class OpenAICompatibleBackend(Backend):
             extra=extra,
         )
         raw, latency, cached = self._call(operation, params)
-        return parse_completion(raw, model=self.model, latency_s=latency, from_cache=cached)
+        return parse_completion(
+            raw, model=self.model, latency_s=latency, from_cache=cached, params=params
+        )
 
     def next_token_probs(self, prompt: Prompt, candidates: Sequence[str]) -> NextTokenProbs:
         validate_prompt(prompt)
@@ -480,7 +232,7 @@ class OpenAICompatibleBackend(Backend):
             logprobs=self.max_top_logprobs,
         )
         raw, _, cached = self._call(operation, params)
-        completion = parse_completion(raw, model=self.model, from_cache=cached)
+        completion = parse_completion(raw, model=self.model, from_cache=cached, params=params)
         if not completion.logprobs:
             raise ResponseFormatError(f"{self.model} returned no logprobs for a 1-token request")
         first = completion.logprobs[0]
@@ -652,13 +404,14 @@ class OpenAICompatibleBackend(Backend):
 
     @property
     def _where(self) -> str:
-        return self.base_url or "api.openai.com"
+        # A base URL can carry a key (``?api_key=``, ``user:password@``): never on an error line.
+        return scrub_secrets(self.base_url or "api.openai.com", (self._key,))
 
     def _send_with_format_retries(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
         # The SDK retries status codes and broken connections, but not a 200 whose body is cut
         # short (seen from overloaded gateways) or that is no usable answer (empty `choices`,
-        # an `error` object, impossible usage); such an answer is as transient as a 503, and
-        # the caller records only what passed `check_response`.
+        # an `error` object); such an answer is as transient as a 503, and the caller records
+        # only what passed `check_response`.
         for attempt in range(self.max_retries + 1):
             try:
                 raw = self._send(operation, params)
@@ -667,55 +420,34 @@ class OpenAICompatibleBackend(Backend):
             except ResponseFormatError as exc:
                 if attempt == self.max_retries:
                     tries = "1 attempt" if attempt == 0 else f"{attempt + 1} attempts"
-                    raise ResponseFormatError(f"{exc} ({tries}; nothing was cached)") from exc
+                    said = scrub_secrets(exc, (self._key,))
+                    raise ResponseFormatError(f"{said} ({tries}; nothing was cached)") from exc
                 time.sleep(min(0.25 * 2**attempt, 4.0))
         raise AssertionError("unreachable")
 
     def _send(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
-        where = self.base_url or "api.openai.com"
+        self._wire.attempts = 0  # this thread's attempts at this call, counted by the hook
         try:
             if operation == "completions":
                 response: Any = self._client.completions.create(**params)
             else:
                 response = self._client.chat.completions.create(**params)
-        except openai.APITimeoutError as exc:
-            raise RequestTimeoutError(f"{where} did not answer in time (after retries)") from exc
-        except openai.APIConnectionError as exc:
-            raise ServerUnreachableError(f"cannot reach {where}: {exc.__cause__ or exc}") from exc
-        except openai.RateLimitError as exc:
-            raise RateLimitError(
-                f"{where} kept answering 429 (rate limited) after retries"
+        except openai.OpenAIError as exc:
+            raise translate_sdk_error(
+                exc, where=self._where, attempts=self._wire.attempts, secrets=(self._key,)
             ) from exc
-        except openai.AuthenticationError as exc:
-            raise APIStatusError(
-                f"{where} rejected the API key (401); check the key's environment variable",
-                status_code=401,
+        except ValueError as exc:  # json.JSONDecodeError from a truncated body
+            raise ResponseFormatError(
+                f"{self._where} sent a response we cannot parse: {exc}"
             ) from exc
-        except openai.APIStatusError as exc:
-            detail = _error_detail(exc)
-            raise APIStatusError(
-                f"{where} answered {exc.status_code}: {detail}", status_code=exc.status_code
-            ) from exc
-        except (openai.APIResponseValidationError, ValueError) as exc:
-            # ValueError covers json.JSONDecodeError from a truncated body.
-            raise ResponseFormatError(f"{where} sent a response we cannot parse: {exc}") from exc
-        except openai.OpenAIError as exc:  # any other SDK failure
-            raise BackendError(f"{where}: {exc}") from exc
         try:
             dumped: dict[str, Any] = response.model_dump()
         except Exception as exc:
-            raise ResponseFormatError(f"{where} sent a response we cannot parse: {exc}") from exc
+            raise ResponseFormatError(
+                f"{self._where} sent a response we cannot parse: {exc}"
+            ) from exc
         return dumped
 
     def close(self) -> None:
         self._client.close()
         self._http.close()
-
-
-def _error_detail(exc: openai.APIStatusError) -> str:
-    body = exc.body
-    if isinstance(body, dict):
-        error = body.get("error", body)
-        if isinstance(error, dict) and "message" in error:
-            return str(error["message"])[:300]
-    return str(exc.message)[:300]

@@ -129,6 +129,24 @@ def _print(result: Any, default_choices: bool) -> None:
         _console.print(f"note: {escape(note)}", highlight=False)
 
 
+def _load_examples(load: Any, path: Path) -> Any:
+    """`load(path)`, with the reader's own failures (not UTF-8, a number past Python's digit
+    limit, nesting past the stack, a CSV field past csv's limit) as one line naming the file."""
+    import csv
+
+    try:
+        return load(path)
+    except InputError:
+        raise
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"not UTF-8 text ({exc.reason} at byte {exc.start})", field="examples", source=str(path)
+        ) from exc
+    except (ValueError, RecursionError, csv.Error) as exc:
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)[:120]
+        raise InputError(f"cannot be read ({reason})", field="examples", source=str(path)) from exc
+
+
 CHART_SUFFIXES = (".png", ".svg", ".html")
 MAX_M = 100_000
 
@@ -149,14 +167,21 @@ def _check_options(
     base_url: str | None,
 ) -> None:
     """Every option of `cotplan answer`, before the model is started or called."""
-    from cotplan.cli.calibrate import check_backend, check_int, check_out, check_probability
+    from cotplan.cli.calibrate import (
+        MAX_BUDGET,
+        check_backend,
+        check_int,
+        check_out,
+        check_probability,
+    )
 
     if not query.strip():
         raise InputError("must not be empty", field="query")
     for candidate in choices or ():
         if not candidate.strip():
             raise InputError("must not be empty", field="choice")
-    if choices and len(set(choices)) != len(choices):
+    # Outer spaces are the template's business: " a" and "a" are one choice.
+    if choices and len({c.strip() for c in choices}) != len(choices):
         raise InputError(f"must be distinct, got {choices!r}", field="choice")
     check_int(m, "m", high=MAX_M)
     check_int(seed, "seed", low=0)
@@ -165,7 +190,7 @@ def _check_options(
         raise InputError(f"must be in (0, 2], got {temperature!r}", field="temperature")
     check_probability(target_width, "target_width", closed_high=True)
     check_probability(confidence, "confidence")
-    check_int(k, "k", low=0)
+    check_int(k, "k", low=0, high=MAX_BUDGET)
     if chart is not None:
         if chart.suffix.lower() not in CHART_SUFFIXES:
             raise InputError(
@@ -182,6 +207,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("answer")
     def answer(
+        *,
         examples: Annotated[
             Path, typer.Argument(help="Examples file: .jsonl/.json ({input, output}) or .csv/.tsv.")
         ],
@@ -253,7 +279,7 @@ def register(app: typer.Typer) -> None:
         from cotplan.generate.permutation import permutation_average
         from cotplan.generate.schedules import check_schedule, make_orderings
 
-        loaded = load_examples(examples)
+        loaded = _load_examples(load_examples, examples)
         default_choices = not choice
         choices = list(choice) if choice else list(dict.fromkeys(e.output for e in loaded))
         if default_choices and len(choices) < 2:

@@ -89,6 +89,8 @@ class PromptScore:
     whole continuation (sample shares for ``sampled``); `covered_mass` is their sum;
     `missing[i]` is True when candidate i fell outside the returned alternatives (raw 0) or,
     when sampled, was never sampled. `completions` are every call made, for usage and cost.
+    `no_answers` counts samples the server sent no answer for (``content: null``): they are
+    left out of the shares, neither a vote nor an unmatched answer.
     """
 
     probs: FloatArray
@@ -98,6 +100,7 @@ class PromptScore:
     completions: tuple[Completion, ...]
     unmatched: tuple[str, ...] = ()
     answers: tuple[BudgetedAnswer, ...] = ()
+    no_answers: int = 0
 
 
 class NoLogprobsError(ResponseFormatError):
@@ -385,7 +388,9 @@ def sample_prompt(
     """Answer frequencies of `len(seeds)` samples after `prompt`, smoothed (method ``sampled``).
 
     Each sample's first non-empty line is matched to the choices (whole words, case-insensitive,
-    the earliest match wins); samples naming none are kept in `unmatched`.
+    the earliest match wins); samples naming none are kept in `unmatched`. A sample the server
+    sent no answer for (`Completion.no_answer`) is counted in `no_answers` and left out of the
+    shares: it says nothing about which choice the model prefers.
     """
     choices = tuple(choices)
     item = TaskItem(id="query", prompt=prompt, answer=choices[0], kind="choice", choices=choices)
@@ -401,13 +406,16 @@ def sample_prompt(
             stop=list(stop) if stop else None,
         )
         completions.append(completion)
+        if completion.no_answer:
+            continue
         answer = extract_answer(completion.text, item, prefilled=True)
         if answer is None:
             unmatched.append(completion.text)
         else:
             counts[choices.index(answer)] += 1
     matched = float(counts.sum())
-    n = max(1, len(seeds))
+    no_answers = sum(1 for c in completions if c.no_answer)
+    n = max(1, len(seeds) - no_answers)
     return PromptScore(
         _smoothed(counts, smoothing),
         counts / n,
@@ -415,4 +423,5 @@ def sample_prompt(
         tuple(bool(c == 0) for c in counts),
         tuple(completions),
         tuple(unmatched),
+        no_answers=no_answers,
     )

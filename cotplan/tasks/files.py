@@ -14,9 +14,10 @@ skipped. Any other field is an error, so a typo such as "anwser" is caught rathe
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast, get_args
@@ -73,6 +74,118 @@ def _has_lone_surrogate(value: Any) -> bool:
     return False
 
 
+_Fail = Callable[..., InputError]
+
+
+def _item_id(row: dict[str, Any], fail: _Fail) -> str:
+    if "id" not in row:
+        raise fail("missing", "id")
+    raw_id = row["id"]
+    if isinstance(raw_id, bool) or not isinstance(raw_id, str | int):
+        raise fail(f"must be a string or integer, got {type(raw_id).__name__}", "id")
+    item_id = str(raw_id)
+    if not item_id.strip():
+        raise fail("must not be empty", "id")
+    return item_id
+
+
+def _item_prompt(row: dict[str, Any], fail: _Fail) -> str | tuple[Message, ...]:
+    has_prompt, has_messages = "prompt" in row, "messages" in row
+    if has_prompt == has_messages:
+        raise fail("give exactly one of `prompt` or `messages`", "prompt")
+    if has_prompt:
+        if not isinstance(row["prompt"], str):
+            raise fail(f"must be a string, got {type(row['prompt']).__name__}", "prompt")
+        if not row["prompt"].strip():
+            raise fail("must not be empty", "prompt")
+        return str(row["prompt"])
+    messages = row["messages"]
+    if not isinstance(messages, list):
+        raise fail(f"must be a list of messages, got {type(messages).__name__}", "messages")
+    try:
+        validate_prompt(messages, field_name="messages")
+    except InputError as exc:
+        raise fail(str(exc)) from exc
+    if any(not isinstance(m["content"], str) for m in messages):
+        raise fail("every message `content` must be a string", "messages")
+    for index, message in enumerate(messages):
+        # Only the role and the content are kept: another field would vanish unseen.
+        extra = sorted(set(message) - {"role", "content"})
+        if extra:
+            raise fail(
+                f"unknown field(s) {', '.join(map(repr, extra))}; a message has `role` "
+                "and `content`",
+                f"messages[{index}]",
+            )
+    return tuple({"role": m["role"], "content": m["content"]} for m in messages)
+
+
+def _item_answer(row: dict[str, Any], fail: _Fail) -> str:
+    if "answer" not in row:
+        raise fail("missing", "answer")
+    raw_answer = row["answer"]
+    if isinstance(raw_answer, bool) or not isinstance(raw_answer, str | int | float):
+        raise fail(f"must be a string or number, got {type(raw_answer).__name__}", "answer")
+    if isinstance(raw_answer, float) and not math.isfinite(raw_answer):
+        raise fail(f"must be a finite number, got {raw_answer!r}", "answer")
+    answer = raw_answer if isinstance(raw_answer, str) else json.dumps(raw_answer)
+    if not answer.strip():
+        raise fail("must not be empty", "answer")
+    return answer
+
+
+def _item_choices(row: dict[str, Any], answer: str, fail: _Fail) -> tuple[str, ...] | None:
+    if row.get("choices") is None:
+        return None
+    raw_choices = row["choices"]
+    if (
+        not isinstance(raw_choices, list)
+        or len(raw_choices) < 2
+        or not all(isinstance(c, str) and c.strip() for c in raw_choices)
+    ):
+        raise fail("must be a list of at least two non-empty strings", "choices")
+    if len(set(raw_choices)) != len(raw_choices):
+        raise fail("must not repeat a choice", "choices")
+    choices = tuple(raw_choices)
+    if answer not in choices:
+        raise fail(f"{answer!r} is not one of the choices {list(choices)!r}", "answer")
+    return choices
+
+
+def _item_kind(
+    row: dict[str, Any], answer: str, choices: tuple[str, ...] | None, fail: _Fail
+) -> AnswerKind:
+    if row.get("kind") is None:
+        kind = _infer_kind(answer, choices)
+    else:
+        if row["kind"] not in _KINDS:
+            raise fail(f"must be one of {', '.join(_KINDS)}, got {row['kind']!r}", "kind")
+        kind = cast(AnswerKind, row["kind"])
+    if kind == "choice" and choices is None:
+        raise fail("a `choice` item needs `choices`", "choices")
+    if kind == "integer":
+        try:
+            int(answer.strip().replace(",", ""))
+        except ValueError:
+            raise fail(f"{answer!r} is not an integer (kind is `integer`)", "answer") from None
+    if kind == "binary" and answer.strip() not in {"0", "1"}:
+        raise fail(f"{answer!r} is not 0 or 1 (kind is `binary`)", "answer")
+    return kind
+
+
+def _item_n(row: dict[str, Any], fail: _Fail) -> int | None:
+    if row.get("n") is None:
+        return None
+    raw_n = row["n"]
+    if isinstance(raw_n, bool) or not isinstance(raw_n, int):
+        raise fail(f"must be a positive integer, got {raw_n!r}", "n")
+    if raw_n < 1:
+        raise fail(f"must be a positive integer, got {raw_n}", "n")
+    if raw_n > MAX_N:
+        raise fail(f"{raw_n} is too large (at most {MAX_N:,})", "n")
+    return raw_n
+
+
 def item_from_dict(
     row: dict[str, Any], *, line: int | None = None, source: str | None = None
 ) -> TaskItem:
@@ -93,92 +206,61 @@ def item_from_dict(
             raise fail(
                 "holds a lone surrogate escape (e.g. \\ud800): not text any model accepts", name
             )
-    if "id" not in row:
-        raise fail("missing", "id")
-    raw_id = row["id"]
-    if isinstance(raw_id, bool) or not isinstance(raw_id, str | int):
-        raise fail(f"must be a string or integer, got {type(raw_id).__name__}", "id")
-    item_id = str(raw_id)
-    if not item_id.strip():
-        raise fail("must not be empty", "id")
-
-    has_prompt, has_messages = "prompt" in row, "messages" in row
-    if has_prompt == has_messages:
-        raise fail("give exactly one of `prompt` or `messages`", "prompt")
-    prompt: str | tuple[Message, ...]
-    if has_prompt:
-        if not isinstance(row["prompt"], str):
-            raise fail(f"must be a string, got {type(row['prompt']).__name__}", "prompt")
-        if not row["prompt"].strip():
-            raise fail("must not be empty", "prompt")
-        prompt = row["prompt"]
-    else:
-        messages = row["messages"]
-        if not isinstance(messages, list):
-            raise fail(f"must be a list of messages, got {type(messages).__name__}", "messages")
-        try:
-            validate_prompt(messages, field_name="messages")
-        except InputError as exc:
-            raise fail(str(exc)) from exc
-        if any(not isinstance(m["content"], str) for m in messages):
-            raise fail("every message `content` must be a string", "messages")
-        prompt = tuple({"role": m["role"], "content": m["content"]} for m in messages)
-
-    if "answer" not in row:
-        raise fail("missing", "answer")
-    raw_answer = row["answer"]
-    if isinstance(raw_answer, bool) or not isinstance(raw_answer, str | int | float):
-        raise fail(f"must be a string or number, got {type(raw_answer).__name__}", "answer")
-    answer = raw_answer if isinstance(raw_answer, str) else json.dumps(raw_answer)
-    if not answer.strip():
-        raise fail("must not be empty", "answer")
-
-    choices: tuple[str, ...] | None = None
-    if row.get("choices") is not None:
-        raw_choices = row["choices"]
-        if (
-            not isinstance(raw_choices, list)
-            or len(raw_choices) < 2
-            or not all(isinstance(c, str) and c.strip() for c in raw_choices)
-        ):
-            raise fail("must be a list of at least two non-empty strings", "choices")
-        if len(set(raw_choices)) != len(raw_choices):
-            raise fail("must not repeat a choice", "choices")
-        choices = tuple(raw_choices)
-        if answer not in choices:
-            raise fail(f"{answer!r} is not one of the choices {list(choices)!r}", "answer")
-
-    if row.get("kind") is None:
-        kind = _infer_kind(answer, choices)
-    else:
-        if row["kind"] not in _KINDS:
-            raise fail(f"must be one of {', '.join(_KINDS)}, got {row['kind']!r}", "kind")
-        kind = cast(AnswerKind, row["kind"])
-    if kind == "choice" and choices is None:
-        raise fail("a `choice` item needs `choices`", "choices")
-    if kind == "integer":
-        try:
-            int(answer.strip().replace(",", ""))
-        except ValueError:
-            raise fail(f"{answer!r} is not an integer (kind is `integer`)", "answer") from None
-    if kind == "binary" and answer.strip() not in {"0", "1"}:
-        raise fail(f"{answer!r} is not 0 or 1 (kind is `binary`)", "answer")
-
-    n: int | None = None
-    if row.get("n") is not None:
-        raw_n = row["n"]
-        if isinstance(raw_n, bool) or not isinstance(raw_n, int):
-            raise fail(f"must be a positive integer, got {raw_n!r}", "n")
-        if raw_n < 1:
-            raise fail(f"must be a positive integer, got {raw_n}", "n")
-        if raw_n > MAX_N:
-            raise fail(f"{raw_n} is too large (at most {MAX_N:,})", "n")
-        n = raw_n
-
+    item_id = _item_id(row, fail)
+    prompt = _item_prompt(row, fail)
+    answer = _item_answer(row, fail)
+    choices = _item_choices(row, answer, fail)
+    kind = _item_kind(row, answer, choices, fail)
+    n = _item_n(row, fail)
     family = row.get("family", "custom")
     if not isinstance(family, str) or not family.strip():
         raise fail("must be a non-empty string", "family")
     return TaskItem(item_id, prompt, answer, kind, choices, n, family)
+
+
+def _no_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise _RepeatedKeyError(key)
+        seen[key] = value
+    return seen
+
+
+class _RepeatedKeyError(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _parse_line(raw: str, *, line: int, source: str) -> Any:
+    """One JSON line, strictly: no key given twice in an object (JSON keeps the last
+    silently), nothing past what the parser can hold. NaN and Infinity parse, and each field's
+    check refuses them by name."""
+    try:
+        return json.loads(raw, object_pairs_hook=_no_repeated_keys)
+    except _RepeatedKeyError as exc:
+        raise InputError(
+            "given twice in one object (JSON would keep only the last)",
+            field=exc.key,
+            line=line,
+            source=source,
+        ) from None
+    except json.JSONDecodeError as exc:
+        hint = ""
+        if line == 1 and raw.strip() == "[":
+            hint = "; the file is one JSON array, and cotplan reads one object per line (JSONL)"
+        raise InputError(
+            f"not valid JSON ({exc.msg} at column {exc.colno}){hint}", line=line, source=source
+        ) from None
+    except (ValueError, RecursionError) as exc:
+        # Python's own limits: an integer of more than 4,300 digits, nesting past the stack.
+        reason = (
+            "nested too deeply"
+            if isinstance(exc, RecursionError)
+            else "a number of more than 4,300 digits"
+        )
+        raise InputError(f"cannot be read ({reason})", line=line, source=source) from None
 
 
 def load_tasks(path: str | os.PathLike[str]) -> list[TaskItem]:
@@ -201,7 +283,10 @@ def load_tasks(path: str | os.PathLike[str]) -> list[TaskItem]:
         )
     items: list[TaskItem] = []
     first_line: dict[str, int] = {}
-    for number, raw in enumerate(text.splitlines(), start=1):
+    # Lines end at "\n" only, as editors count them: str.splitlines would also split inside a
+    # JSON string at U+2028 or a form feed, which are valid there.
+    for number, raw in enumerate(text.split("\n"), start=1):
+        raw = raw.removesuffix("\r")
         if "\x00" in raw:
             raise InputError(
                 "holds a NUL byte: a binary file, not JSON lines",
@@ -219,12 +304,7 @@ def load_tasks(path: str | os.PathLike[str]) -> list[TaskItem]:
             )
         if not raw.strip():
             continue
-        try:
-            row = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise InputError(
-                f"not valid JSON ({exc.msg} at column {exc.colno})", line=number, source=source
-            ) from exc
+        row = _parse_line(raw, line=number, source=source)
         item = item_from_dict(row, line=number, source=source)
         if item.id in first_line:
             raise InputError(
