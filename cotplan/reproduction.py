@@ -13,11 +13,10 @@ from dataclasses import replace
 from typing import Any
 
 from cotplan.errors import InputError
-from cotplan.experiments._common import ReportRow
 from cotplan.experiments.predictors import Predictor
 from cotplan.experiments.report import EXPERIMENTS, ReproductionReport, StageFn
 from cotplan.experiments.report import reproduction_report as _experiments_report
-from cotplan.experiments.verdicts import COTPLAN_CHECK, REPRODUCED
+from cotplan.experiments.verdicts import COTPLAN_CHECK, REPRODUCED, ReportRow
 
 __all__ = ["check_lab_options", "reproduction_report"]
 

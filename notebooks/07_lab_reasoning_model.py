@@ -46,7 +46,7 @@ from cotplan.lab.reasoning import (
     reasoning_study,
     solve,
 )
-from cotplan.lab.reasoning.charts import budget_law_chart, error_grid_chart
+from cotplan.charts.lab_reasoning import budget_law_chart, error_grid_chart
 from cotplan.lab.reasoning.study import STUDY_PRESETS
 
 alt.renderers.enable("png")  # renders with no network

@@ -19,7 +19,7 @@ torch = pytest.importorskip("torch")
 
 from cotplan.backends import connect  # noqa: E402
 from cotplan.errors import InputError  # noqa: E402
-from cotplan.experiments._common import ReportRow  # noqa: E402
+from cotplan.experiments.verdicts import ReportRow  # noqa: E402
 from cotplan.generate import budgeted_answer  # noqa: E402
 from cotplan.lab.reasoning import (  # noqa: E402
     LabBackend,

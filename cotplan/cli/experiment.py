@@ -15,11 +15,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
+# Registers the lab's predictor kind (pe:) until an entry point declares it; loads no torch.
+import cotplan.lab  # noqa: F401
 from cotplan.charts import save as save_result
 from cotplan.cli.calibrate import (
     DEFAULT_MAX_RETRIES,
@@ -28,6 +27,19 @@ from cotplan.cli.calibrate import (
     TimeoutOption,
     check_timeouts,
     connect_options,
+)
+from cotplan.cli.experiment_print import (
+    console,
+    entropy_details,
+    entropy_notes,
+    falck_details,
+    martingale_details,
+    order_details,
+    print_ablation,
+    print_rows,
+    print_run,
+    print_spread,
+    progress,
 )
 from cotplan.cli.report_folders import finish_report
 from cotplan.errors import InputError
@@ -39,7 +51,7 @@ from cotplan.experiments import (
     planned_predictions,
     read_p,
 )
-from cotplan.experiments._common import RunInfo, fmt
+from cotplan.intervals import compact as fmt
 from cotplan.reports import ReportFolder
 
 __all__ = ["app", "exact_predictor"]
@@ -48,7 +60,6 @@ app = typer.Typer(
     help="Reproduce the paper's experiments on a model or an exact reference.",
     no_args_is_help=True,
 )
-_console = Console()
 
 BACKEND_HELP = (
     "'local' (the embedded model), 'local:PATH', 'openai:MODEL' (add --base-url for any "
@@ -65,40 +76,26 @@ def _open_predictor(
     base_url: str | None,
     instruction: str,
     concurrency: int | None,
+    *,
     timeout: float = DEFAULT_TIMEOUT_S,
     max_retries: int = DEFAULT_MAX_RETRIES,
 ) -> Iterator[Predictor]:
-    if spec.strip().lower().startswith("pe:"):
-        yield _lab_predictor(spec)
-        return
-    if exact_predictor(spec) is not None:
-        with open_predictor(spec) as predictor:
-            yield predictor
-        return
-    # `open_predictor` connects with the defaults; a model is connected here so that
-    # --timeout and --max-retries reach its client.
-    from cotplan.backends.connect import connect
-    from cotplan.experiments import BackendPredictor
-
-    options = connect_options(spec, timeout, max_retries)
-    with connect(spec, base_url=base_url, **options) as backend:
-        yield BackendPredictor(backend, instruction=instruction, concurrency=concurrency)
-
-
-def _lab_predictor(spec: str) -> Predictor:
-    from cotplan.lab import require_torch
-
-    require_torch()
-    from cotplan.lab.pe_trainer import from_spec
-
-    with _progress() as stage:
-        return from_spec(spec, progress=stage(f"train {spec}", _lab_steps(spec)))
-
-
-def _lab_steps(spec: str) -> int:
-    from cotplan.lab.pe_trainer import PE_LAB_PRESETS
-
-    return int(PE_LAB_PRESETS["quick" if ":quick" in spec.lower() else "full"]["steps"])
+    """The predictor `spec` names (`cotplan.experiments.open_predictor`), a model connected so
+    that --timeout and --max-retries reach its client, a lab model's training shown."""
+    with contextlib.ExitStack() as stack:
+        # The lab's training shows its own bar, closed before the experiment's bars start.
+        with progress() as stage:
+            predictor = stack.enter_context(
+                open_predictor(
+                    spec,
+                    base_url=base_url,
+                    instruction=instruction,
+                    concurrency=concurrency,
+                    connect_options=connect_options(spec, timeout, max_retries),
+                    stage=stage,
+                )
+            )
+        yield predictor
 
 
 def _start_report(out: Path | None, name: str, label: str) -> ReportFolder:
@@ -106,75 +103,10 @@ def _start_report(out: Path | None, name: str, label: str) -> ReportFolder:
     return ReportFolder.start(out, kind=name, label=label, command=f"experiment {name}")
 
 
-@contextlib.contextmanager
-def _progress() -> Iterator[Callable[[str, int], Callable[[int], None] | None]]:
-    """A stage factory for the library: one progress bar per stage with predictions to read."""
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-    )
-    with Progress(*columns, console=_console, transient=False) as bar:
-
-        def stage(name: str, total: int) -> Callable[[int], None] | None:
-            if total <= 0:
-                return None
-            task = bar.add_task(name, total=total)
-            return lambda done: bar.advance(task, done)
-
-        yield stage
-
-
-#: How each verdict of `cotplan.experiments.verdicts` is shown.
-VERDICT_COLOURS = {
-    "reproduced": "green",
-    "not reproduced": "red",
-    "not comparable (model)": "blue",
-    "not comparable (scale)": "blue",
-    "not testable": "yellow",
-    "follows from averaging": "magenta",
-    "not a model claim": "cyan",
-    "cotplan check": "cyan",
-}
-
-
-def _print_rows(frame: Any, title: str) -> None:
-    table = Table(title=title, show_lines=False)
-    for column in ("claim", "paper", "measured", "interval", "limit", "verdict"):
-        table.add_column(column, overflow="fold")
-    for row in frame.itertuples():
-        colour = VERDICT_COLOURS.get(row.verdict, "yellow")
-        flag = " ⚠" if row.breaks_limit else ""
-        outcome = {"yes": ": holds", "no": ": fails"}.get(str(getattr(row, "holds", "")), "")
-        table.add_row(
-            escape(row.claim),
-            escape(row.paper),
-            escape(str(row.measured)),
-            escape(str(row.interval)),
-            escape(row.limit),
-            f"[{colour}]{row.verdict}{outcome}{flag}[/]",
-        )
-    _console.print(table)
-
-
-def _print_run(run: RunInfo) -> None:
-    if run.exact:
-        _console.print(f"{run.predictor}: exact reference, no model requests ({run.wall_s:.1f} s)")
-        return
-    _console.print(
-        f"{escape(run.predictor)}: {run.requests} model requests, {run.cache_hits} cache hits, "
-        f"{run.predictions} predictions in {run.wall_s:.1f} s; mean covered mass "
-        f"{fmt(run.mean_covered_mass)}"
-        + (f"; {run.missing_candidates} with a candidate missing" if run.missing_candidates else "")
-        + (f"; {run.retries} retries after failures" if run.retries else "")
-    )
-
-
 def _saved(report: ReportFolder, files: list[Path]) -> None:
     """Move the report's files into place together and say where they went."""
     folder = finish_report(report)
-    _console.print(f"saved {len(files)} files in {escape(str(folder))}")
+    console.print(f"saved {len(files)} files in {escape(str(folder))}")
 
 
 Opt = typer.Option
@@ -218,72 +150,25 @@ class _Experiment:
     notes: Callable[[Any], None] = lambda result: None  # printed after it
 
 
-def _martingale_details(result: Any) -> None:
-    fits = result.fits_frame()
-    _console.print(
-        fits[["predictor", "form", "A", "A_low", "A_high", "B", "r2", "adj_r2"]].to_string(
-            index=False
-        )
-    )
-
-
-def _order_details(result: Any) -> None:
-    _console.print(result.to_frame().to_string(index=False))
-
-
-def _entropy_details(result: Any) -> None:
-    from cotplan.experiments import laplace_threshold_table
-
-    _console.print(result.first_n_frame().to_string(index=False))
-    _console.print("Laplace, exact, per p (first n at 99% efficiency):")
-    _console.print(laplace_threshold_table().to_string(index=False))
-    limit = result.limit
-    _console.print(
-        f"Bayes mixture under a uniform prior (the best any predictor can do in expectation): "
-        f"efficiency {limit['efficiency_at_n']:.4f} at n = 20, 99% first at n = "
-        f"{fmt(limit['first_n'])}"
-    )
-    if result.efficiency_20_ci is not None:
-        _console.print(
-            f"{escape(result.predictor)}: efficiency {result.efficiency_20:.4f} "
-            f"{result.efficiency_20_ci} at n = 20; per-step excess exponent "
-            f"{fmt(result.excess_exponent)} {result.excess_exponent_ci}"
-        )
-
-
-def _entropy_notes(result: Any) -> None:
-    for flag in result.flags:
-        _console.print(f"[red]limit broken:[/] {escape(flag)}")
-
-
-def _falck_details(result: Any) -> None:
-    _console.print(
-        result.t1t2[["theta", "n", "N", "T1", "T1_low", "T1_high", "T1_outside"]].to_string(
-            index=False
-        )
-    )
-    _console.print(result.t3.to_string(index=False))
-
-
 def _experiments() -> dict[str, _Experiment]:
     """The commands that run one experiment on one predictor, by name (imported on first use)."""
     from cotplan.experiments import entropy_efficiency, falck_tests, martingale_gap, order_variance
 
     return {
         "martingale": _Experiment(
-            martingale_gap, "martingale", "Martingale gap vs the paper", _martingale_details
+            martingale_gap, "martingale", "Martingale gap vs the paper", martingale_details
         ),
         "order": _Experiment(
-            order_variance, "orderings", "Order variance vs the paper", _order_details
+            order_variance, "orderings", "Order variance vs the paper", order_details
         ),
         "entropy": _Experiment(
             entropy_efficiency,
             "positions",
             "Compression efficiency vs the paper",
-            _entropy_details,
-            _entropy_notes,
+            entropy_details,
+            entropy_notes,
         ),
-        "falck": _Experiment(falck_tests, "paths", "Falck et al.'s checks", _falck_details),
+        "falck": _Experiment(falck_tests, "paths", "Falck et al.'s checks", falck_details),
     }
 
 
@@ -310,9 +195,14 @@ def _run_experiment(
     with _start_report(out, name, backend) as report:
         with (
             _open_predictor(
-                backend, base_url, instruction, concurrency, timeout, max_retries
+                backend,
+                base_url,
+                instruction,
+                concurrency,
+                timeout=timeout,
+                max_retries=max_retries,
             ) as predictor,
-            _progress() as st,
+            progress() as st,
         ):
             result = experiment.run(
                 predictor,
@@ -321,9 +211,9 @@ def _run_experiment(
                 **params,
             )
         experiment.details(result)
-        _print_rows(result.versus_paper(), experiment.title)
+        print_rows(result.versus_paper(), experiment.title)
         experiment.notes(result)
-        _print_run(result.run)
+        print_run(result.run)
         _saved(report, save_result(result, report.path, charts=charts))
 
 
@@ -334,6 +224,7 @@ def _given(**options: Any) -> dict[str, Any]:
 
 @app.command()
 def martingale(
+    *,
     backend: Backend = "local",
     base_url: BaseUrl = None,
     quick: Quick = False,
@@ -368,6 +259,7 @@ def martingale(
 
 @app.command()
 def debias(
+    *,
     backend: Backend = "local",
     base_url: BaseUrl = None,
     quick: Quick = False,
@@ -399,9 +291,14 @@ def debias(
         else:
             with (
                 _open_predictor(
-                    backend, base_url, instruction, concurrency, timeout, max_retries
+                    backend,
+                    base_url,
+                    instruction,
+                    concurrency,
+                    timeout=timeout,
+                    max_retries=max_retries,
                 ) as predictor,
-                _progress() as st,
+                progress() as st,
             ):
                 gaps = martingale_gap(
                     predictor,
@@ -409,22 +306,23 @@ def debias(
                     progress=st("martingale", planned_predictions("martingale", mparams)),
                     **mparams,
                 )
-            _print_run(gaps.run)
+            print_run(gaps.run)
             result = positional_debias(gaps, seed=seed, all_positions=all_positions, **params)
             name = predictor.name
             save_result(gaps, report.path, charts=charts)
-        _console.print(
+        console.print(
             f"{escape(name)}: period {result.period:.2f} (detected {result.detected_period:.2f}, "
             f"p = {fmt(result.p_value)}), harmonics explain {fmt(result.explained)}, variance "
             f"change {fmt(result.variance_change)}, position R² {fmt(result.r2_before)} -> "
             f"{fmt(result.r2_after)}"
         )
-        _print_rows(result.versus_paper(), "Positional debiasing vs the paper")
+        print_rows(result.versus_paper(), "Positional debiasing vs the paper")
         _saved(report, save_result(result, report.path, charts=charts))
 
 
 @app.command()
 def order(
+    *,
     backend: Backend = "local",
     base_url: BaseUrl = None,
     quick: Quick = False,
@@ -458,6 +356,7 @@ def order(
 
 @app.command()
 def entropy(
+    *,
     backend: Backend = "local",
     base_url: BaseUrl = None,
     quick: Quick = False,
@@ -494,6 +393,7 @@ def entropy(
 
 @app.command()
 def falck(
+    *,
     backend: Backend = "local",
     base_url: BaseUrl = None,
     quick: Quick = False,
@@ -527,6 +427,7 @@ def falck(
 
 @app.command()
 def report(
+    *,
     backend: Backend = "local",
     base_url: BaseUrl = None,
     quick: Quick = False,
@@ -584,9 +485,14 @@ def report(
     with _start_report(out, "report", backend) as report_folder:
         with (
             _open_predictor(
-                backend, base_url, instruction, concurrency, timeout, max_retries
+                backend,
+                base_url,
+                instruction,
+                concurrency,
+                timeout=timeout,
+                max_retries=max_retries,
             ) as predictor,
-            _progress() as st,
+            progress() as st,
         ):
             result = reproduction_report(
                 predictor,
@@ -598,15 +504,16 @@ def report(
                 cot_lab=lab_families,
                 cot_lab_preset=cot_lab_preset,
             )
-        _print_rows(result.to_frame(), f"Reproduction report: {result.predictor}")
-        _console.print(escape(result.tally_line()))
-        _console.print(escape(result.capability()))
-        _console.print(f"{result.requests} model requests in total")
+        print_rows(result.to_frame(), f"Reproduction report: {result.predictor}")
+        console.print(escape(result.tally_line()))
+        console.print(escape(result.capability()))
+        console.print(f"{result.requests} model requests in total")
         _saved(report_folder, save_result(result, report_folder.path, charts=charts))
 
 
 @app.command("pe-ablation")
 def pe_ablation(
+    *,
     quick: Annotated[
         bool, Opt("--quick/--full", help="Tiny models (seconds) or the pinned full preset.")
     ] = False,
@@ -645,7 +552,7 @@ def pe_ablation(
     from cotplan.lab import require_torch
 
     require_torch()
-    from cotplan.lab.ablation import _variants, pe_ablation_seeds
+    from cotplan.lab.ablation import ablation_variants, pe_ablation_seeds
     from cotplan.lab.ablation import pe_ablation as run_ablation
     from cotplan.lab.transformer import POSITIONAL_ENCODINGS
 
@@ -654,12 +561,12 @@ def pe_ablation(
         if encodings
         else POSITIONAL_ENCODINGS
     )
-    _variants(chosen, "tokens", ordinary)  # unknown encodings fail before any training
+    ablation_variants(chosen, "tokens", ordinary)  # unknown encodings fail before any training
     overrides: dict[str, Any] = {} if steps is None else {"steps": steps}
     preset = "quick" if quick else "full"
     with _start_report(out, "pe-ablation", preset) as report:
         if seeds > 1:
-            with _progress() as st:
+            with progress() as st:
                 spread = pe_ablation_seeds(
                     preset,
                     seeds=range(seed, seed + seeds),
@@ -670,18 +577,12 @@ def pe_ablation(
                     stage=st,
                     **overrides,
                 )
-            _console.print(
-                "Variance over orderings of P(1 | t/2 ones among t bits) across training seeds:"
-            )
-            table = spread.spread()
-            columns = ["model", "t", *[c for c in table.columns if c.startswith("variance_seed")]]
-            columns += ["geometric_mean", "min", "max", "fold", "v2_variance"]
-            _console.print(table[columns].to_string(index=False, float_format=lambda v: f"{v:.3g}"))
-            _print_rows(spread.versus_paper(), "Across seeds vs the paper (v2)")
-            _console.print(f"{len(spread.seeds)} seeds in {spread.wall_s:.1f} s")
+            print_spread(spread)
+            print_rows(spread.versus_paper(), "Across seeds vs the paper (v2)")
+            console.print(f"{len(spread.seeds)} seeds in {spread.wall_s:.1f} s")
             _saved(report, save_result(spread, report.path, charts=charts))
             return
-        with _progress() as st:
+        with progress() as st:
             result = run_ablation(
                 preset,
                 encodings=chosen,
@@ -692,24 +593,7 @@ def pe_ablation(
                 stage=st,
                 **overrides,
             )
-        training = result.training[
-            ["model", "heldout_loss", "bayes_heldout_loss", "excess", "excess_se", "bayes_loss",
-             "constant_loss", "steps_per_s", "s_within_0.001", "s_settled_0.001", "from_store"]
-        ]  # fmt: skip
-        _console.print(
-            "Held-out loss per bit (nats) beside the Bayes predictor's on the same bits:"
-        )
-        _console.print(training.to_string(index=False))
-        _console.print("Variance over orderings of P(1 | t/2 ones among t bits), float64:")
-        wide = result.order.pivot(index="model", columns="t", values="variance")
-        _console.print(
-            wide.reindex(list(result.labels)).to_string(float_format=lambda v: f"{v:.3g}")
-        )
-        _console.print(
-            result.martingale[
-                ["model", "A", "A_low", "A_high", "B", "adj_r2", "mean_excess", "vs_none", "ref_A"]
-            ].to_string(index=False)
-        )
-        _print_rows(result.versus_paper(), "Positional-encoding ablation vs the paper (v2)")
-        _console.print(f"{len(result.variants)} models in {result.wall_s:.1f} s")
+        print_ablation(result)
+        print_rows(result.versus_paper(), "Positional-encoding ablation vs the paper (v2)")
+        console.print(f"{len(result.variants)} models in {result.wall_s:.1f} s")
         _saved(report, save_result(result, report.path, charts=charts))

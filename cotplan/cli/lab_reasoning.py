@@ -246,6 +246,7 @@ def study_command(
     charts: Annotated[bool, typer.Option(help="Save PNG charts.")] = True,
 ) -> None:
     """Test k* = Θ(√n·log(1/ε)) on lab models: grid, constants, law, oracle, held-out."""
+    from cotplan.charts import save as save_result
     from cotplan.lab.reasoning.study import STUDY_PRESETS, reasoning_study, study_report_rows
     from cotplan.lab.reasoning.tasks import get_lab_family, lab_families
     from cotplan.lab.reasoning.train import settings_for
@@ -275,7 +276,7 @@ def study_command(
             study = reasoning_study(name, preset)
             studies.append(study)
             print_study(study)
-            study.save(report.path / name, charts=charts)
+            save_result(study, report.path / name, charts=charts)
             console.print(f"{name}: {study.seconds:.0f} s")
         rows = pd.DataFrame([r.as_dict() for r in study_report_rows(studies)])
         console.rule("reproduction report rows")

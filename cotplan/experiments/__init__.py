@@ -6,7 +6,8 @@ Building blocks: exchangeable binary sequences (`balanced_sequences`, `beta_bern
 whose predictive best matches a model's averaged predictions), planted-effect predictors
 (`PositionalBias`, `Recency`) and a model backend (`BackendPredictor`).
 
-Experiments, each returning a result with `to_frame()`, `versus_paper()` and `save(folder)`:
+Experiments, each returning a result (`ExperimentResult`: `to_frame()`, `tables()`,
+`versus_paper()` and `save(folder)`):
 `martingale_gap`, `falck_tests`, `order_variance`, `positional_debias`, `entropy_efficiency`;
 and `reproduction_report`, which runs them all (`cotplan.reproduction` adds the lab's rows).
 Their charts live above them, in `cotplan.charts`: `chart(result)`, and `save(result, folder)`
@@ -14,7 +15,7 @@ for the tables with the PNG. Every verdict's words come from `cotplan.experiment
 (`VERDICTS`, `MEANINGS`, `value_verdict`, `tally`).
 """
 
-from cotplan.experiments._common import Interval, ReportRow, RunInfo
+from cotplan.experiments._common import RunInfo
 from cotplan.experiments.debias import PAPER_DEBIAS, DebiasResult, HarmonicFit, positional_debias
 from cotplan.experiments.entropy import (
     ENTROPY_FULL,
@@ -68,21 +69,32 @@ from cotplan.experiments.report import (
     planned_predictions,
     reproduction_report,
 )
+from cotplan.experiments.result import ExperimentResult
 from cotplan.experiments.sequences import (
     balanced_sequences,
     bernoulli_sequences,
     beta_bernoulli_sequences,
     random_orderings,
 )
-from cotplan.experiments.specs import exact_predictor, open_predictor, read_p
+from cotplan.experiments.specs import (
+    PredictorKind,
+    PredictorRequest,
+    exact_predictor,
+    open_predictor,
+    predictor_kinds,
+    read_p,
+    register_predictor,
+)
 from cotplan.experiments.verdicts import (
     MEANINGS,
     MODEL_CLAIM_VERDICTS,
     VERDICTS,
+    ReportRow,
     Verdict,
     tally,
     value_verdict,
 )
+from cotplan.intervals import Interval
 
 __all__ = [
     "ENTROPY_FULL",
@@ -109,6 +121,7 @@ __all__ = [
     "ClippedMLE",
     "DebiasResult",
     "EntropyResult",
+    "ExperimentResult",
     "FalckResult",
     "GapData",
     "GapFit",
@@ -119,6 +132,8 @@ __all__ = [
     "OrderResult",
     "PositionalBias",
     "Predictor",
+    "PredictorKind",
+    "PredictorRequest",
     "Recency",
     "ReportRow",
     "ReproductionReport",
@@ -145,9 +160,11 @@ __all__ = [
     "paper_grid",
     "planned_predictions",
     "positional_debias",
+    "predictor_kinds",
     "random_orderings",
     "read_gaps",
     "read_p",
+    "register_predictor",
     "reproduction_report",
     "tally",
     "value_verdict",

@@ -1,4 +1,4 @@
-"""Records shared by all experiments: intervals, report rows, run accounting, saving."""
+"""Records shared by all experiments: run accounting, controls, saving."""
 
 from __future__ import annotations
 
@@ -11,93 +11,22 @@ from typing import Any
 import pandas as pd
 
 from cotplan.experiments.predictors import BackendPredictor, Predictor
-from cotplan.experiments.verdicts import (
-    NOT_REPRODUCED,
-    NOT_TESTABLE,
-    REPRODUCED,
-    Verdict,
-    as_control,
-)
-from cotplan.intervals import Interval
-from cotplan.intervals import compact as fmt
+from cotplan.experiments.verdicts import ReportRow, as_control
 from cotplan.io import write_csv
 
 __all__ = [
-    "NOT_REPRODUCED",
-    "NOT_TESTABLE",
-    "REPRODUCED",
     "Drawer",
-    "Interval",
-    "ReportRow",
     "RunInfo",
     "Snapshot",
-    "Verdict",
     "ensure_folder",
     "finish_rows",
-    "fmt",
     "predictor_kind",
-    "rows_frame",
     "run_info",
     "snapshot",
 ]
 
 Drawer = Callable[[Any], Any]
 """Draws a result's chart (`cotplan.charts.chart`); results import no charts."""
-
-# The verdict words live in one module (verdicts.py); these names stay importable from here.
-
-
-@dataclass(frozen=True)
-class ReportRow:
-    """One headline claim: the paper's number beside the measured one and the theoretical limit.
-
-    `verdict` takes its words from `cotplan.experiments.verdicts`. `breaks_limit` is True when a
-    reported or measured number is impossible under the stated limit (for example, beating the
-    Bayes mixture in expectation under its own prior). `holds` says whether the statement held
-    where it was evaluated, for rows whose verdict is not about a model (follows from averaging,
-    not a model claim, cotplan check). `control` is set on the rows of a predictor that is no
-    model: the verdict the row would have had on a model.
-    """
-
-    experiment: str
-    claim: str
-    paper: str
-    measured: float | None
-    interval: Interval | None
-    limit: str
-    verdict: Verdict
-    why: str
-    breaks_limit: bool = False
-    measured_text: str = ""
-    holds: bool | None = None
-    control: str = ""
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "experiment": self.experiment,
-            "claim": self.claim,
-            "paper": self.paper,
-            "measured": self.measured_text or fmt(self.measured),
-            "interval": "" if self.interval is None else str(self.interval),
-            "limit": self.limit,
-            "verdict": self.verdict,
-            "holds": "" if self.holds is None else ("yes" if self.holds else "no"),
-            "why": self.why,
-            "breaks_limit": self.breaks_limit,
-            "control": self.control,
-        }
-
-    @property
-    def label(self) -> str:
-        """The verdict with its outcome where the verdict alone does not say it."""
-        if self.holds is None:
-            return self.verdict
-        return f"{self.verdict}: {'holds' if self.holds else 'fails'}"
-
-
-def rows_frame(rows: list[ReportRow]) -> pd.DataFrame:
-    """The side-by-side table: one row per claim."""
-    return pd.DataFrame([r.as_dict() for r in rows])
 
 
 @dataclass(frozen=True)

@@ -25,26 +25,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import partial
-from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares
 
 from cotplan.errors import InputError
-from cotplan.experiments._common import (
-    NOT_REPRODUCED,
-    NOT_TESTABLE,
-    REPRODUCED,
-    Drawer,
-    Interval,
-    ReportRow,
-    fmt,
-    rows_frame,
-    save_outputs,
-)
 from cotplan.experiments._stats import (
     bootstrap_counts,
     kernel_smooth,
@@ -54,14 +41,21 @@ from cotplan.experiments._stats import (
 )
 from cotplan.experiments.martingale import GapData, MartingaleResult
 from cotplan.experiments.predictors import FloatArray
+from cotplan.experiments.result import ExperimentResult
 from cotplan.experiments.verdicts import (
     NOT_COMPARABLE_MODEL,
+    NOT_REPRODUCED,
+    NOT_TESTABLE,
+    REPRODUCED,
+    ReportRow,
     Settled,
     Verdict,
     as_control,
     is_paper_model,
     settles,
 )
+from cotplan.intervals import Interval
+from cotplan.intervals import compact as fmt
 
 __all__ = ["PAPER_DEBIAS", "TREND_TERMS", "DebiasResult", "HarmonicFit", "positional_debias"]
 
@@ -142,7 +136,7 @@ class _Stats:
 
 
 @dataclass(frozen=True)
-class DebiasResult:
+class DebiasResult(ExperimentResult):
     """Per-position gaps before and after removing the fitted positional harmonics.
 
     `variance_change` is Var(gaps − harmonics)/Var(gaps) − 1 (the paper's −14.1%). `explained`
@@ -151,6 +145,8 @@ class DebiasResult:
     on position, before and after subtracting the harmonics (the paper: 0.202 -> 0.072).
     `p_value` is the permutation test of the periodogram peak against shuffled positions.
     """
+
+    chart_file: ClassVar[str] = "debias.png"
 
     source: str
     positions: FloatArray
@@ -388,21 +384,13 @@ class DebiasResult:
             return as_control(rows, self.source, self.kind)
         return rows
 
-    def versus_paper(self) -> pd.DataFrame:
-        return rows_frame(self.paper_rows())
-
-    def save(self, folder: str | Path, *, draw: Drawer | None = None) -> list[Path]:
-        return save_outputs(
-            folder,
-            [
-                ("debias.csv", self.to_frame()),
-                ("debias_spectrum.csv", self.spectrum_frame()),
-                ("debias_summary.csv", pd.DataFrame([self.summary()])),
-                ("debias_vs_paper.csv", self.versus_paper()),
-            ],
-            partial(draw, self) if draw else None,
-            "debias.png",
-        )
+    def tables(self) -> list[tuple[str, pd.DataFrame]]:
+        return [
+            ("debias.csv", self.to_frame()),
+            ("debias_spectrum.csv", self.spectrum_frame()),
+            ("debias_summary.csv", pd.DataFrame([self.summary()])),
+            ("debias_vs_paper.csv", self.versus_paper()),
+        ]
 
 
 def _settle(low: float, high: float, value: float, ci: Interval | None) -> Settled:

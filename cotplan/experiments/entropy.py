@@ -19,9 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import partial
-from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -29,17 +27,9 @@ from scipy import special, stats
 
 from cotplan.errors import InputError
 from cotplan.experiments._common import (
-    NOT_REPRODUCED,
-    REPRODUCED,
-    Drawer,
-    Interval,
-    ReportRow,
     RunInfo,
     finish_rows,
-    fmt,
-    rows_frame,
     run_info,
-    save_outputs,
     snapshot,
 )
 from cotplan.experiments._stats import bootstrap_counts, percentile_interval
@@ -54,17 +44,23 @@ from cotplan.experiments.predictors import (
     kt,
     laplace,
 )
+from cotplan.experiments.result import ExperimentResult
 from cotplan.experiments.sequences import bernoulli_sequences, beta_bernoulli_sequences
 from cotplan.experiments.verdicts import (
     COTPLAN_CHECK,
     NOT_A_MODEL_CLAIM,
     NOT_COMPARABLE_MODEL,
+    NOT_REPRODUCED,
     NOT_TESTABLE,
+    REPRODUCED,
+    ReportRow,
     Verdict,
     claim_verdict,
     is_paper_model,
     settles,
 )
+from cotplan.intervals import Interval
+from cotplan.intervals import compact as fmt
 
 __all__ = [
     "ENTROPY_FULL",
@@ -185,7 +181,7 @@ def laplace_threshold_table(
 
 
 @dataclass(frozen=True)
-class EntropyResult:
+class EntropyResult(ExperimentResult):
     """Per-position cross-entropy and efficiency for the predictor and the references.
 
     `curves` is long format: predictor, n, cross_entropy, se, efficiency, cumulative_efficiency,
@@ -195,6 +191,8 @@ class EntropyResult:
     two share on the same sequences is subtracted). `first_n` maps a curve label to the first
     position from which its efficiency stays >= `threshold` (None: never within n_max).
     """
+
+    chart_file: ClassVar[str] = "entropy.png"
 
     predictor: str
     p: float | None
@@ -356,21 +354,13 @@ class EntropyResult:
             )
         return finish_rows(rows, self.run)
 
-    def versus_paper(self) -> pd.DataFrame:
-        return rows_frame(self.paper_rows())
-
-    def save(self, folder: str | Path, *, draw: Drawer | None = None) -> list[Path]:
-        return save_outputs(
-            folder,
-            [
-                ("entropy.csv", self.to_frame()),
-                ("entropy_first_n.csv", self.first_n_frame()),
-                ("entropy_vs_paper.csv", self.versus_paper()),
-                ("entropy_laplace_table.csv", laplace_threshold_table(threshold=self.threshold)),
-            ],
-            partial(draw, self) if draw else None,
-            "entropy.png",
-        )
+    def tables(self) -> list[tuple[str, pd.DataFrame]]:
+        return [
+            ("entropy.csv", self.to_frame()),
+            ("entropy_first_n.csv", self.first_n_frame()),
+            ("entropy_vs_paper.csv", self.versus_paper()),
+            ("entropy_laplace_table.csv", laplace_threshold_table(threshold=self.threshold)),
+        ]
 
 
 def _rate_why(verdict: Verdict) -> str:

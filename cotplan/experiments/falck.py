@@ -39,9 +39,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import partial
-from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -49,19 +47,9 @@ from scipy import stats
 
 from cotplan.errors import InputError
 from cotplan.experiments._common import (
-    NOT_REPRODUCED,
-    NOT_TESTABLE,
-    REPRODUCED,
-    Drawer,
-    Interval,
-    ReportRow,
     RunInfo,
-    Verdict,
     finish_rows,
-    fmt,
-    rows_frame,
     run_info,
-    save_outputs,
     snapshot,
 )
 from cotplan.experiments._stats import percentile_interval
@@ -72,7 +60,17 @@ from cotplan.experiments.predictors import (
     ProgressFn,
     laplace,
 )
+from cotplan.experiments.result import ExperimentResult
 from cotplan.experiments.sequences import Bits, bernoulli_sequences
+from cotplan.experiments.verdicts import (
+    NOT_REPRODUCED,
+    NOT_TESTABLE,
+    REPRODUCED,
+    ReportRow,
+    Verdict,
+)
+from cotplan.intervals import Interval
+from cotplan.intervals import compact as fmt
 
 __all__ = [
     "FALCK_FULL",
@@ -152,7 +150,7 @@ def _iqr(values: FloatArray) -> FloatArray:
 
 
 @dataclass(frozen=True)
-class FalckResult:
+class FalckResult(ExperimentResult):
     """T1/T2 per setting with Bayes bands, and T3 spread of path means versus n.
 
     `t1t2` has one row per (θ, n, N): T1 with its band and whether it falls outside, and
@@ -160,6 +158,8 @@ class FalckResult:
     band, and the fractional posteriors' IQRs. `t3_slope` is the fitted log-log slope of the
     predictor's IQR against n (Bayes: about −0.5).
     """
+
+    chart_file: ClassVar[str] = "falck.png"
 
     predictor: str
     reference: str
@@ -310,20 +310,12 @@ class FalckResult:
         ]
         return finish_rows(rows, self.run)
 
-    def versus_paper(self) -> pd.DataFrame:
-        return rows_frame(self.paper_rows())
-
-    def save(self, folder: str | Path, *, draw: Drawer | None = None) -> list[Path]:
-        return save_outputs(
-            folder,
-            [
-                ("falck_t1t2.csv", self.t1t2),
-                ("falck_t3.csv", self.t3),
-                ("falck_vs_paper.csv", self.versus_paper()),
-            ],
-            partial(draw, self) if draw else None,
-            "falck.png",
-        )
+    def tables(self) -> list[tuple[str, pd.DataFrame]]:
+        return [
+            ("falck_t1t2.csv", self.t1t2),
+            ("falck_t3.csv", self.t3),
+            ("falck_vs_paper.csv", self.versus_paper()),
+        ]
 
 
 def _outside(value: float, low: float, high: float) -> bool:

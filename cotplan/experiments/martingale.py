@@ -26,9 +26,8 @@ import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -36,18 +35,9 @@ import pandas as pd
 
 from cotplan.errors import InputError
 from cotplan.experiments._common import (
-    NOT_REPRODUCED,
-    NOT_TESTABLE,
-    REPRODUCED,
-    Drawer,
-    Interval,
-    ReportRow,
     RunInfo,
     finish_rows,
-    fmt,
-    rows_frame,
     run_info,
-    save_outputs,
     snapshot,
 )
 from cotplan.experiments._stats import (
@@ -57,8 +47,18 @@ from cotplan.experiments._stats import (
     wls_batch,
 )
 from cotplan.experiments.predictors import FloatArray, Predictor, ProgressFn, laplace
+from cotplan.experiments.result import ExperimentResult
 from cotplan.experiments.sequences import balanced_sequences
-from cotplan.experiments.verdicts import COTPLAN_CHECK, value_verdict
+from cotplan.experiments.verdicts import (
+    COTPLAN_CHECK,
+    NOT_REPRODUCED,
+    NOT_TESTABLE,
+    REPRODUCED,
+    ReportRow,
+    value_verdict,
+)
+from cotplan.intervals import Interval
+from cotplan.intervals import compact as fmt
 
 __all__ = [
     "MARTINGALE_FULL",
@@ -174,7 +174,7 @@ def gap_matrix(probs_long: FloatArray, probs_short: FloatArray, x: FloatArray) -
 
 
 @dataclass(frozen=True)
-class MartingaleResult:
+class MartingaleResult(ExperimentResult):
     """Δ̂n per n for a predictor and the exact Bayes reference on the same sequences, with fits.
 
     `excess` is Δ̂n(predictor) − Δ̂n(reference), paired on sequences; `log_lr` is the log
@@ -182,6 +182,8 @@ class MartingaleResult:
     both have two parameters, so it is half the AIC difference), and `log_preferred_share` the
     share of bootstrap resamples in which log(n)/n fits better.
     """
+
+    chart_file: ClassVar[str] = "martingale.png"
 
     predictor: str
     reference: str
@@ -342,22 +344,14 @@ class MartingaleResult:
         ]
         return finish_rows(rows, self.run)
 
-    def versus_paper(self) -> pd.DataFrame:
-        return rows_frame(self.paper_rows())
-
-    def save(self, folder: str | Path, *, draw: Drawer | None = None) -> list[Path]:
+    def tables(self) -> list[tuple[str, pd.DataFrame]]:
         """CSV tables (per n, fits, per sequence, versus paper) and a PNG chart in `folder`."""
-        return save_outputs(
-            folder,
-            [
-                ("martingale.csv", self.to_frame()),
-                ("martingale_fits.csv", self.fits_frame()),
-                ("martingale_per_sequence.csv", self.per_sequence_frame()),
-                ("martingale_vs_paper.csv", self.versus_paper()),
-            ],
-            partial(draw, self) if draw else None,
-            "martingale.png",
-        )
+        return [
+            ("martingale.csv", self.to_frame()),
+            ("martingale_fits.csv", self.fits_frame()),
+            ("martingale_per_sequence.csv", self.per_sequence_frame()),
+            ("martingale_vs_paper.csv", self.versus_paper()),
+        ]
 
 
 def _negative_crossing(a: float, b: float) -> float:

@@ -28,40 +28,36 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import partial
-from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
 from cotplan.errors import InputError
 from cotplan.experiments._common import (
-    NOT_REPRODUCED,
-    REPRODUCED,
-    Drawer,
-    Interval,
-    ReportRow,
     RunInfo,
     finish_rows,
-    fmt,
-    rows_frame,
     run_info,
-    save_outputs,
     snapshot,
 )
 from cotplan.experiments._stats import percentile_interval
 from cotplan.experiments.predictors import FloatArray, Predictor, ProgressFn, laplace
 from cotplan.experiments.priors import BetaPriorFit, fit_beta_prior, refit_max_gaps
+from cotplan.experiments.result import ExperimentResult
 from cotplan.experiments.sequences import random_orderings
 from cotplan.experiments.verdicts import (
     FOLLOWS_FROM_AVERAGING,
     NOT_COMPARABLE_MODEL,
     NOT_COMPARABLE_SCALE,
+    NOT_REPRODUCED,
     NOT_TESTABLE,
+    REPRODUCED,
+    ReportRow,
     Verdict,
     settles,
 )
+from cotplan.intervals import Interval
+from cotplan.intervals import compact as fmt
 
 __all__ = [
     "ORDER_FULL",
@@ -121,7 +117,7 @@ ORDER_FULL: dict[str, Any] = {
 
 
 @dataclass(frozen=True)
-class OrderResult:
+class OrderResult(ExperimentResult):
     """Spread of permutation-averaged predictions versus the number of orderings averaged.
 
     Per k: `sd` and `variance` of P̄_k (pooled over the multisets), `rmse` of P̄_k against the
@@ -134,6 +130,8 @@ class OrderResult:
     prior fitted to the averaged predictions by marginal likelihood, the best exchangeable
     baseline (`prior_fit.max_gap`: its largest miss); intervals resample the orderings and refit.
     """
+
+    chart_file: ClassVar[str] = "order.png"
 
     predictor: str
     reference: str
@@ -405,21 +403,13 @@ class OrderResult:
             )
         return ReportRow("order", claim, paper, value, interval, limit, verdict, why)
 
-    def versus_paper(self) -> pd.DataFrame:
-        return rows_frame(self.paper_rows())
-
-    def save(self, folder: str | Path, *, draw: Drawer | None = None) -> list[Path]:
-        return save_outputs(
-            folder,
-            [
-                ("order.csv", self.to_frame()),
-                ("order_predictions.csv", self.predictions_frame()),
-                ("order_prior.csv", self.prior_frame()),
-                ("order_vs_paper.csv", self.versus_paper()),
-            ],
-            partial(draw, self) if draw else None,
-            "order.png",
-        )
+    def tables(self) -> list[tuple[str, pd.DataFrame]]:
+        return [
+            ("order.csv", self.to_frame()),
+            ("order_predictions.csv", self.predictions_frame()),
+            ("order_prior.csv", self.prior_frame()),
+            ("order_vs_paper.csv", self.versus_paper()),
+        ]
 
 
 def _group_stats(

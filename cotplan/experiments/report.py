@@ -18,17 +18,7 @@ from typing import Any
 import pandas as pd
 
 from cotplan.errors import InputError
-from cotplan.experiments._common import (
-    NOT_TESTABLE,
-    Drawer,
-    ReportRow,
-    RunInfo,
-    ensure_folder,
-    finish_rows,
-    fmt,
-    predictor_kind,
-    rows_frame,
-)
+from cotplan.experiments._common import Drawer, RunInfo, ensure_folder, finish_rows, predictor_kind
 from cotplan.experiments.debias import DebiasResult, positional_debias
 from cotplan.experiments.entropy import ENTROPY_FULL, ENTROPY_QUICK, entropy_efficiency
 from cotplan.experiments.falck import FALCK_FULL, FALCK_QUICK, falck_tests
@@ -43,12 +33,16 @@ from cotplan.experiments.predictors import Predictor, ProgressFn
 from cotplan.experiments.verdicts import (
     MEANINGS,
     NOT_A_MODEL_CLAIM,
+    NOT_TESTABLE,
     VERDICTS,
+    ReportRow,
     Verdict,
     capability_line,
     model_claims,
+    rows_frame,
     tally,
 )
+from cotplan.intervals import compact as fmt
 from cotplan.io import write_csv, write_text
 
 __all__ = [

@@ -41,11 +41,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
-from typing import TYPE_CHECKING, Literal
+from dataclasses import dataclass, replace
+from typing import Any, Literal
 
-if TYPE_CHECKING:
-    from cotplan.experiments._common import Interval, ReportRow
+import pandas as pd
+
+from cotplan.intervals import Interval
+from cotplan.intervals import compact as fmt
 
 __all__ = [
     "COTPLAN_CHECK",
@@ -59,6 +61,7 @@ __all__ = [
     "NOT_TESTABLE",
     "REPRODUCED",
     "VERDICTS",
+    "ReportRow",
     "Settled",
     "Verdict",
     "as_control",
@@ -66,6 +69,7 @@ __all__ = [
     "claim_verdict",
     "is_paper_model",
     "model_claims",
+    "rows_frame",
     "settles",
     "tally",
     "value_verdict",
@@ -119,6 +123,60 @@ MEANINGS: dict[Verdict, str] = {
     "every model",
     COTPLAN_CHECK: "a check cotplan adds, not a claim of the paper",
 }
+
+
+@dataclass(frozen=True)
+class ReportRow:
+    """One headline claim: the paper's number beside the measured one and the theoretical limit.
+
+    `verdict` takes its words from `cotplan.experiments.verdicts`. `breaks_limit` is True when a
+    reported or measured number is impossible under the stated limit (for example, beating the
+    Bayes mixture in expectation under its own prior). `holds` says whether the statement held
+    where it was evaluated, for rows whose verdict is not about a model (follows from averaging,
+    not a model claim, cotplan check). `control` is set on the rows of a predictor that is no
+    model: the verdict the row would have had on a model.
+    """
+
+    experiment: str
+    claim: str
+    paper: str
+    measured: float | None
+    interval: Interval | None
+    limit: str
+    verdict: Verdict
+    why: str
+    breaks_limit: bool = False
+    measured_text: str = ""
+    holds: bool | None = None
+    control: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "experiment": self.experiment,
+            "claim": self.claim,
+            "paper": self.paper,
+            "measured": self.measured_text or fmt(self.measured),
+            "interval": "" if self.interval is None else str(self.interval),
+            "limit": self.limit,
+            "verdict": self.verdict,
+            "holds": "" if self.holds is None else ("yes" if self.holds else "no"),
+            "why": self.why,
+            "breaks_limit": self.breaks_limit,
+            "control": self.control,
+        }
+
+    @property
+    def label(self) -> str:
+        """The verdict with its outcome where the verdict alone does not say it."""
+        if self.holds is None:
+            return self.verdict
+        return f"{self.verdict}: {'holds' if self.holds else 'fails'}"
+
+
+def rows_frame(rows: list[ReportRow]) -> pd.DataFrame:
+    """The side-by-side table: one row per claim."""
+    return pd.DataFrame([r.as_dict() for r in rows])
+
 
 #: The model behind the paper's v1 figures; a miss on it would be "not reproduced".
 PAPER_MODEL_MARKERS = ("text-davinci-002",)

@@ -25,13 +25,17 @@ How to read the uncertainty (all over orderings, for this one query):
   conservative (too wide) when position effects are additive, and says so in `interval_method`.
 - Adaptive stopping (`target_width`, `stop_when_settled`) looks at the interval repeatedly; the
   nominal level is then optimistic, as for any sequential test without a spending rule.
+
+The work runs in phases: the settings are checked once into an `AveragingSettings` record
+(`cotplan.generate.permutation_settings`; `average_orderings` takes the record itself), the job
+settles how the backend can score (`cotplan.generate.permutation_job.start_job`), the orderings
+are scored until `m` or settled, and the result is summarised.
 """
 
 from __future__ import annotations
 
 import math
-import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Literal
@@ -39,9 +43,9 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from cotplan.backends.base import Backend, Completion, Usage
+from cotplan.backends.base import Backend, Usage
 from cotplan.errors import CapabilityError, InputError
-from cotplan.generate.budgeted import DEFAULT_PROMPT, CoTPrompt, resolve_mode
+from cotplan.generate.budgeted import CoTPrompt
 from cotplan.generate.fewshot import (
     DEFAULT_TEMPLATE,
     Example,
@@ -49,32 +53,30 @@ from cotplan.generate.fewshot import (
     as_examples,
     check_choices,
 )
+from cotplan.generate.permutation_job import AveragingJob, accounts, start_job
+from cotplan.generate.permutation_settings import AveragingSettings
 from cotplan.generate.schedules import (
     IntArray,
     Schedule,
-    check_schedule,
     cycle_length,
     make_orderings,
 )
 from cotplan.generate.scoring import (
-    CandidatePlan,
     FloatArray,
     NoLogprobsError,
     PromptScore,
     ScoringMethod,
-    budgeted_prompt,
-    plan_candidates,
-    sample_prompt,
-    score_prompt,
 )
 from cotplan.intervals import Interval
-from cotplan.validation import require_int, require_text
+from cotplan.validation import require_text
 
 __all__ = [
     "MIN_CYCLES_FOR_CYCLE_INTERVAL",
     "AnswerDistribution",
+    "AveragingSettings",
     "IntervalMethod",
     "ProbabilityInterval",
+    "average_orderings",
     "permutation_average",
     "summarize_orderings",
 ]
@@ -298,160 +300,15 @@ class AnswerDistribution:
         return frame
 
 
-# -- validation -------------------------------------------------------------------------------
-
-
-def _positive_int(value: object, name: str, low: int = 1) -> int:
-    return require_int(value, name, low=low)
-
-
-def _probability(value: object, name: str, *, open_low: bool = True) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise InputError(f"must be a number in (0, 1), got {value!r}", field=name)
-    number = float(value)
-    if not (0.0 < number < 1.0 if open_low else 0.0 < number <= 1.0):
-        interval = "(0, 1)" if open_low else "(0, 1]"
-        raise InputError(f"must be in {interval}, got {value!r}", field=name)
-    return number
-
-
-# -- the work ---------------------------------------------------------------------------------
-
-
-@dataclass
-class _AveragingJob:
-    """One permutation-averaged answer in progress: its checked inputs, and how each ordering is
-    prompted and sampled."""
-
-    backend: Backend
-    examples: tuple[Example, ...]
-    query: str
-    choices: tuple[str, ...]
-    template: FewShotTemplate
-    method: ScoringMethod | None
-    plan: CandidatePlan | None
-    samples: int
-    temperature: float
-    smoothing: float
-    seed: int
-    max_answer_tokens: int | None
-    answer_prefix: str
-    notes: list[str]
-    k: int | None = None
-    answer_tokens: int = 16
-    cot_prompt: CoTPrompt | None = None
-
-    def prompt(self, order: Sequence[int]) -> str:
-        return self.template.prompt([self.examples[i] for i in order], self.query)
-
-    def sampling_seeds(self, index: int) -> list[int]:
-        # Distinct, reproducible seeds per (ordering, sample): the call cache keys on the seed,
-        # so the samples of one ordering are never answered by another's cached text.
-        sequence = np.random.SeedSequence([self.seed, index])
-        return [int(s) for s in sequence.generate_state(self.samples, dtype=np.uint32) >> 1]
-
-    def sample(self, index: int, order: Sequence[int]) -> PromptScore:
-        reasoning = self.backend.reasoning
-        longest = max(len(c) for c in self.choices)
-        cap = self.max_answer_tokens or (2048 if reasoning else max(8, longest + 4))
-        return sample_prompt(
-            self.backend,
-            self.prompt(order),
-            self.choices,
-            seeds=self.sampling_seeds(index),
-            temperature=self.temperature,
-            smoothing=self.smoothing,
-            max_tokens=cap,
-            # Reasoning models refuse `stop`; the answer is read from the first line anyway.
-            stop=None if reasoning else ("\n",),
-        )
-
-    def score(self, index: int, order: Sequence[int]) -> PromptScore:
-        if self.method == "budgeted":
-            assert self.k is not None
-            return budgeted_prompt(
-                self.backend,
-                self.prompt(order),
-                self.choices,
-                k=self.k,
-                item_id=f"ordering-{index}",
-                smoothing=self.smoothing,
-                answer_tokens=self.answer_tokens,
-                cot_prompt=self.cot_prompt,
-                plan=self.plan,
-            )
-        if self.method == "sampled":
-            return self.sample(index, order)
-        assert self.plan is not None
-        return score_prompt(self.backend, self.prompt(order), self.plan)
-
-    def switch_to_sampling(self, reason: str) -> None:
-        self.method = "sampled"
-        self.plan = None
-        self.notes.append(
-            f"no logprobs ({reason}): probabilities are smoothed answer frequencies from "
-            f"{self.samples} samples per ordering at temperature {self.temperature:g} "
-            f"(add-{self.smoothing:g} smoothing)"
-        )
-
-
-def _cost(completions: Iterable[Completion]) -> tuple[Decimal | None, str | None]:
-    from cotplan.generate.call_cost import recorded_cost
-
-    total = Decimal(0)
-    for completion in completions:
-        try:
-            with warnings.catch_warnings():
-                # A stale price is still the best figure; the CLI shows staleness elsewhere.
-                warnings.simplefilter("ignore")
-                total += recorded_cost(completion).usd
-        except InputError as exc:  # unknown model, or a name several providers sell
-            return None, f"no cost: {exc}"
-    return total, None
-
-
-@dataclass(frozen=True)
-class _Accounts:
-    calls: int
-    cached_calls: int
-    usage: Usage
-    cost: Decimal | None
-    note: str | None
-
-
-def _accounts(scores: Sequence[PromptScore]) -> _Accounts:
-    """Calls, tokens and cost of every ordering scored (and only those)."""
-    completions = [c for s in scores for c in s.completions]
-    cost, note = _cost(completions)
-    calls = len(completions)
-    cached = sum(c.from_cache for c in completions)
-    usage = sum((c.usage for c in completions), Usage())
-    for answer in (a for s in scores for a in s.answers):
-        calls += answer.calls
-        cached += answer.calls if answer.from_cache else 0
-        usage = usage + Usage(
-            prompt_tokens=answer.prompt_tokens,
-            completion_tokens=answer.completion_tokens,
-            reasoning_tokens=answer.reasoning_tokens,
-        )
-        if math.isnan(answer.cost_usd):
-            cost, note = None, f"no cost: {answer.cost_note}"
-        elif cost is not None and not answer.from_cache:
-            # budgeted_answer prices replays at list price; here, as for every other call,
-            # what the call cache answered cost nothing.
-            cost += Decimal(repr(answer.cost_usd))
-    return _Accounts(calls, cached, usage, cost, note)
-
-
 def permutation_average(
     backend: Backend,
     examples: Sequence[Example | tuple[str, str] | dict[str, str]],
     query: str,
     choices: Sequence[str],
+    *,
     m: int = 20,
     schedule: Schedule = "balanced",
     seed: int = 0,
-    *,
     bands: int | Sequence[int] | None = None,
     template: FewShotTemplate | None = None,
     method: Literal["auto", "logprobs", "sampled"] = "auto",
@@ -517,231 +374,202 @@ def permutation_average(
     examples_ = as_examples(examples)
     require_text(query, "query")
     choices_ = check_choices(choices)
-    m = _positive_int(m, "m")
-    schedule = check_schedule(schedule)
-    seed = require_int(seed, "seed", low=0)
-    template = DEFAULT_TEMPLATE if template is None else template
-    if not isinstance(template, FewShotTemplate):
-        raise InputError(f"must be a FewShotTemplate, got {template!r}", field="template")
-    if method not in ("auto", "logprobs", "sampled"):
-        raise InputError(f"must be auto, logprobs or sampled, got {method!r}", field="method")
-    samples = _positive_int(samples, "samples")
-    if not isinstance(temperature, int | float) or not 0.0 < temperature <= 2.0:
-        raise InputError(
-            f"must be in (0, 2] for sampling, got {temperature!r}", field="temperature"
-        )
-    if not isinstance(smoothing, int | float) or not 0.0 <= smoothing < math.inf:
-        raise InputError(f"must be a number >= 0, got {smoothing!r}", field="smoothing")
-    if max_answer_tokens is not None:
-        max_answer_tokens = _positive_int(max_answer_tokens, "max_answer_tokens")
-    confidence = _probability(confidence, "confidence")
-    if target_width is not None:
-        target_width = _probability(target_width, "target_width", open_low=False)
-    if interval not in ("auto", "orderings", "cycles"):
-        raise InputError(f"must be auto, orderings or cycles, got {interval!r}", field="interval")
-    if k is not None:
-        k = _positive_int(k, "k", 0)
-        if method != "auto":
-            raise InputError(
-                f"must be auto with budgeted reasoning (k = {k}): the backend decides how the "
-                f"answer after the reasoning is scored, not {method}",
-                field="method",
-            )
-    answer_tokens = _positive_int(answer_tokens, "answer_tokens")
-    n = len(examples_)
-    cycle = cycle_length(schedule, n)
-    if interval == "cycles" and cycle is None:
-        raise InputError(
-            f"cycles exist only for schedule='balanced', not {schedule!r}", field="interval"
-        )
-    adaptive = target_width is not None or bool(stop_when_settled)
-    step = _positive_int(check_every, "check_every") if check_every is not None else (cycle or 4)
-    floor = (
-        _positive_int(min_m, "min_m", 2)
-        if min_m is not None
-        else (MIN_CYCLES_FOR_CYCLE_INTERVAL * cycle if cycle else 8)
-    )
-    orderings = make_orderings(n, m, schedule, seed=int(seed), bands=bands)
-
-    text_mode = backend.text_completions
-    notes: list[str] = []
-    if not text_mode and template.answer_prefix:
-        notes.append("chat backend: choices scored without the template's leading space")
-    run = _AveragingJob(
-        backend=backend,
-        examples=examples_,
-        query=query,
-        choices=choices_,
-        template=template,
-        method=None,
-        plan=None,
+    settings = AveragingSettings(
+        m=m,
+        schedule=schedule,
+        seed=seed,
+        bands=bands if bands is None or isinstance(bands, int) else tuple(bands),
+        template=DEFAULT_TEMPLATE if template is None else template,
+        method=method,
         samples=samples,
-        temperature=float(temperature),
-        smoothing=float(smoothing),
-        seed=int(seed),
+        temperature=temperature,
+        smoothing=smoothing,
         max_answer_tokens=max_answer_tokens,
-        answer_prefix=template.answer_prefix if text_mode else "",
-        notes=notes,
+        target_width=target_width,
+        stop_when_settled=stop_when_settled,
+        min_m=min_m,
+        check_every=check_every,
+        confidence=confidence,
+        interval=interval,
+        concurrency=concurrency,
         k=k,
         answer_tokens=answer_tokens,
         cot_prompt=cot_prompt,
     )
-    if k is not None:
-        run.method = "budgeted"
-        if backend.supports_logprobs and resolve_mode(backend) == "template":
-            # Any prompt ending in the answer marker tokenizes the choices as the real ones.
-            marker = (cot_prompt or DEFAULT_PROMPT).marker
-            run.plan = plan_candidates(
-                backend,
-                run.prompt(orderings[0]) + "\n" + marker,
-                choices_,
-                answer_prefix=" ",
-                terminator=template.terminator,
-            )
-            notes.append(
-                f"budgeted CoT: each ordering reasons for at most {k} reasoning tokens; its "
-                "probabilities are the model's for the choices after the answer marker"
-            )
-        else:
-            notes.append(
-                f"budgeted CoT: each ordering's answer is the forced answer after at most {k} "
-                f"reasoning tokens, counted as one vote (add-{smoothing:g} smoothing): this "
-                "endpoint gives no logprobs after its reasoning"
-            )
-    elif method == "sampled":
-        run.method = "sampled"
-        notes.append(
-            f"sampled on request: smoothed answer frequencies from {samples} samples per "
-            f"ordering at temperature {temperature:g} (add-{smoothing:g} smoothing)"
-        )
-    elif not backend.supports_logprobs:
-        if method == "logprobs":
-            raise CapabilityError(f"{backend.model} returns no logprobs (method='logprobs')")
-        run.switch_to_sampling(f"{backend.model} does not return them")
-    else:
-        run.plan = plan_candidates(
-            backend,
-            run.prompt(orderings[0]),
-            choices_,
-            answer_prefix=run.answer_prefix,
-            terminator=template.terminator,
-        )
-        run.method = run.plan.method
-        if run.plan.method == "continuation" and not text_mode:
-            # A chat endpoint cannot be made to continue its own reply from a given prefix, so
-            # the later tokens of a multi-token choice cannot be scored there.
-            why = (
-                "a chat endpoint cannot score multi-token or shared-first-token choices "
-                "(use single-token choices or a text-completion endpoint)"
-            )
-            if method == "logprobs":
-                raise CapabilityError(f"{backend.model}: {why}")
-            run.switch_to_sampling(why)
-        else:
-            if run.plan.terminated:
-                notes.append(
-                    "a choice's tokens are a prefix of another's: every choice is scored with "
-                    f"the terminator {template.terminator!r} appended"
-                )
-            if run.plan.tokenizer == "none":
-                notes.append("no tokenizer for this model: each choice is taken as one token")
+    return _average(backend, examples_, query, choices_, settings)
 
+
+def average_orderings(
+    backend: Backend,
+    examples: Sequence[Example | tuple[str, str] | dict[str, str]],
+    query: str,
+    choices: Sequence[str],
+    settings: AveragingSettings | None = None,
+) -> AnswerDistribution:
+    """`permutation_average` with its settings as one record (`AveragingSettings`), for a caller
+    that averages many queries the same way."""
+    examples_ = as_examples(examples)
+    require_text(query, "query")
+    choices_ = check_choices(choices)
+    if settings is None:
+        settings = AveragingSettings()
+    elif not isinstance(settings, AveragingSettings):
+        raise InputError(f"must be AveragingSettings, got {settings!r}", field="settings")
+    return _average(backend, examples_, query, choices_, settings)
+
+
+def _average(
+    backend: Backend,
+    examples: tuple[Example, ...],
+    query: str,
+    choices: tuple[str, ...],
+    settings: AveragingSettings,
+) -> AnswerDistribution:
+    """The phases: the orderings, the job and its method, the scoring loop, the result."""
+    cycle = cycle_length(settings.schedule, len(examples))
+    if settings.interval == "cycles" and cycle is None:
+        raise InputError(
+            f"cycles exist only for schedule='balanced', not {settings.schedule!r}",
+            field="interval",
+        )
+    orderings = make_orderings(
+        len(examples), settings.m, settings.schedule, seed=settings.seed, bands=settings.bands
+    )
+    run = start_job(backend, examples, query, choices, settings, first=orderings[0])
+    scores, stop_reason = _score_orderings(run, orderings, settings, cycle)
+    return _distribution(
+        run, settings, scores=scores, orderings=orderings, cycle=cycle, stop_reason=stop_reason
+    )
+
+
+def _score_orderings(
+    run: AveragingJob, orderings: IntArray, settings: AveragingSettings, cycle: int | None
+) -> tuple[list[PromptScore], str]:
+    """Score orderings in turn, `check_every` at a time when adaptive, until `m` or settled."""
+    s = settings
+    m = s.m
+    step = s.check_every if s.check_every is not None else (cycle or 4)
+    floor = (
+        s.min_m if s.min_m is not None else (MIN_CYCLES_FOR_CYCLE_INTERVAL * cycle if cycle else 8)
+    )
     scores: list[PromptScore] = []
     stop_reason = f"reached m = {m}"
     while len(scores) < m:
         start = len(scores)
-        end = min(m, start + step) if adaptive else m
+        end = min(m, start + step) if s.adaptive else m
         batch = list(range(start, end))
         try:
             scores.extend(
-                backend.map(
+                run.backend.map(
                     lambda i: run.score(i, orderings[i]),
                     batch,
-                    concurrency=concurrency,
+                    concurrency=s.concurrency,
                 )
             )
         except (CapabilityError, NoLogprobsError) as exc:
-            if method != "auto" or run.method in ("sampled", "budgeted") or scores:
+            if s.method != "auto" or run.method in ("sampled", "budgeted") or scores:
                 raise
             run.switch_to_sampling(str(exc))
             continue
-        if adaptive and len(scores) >= floor and len(scores) < m:
+        if s.adaptive and len(scores) >= floor and len(scores) < m:
             summary = summarize_orderings(
-                np.array([s.probs for s in scores]),
+                np.array([score.probs for score in scores]),
                 cycle=cycle,
-                confidence=confidence,
-                interval=interval,
+                confidence=s.confidence,
+                interval=s.interval,
             )
-            reason = _stop_reason(summary, target_width, bool(stop_when_settled))
+            reason = _stop_reason(summary, s.target_width, bool(s.stop_when_settled))
             if reason is not None:
                 stop_reason = reason
                 break
+    return scores, stop_reason
 
-    probs = np.array([s.probs for s in scores])
-    summary = summarize_orderings(probs, cycle=cycle, confidence=confidence, interval=interval)
-    accounts = _accounts(scores)
-    if accounts.note:
-        notes.append(accounts.note)
-    missing = np.array([s.missing for s in scores]).sum(axis=0)
+
+def _result_notes(
+    run: AveragingJob, scores: Sequence[PromptScore], mean: FloatArray, missing: IntArray
+) -> None:
+    """What the reader of the result should know about how it was scored (into `run.notes`)."""
+    notes, choices = run.notes, run.choices
     answers = [a for s in scores for a in s.answers]
     if answers:
         forced = sum(a.forced for a in answers)
         mean_reasoning = float(np.mean([a.reasoning_tokens for a in answers]))
         notes.append(
-            f"budgeted CoT, k = {k}: {forced} of {len(answers)} orderings hit the cap and were "
-            f"forced to answer; {mean_reasoning:.1f} reasoning tokens per ordering on average"
+            f"budgeted CoT, k = {run.k}: {forced} of {len(answers)} orderings hit the cap and "
+            f"were forced to answer; {mean_reasoning:.1f} reasoning tokens per ordering on average"
         )
     if run.method in ("first_token", "continuation") and missing.any():
-        names = ", ".join(f"{c!r} in {int(k)}" for c, k in zip(choices_, missing, strict=True) if k)
+        names = ", ".join(f"{c!r} in {int(k)}" for c, k in zip(choices, missing, strict=True) if k)
         notes.append(
-            f"outside the top {backend.max_top_logprobs} alternatives (raw probability taken "
+            f"outside the top {run.backend.max_top_logprobs} alternatives (raw probability taken "
             f"as 0) in some orderings: {names}"
         )
     unmatched = sum(len(s.unmatched) for s in scores)
     if unmatched:
         notes.append(f"{unmatched} answers named none of the choices")
-    leader = int(np.argmax(summary.mean))
-    tied = [c for c, p in zip(choices_, summary.mean, strict=True)
-            if math.isclose(p, summary.mean[leader], rel_tol=1e-12)]  # fmt: skip
+    leader = int(np.argmax(mean))
+    tied = [c for c, p in zip(choices, mean, strict=True)
+            if math.isclose(p, mean[leader], rel_tol=1e-12)]  # fmt: skip
     if len(tied) > 1:
         notes.append(f"{tied} tie; the answer is the first of them")
+
+
+def _distribution(
+    run: AveragingJob,
+    settings: AveragingSettings,
+    *,
+    scores: list[PromptScore],
+    orderings: IntArray,
+    cycle: int | None,
+    stop_reason: str,
+) -> AnswerDistribution:
+    choices = run.choices
+    probs = np.array([s.probs for s in scores])
+    summary = summarize_orderings(
+        probs, cycle=cycle, confidence=settings.confidence, interval=settings.interval
+    )
+    totals = accounts(scores)
+    if totals.note:
+        run.notes.append(totals.note)
+    missing = np.array([s.missing for s in scores]).sum(axis=0)
+    _result_notes(run, scores, summary.mean, missing)
     assert run.method is not None
 
     def per_choice(values: FloatArray) -> dict[str, float]:
-        return {c: float(v) for c, v in zip(choices_, values, strict=True)}
+        return {c: float(v) for c, v in zip(choices, values, strict=True)}
 
     return AnswerDistribution(
-        choices=choices_,
+        choices=choices,
         probs=per_choice(summary.mean),
-        answer=choices_[leader],
+        answer=choices[int(np.argmax(summary.mean))],
         per_ordering=probs,
         orderings=orderings[: len(scores)].copy(),
         sd=per_choice(summary.sd),
         variance=per_choice(summary.variance),
         se=per_choice(summary.se),
         ci={
-            c: ProbabilityInterval(float(lo), float(hi), confidence)
-            for c, lo, hi in zip(choices_, summary.low, summary.high, strict=True)
+            c: ProbabilityInterval(float(lo), float(hi), settings.confidence)
+            for c, lo, hi in zip(choices, summary.low, summary.high, strict=True)
         },
-        confidence=confidence,
+        confidence=settings.confidence,
         interval_method=summary.method,
         interval_description=summary.description,
         method=run.method,
         covered_mass=np.array([s.covered_mass for s in scores]),
-        missing={c: int(k) for c, k in zip(choices_, missing, strict=True)},
-        schedule=schedule,
-        seed=int(seed),
+        missing={c: int(k) for c, k in zip(choices, missing, strict=True)},
+        schedule=settings.schedule,
+        seed=settings.seed,
         m=len(scores),
-        m_max=m,
+        m_max=settings.m,
         stop_reason=stop_reason,
-        calls=accounts.calls,
-        cached_calls=accounts.cached_calls,
-        usage=accounts.usage,
-        cost_usd=accounts.cost,
-        model=backend.model,
-        query=query,
-        notes=tuple(notes),
-        k=k,
+        calls=totals.calls,
+        cached_calls=totals.cached_calls,
+        usage=totals.usage,
+        cost_usd=totals.cost,
+        model=run.backend.model,
+        query=run.query,
+        notes=tuple(run.notes),
+        k=settings.k,
     )
 
 

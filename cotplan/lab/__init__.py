@@ -20,6 +20,8 @@ from typing import Any
 
 from cotplan.backends.base import Backend
 from cotplan.backends.connect import ConnectRequest, register_provider
+from cotplan.experiments.predictors import Predictor
+from cotplan.experiments.specs import PredictorRequest, register_predictor
 from cotplan.lab._torch import require_torch, torch_available
 
 _LAZY = {
@@ -91,3 +93,18 @@ def _lab_provider(request: ConnectRequest) -> Backend:
 
 
 register_provider("lab", _lab_provider, usage="lab:FAMILY")
+
+
+def _pe_predictor(request: PredictorRequest) -> Predictor:
+    """``open_predictor("pe:PE[:states][:quick]")``: a positional-encoding lab model (trained on
+    first use, then loaded), with a progress stage for its training steps."""
+    require_torch()
+    from cotplan.lab.pe_trainer import PE_LAB_PRESETS, from_spec
+
+    preset = "quick" if ":quick" in request.spec.lower() else "full"
+    steps = int(PE_LAB_PRESETS[preset]["steps"])
+    progress = request.stage(f"train {request.spec}", steps) if request.stage else None
+    return from_spec(request.spec, progress=progress)
+
+
+register_predictor("pe", _pe_predictor, usage="pe:PE[:states|:tokens][:quick|:full]")

@@ -8,18 +8,123 @@ here runs a model: `cotplan.lab.reasoning.study` runs the study and calls these.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from cotplan.experiments.verdicts import (
+    COTPLAN_CHECK,
+    NOT_REPRODUCED,
+    NOT_TESTABLE,
+    ReportRow,
+    Verdict,
+    claim_verdict,
+)
+from cotplan.intervals import Interval
+from cotplan.io import write_csv
+from cotplan.lab.reasoning.settings import StudySettings
 from cotplan.lab.reasoning.tasks import STEP_TOKENS
+from cotplan.planner.fit import BudgetPlanner
 
-if TYPE_CHECKING:
-    from cotplan.lab.reasoning.study import LabStudy
+__all__ = ["EXPONENT_MARGIN", "LabStudy", "exponent_verdict", "study_report_rows"]
 
-__all__ = ["study_report_rows"]
+
+@dataclass(frozen=True)
+class LabStudy:
+    """One family's study (see the module docstring). Frames are pandas DataFrames."""
+
+    family: str
+    model: str
+    settings: StudySettings
+    train_meta: Mapping[str, Any]
+    calibration: pd.DataFrame = field(repr=False)
+    grid: pd.DataFrame = field(repr=False)
+    constants: pd.DataFrame = field(repr=False)
+    laws: pd.DataFrame = field(repr=False)
+    empirical: pd.DataFrame = field(repr=False)
+    exponents: pd.DataFrame = field(repr=False)
+    oracle: pd.DataFrame = field(repr=False)
+    plan: pd.DataFrame = field(repr=False)
+    heldout: pd.DataFrame = field(repr=False)
+    heldout_answers: pd.DataFrame = field(repr=False)
+    planner: BudgetPlanner = field(repr=False)
+    verdict: str = ""
+    law: str = ""
+    seconds: float = 0.0
+
+    def to_frame(self) -> pd.DataFrame:
+        """The error grid: n, k, answers, error with its Wilson interval, the blind
+        reference, and the planner's fitted error."""
+        return self.grid.copy()
+
+    def constants_frame(self) -> pd.DataFrame:
+        return self.constants.copy()
+
+    def law_frame(self) -> pd.DataFrame:
+        """k*(n, ε) observed beside the planner's, the mechanism's (3n + 2) and √n scaling."""
+        return self.empirical.copy()
+
+    def oracle_frame(self) -> pd.DataFrame:
+        return self.oracle.copy()
+
+    def summary(self) -> str:
+        return "\n".join(
+            [
+                f"{self.family} ({self.model}): {self.verdict}",
+                f"law: {self.law}",
+            ]
+        )
+
+    def report_rows(self) -> list[ReportRow]:
+        return study_report_rows([self])
+
+    def oracle_summary(self) -> pd.DataFrame:
+        """Per size: the mean oracle budget (the smallest budget that answered an item right),
+        the mean stable budget (from which every larger one was right), the share of items no
+        budget answered right, and the full trace (3n + 2) for scale."""
+        grouped = self.oracle.groupby("n")
+        return pd.DataFrame(
+            {
+                "items": grouped["item"].size(),
+                "oracle_k": grouped["oracle_k"].mean(),
+                "stable_k": grouped["stable_k"].mean(),
+                "never_right": grouped["oracle_k"].apply(lambda s: float(s.isna().mean())),
+                "trace_tokens": STEP_TOKENS * grouped["n"].first() + 2,
+            }
+        ).reset_index()
+
+    def save(
+        self, folder: str | Path, *, draw: Callable[[Any], Mapping[str, Any]] | None = None
+    ) -> list[Path]:
+        """Write every table as CSV (private, atomic) into `folder`, and each chart `draw`
+        returns (file name -> chart) as PNG beside them; returns the paths written.
+        `cotplan.charts.save(study, folder)` passes the study's charts."""
+        out = Path(folder).expanduser()
+        out.mkdir(parents=True, exist_ok=True)
+        tables = {
+            "calibration.csv": self.calibration,
+            "grid.csv": self.grid,
+            "constants.csv": self.constants,
+            "laws.csv": self.laws,
+            "law.csv": self.empirical,
+            "exponents.csv": self.exponents,
+            "oracle.csv": self.oracle,
+            "oracle_summary.csv": self.oracle_summary(),
+            "plan.csv": self.plan,
+            "heldout.csv": self.heldout,
+            "heldout_answers.csv": self.heldout_answers,
+            "report.csv": pd.DataFrame([r.as_dict() for r in self.report_rows()]),
+        }
+        written = [write_csv(frame, out / name) for name, frame in tables.items()]
+        if draw is not None:
+            for name, drawn in draw(self).items():
+                drawn.save(str(out / name))
+                written.append(out / name)
+        return written
 
 
 def _headline_exponent(exponents: pd.DataFrame) -> pd.Series | None:
@@ -105,20 +210,35 @@ def _savings_text(study: LabStudy) -> str:
     )
 
 
-def study_report_rows(studies: Iterable[LabStudy]) -> list[Any]:
+#: How far from 1/2 an exponent may lie and still read as √n: a quarter, half-way to the
+#: linear law (1) and to no growth (0), so an interval that settles it tells √n from both.
+EXPONENT_MARGIN = 0.25
+
+
+def exponent_verdict(interval: Interval | None) -> tuple[Verdict, str]:
+    """The two-sided verdict on "the exponent is 1/2" and the rule in words.
+
+    Exclusion: an interval without 1/2 is "not reproduced"; equivalence: one wholly inside
+    1/2 ± `EXPONENT_MARGIN` is "reproduced"; any other (1/2 inside, but wider than the margin
+    allows, or none computed) is "not testable": it cannot tell √n from linear growth.
+    """
+    low, high = 0.5 - EXPONENT_MARGIN, 0.5 + EXPONENT_MARGIN
+    rule = (
+        f"reproduced when the 95% interval lies within [{low:g}, {high:g}], not reproduced "
+        "when it excludes 1/2, not testable otherwise"
+    )
+    if interval is None or math.isnan(interval.low) or math.isnan(interval.high):
+        return NOT_TESTABLE, f"no interval could be computed; {rule}"
+    if 0.5 not in interval:
+        return NOT_REPRODUCED, rule
+    return claim_verdict(interval, low, high), rule
+
+
+def study_report_rows(studies: Iterable[LabStudy]) -> list[ReportRow]:
     """Rows for the reproduction report (`ReportRow`s, experiment "cot-lab"): per family, the
     n-exponent of the empirical k* against the paper's 1/2, the planner's α, and whether the
     planned k* met ε on held-out items."""
-    from cotplan.experiments._common import (
-        NOT_REPRODUCED,
-        NOT_TESTABLE,
-        REPRODUCED,
-        Interval,
-        ReportRow,
-    )
-    from cotplan.experiments.verdicts import COTPLAN_CHECK
-
-    rows: list[Any] = []
+    rows: list[ReportRow] = []
     for study in studies:
         row = _headline_exponent(study.exponents)
         if row is None:
@@ -141,7 +261,7 @@ def study_report_rows(studies: Iterable[LabStudy]) -> list[Any]:
                 if math.isfinite(row["low"])
                 else None
             )
-            holds = interval is not None and 0.5 in interval
+            verdict, rule = exponent_verdict(interval)
             rows.append(
                 ReportRow(
                     "cot-lab",
@@ -150,8 +270,8 @@ def study_report_rows(studies: Iterable[LabStudy]) -> list[Any]:
                     float(row["beta"]),
                     interval,
                     "mechanism: full trace = 3n + 2 tokens (exponent 1)",
-                    REPRODUCED if holds else NOT_REPRODUCED,
-                    study.law,
+                    verdict,
+                    f"{study.law}; {rule}",
                     measured_text=(
                         f"n-exponent of the observed k*: {row['beta']:.2f}; "
                         f"{row['per_input']:.2f} tokens per input"
@@ -183,12 +303,10 @@ def study_report_rows(studies: Iterable[LabStudy]) -> list[Any]:
         elif len(alpha):
             a = alpha.iloc[0]
             interval = Interval(float(a["low"]), float(a["high"]))
-            if not 0.0 < interval.high - interval.low < 1.0:
-                # An interval this wide (or NaN) says nothing about α; one of zero width means
-                # every resample landed on the same α, which a tiny calibration does at a bound.
+            verdict, rule = exponent_verdict(interval)
+            if interval.high - interval.low == 0.0:
+                # Every resample landed on the same α, which a tiny calibration does at a bound.
                 verdict = NOT_TESTABLE
-            else:
-                verdict = REPRODUCED if 0.5 in interval else NOT_REPRODUCED
             rows.append(
                 ReportRow(
                     "cot-lab",
@@ -198,7 +316,7 @@ def study_report_rows(studies: Iterable[LabStudy]) -> list[Any]:
                     interval if math.isfinite(a["low"]) else None,
                     "α ∈ [0, 2] by the planner's bounds",
                     verdict,
-                    study.verdict,
+                    f"{study.verdict}; {rule}",
                 )
             )
         plan = study.plan

@@ -1,4 +1,5 @@
-"""What shapes a trained lab model: `TrainSettings`, the named presets, and `settings_for`.
+"""What shapes a trained lab model (`TrainSettings`, its presets, `settings_for`) and what a study
+measures (`StudySettings`, `STUDY_PRESETS`).
 
 Training (`train`) and the shipped weights (`shipped`) both read these; neither imports the other
 for them.
@@ -17,7 +18,15 @@ from cotplan.lab.reasoning.tasks import get_lab_family
 from cotplan.lab.reasoning.tokenizer import LabTokenizer, default_tokenizer
 from cotplan.validation import require_int
 
-__all__ = ["DATA_FORMAT", "FAMILY_PRESETS", "PRESETS", "TrainSettings", "settings_for"]
+__all__ = [
+    "DATA_FORMAT",
+    "FAMILY_PRESETS",
+    "PRESETS",
+    "STUDY_PRESETS",
+    "StudySettings",
+    "TrainSettings",
+    "settings_for",
+]
 
 #: Bumped whenever the sequences a model is trained on change: older weights are not reused.
 DATA_FORMAT = 3
@@ -177,3 +186,44 @@ def settings_for(family: str, preset: str | TrainSettings = "standard") -> Train
     return TrainSettings(
         family=name, **{**PRESETS[preset], **FAMILY_PRESETS.get((name, preset), {})}
     )
+
+
+@dataclass(frozen=True)
+class StudySettings:
+    """What one study measures. `train` is a training preset name or `TrainSettings`."""
+
+    sizes: tuple[int, ...] = (4, 6, 8, 12, 16)
+    items: int = 120
+    held_out: int = 40
+    eps: float = 0.1
+    eps_grid: tuple[float, ...] = (0.3, 0.2, 0.1, 0.05)
+    caps: tuple[int, ...] = (8, 16, 32)
+    max_points: int = 60
+    n_bootstrap: int = 200
+    train: str | TrainSettings = "standard"
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.sizes or any(
+            isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in self.sizes
+        ):
+            raise InputError(f"must be positive integers, got {self.sizes!r}", field="sizes")
+        for name in ("items", "held_out", "max_points"):
+            require_int(getattr(self, name), name, low=1)
+        for eps in (self.eps, *self.eps_grid):
+            if not 0 < eps < 1:
+                raise InputError(f"targets must be in (0, 1), got {eps!r}", field="eps")
+
+
+#: Study presets: "tiny" (seconds; tests and the notebook's quick run), "quick" (a minute or
+#: two), "standard" (the numbers in docs/lab.md).
+STUDY_PRESETS: dict[str, StudySettings] = {
+    "tiny": StudySettings(
+        sizes=(3, 4, 5), items=16, held_out=12, eps=0.1, caps=(6, 12), n_bootstrap=40,
+        train="tiny",
+    ),
+    "quick": StudySettings(
+        sizes=(4, 6, 8), items=48, held_out=24, caps=(6, 12, 24), n_bootstrap=100, train="quick"
+    ),
+    "standard": StudySettings(),
+}  # fmt: skip

@@ -22,8 +22,9 @@ what a researcher testing k* = Θ(√n · log(1/ε)) would do, with cotplan's ow
 
 `LabStudy.to_frame()` is the error grid; `constants_frame`, `law_frame`, `oracle_frame` and
 `heldout` hold the rest, `verdict` says in words which law holds, and `report_rows()` gives rows
-in the reproduction report's format (`cotplan.experiments._common.ReportRow`), built in
-`cotplan.lab.reasoning.report` and re-exported here.
+in the reproduction report's format (`cotplan.experiments.verdicts.ReportRow`), built in
+`cotplan.lab.reasoning.report` (where `LabStudy` is defined) and re-exported here; its charts are
+drawn by `cotplan.charts` (`cotplan.charts.save(study, folder)`).
 """
 
 from __future__ import annotations
@@ -31,9 +32,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Callable, Sequence
 from typing import Any, Literal, cast
 
 import numpy as np
@@ -41,13 +40,12 @@ import pandas as pd
 from scipy import stats
 
 from cotplan.errors import InfeasibleTargetError, InputError
+from cotplan.experiments.verdicts import ReportRow
 from cotplan.generate.budgeted import BudgetedAnswer, answers_frame, budgeted_answers
 from cotplan.intervals import percentile_interval
 from cotplan.lab.reasoning.backend import LabBackend
-from cotplan.lab.reasoning.report import (
-    _law_sentence,
-    study_report_rows,
-)
+from cotplan.lab.reasoning.report import LabStudy, _law_sentence, study_report_rows
+from cotplan.lab.reasoning.settings import STUDY_PRESETS, StudySettings
 from cotplan.lab.reasoning.tasks import (
     STEP_TOKENS,
     blind_error,
@@ -55,12 +53,10 @@ from cotplan.lab.reasoning.tasks import (
     get_lab_family,
     make_lab_tasks,
 )
-from cotplan.lab.reasoning.train import TrainSettings
 from cotplan.planner.calibrate import CostUnknownWarning, calibrate
 from cotplan.planner.fit import BudgetPlanner
 from cotplan.planner.run import compare_answers, wilson_interval
 from cotplan.tasks.item import TaskItem
-from cotplan.validation import require_int
 
 __all__ = [
     "STUDY_PRESETS",
@@ -74,47 +70,6 @@ __all__ = [
     "study_grid",
     "study_report_rows",
 ]
-
-
-@dataclass(frozen=True)
-class StudySettings:
-    """What one study measures. `train` is a training preset name or `TrainSettings`."""
-
-    sizes: tuple[int, ...] = (4, 6, 8, 12, 16)
-    items: int = 120
-    held_out: int = 40
-    eps: float = 0.1
-    eps_grid: tuple[float, ...] = (0.3, 0.2, 0.1, 0.05)
-    caps: tuple[int, ...] = (8, 16, 32)
-    max_points: int = 60
-    n_bootstrap: int = 200
-    train: str | TrainSettings = "standard"
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        if not self.sizes or any(
-            isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in self.sizes
-        ):
-            raise InputError(f"must be positive integers, got {self.sizes!r}", field="sizes")
-        for name in ("items", "held_out", "max_points"):
-            require_int(getattr(self, name), name, low=1)
-        for eps in (self.eps, *self.eps_grid):
-            if not 0 < eps < 1:
-                raise InputError(f"targets must be in (0, 1), got {eps!r}", field="eps")
-
-
-#: Study presets: "tiny" (seconds; tests and the notebook's quick run), "quick" (a minute or
-#: two), "standard" (the numbers in docs/lab.md).
-STUDY_PRESETS: dict[str, StudySettings] = {
-    "tiny": StudySettings(
-        sizes=(3, 4, 5), items=16, held_out=12, eps=0.1, caps=(6, 12), n_bootstrap=40,
-        train="tiny",
-    ),
-    "quick": StudySettings(
-        sizes=(4, 6, 8), items=48, held_out=24, caps=(6, 12, 24), n_bootstrap=100, train="quick"
-    ),
-    "standard": StudySettings(),
-}  # fmt: skip
 
 
 def study_grid(n: int, max_points: int = 60) -> list[int]:
@@ -184,104 +139,6 @@ def oracle_budgets(frame: pd.DataFrame) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows, columns=["item", "n", "oracle_k", "stable_k"])
-
-
-@dataclass(frozen=True)
-class LabStudy:
-    """One family's study (see the module docstring). Frames are pandas DataFrames."""
-
-    family: str
-    model: str
-    settings: StudySettings
-    train_meta: Mapping[str, Any]
-    calibration: pd.DataFrame = field(repr=False)
-    grid: pd.DataFrame = field(repr=False)
-    constants: pd.DataFrame = field(repr=False)
-    laws: pd.DataFrame = field(repr=False)
-    empirical: pd.DataFrame = field(repr=False)
-    exponents: pd.DataFrame = field(repr=False)
-    oracle: pd.DataFrame = field(repr=False)
-    plan: pd.DataFrame = field(repr=False)
-    heldout: pd.DataFrame = field(repr=False)
-    heldout_answers: pd.DataFrame = field(repr=False)
-    planner: BudgetPlanner = field(repr=False)
-    verdict: str = ""
-    law: str = ""
-    seconds: float = 0.0
-
-    def to_frame(self) -> pd.DataFrame:
-        """The error grid: n, k, answers, error with its Wilson interval, the blind
-        reference, and the planner's fitted error."""
-        return self.grid.copy()
-
-    def constants_frame(self) -> pd.DataFrame:
-        return self.constants.copy()
-
-    def law_frame(self) -> pd.DataFrame:
-        """k*(n, ε) observed beside the planner's, the mechanism's (3n + 2) and √n scaling."""
-        return self.empirical.copy()
-
-    def oracle_frame(self) -> pd.DataFrame:
-        return self.oracle.copy()
-
-    def summary(self) -> str:
-        return "\n".join(
-            [
-                f"{self.family} ({self.model}): {self.verdict}",
-                f"law: {self.law}",
-            ]
-        )
-
-    def report_rows(self) -> list[Any]:
-        return study_report_rows([self])
-
-    def oracle_summary(self) -> pd.DataFrame:
-        """Per size: the mean oracle budget (the smallest budget that answered an item right),
-        the mean stable budget (from which every larger one was right), the share of items no
-        budget answered right, and the full trace (3n + 2) for scale."""
-        grouped = self.oracle.groupby("n")
-        return pd.DataFrame(
-            {
-                "items": grouped["item"].size(),
-                "oracle_k": grouped["oracle_k"].mean(),
-                "stable_k": grouped["stable_k"].mean(),
-                "never_right": grouped["oracle_k"].apply(lambda s: float(s.isna().mean())),
-                "trace_tokens": STEP_TOKENS * grouped["n"].first() + 2,
-            }
-        ).reset_index()
-
-    def save(self, folder: str | Path, *, charts: bool = True) -> list[Path]:
-        """Write every table as CSV (private, atomic) and, with `charts`, the two charts as
-        PNG into `folder`; returns the paths written."""
-        from cotplan.io import write_csv
-
-        out = Path(folder).expanduser()
-        out.mkdir(parents=True, exist_ok=True)
-        tables = {
-            "calibration.csv": self.calibration,
-            "grid.csv": self.grid,
-            "constants.csv": self.constants,
-            "laws.csv": self.laws,
-            "law.csv": self.empirical,
-            "exponents.csv": self.exponents,
-            "oracle.csv": self.oracle,
-            "oracle_summary.csv": self.oracle_summary(),
-            "plan.csv": self.plan,
-            "heldout.csv": self.heldout,
-            "heldout_answers.csv": self.heldout_answers,
-            "report.csv": pd.DataFrame([r.as_dict() for r in self.report_rows()]),
-        }
-        written = [write_csv(frame, out / name) for name, frame in tables.items()]
-        if charts:
-            from cotplan.lab.reasoning.charts import budget_law_chart, error_grid_chart
-
-            for name, make in (
-                ("error_grid.png", error_grid_chart),
-                ("k_star.png", budget_law_chart),
-            ):
-                make(self).save(str(out / name))
-                written.append(out / name)
-        return written
 
 
 def _grid_frame(
@@ -630,7 +487,7 @@ def _sqrt_law_c(empirical: pd.DataFrame) -> float:
 
 def lab_report_rows(
     families: Sequence[str] | None = None, preset: str | StudySettings = "quick"
-) -> list[Any]:
+) -> list[ReportRow]:
     """Run the study of each lab family (default: all four) with `preset` and return its
     rows for the reproduction report (see `study_report_rows`)."""
     from cotplan.lab.reasoning.tasks import lab_families

@@ -1,7 +1,8 @@
 """Charts of a lab reasoning study: the error grid, and k* against n on log-log axes.
 
 Each function takes a `LabStudy` and returns an Altair chart; save with `chart.save("x.png")`
-(offline through vl-convert).
+(offline through vl-convert). `study_charts` is the study's entry in `cotplan.charts.CHARTS`:
+a study has two charts, so it returns both, by the file name `LabStudy.save` gives each.
 """
 
 from __future__ import annotations
@@ -13,9 +14,14 @@ import numpy as np
 import pandas as pd
 
 if TYPE_CHECKING:
-    from cotplan.lab.reasoning.study import LabStudy
+    from cotplan.lab.reasoning.report import LabStudy
 
-__all__ = ["budget_law_chart", "error_grid_chart"]
+__all__ = ["budget_law_chart", "error_grid_chart", "study_charts"]
+
+
+def study_charts(study: LabStudy) -> dict[str, Any]:
+    """Both charts of a study, by file name: the error grid and k* against n."""
+    return {"error_grid.png": error_grid_chart(study), "k_star.png": budget_law_chart(study)}
 
 
 def error_grid_chart(study: LabStudy) -> Any:
