@@ -5,51 +5,27 @@ the log records it, and the answer and token counts are `budgeted_answer`'s own.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import openai
 import pytest
+from production_support import make_plan
 
 from cotplan.backends.local import LocalBackend, LocalModel
 from cotplan.generate import budgeted_answer
-from cotplan.planner.records import Budget
-from cotplan.planner.run import SCHEMA_VERSION, SavedPlan
 from cotplan.production import CallLog, capped, report_of
 from cotplan.production.gateway import Gateway
 from cotplan.tasks import make_tasks
 
 pytestmark = pytest.mark.model
 
-ITEM = make_tasks("addition", n=3, count=1, seed=0)[0]
-CAP = 6  # far too few tokens for this model to reach "Answer:" on its own: the cap bites
+SIZE = 3
+ITEM = make_tasks("addition", n=SIZE, count=1, seed=0)[0]
+# make_plan's cap at n = 3: far too few tokens for this model to reach "Answer:" on its own.
+CAP = 6
 
 
-def make_plan(model: str) -> SavedPlan:
-    budget = Budget(
-        n=ITEM.n,
-        eps=0.1,
-        k_star=float(CAP),
-        low=float(CAP),
-        high=float(CAP),
-        tokens=CAP,
-        log_base="e",
-        c_in_base=1.0,
-        formula="k*",
-        baselines={},
-    )
-    return SavedPlan(
-        eps=0.1,
-        delta=0.05,
-        law=None,
-        status_="helps",
-        verdict_="v",
-        calibration="calibration.csv",
-        budgets=(budget,),
-        model=model,
-        schema_version=SCHEMA_VERSION,
-    )
-
-
-def question() -> list[dict[str, str]]:
+def question() -> list[Any]:  # the SDK types each message by role
     return [{"role": "user", "content": str(ITEM.prompt)}]
 
 
@@ -63,7 +39,7 @@ def test_the_wrapper_caps_forces_logs_and_answers_as_budgeted_answer(
         log=log,
     )
     reply = client.chat.completions.create(
-        model=local_model.model_id, messages=question(), size=ITEM.n
+        model=local_model.model_id, messages=question(), size=SIZE
     )
     report = report_of(reply)
     assert reply.usage is not None
@@ -78,7 +54,7 @@ def test_the_wrapper_caps_forces_logs_and_answers_as_budgeted_answer(
     (row,) = log.records()
     assert (row.cap, row.size, row.reasoning_tokens, row.answer_tokens) == (
         CAP,
-        float(ITEM.n),
+        float(SIZE),
         report.reasoning_tokens,
         report.answer_tokens,
     )
@@ -107,13 +83,13 @@ def test_the_gateway_answers_any_openai_sdk_through_the_same_code(
     with Gateway(plan, local_model.base_url, log=log) as gateway:
         sdk = openai.OpenAI(base_url=gateway.base_url, api_key="none")
         reply = sdk.chat.completions.create(
-            model=local_model.model_id, messages=question(), extra_body={"size": ITEM.n}
+            model=local_model.model_id, messages=question(), extra_body={"size": SIZE}
         )
     direct = capped(
         openai.OpenAI(base_url=local_model.base_url, api_key="none"),
         make_plan(local_model.model_id),
         log=False,
-    ).chat.completions.create(model=local_model.model_id, messages=question(), size=ITEM.n)
+    ).chat.completions.create(model=local_model.model_id, messages=question(), size=SIZE)
     report = report_of(reply)
     assert report.reasoning_tokens <= CAP
     assert report.answer_forced
@@ -136,7 +112,7 @@ def test_the_thinking_models_cut_thought_is_closed_before_the_forced_answer(
         log=False,
     )
     reply = client.chat.completions.create(
-        model=thinking_model.model_id, messages=question(), size=ITEM.n
+        model=thinking_model.model_id, messages=question(), size=SIZE
     )
     report = report_of(reply)
     assert report.protocol == "think"

@@ -5,120 +5,31 @@ real embedded model does under the cap is in test_production_model.py.)"""
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import sqlite3
 from pathlib import Path
 from typing import Any
 
-import httpx2
 import openai
 import pytest
+from production_support import (
+    PLAIN,
+    THINKER,
+    Upstream,
+    ask,
+    chat_reply,
+    make_plan,
+    record,
+    text_reply,
+)
 from starlette.testclient import TestClient
 
 import cotplan
 from cotplan.errors import CacheError, InputError
-from cotplan.planner.records import Budget
-from cotplan.planner.run import SCHEMA_VERSION, SavedPlan
-from cotplan.production import CallLog, LogRecord, capped, report_of
+from cotplan.production import CallLog, capped, report_of
 from cotplan.production.gateway import check_port, check_upstream, make_app
 from cotplan.production.log import LOG_COLUMNS
 from cotplan.production.wrapper import AsyncCappedClient, provider_of
-
-THINKER = "smollm2-135m-thinking@0123456789ab"
-PLAIN = "smollm2-135m-instruct@0123456789ab"
-LOCAL = "http://127.0.0.1:9/v1"
-
-
-def make_plan(model: str, tokens: int = 6, n: int = 3) -> SavedPlan:
-    budget = Budget(
-        n=n,
-        eps=0.1,
-        k_star=float(tokens),
-        low=float(tokens),
-        high=float(tokens),
-        tokens=tokens,
-        log_base="e",
-        c_in_base=1.0,
-        formula="k*",
-        baselines={},
-    )
-    return SavedPlan(
-        eps=0.1,
-        delta=0.05,
-        law=None,
-        status_="helps",
-        verdict_="v",
-        calibration="calibration.csv",
-        budgets=(budget,),
-        model=model,
-        schema_version=SCHEMA_VERSION,
-    )
-
-
-def text_reply(text: str, finish: str, completion: int, prompt: int = 40) -> dict[str, Any]:
-    return {
-        "id": "cmpl-1",
-        "object": "text_completion",
-        "created": 1,
-        "model": "served",
-        "choices": [{"index": 0, "text": text, "finish_reason": finish, "logprobs": None}],
-        "usage": {
-            "prompt_tokens": prompt,
-            "completion_tokens": completion,
-            "total_tokens": prompt + completion,
-        },
-    }
-
-
-def chat_reply(content: str, finish: str, completion: int, reasoning: int) -> dict[str, Any]:
-    return {
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "created": 1,
-        "model": "o3-mini",
-        "choices": [
-            {
-                "index": 0,
-                "finish_reason": finish,
-                "message": {"role": "assistant", "content": content},
-            }
-        ],
-        "usage": {
-            "prompt_tokens": 20,
-            "completion_tokens": completion,
-            "total_tokens": 20 + completion,
-            "completion_tokens_details": {"reasoning_tokens": reasoning},
-        },
-    }
-
-
-class Upstream:
-    """A double of the upstream server: answers queued replies and records the requests."""
-
-    def __init__(self, *replies: dict[str, Any] | int) -> None:
-        self.replies = list(replies)
-        self.requests: list[tuple[str, dict[str, Any]]] = []
-
-    def __call__(self, request: httpx2.Request) -> httpx2.Response:
-        self.requests.append((request.url.path, json.loads(request.content)))
-        reply = self.replies.pop(0)
-        if isinstance(reply, int):
-            return httpx2.Response(reply, json={"error": {"message": "upstream broke"}})
-        return httpx2.Response(200, json=reply)
-
-    def client(self, base_url: str = LOCAL) -> openai.OpenAI:
-        transport = httpx2.MockTransport(self)
-        return openai.OpenAI(
-            api_key="test",
-            base_url=base_url,
-            max_retries=0,
-            http_client=httpx2.Client(transport=transport),
-        )
-
-
-def ask(model: str = THINKER) -> dict[str, Any]:
-    return {"model": model, "messages": [{"role": "user", "content": "What is 1 + 4 + 8?"}]}
 
 
 def test_a_cut_thought_is_closed_the_protocols_way_and_the_answer_forced(tmp_path: Path) -> None:
@@ -181,13 +92,7 @@ def test_the_async_client_makes_the_same_requests(tmp_path: Path) -> None:
     expected = capped(sync_upstream.client(), plan, log=False).chat.completions.create(
         **ask(), size=3
     )
-    client = openai.AsyncOpenAI(
-        api_key="test",
-        base_url=LOCAL,
-        max_retries=0,
-        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(async_upstream)),
-    )
-    async_client = capped(client, plan, log=log)
+    async_client = capped(async_upstream.async_client(), plan, log=log)
     assert isinstance(async_client, AsyncCappedClient)
     reply = asyncio.run(async_client.chat.completions.create(**ask(), size=3))
     assert async_upstream.requests == sync_upstream.requests
@@ -314,7 +219,7 @@ def test_a_model_without_a_known_template_is_refused() -> None:
         ({"client": object()}, "client"),
         ({"plan": 3}, "plan"),
         ({"size": -1}, "size"),
-        ({"protocol": "harmony"}, "protocol"),
+        ({"protocol": "nonesuch"}, "protocol"),
         ({"provider": "acme"}, "provider"),
         ({"log": 3}, "log"),
     ],
@@ -354,26 +259,6 @@ def test_the_provider_comes_from_the_address() -> None:
 # -- the log ----------------------------------------------------------------------------------
 
 
-def record(**changes: Any) -> LogRecord:
-    values: dict[str, Any] = {
-        "time": "2026-12-01T00:00:00+00:00",
-        "model": PLAIN,
-        "size": 3.0,
-        "cap": 6,
-        "basis": "certified",
-        "mode": "template",
-        "reasoning_tokens": 6,
-        "answer_tokens": 2,
-        "prompt_tokens": 90,
-        "cap_bitten": True,
-        "answer_forced": True,
-        "cost_usd": math.nan,
-        "via": "gateway",
-    }
-    values.update(changes)
-    return LogRecord(**values)
-
-
 def test_the_log_keeps_rows_in_order_with_null_for_no_price(tmp_path: Path) -> None:
     log = CallLog(tmp_path / "log.sqlite")
     log.append(record())
@@ -384,7 +269,7 @@ def test_the_log_keeps_rows_in_order_with_null_for_no_price(tmp_path: Path) -> N
     assert second.cost_usd == 0.5
     assert not second.cap_bitten
     with sqlite3.connect(log.path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 1
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 2
         assert db.execute("SELECT cost_usd FROM calls ORDER BY id").fetchall() == [(None,), (0.5,)]
     assert list(log.to_frame().columns) == list(LOG_COLUMNS)
 

@@ -95,7 +95,7 @@ def test_split_writes_two_files_split_by_item(tmp_path: Path) -> None:
     assert "wrote 4 items" in result.output
     assert {i.id for i in calibration}.isdisjoint({i.id for i in held_out})
     assert sorted(i.id for i in calibration + held_out) == sorted(i.id for i in items)
-    assert sorted(i.n for i in held_out) == [6, 6, 9, 9]  # each size is held out
+    assert sorted(i.n or 0 for i in held_out) == [6, 6, 9, 9]  # each size is held out
     # Same seed, same split; the files are in the source's order.
     again = split_tasks(items, 0.25, seed=3)
     assert [i.id for i in again.held_out] == [i.id for i in held_out]
@@ -123,3 +123,70 @@ def test_split_checks_its_fraction_before_reading(
     one = [TaskItem(id="a", prompt="x", answer="1")]
     with pytest.raises(InputError, match="`items`: needs at least 2 items"):
         split_tasks(one, 0.5)
+
+
+# -- the lab's families ------------------------------------------------------------------------
+
+
+def test_make_knows_the_lab_families_by_name_or_by_backend(tmp_path: Path) -> None:
+    from cotplan.lab.reasoning.tasks import make_lab_tasks
+
+    out = tmp_path / "lab.jsonl"
+    result = runner.invoke(
+        app,
+        ["tasks", "make", "--family", "lab-parity", "--n", "4", "--count", "3", "--out", str(out)],
+    )
+    assert result.exit_code == 0, result.output
+    assert load_tasks(out) == make_lab_tasks("parity", n=4, count=3, seed=0)
+    # The same family name means the lab's questions when the items are for a lab model.
+    for_lab = runner.invoke(
+        app,
+        ["tasks", "make", "--family", "parity", "--backend", "lab:parity-overthink", "--n", "4",
+         "--count", "1"],
+    )  # fmt: skip
+    assert json.loads(for_lab.output)["prompt"].startswith("Parity: [1]")
+    built_in = runner.invoke(
+        app, ["tasks", "make", "--family", "parity", "--n", "4", "--count", "1"]
+    )
+    assert json.loads(built_in.output)["family"] == "parity"
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        (["parity", "--family", "parity", "--n", "3"], "family"),
+        (["--n", "3"], "family"),
+        (["parity"], "n"),
+        (["--family", "lab-parity", "--n", "999"], "n"),
+    ],
+)
+def test_make_names_the_option_it_refuses(
+    args: list[str], field: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("COTPLAN_DEBUG", raising=False)
+    with pytest.raises(SystemExit) as info:
+        main(["tasks", "make", *args])
+    assert info.value.code == 2
+    assert f"`{field}`" in capsys.readouterr().err
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_lab_items_calibrate_a_lab_model_end_to_end(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    tasks = tmp_path / "lab.jsonl"
+    main_ok(["tasks", "make", "--family", "parity", "--backend", "lab:parity-overthink",
+             "--n", "4", "--count", "4", "--out", str(tasks)])  # fmt: skip
+    main_ok(["calibrate", "--tasks", str(tasks), "--backend", "lab:parity-overthink",
+             "--budgets", "0,24", "--out", str(tmp_path / "cal"), "--no-progress"])  # fmt: skip
+    import pandas as pd
+
+    frame = pd.read_csv(tmp_path / "cal" / "calibration.csv")
+    assert len(frame) == 8
+    # With its whole trace (3n = 12 tokens, then re-checks) the lab model answers parity.
+    assert frame[frame["k"] == 24]["correct"].mean() == 1.0
+
+
+def main_ok(args: list[str]) -> None:
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output

@@ -56,7 +56,7 @@ def register(app: typer.Typer) -> None:
         size in the body's `size` field (or the X-Cotplan-Size header).
         """
         from cotplan.backends.keys import find_key
-        from cotplan.planner.run import SavedPlan
+        from cotplan.planner import SavedPlan
         from cotplan.production.gateway import check_port, check_upstream
         from cotplan.production.gateway import serve as run_gateway
         from cotplan.production.log import CallLog

@@ -13,9 +13,16 @@ from rich.markup import escape
 from rich.table import Table
 
 from cotplan.errors import InputError
-from cotplan.tasks import item_to_dict, list_families, load_tasks, make_tasks, save_tasks
+from cotplan.tasks import (
+    TaskItem,
+    item_to_dict,
+    list_families,
+    load_tasks,
+    make_tasks,
+    save_tasks,
+)
 
-__all__ = ["app"]
+__all__ = ["app", "family_items"]
 
 app = typer.Typer(
     help="Calibration tasks: built-in families and JSONL task files.", no_args_is_help=True
@@ -63,12 +70,43 @@ def list_command(
     )
 
 
+def family_items(
+    family: str, *, n: int, count: int, seed: int, backend: str | None = None
+) -> list[TaskItem]:
+    """`count` items of `family` at size `n`: a built-in family's, or a lab family's where the
+    name says so (``lab-parity``) or the backend is a lab model (``lab:parity-overthink``),
+    whose models read only their own questions ("Parity: [1] 1 [2] 0 ...").
+
+    The lab's task maker lives above `cotplan.tasks` in the layers, so the choice is made here,
+    in the command line, for `tasks make` and `calibrate` alike."""
+    lab_backend = backend is not None and backend.partition(":")[0] == "lab"
+    if family.startswith("lab-") or lab_backend:
+        from cotplan.lab.reasoning.tasks import make_lab_tasks
+
+        return make_lab_tasks(family, n=n, count=count, seed=seed)
+    return make_tasks(family, n=n, count=count, seed=seed)
+
+
 @app.command("make")
 def make_command(
-    family: Annotated[str, typer.Argument(help="Family name (see `cotplan tasks list`).")],
+    family: Annotated[
+        str | None,
+        typer.Argument(help="Family name (see `cotplan tasks list`); or give --family."),
+    ] = None,
     n: Annotated[
-        list[int], typer.Option("--n", help="Size of each item; repeat for several sizes.")
-    ],
+        list[int] | None,
+        typer.Option("--n", help="Size of each item; repeat for several sizes."),
+    ] = None,
+    family_option: Annotated[
+        str | None,
+        typer.Option(
+            "--family", help="Family name: a built-in one, or a lab one (lab-parity, ...)."
+        ),
+    ] = None,
+    backend: Annotated[
+        str | None,
+        typer.Option(help="The backend the items are for: lab:FAMILY makes the lab's questions."),
+    ] = None,
     count: Annotated[int, typer.Option(help="Items per size.")] = 20,
     seed: Annotated[int, typer.Option(help="Random seed (same seed, same items).")] = 0,
     out: Annotated[
@@ -76,9 +114,19 @@ def make_command(
     ] = None,
 ) -> None:
     """Generate COUNT items of FAMILY at each size n, reproducibly from SEED."""
+    if (family is None) == (family_option is None):
+        raise InputError("give the family once: as an argument or as --family", field="family")
+    family = family if family is not None else family_option
+    assert family is not None
+    if not n:
+        raise InputError("give at least one size, e.g. --n 4", field="n")
     if out is not None and out.is_dir():
         raise InputError(f"{out} is a folder; name a file in it, e.g. tasks.jsonl", field="out")
-    items = [item for size in n for item in make_tasks(family, n=size, count=count, seed=seed)]
+    items = [
+        item
+        for size in n
+        for item in family_items(family, n=size, count=count, seed=seed, backend=backend)
+    ]
     if out is None:
         for item in items:
             typer.echo(json.dumps(item_to_dict(item), ensure_ascii=False))

@@ -20,6 +20,7 @@ from cotplan.backends.base import Completion, Usage
 from cotplan.errors import InputError
 from cotplan.generate.prompts import ChatTemplate, CoTPrompt
 from cotplan.messages import Message
+from cotplan.planner import SavedPlan
 from cotplan.planner.records import PlanCap
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "CallArgs",
     "CapReport",
     "answer_room",
+    "cap_at",
     "check_messages",
     "cost_of_requests",
     "joiner",
@@ -235,3 +237,13 @@ def cost_of_requests(model: str, usages: Sequence[Usage]) -> tuple[float, str]:
             return math.nan, f"no price for {model}: {exc}"
         total += float(cost.usd)
     return total, ""
+
+
+def cap_at(plan: SavedPlan, size: float) -> PlanCap:
+    """`plan.cap(size)`, its refusals naming the call's `size` rather than the plan's `n`."""
+    try:
+        return plan.cap(size)
+    except InputError as exc:
+        if exc.field != "n":  # ε unattainable at this size: the plan's own field
+            raise
+        raise InputError(str(exc).removeprefix("`n`: "), field="size") from exc

@@ -38,7 +38,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from cotplan.errors import CotplanError, InputError, LocalServerError
-from cotplan.planner.run import SavedPlan
+from cotplan.planner import SavedPlan
 from cotplan.production.log import CallLog
 from cotplan.production.wrapper import CappedClient, capped
 
@@ -233,6 +233,12 @@ class Gateway:
             time.sleep(0.02)
         return self
 
+    def run(self) -> None:
+        """Serve in the foreground until interrupted (`serve`, the CLI): the same app and
+        client as `start`, with uvicorn's own signal handling and access log."""
+        app = make_app(self.client)
+        uvicorn.run(app, host=HOST, port=self.port, log_level="info", lifespan="off")
+
     def stop(self) -> None:
         """Stop serving (idempotent)."""
         if self._server is not None:
@@ -263,13 +269,13 @@ def serve(
     `upstream` the OpenAI-compatible base URL the calls go to; `api_key` the upstream's key
     (None: none needed); `log` the call log (None: the default file); `allow_other_model`
     applies the plan to a model it was not made for; `timeout` bounds each upstream request."""
-    port = check_port(port)
-    client = _capped_client(
+    gateway = Gateway(
         plan,
         upstream,
+        port=port,
         api_key=api_key,
         log=log,
         allow_other_model=allow_other_model,
         timeout=timeout,
     )
-    uvicorn.run(make_app(client), host=HOST, port=port, log_level="info", lifespan="off")
+    gateway.run()

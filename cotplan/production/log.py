@@ -16,14 +16,17 @@ model                TEXT     the model asked for (the request's `model`)
 size                 REAL     the item size n the cap was taken for
 cap                  INTEGER  the reasoning cap k applied (`SavedPlan.cap(size).tokens`)
 basis                TEXT     what backs the cap: certified, scaled, law or not_credited
-mode                 TEXT     how it was applied: template (two-phase) or hidden (one request)
+mode                 TEXT     how it was applied: template (two-phase), hidden (one request), or
+                              fields (the LiteLLM callback: the request's fields only)
 reasoning_tokens     INTEGER  reasoning tokens generated (from the usage, never re-counted)
 answer_tokens        INTEGER  visible answer tokens
 prompt_tokens        INTEGER  prompt tokens of every request the call made
 cap_bitten           INTEGER  1 when the cap stopped the reasoning, else 0
 answer_forced        INTEGER  1 when the answer was asked for after such a cut, else 0
 cost_usd             REAL     list price of the call's requests; NULL when the model has no price
-via                  TEXT     who answered: ``wrapper`` or ``gateway``
+via                  TEXT     who answered: ``wrapper``, ``gateway`` or ``litellm``
+call_id              TEXT     the reply's `id` (what a labels file names, `cotplan monitor`);
+                              "" in rows written before schema 2
 ===================  =======  =====================================================================
 
 Changes to the schema are numbered migration functions (`_MIGRATIONS`), applied in order to any
@@ -65,6 +68,7 @@ class LogRecord:
     answer_forced: bool
     cost_usd: float
     via: str
+    call_id: str = ""
 
 
 #: The columns of the `calls` table after the id, in order.
@@ -94,8 +98,13 @@ def _v1(db: sqlite3.Connection) -> None:
     )
 
 
+def _v2(db: sqlite3.Connection) -> None:
+    # Labels for the monitor name a call by its reply's id, which version 1 did not keep.
+    db.execute("ALTER TABLE calls ADD COLUMN call_id TEXT NOT NULL DEFAULT ''")
+
+
 #: Migration n + 1 takes a file at `user_version` n to n + 1.
-_MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1,)
+_MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2)
 
 
 def default_log_path() -> Path:

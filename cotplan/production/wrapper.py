@@ -58,16 +58,18 @@ from openai.types.chat import ChatCompletion
 
 from cotplan.backends.budgets import LENGTH_FINISH_REASONS, budget_params, rule_for_model
 from cotplan.errors import InputError
-from cotplan.generate.prompts import template_for
+from cotplan.generate.prompts import CoTPrompt, template_for
 from cotplan.generate.protocols import resolve_protocol
 from cotplan.messages import Message
-from cotplan.planner.run import SavedPlan, check_plan_model
+from cotplan.planner import SavedPlan
+from cotplan.planner.binding import check_plan_model, check_plan_protocol
 from cotplan.production.calls import (
     TEMPLATE_ARGS,
     ApplyMode,
     CallArgs,
     CapReport,
     answer_room,
+    cap_at,
     check_messages,
     cost_of_requests,
     joiner,
@@ -217,6 +219,7 @@ class _Capper:
                     answer_forced=report.answer_forced,
                     cost_usd=report.cost_usd,
                     via=self.via,
+                    call_id=str(reply.id),
                 )
             )
         return reply, report
@@ -237,16 +240,14 @@ class _Capper:
                 "--allow-other-model`); its caps are not certified for another model",
                 field="model",
             ) from exc
-        size = self._size(args.pop("size", None), messages)
-        try:
-            cap = self.plan.cap(size)
-        except InputError as exc:
-            if exc.field != "n":  # ε unattainable at this size: the plan's own field
-                raise
-            # The plan names its own `n`; the call gave it as `size`.
-            raise InputError(str(exc).removeprefix("`n`: "), field="size") from exc
-        mode = self._mode(model)
         protocol, words = resolve_protocol(model, self.protocol)
+        # The cap counts thinking written one way; another protocol's thinking is not certified.
+        protocol_note = check_plan_protocol(
+            self.plan, protocol, allow_other_model=self.allow_other_model
+        )
+        size = self._size(args.pop("size", None), messages)
+        cap = cap_at(self.plan, size)
+        mode = self._mode(model)
         if args.get("stream"):
             raise InputError(
                 "streaming is not supported by the capped client yet: call without stream",
@@ -281,7 +282,7 @@ class _Capper:
             answer_tokens=answer_tokens,
             temperature=float(temperature),
             rest=args,
-            note="; ".join(part for part in (note, cap.note) if part),
+            note="; ".join(part for part in (note, protocol_note, cap.note) if part),
         )
 
     def _size(self, given: object, messages: list[Message]) -> float:
@@ -331,7 +332,7 @@ class _Capper:
         else:
             # A native thinker says it has finished by closing its thinking; it may write
             # "Answer:" inside its thoughts, so only the close ends the phase.
-            stops = [words.close.strip()] if words.close else [words.marker]
+            stops = [words.thinking_stop]
             first = yield (
                 "completions",
                 {
@@ -345,9 +346,7 @@ class _Capper:
             choice = first.choices[0]
             thinking = choice.text
             cut = choice.finish_reason == "length"
-            note = words.cut_note if cut else ""
-            # Qwen's sentence brings its own line breaks; otherwise a line break ends the text.
-            closing = note + words.close if note else joiner(thinking) + words.close
+            closing = _closing(words, thinking, cut=cut)
             answer_prompt = rendered + words.lead + thinking + closing + words.marker
         user_stop = call.rest.get("stop")
         stop = ["\n", template.end, *stop_list(user_stop)]
@@ -467,6 +466,15 @@ class _Capper:
         )
         setattr(reply, "cotplan", report.to_dict())  # noqa: B010 (an extra field, not declared)
         return reply, report
+
+
+def _closing(words: CoTPrompt, thinking: str, *, cut: bool) -> str:
+    """What closes the thinking before the marker, as `budgeted_answer` closes it."""
+    if cut and words.cut_note:  # Qwen's sentence brings its own line breaks
+        return words.cut_note + words.close
+    if words.close and not words.break_before_close:  # a token closes it, mid-line or not
+        return words.close
+    return joiner(thinking) + words.close
 
 
 class CappedClient(_Capper):

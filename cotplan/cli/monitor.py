@@ -1,0 +1,138 @@
+"""`cotplan monitor LOG`: a shipped cap's call log against its plan, and the error alarm.
+
+Every option is checked before the log is read; the work is `cotplan.production.monitor`.
+Exit status 1 when the error alarm fires, so a scheduled job can act on it.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from cotplan.errors import InputError
+
+__all__ = ["register"]
+
+_console = Console(highlight=False)
+
+
+def _number(value: float, digits: int = 2) -> str:
+    return "–" if math.isnan(value) else f"{value:.{digits}f}"
+
+
+def _money(value: float) -> str:
+    return "–" if math.isnan(value) else f"${value:.6f}"
+
+
+def _existing(path: Path | None, field: str) -> None:
+    if path is not None and not path.is_file():
+        raise InputError(f"no such file: {path}", field=field, source=str(path))
+
+
+def register(app: typer.Typer) -> None:
+    """Add `cotplan monitor` to the top-level app."""
+
+    @app.command()
+    def monitor(
+        log: Annotated[
+            Path, typer.Argument(help="The call log (SQLite) the wrapper or gateway wrote.")
+        ],
+        labels: Annotated[
+            Path | None,
+            typer.Option(help="CSV of labelled calls: call_id (the reply's id), correct (1/0)."),
+        ] = None,
+        plan: Annotated[
+            Path | None, typer.Option(help="The plan the calls applied (plan.json).")
+        ] = None,
+        calibration: Annotated[
+            Path | None,
+            typer.Option(help="The plan's calibration CSV, if not where the plan records it."),
+        ] = None,
+        eps: Annotated[
+            float | None, typer.Option(help="Target error for the labels (default: the plan's).")
+        ] = None,
+        delta: Annotated[
+            float | None,
+            typer.Option(help="False-alarm probability of the test (default: the plan's δ)."),
+        ] = None,
+    ) -> None:
+        """Spend, cap bites and forced answers by size against the plan's calibration; with
+        --labels, an anytime-valid test that the error still meets ε (alarm: exit status 1)."""
+        from cotplan.planner import SavedPlan
+        from cotplan.production.monitor import load_labels
+        from cotplan.production.monitor import monitor as run_monitor
+        from cotplan.production.sequential import error_test
+
+        _existing(log, "log")
+        _existing(calibration, "calibration")
+        saved = SavedPlan.load(plan) if plan is not None else None
+        if eps is not None or delta is not None:
+            error_test([], 0.5 if eps is None else eps, 0.05 if delta is None else delta)
+        if labels is not None and eps is None and saved is None:
+            raise InputError("labels are tested against ε: give --plan or --eps", field="eps")
+        marks = load_labels(labels) if labels is not None else None
+        report = run_monitor(
+            # The plan's path, not the loaded plan: its calibration is looked for beside it.
+            log,
+            plan=plan,
+            labels=marks,
+            calibration=calibration,
+            eps=eps,
+            delta=delta,
+        )
+        _print(report)
+        if report.alarm:
+            raise typer.Exit(1)
+
+
+def _print(report: object) -> None:
+    from cotplan.production.monitor import MonitorReport
+
+    assert isinstance(report, MonitorReport)
+    _console.print(f"{report.calls} calls in {report.log}")
+    # Two narrow tables rather than one wide one: each fits an 80-column terminal.
+    caps = Table(title="the cap, by size", box=box.SIMPLE_HEAD)
+    spend = Table(title="spend per call, by size", box=box.SIMPLE_HEAD)
+    for name in ("n", "cap", "basis", "calls", "bit", "calib.", "forced", "calib.", "wrong"):
+        caps.add_column(name, justify="left" if name == "basis" else "right")
+    for name in ("n", "cap", "reasoning", "calib.", "spend", "projected"):
+        spend.add_column(name, justify="right")
+    for line in report.sizes:
+        size = f"{line.size:g}"
+        caps.add_row(
+            size,
+            str(line.cap),
+            line.basis,
+            str(line.calls),
+            _number(line.cap_bitten),
+            _number(line.predicted_bitten),
+            _number(line.answer_forced),
+            _number(line.predicted_forced),
+            f"{line.label_errors}/{line.labelled}" if line.labelled else "–",
+        )
+        spend.add_row(
+            size,
+            str(line.cap),
+            _number(line.reasoning_tokens, 1),
+            _number(line.predicted_reasoning_tokens, 1),
+            _money(line.cost_usd / line.calls),
+            _money(line.projected_cost_usd / line.calls),
+        )
+    _console.print(caps)
+    _console.print(spend)
+    _console.print(
+        f"spend {_money(report.spend_usd)} (projected {_money(report.projected_usd)}); "
+        f"reasoning tokens {report.reasoning_tokens} (projected "
+        f"{_number(report.projected_reasoning_tokens, 0)})"
+    )
+    for note in report.notes:
+        _console.print(f"note: {note}")
+    if report.test is not None:
+        style = "bold red" if report.test.alarm else "green"
+        _console.print(f"[{style}]{report.test.verdict}[/]")

@@ -1,0 +1,214 @@
+"""The plan's cap as a LiteLLM callback, for teams that already run LiteLLM (`cotplan[litellm]`).
+
+    # proxy config.yaml                           # or, with the SDK:
+    litellm_settings:                             litellm.callbacks = [
+      callbacks: my_hooks.cap                         CotplanCallback("plan.json")]
+    # my_hooks.py
+    from cotplan.production.litellm_hook import CotplanCallback
+    cap = CotplanCallback("plan.json")
+
+`CotplanCallback(plan)` is a `litellm.integrations.custom_logger.CustomLogger`:
+
+- its pre-call hook (`async_pre_call_hook`, the proxy's entry point; `capped_request` does the
+  same for a direct SDK call) takes the call's item size n (the body's `size`, or
+  `metadata["cotplan_size"]`), refuses a plan made for another model or protocol (unless
+  `allow_other_model`), and sets the plan's request fields for that size
+  (`SavedPlan.request_fields(n)`, room for the answer included where one field caps both),
+  overriding the caller's own;
+- its success hooks write the same row the wrapper and the gateway write to the call log
+  (`cotplan.production.log`), with ``via = "litellm"``, ``mode = "fields"`` and the reply's id
+  as `call_id`, so `cotplan monitor` reads all three alike.
+
+What it cannot do: force an answer. A callback only shapes the request; where the provider
+enforces the cap on hidden reasoning (OpenAI's o-series, Claude) that is all a cap needs, but a
+model that thinks in visible text on a server without a thinking budget of its own is cut
+mid-thought by a plain `max_tokens`, with no answer (`cap_bitten` and no `answer_forced` in the
+log). For such models, point LiteLLM's `api_base` at `cotplan serve` instead, which forces the
+answer, and leave this callback out.
+
+Nothing here downloads: set ``LITELLM_LOCAL_MODEL_COST_MAP=True`` where LiteLLM runs, or it
+fetches its price map at import.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from litellm.integrations.custom_logger import CustomLogger
+
+from cotplan.backends.budgets import rule_for_model
+from cotplan.errors import InputError
+from cotplan.generate.protocols import resolve_protocol
+from cotplan.planner import SavedPlan
+from cotplan.planner.binding import check_plan_model, check_plan_protocol
+from cotplan.production.calls import (
+    DEFAULT_ANSWER_TOKENS,
+    cap_at,
+    cost_of_requests,
+    provider_of,
+    usage_of,
+)
+from cotplan.production.log import CallLog, LogRecord
+
+__all__ = ["CotplanCallback"]
+
+#: LiteLLM's provider prefixes whose budget rules cotplan knows by another name; any other
+#: prefix, or a custom `api_base`, is an OpenAI-compatible server.
+_PROVIDERS = {
+    "openai": "openai",
+    "anthropic": "anthropic",
+    "gemini": "google",
+    "deepseek": "deepseek",
+    "xai": "xai",
+    "openrouter": "openrouter",
+}
+
+#: Where the pre-call hook leaves what it applied, for the success hook to log.
+_KEY = "cotplan"
+
+
+class CotplanCallback(CustomLogger):
+    """A plan's cap as a LiteLLM callback (see the module). `plan` is a `SavedPlan` or a
+    plan.json path; `size` a default item size for calls that give none; `provider` the
+    budget rule's provider (default: from the model's LiteLLM prefix and `api_base`); `log`
+    the call log (None: the default file; False: none)."""
+
+    def __init__(
+        self,
+        plan: SavedPlan | str | Path,
+        *,
+        size: float | None = None,
+        provider: str | None = None,
+        allow_other_model: bool = False,
+        log: CallLog | str | Path | bool | None = None,
+    ) -> None:
+        super().__init__()
+        self.plan = SavedPlan.load(Path(plan)) if isinstance(plan, str | Path) else plan
+        if not isinstance(self.plan, SavedPlan):
+            raise InputError(f"must be a SavedPlan or a path, got {plan!r}", field="plan")
+        if provider is not None:
+            rule_for_model(provider, "")  # an unknown provider fails here, not at a call
+        self.size = size
+        self.provider = provider
+        self.allow_other_model = allow_other_model
+        if log is False:
+            self.log: CallLog | None = None
+        elif log is None or log is True or isinstance(log, str | Path):
+            self.log = CallLog(None if isinstance(log, bool) else log)
+        else:
+            self.log = log
+
+    # -- before the call ------------------------------------------------------------------
+
+    def capped_request(self, data: dict[str, Any]) -> dict[str, Any]:
+        """`data` (the arguments of `litellm.completion`, or a proxy request body) with the
+        plan's request fields set; raises `InputError` naming the field it cannot cap."""
+        out = dict(data)
+        served = out.get("model")
+        if not isinstance(served, str) or not served:
+            raise InputError(f"must be a model name, got {served!r}", field="model")
+        prefix, _, bare = served.partition("/")
+        model = bare if bare and prefix in {*_PROVIDERS, "hosted_vllm", "ollama"} else served
+        if out.get("tools"):
+            raise InputError(
+                "tool calls are not capped by a plan calibrated on answers: call without "
+                "tools, or route around the callback",
+                field="tools",
+            )
+        note = self._check_binding(model)
+        metadata = dict(out.get("metadata") or {})
+        size = out.pop("size", None)
+        size = metadata.pop("cotplan_size", None) if size is None else size
+        size = self.size if size is None else size
+        if isinstance(size, bool) or not isinstance(size, int | float) or not size > 0:
+            raise InputError(
+                f"give the call's item size n as `size` (or metadata cotplan_size), got {size!r}",
+                field="size",
+            )
+        cap = cap_at(self.plan, float(size))
+        provider = self.provider or self._provider(prefix if bare else "", out.get("api_base"))
+        room = out.get("max_tokens") or out.get("max_completion_tokens") or DEFAULT_ANSWER_TOKENS
+        fields = self.plan.request_fields(float(size), answer_tokens=int(room), provider=provider)
+        for name in ("max_tokens", "max_completion_tokens"):
+            out.pop(name, None)  # the plan's cap replaces the caller's
+        out.update(fields)
+        metadata[_KEY] = {
+            "size": float(size),
+            "cap": cap.tokens,
+            "basis": cap.basis,
+            "model": model,
+            "note": "; ".join(p for p in (note, cap.note) if p),
+        }
+        out["metadata"] = metadata
+        return out
+
+    def _check_binding(self, model: str) -> str:
+        try:
+            note = check_plan_model(self.plan, model, allow_other_model=self.allow_other_model)
+        except InputError as exc:
+            raise InputError(
+                f"the plan was made for model {self.plan.model!r}, not {model!r}: calibrate "
+                "this one, or CotplanCallback(..., allow_other_model=True)",
+                field="model",
+            ) from exc
+        protocol, _ = resolve_protocol(model)
+        protocol_note = check_plan_protocol(
+            self.plan, protocol, allow_other_model=self.allow_other_model
+        )
+        return "; ".join(p for p in (note, protocol_note) if p)
+
+    @staticmethod
+    def _provider(prefix: str, api_base: object) -> str:
+        if api_base:
+            return provider_of(api_base)
+        return _PROVIDERS.get(prefix, "openai-compatible" if prefix else "openai")
+
+    async def async_pre_call_hook(
+        self, user_api_key_dict: Any, cache: Any, data: dict[str, Any], call_type: str
+    ) -> dict[str, Any]:
+        """The proxy's pre-call hook: the request with the plan's fields (`capped_request`)."""
+        if call_type not in ("completion", "acompletion"):
+            return data
+        return self.capped_request(data)
+
+    # -- after the call ---------------------------------------------------------------------
+
+    def log_success_event(
+        self, kwargs: dict[str, Any], response_obj: Any, start_time: Any, end_time: Any
+    ) -> None:
+        self._record(kwargs, response_obj)
+
+    async def async_log_success_event(
+        self, kwargs: dict[str, Any], response_obj: Any, start_time: Any, end_time: Any
+    ) -> None:
+        self._record(kwargs, response_obj)
+
+    def _record(self, kwargs: dict[str, Any], response: Any) -> None:
+        params = kwargs.get("litellm_params") or {}
+        applied = (params.get("metadata") or {}).get(_KEY)
+        if self.log is None or not isinstance(applied, dict):
+            return  # a call this callback did not cap (another route, an embedding ...)
+        usage = usage_of(getattr(response, "usage", None))
+        choices = getattr(response, "choices", None) or [None]
+        finish = str(getattr(choices[0], "finish_reason", "") or "")
+        cost, _ = cost_of_requests(applied["model"], [usage])
+        self.log.append(
+            LogRecord(
+                time=datetime.now(UTC).isoformat(timespec="seconds"),
+                model=applied["model"],
+                size=applied["size"],
+                cap=applied["cap"],
+                basis=applied["basis"],
+                mode="fields",
+                reasoning_tokens=usage.reasoning_tokens,
+                answer_tokens=usage.completion_tokens - usage.reasoning_tokens,
+                prompt_tokens=usage.prompt_tokens,
+                cap_bitten=finish == "length" or usage.reasoning_tokens >= applied["cap"] > 0,
+                answer_forced=False,
+                cost_usd=cost,
+                via="litellm",
+                call_id=str(getattr(response, "id", "") or ""),
+            )
+        )

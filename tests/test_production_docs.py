@@ -1,0 +1,58 @@
+"""Every example of docs/planner.md's "Shipping the cap" runs, as written, against the real
+embedded model: the address of the server is the only thing changed (port 8080 in the docs,
+the test server's port here), with a plan.json made for that model in the working folder."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from production_support import make_plan
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "planner.md"
+BLOCK = re.compile(r"```python\n# shipping: ([a-z ]+)\n(.*?)```", re.DOTALL)
+
+
+def examples() -> dict[str, str]:
+    text = DOCS.read_text(encoding="utf-8")
+    section = text[text.index("## Shipping the cap") :]
+    section = section[: section.index("\n## ", 1)]
+    return {name: code for name, code in BLOCK.findall(section)}
+
+
+def test_the_section_has_an_example_for_each_way() -> None:
+    assert set(examples()) == {"request fields", "wrapper", "gateway", "litellm", "monitor"}
+
+
+@pytest.mark.model
+def test_every_example_runs_against_the_embedded_model(
+    local_model: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COTPLAN_HOME", str(tmp_path / "home"))  # the examples' default log
+    make_plan(local_model.model_id).save(tmp_path / "plan.json")
+    found = examples()
+    ran: dict[str, dict[str, Any]] = {}
+    for name in ("request fields", "wrapper", "gateway", "litellm", "monitor"):
+        if name == "litellm":
+            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+            try:
+                import litellm
+            except ImportError:  # the extra is optional: the other examples still run
+                continue
+            monkeypatch.setattr(litellm, "callbacks", [])
+        code = found[name].replace("http://127.0.0.1:8080/v1", local_model.base_url)
+        namespace: dict[str, Any] = {}
+        exec(compile(code, f"docs/planner.md ({name})", "exec"), namespace)
+        ran[name] = namespace
+    assert ran["request fields"]["reply"].usage.completion_tokens <= 6  # the plan's cap
+    assert ran["wrapper"]["report"].answer_forced
+    assert ran["gateway"]["reply"].model_extra["cotplan"]["cap"] == 6
+    if "litellm" in ran:
+        assert ran["litellm"]["reply"].usage.completion_tokens <= 6
+    report = ran["monitor"]["report"]
+    assert report.calls >= 2  # the wrapper's call and the gateway's
+    assert list(report.to_frame()["cap"]) == [6]
