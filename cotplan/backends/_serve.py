@@ -25,6 +25,7 @@ def main() -> None:
     parser.add_argument("--ubatch", type=int, default=0)
     parser.add_argument("--lora", default="")
     parser.add_argument("--reasoning-format", choices=("auto", "none", "deepseek"), default="auto")
+    parser.add_argument("--chat-template-file", default="")
     args = parser.parse_args()
 
     import xllamacpp
@@ -51,6 +52,12 @@ def main() -> None:
         params.cpuparams_batch.n_threads = args.threads
     if args.lora:
         params.lora_adapters = [xllamacpp.CommonAdapterLoraInfo(args.lora, 1.0)]
+    if args.chat_template_file:
+        # llama.cpp reads a template file into `chat_template` itself (`--chat-template-file`);
+        # the parameter takes the text. Only the jinja engine runs the reasoning parser.
+        with open(args.chat_template_file, encoding="utf-8") as template:
+            params.chat_template = template.read()
+        params.use_jinja = True
     formats = xllamacpp.common_reasoning_format
     params.reasoning_format = {
         "auto": formats.COMMON_REASONING_FORMAT_AUTO,

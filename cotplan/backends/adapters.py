@@ -3,12 +3,13 @@
 `smollm2-135m-thinking` (`connect("local:thinking")`) is SmolLM2-135M-Instruct, unchanged,
 plus a LoRA adapter trained by `cotplan models train-thinking` to reason the way R1 distills
 and Qwen3 do: it opens its assistant turn with `<think>`, works the problem, over-thinks, closes
-with `</think>` and answers. llama.cpp serves it with its reasoning format set to `deepseek`;
-for SmolLM2's chat template the parser of xllamacpp 2026.10.11549 leaves the `<think>` block in
-the content (tried: the template prefilling `<think>`, R1 and Hermes tool markers,
-`enable_thinking`), as vLLM without `--reasoning-parser` does, and cotplan splits it off
-(`cotplan.backends.openai_compat.split_thinking`). Text completions stay available for budget
-forcing.
+with `</think>` and answers. llama.cpp serves it with a chat template of its own
+(`weights/smollm2-thinking.jinja`: SmolLM2's ChatML, plus the assistant's `reasoning_content`
+written back in `<think>` tags) and its reasoning format set to `deepseek`, so chat completions
+return the thinking in `message.reasoning_content` and the answer alone in `content`, as
+llama.cpp does for an R1 distill, and its per-request `thinking_budget_tokens` caps the
+thinking. Text completions, which budget forcing uses, do not go through the template and are
+unchanged.
 
 Each adapter is a GGUF file in `cotplan/backends/weights/` with a JSON record beside it (its
 SHA-256, the training settings and what training measured); the file is checked against the
@@ -35,9 +36,12 @@ def adapter_dir() -> Path:
 class AdapterSpec:
     """A shipped adapter: the base model it fits, its files and how the server runs it.
 
-    The server runs the base model's own chat template: the adapter taught the model to open
-    `<think>` itself, as R1 distills do when their template does not prefill it.
-    `reasoning_format` is llama.cpp's (``deepseek`` splits `<think>` into `reasoning_content`).
+    `chat_template` names a jinja file beside the adapter that the server runs in place of the
+    base model's template ("" keeps the base's). llama.cpp's reasoning parser acts only on a
+    template that writes `reasoning_content` back into an assistant turn; its generation prompt
+    does not open `<think>`, because the adapter taught the model to open it itself, as R1
+    distills do when their template does not prefill it. `reasoning_format` is llama.cpp's
+    (``deepseek`` returns the thinking in `reasoning_content`).
     """
 
     name: str
@@ -46,6 +50,7 @@ class AdapterSpec:
     record_name: str
     reasoning_format: str
     description: str
+    chat_template: str = ""
 
     def record(self) -> dict[str, object]:
         """The adapter's JSON record (SHA-256, settings, training report)."""
@@ -67,6 +72,15 @@ class AdapterSpec:
         """Name plus the adapter's checksum prefix: identifies the weights in cache keys."""
         return f"{self.name}@{self.sha256[:12]}"
 
+    def template_path(self) -> Path | None:
+        """The checked path of the adapter's chat template, or None where it keeps the base's."""
+        if not self.chat_template:
+            return None
+        path = adapter_dir() / self.chat_template
+        if not path.is_file():
+            raise ModelFileError(f"the chat template {path} is missing: reinstall cotplan")
+        return path
+
 
 KNOWN_ADAPTERS: dict[str, AdapterSpec] = {
     "smollm2-135m-thinking": AdapterSpec(
@@ -77,6 +91,7 @@ KNOWN_ADAPTERS: dict[str, AdapterSpec] = {
         reasoning_format="deepseek",
         description="SmolLM2-135M-Instruct plus cotplan's LoRA adapter: thinks in <think>, "
         "over-thinks (2-4x the tokens its answer needs), served by llama.cpp",
+        chat_template="smollm2-thinking.jinja",
     ),
 }
 

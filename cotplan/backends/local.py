@@ -175,7 +175,7 @@ class LocalModel:
 
     def _model_args(self) -> list[str]:
         """The server's model arguments: the GGUF file, and for an adapter its file (and a
-        shipped one's reasoning format). Sets `path` and `model_id`."""
+        shipped one's chat template and reasoning format). Sets `path` and `model_id`."""
         shipped = locate_adapter(self.model)
         if shipped is None:
             self.path, self.model_id = locate(self.model)
@@ -186,15 +186,15 @@ class LocalModel:
             return ["--model", str(self.path), "--lora", str(adapter_path)]
         spec, adapter = shipped
         self.path, _ = locate(spec.base)
+        # The template renders a conversation as SmolLM2's does and changes how chat replies are
+        # split, not what the model writes (except a continued assistant turn, see
+        # docs/thinking-model.md), so the id stays the weights' and saved plans still match.
         self.model_id = spec.model_id
-        return [
-            "--model",
-            str(self.path),
-            "--lora",
-            str(adapter),
-            "--reasoning-format",
-            spec.reasoning_format,
-        ]
+        args = ["--model", str(self.path), "--lora", str(adapter)]
+        template = spec.template_path()
+        if template is not None:
+            args += ["--chat-template-file", str(template)]
+        return [*args, "--reasoning-format", spec.reasoning_format]
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.start_timeout

@@ -225,7 +225,10 @@ def reasoning_text(message: dict[str, Any] | None) -> str:
     for name in REASONING_FIELDS:
         value = message.get(name)
         if isinstance(value, str) and value:
-            return value
+            # Servers keep the line breaks around the thinking (llama.cpp the one before
+            # `</think>`); `split_thinking` drops them, and a record must not depend on which
+            # way the server returned the thinking.
+            return value.strip("\n")
     return ""
 
 
