@@ -82,6 +82,7 @@ def _print_costs(costs: pd.DataFrame, queries_per_day: float, what_if: str) -> N
 
 def _show_step(step: str, demo: Demo, eps: float | None, folder: Path) -> None:
     """Print and save what `run_demo` just finished."""
+    from cotplan.charts import chart
     from cotplan.charts.planner import budget_chart, calibration_chart
 
     if step == "calibrate" and demo.calibration is not None:
@@ -111,7 +112,7 @@ def _show_step(step: str, demo: Demo, eps: float | None, folder: Path) -> None:
         print_comparison(demo.run)
         write_csv(demo.run.frame, folder / "run.csv")
         write_csv(demo.run.comparison, folder / "comparison.csv")
-        save_chart(demo.run.chart(), folder / "comparison.png")
+        save_chart(chart(demo.run), folder / "comparison.png")
         console.rule("4. projected cost")
 
 
