@@ -79,10 +79,9 @@ except cotplan.CotplanError as error:
     print(error)
 
 # %%
-try:  # a name several providers sell needs the provider
-    call_cost("claude-3-5-haiku", prompt_tokens=1, completion_tokens=1, on=on)
-except cotplan.CotplanError as error:
-    print(error)
+# A name several providers sell costs its maker's list price; the notes name the other sellers.
+haiku = call_cost("claude-3-5-haiku", prompt_tokens=1, completion_tokens=1, on=on)
+print(haiku.provider, "|", haiku.notes.split("; ")[0])
 
 # %% [markdown]
 # ## 2. One call, priced exactly
@@ -184,9 +183,12 @@ chart(comparison)
 # %% [markdown]
 # ## 5. For the spreadsheet
 #
-# The workbook opens on a summary sheet (the headline figures, then the assumptions and the
-# price sources beside them), with dollars in a currency format, frozen headers and fitted
-# columns; every assumption is kept so a colleague can rerun the numbers.
+# The workbook opens on a summary sheet (the year and total rows, the budget, price changes in
+# the horizon, the inputs as entered beside what was simulated, and the price sources), then
+# one sheet per kind of period (monthly, quarters, fiscal years), so a SUM over any one of them
+# is the horizon's total, then the assumptions and prices sheets. Dollars are in a currency
+# format and shares are fractions with a percent format; every assumption is kept so a
+# colleague can rerun the numbers.
 
 # %%
 from openpyxl import load_workbook

@@ -18,6 +18,14 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from cotplan.cli.cost_tables import (
+    growth_table,
+    money,
+    price_tables,
+    projection_table,
+    rate,
+    rollup_table,
+)
 from cotplan.errors import InputError
 from cotplan.io import write_csv
 
@@ -81,27 +89,6 @@ def _date(value: str | None, name: str) -> date | None:
         return date.fromisoformat(text if len(text) > 7 else f"{text}-01")
     except ValueError:
         raise InputError(f"{value!r} is not a date (YYYY-MM-DD or YYYY-MM)", field=name) from None
-
-
-def _money(value: Any, places: int = 2) -> str:
-    if value is None or (isinstance(value, float) and value != value):
-        return ""
-    number = float(value)
-    sign = "-" if number < 0 else ""
-    return f"{sign}${abs(number):,.{places}f}"
-
-
-_BILLING_WORDS = {"in_completion": "in completion", "separate": "apart", "none": "none"}
-
-
-def _rate(value: Decimal | None) -> str:
-    """A rate with two to four decimals: 0.80, 0.125, 0.0833 (the CSV keeps every digit)."""
-    if value is None:
-        return ""
-    if value == value.quantize(Decimal("0.01")):
-        return f"{value:.2f}"
-    shown = f"{value:.4f}".rstrip("0")
-    return shown if Decimal(shown) == value else f"{shown}…"
 
 
 def _exact(usd: Decimal) -> str:
@@ -183,7 +170,7 @@ def prices_(
     on: Annotated[str | None, Opt("--on", help="Judge staleness on this date.")] = None,
 ) -> None:
     """The price table, USD per million tokens, with the source of every price."""
-    from cotplan.pricing.table import STALE_AFTER_DAYS, price_table
+    from cotplan.pricing.table import price_table
 
     when = _date(on, "on") or date.today()
     if source is not None and source not in _SOURCES:
@@ -213,67 +200,8 @@ def prices_(
         frame = table.to_frame(when)
         picked = [keep(r, source or "all") for r in table.rows]
         write_csv(frame[picked], csv, private=False)
-    # Two narrow tables rather than one wide one: both stay readable in an 80-column terminal.
-    money = Table(title="API prices, USD per 1M tokens", box=box.SIMPLE_HEAD, pad_edge=False)
-    money.add_column("model", overflow="fold")
-    for column in ("input", "cached", "write", "output", "batch", "long >"):
-        money.add_column(column, justify="right", no_wrap=True, min_width=len(column))
-    facts = Table(title="Billing rules and sources", box=box.SIMPLE_HEAD, pad_edge=False)
-    facts.add_column("model", overflow="fold")
-    for column in ("reasoning", "valid", "read on", "source"):
-        facts.add_column(column, no_wrap=True)
-    # Sources are listed under the tables, whole, so a URL is never folded across lines.
-    sources: dict[str, int] = {}
-    provider_seen = None
-    for row in rows:
-        if row.provider != provider_seen:
-            money.add_row(f"[bold]{row.provider}[/]")
-            facts.add_row(f"[bold]{row.provider}[/]")
-            provider_seen = row.provider
-        origin = "local" if row.is_local else "genai-prices" if row.from_genai else row.origin
-        where = f"{row.origin} (data of {row.as_of:%Y-%m}): " if row.from_genai else ""
-        number = sources.setdefault(where + row.source_url, len(sources) + 1)
-        read_on = str(row.as_of)
-        if row.is_local or row.from_genai:
-            read_on = ""  # a release's date is in its source line
-        if row.is_stale(when):
-            read_on = f"[bold red]{row.as_of}, stale ({row.age_days(when)} days)[/]"
-        long = "" if row.long_context_threshold is None else f"{row.long_context_threshold:,}"
-        money.add_row(
-            f"  {row.model}", _rate(row.input_per_mtok), _rate(row.cached_input_per_mtok),
-            _rate(row.cache_write_per_mtok), _rate(row.output_per_mtok),
-            f"{row.batch_discount * 100:.0f}%", long,
-        )  # fmt: skip
-        valid = " to ".join(str(d) for d in (row.effective_from, row.effective_to) if d is not None)
-        if row.effective_from is None and row.effective_to is not None:
-            valid = f"until {row.effective_to}"
-        elif row.effective_from is not None and row.effective_to is None:
-            valid = f"from {row.effective_from}"
-        facts.add_row(f"  {row.model}", _BILLING_WORDS[row.reasoning_billing], valid, read_on,
-                      f"{origin} [{number}]")  # fmt: skip
-    _console.print(money)
-    _console.print(facts)
-    for url, number in sources.items():
-        _console.print(f"[{number}] {url}", highlight=False, markup=False, soft_wrap=True)
-    genai_rows = sum(r.from_genai for r in table.rows)
-    models = len({(r.provider, r.model) for r in table.rows})
-    hidden = "" if chosen != "cotplan" else (
-        " The rest come from genai-prices: filter with --provider or --model, or --source all."
-    )  # fmt: skip
-    _console.print(
-        f"{len(rows):,} rows shown of {len(table.rows):,}: {models:,} models (provider and "
-        f"name) from {len(table.providers())} providers, {genai_rows:,} rows from "
-        f"genai-prices.{hidden} Source: cotplan's own row (read on the date shown) "
-        "or genai-prices (the release's data date is in the source line; valid: the dates a "
-        "historic price held). "
-        "write: cache write. batch: discount for batch calls. long >: above this many prompt "
-        "tokens the whole call pays the long-context rates. "
-        "Reasoning 'in completion' is already in the completion count (never added again); "
-        "'apart' is reported separately and billed once at the output rate. A price read "
-        f"over {STALE_AFTER_DAYS} days ago is stale. A model not listed is an error, never "
-        "free: add it with --prices FILE or COTPLAN_PRICES.",
-        highlight=False,
-    )
+    for item, style in price_tables(rows, table, when, chosen):
+        _console.print(item, **style)
     if csv:
         _console.print(f"wrote {csv}", highlight=False)
 
@@ -298,6 +226,9 @@ def call(
         str | None, Opt("--provider", help="The seller, when several price the model.")
     ] = None,
     file: Annotated[Path | None, Opt("--prices", help="A price file to override rows.")] = None,
+    tier: Annotated[
+        str | None, Opt("--tier", help="Service tier: flex or priority (its own rates).")
+    ] = None,
 ) -> None:
     """The exact cost of one call, line by line, by the provider's own counting rule."""
     from cotplan.pricing.cost import call_cost
@@ -311,10 +242,11 @@ def call(
             model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
             reasoning_tokens=reasoning_tokens, cached_tokens=cached_tokens,
             cache_write_tokens=cache_write_tokens, batch=batch, on=when, table=table,
-            provider=seller,
+            provider=seller, tier=tier,
         )
     )  # fmt: skip
-    out = Table(title=f"{cost.model} ({cost.provider}): one call")
+    shown = f", {cost.tier} tier" if cost.tier else ""
+    out = Table(title=f"{cost.model} ({cost.provider}{shown}): one call")
     for column, justify in (("item", "left"), ("tokens", "right"), ("USD per 1M", "right"),
                             ("USD", "right")):  # fmt: skip
         out.add_column(column, justify=justify)  # type: ignore[arg-type]
@@ -326,8 +258,8 @@ def call(
         ("output", cost.output_tokens, r.output, cost.output_usd),
         ("reasoning", cost.reasoning_tokens, r.reasoning_rate, cost.reasoning_usd),
     )
-    for item, tokens, rate, usd in items:
-        out.add_row(item, f"{tokens:,}", _rate(rate), _exact(usd))
+    for item, tokens, rate_, usd in items:
+        out.add_row(item, f"{tokens:,}", rate(rate_), _exact(usd))
     if cost.request_usd:
         out.add_row("request fee", "", "", _exact(cost.request_usd))
     if cost.batch:
@@ -336,6 +268,7 @@ def call(
     out.add_row("[bold]total[/]", f"{all_tokens:,}", "", f"[bold]{_exact(cost.usd)}[/]")
     _console.print(out)
     notes = [f"price: {cost.source}"]
+    notes += [n for n in cost.notes.split("; ") if "no batch price" in n or "no flex" in n]
     if cost.long_context:
         notes.append("the prompt is above the long-context threshold: long rates apply")
     _console.print("; ".join(notes), highlight=False)
@@ -374,21 +307,6 @@ def _tokens_from_options(
                             reasoning_sd, n_observed)  # fmt: skip
 
 
-def _projection_table(frame: pd.DataFrame, title: str, periods: tuple[str, ...]) -> Table:
-    out = Table(title=title)
-    for column, justify in (("period", "left"), ("queries", "right"), ("mean", "right"),
-                            ("P10", "right"), ("P50", "right"), ("P90", "right")):  # fmt: skip
-        out.add_column(column, justify=justify)  # type: ignore[arg-type]
-    chosen = frame[frame["period"].isin(periods)]
-    for record in chosen.to_dict("records"):
-        bold = record["period"] in ("year", "total")
-        cells = [str(record["label"]), f"{record['queries']:,.0f}", _money(record["mean_usd"]),
-                 _money(record["p10_usd"]), _money(record["p50_usd"]),
-                 _money(record["p90_usd"])]  # fmt: skip
-        out.add_row(*[f"[bold]{c}[/]" if bold else c for c in cells])
-    return out
-
-
 def _growth_range(
     growth: float, low: float | None, high: float | None
 ) -> tuple[float, float] | None:
@@ -398,73 +316,15 @@ def _growth_range(
     if low is None or high is None:
         missing = "growth_low" if low is None else "growth_high"
         raise InputError("give --growth-low and --growth-high together", field=missing)
-    for name, rate in (("growth_low", low), ("growth_high", high)):
-        if not rate > -1.0:
-            raise InputError(f"must be above -1 (-100%), got {rate!r}", field=name)
+    for name, value in (("growth_low", low), ("growth_high", high)):
+        if not value > -1.0:
+            raise InputError(f"must be above -1 (-100%), got {value!r}", field=name)
     if not low <= growth <= high:
         raise InputError(
             f"needs low <= --growth <= high, got {low!r}, {growth!r}, {high!r}",
             field="growth_low" if low > growth else "growth_high",
         )
     return low, high
-
-
-def _rollup_table(rollups: pd.DataFrame, fiscal_year_start: int) -> Table:
-    start = date(2000, fiscal_year_start, 1).strftime("%B")
-    out = Table(
-        title=f"Fiscal quarters and years (the year starts in {start}), USD",
-        box=box.SIMPLE_HEAD,
-        pad_edge=False,
-    )
-    for column, justify in (
-        ("period", "left"),
-        ("mean", "right"),
-        ("P10", "right"),
-        ("P50", "right"),
-        ("P90", "right"),
-        ("per 1k q", "right"),
-    ):
-        out.add_column(column, justify=justify)  # type: ignore[arg-type]
-    for record in rollups.to_dict("records"):
-        bold = record["period"] == "fiscal_year"
-        cells = [
-            str(record["label"]),
-            _money(record["mean_usd"]),
-            _money(record["p10_usd"]),
-            _money(record["p50_usd"]),
-            _money(record["p90_usd"]),
-            _money(record["usd_per_1k_queries"], 4),
-        ]
-        out.add_row(*[f"[bold]{c}[/]" if bold else c for c in cells])
-    return out
-
-
-def _growth_table(frame: pd.DataFrame, name: str, budget: Any) -> Table:
-    out = Table(
-        title=f"{name}: growth scenarios over the horizon, USD", box=box.SIMPLE_HEAD, pad_edge=False
-    )
-    columns = ["scenario", "growth", "mean", "P10..P90", "last month"]
-    if budget is not None:
-        columns.append("P(over)")
-    for column in columns:
-        out.add_column(
-            column,
-            justify="left" if column == "scenario" else "right",
-            no_wrap=column != "scenario",
-        )
-    for rec in frame.to_dict("records"):
-        cells = [
-            str(rec["scenario"]),
-            f"{100 * rec['growth_rate']:.1f}%/{rec['growth_per']}",
-            _money(rec["total_mean_usd"], 0),
-            f"{_money(rec['total_p10_usd'], 0)}..{_money(rec['total_p90_usd'], 0)}",
-            _money(rec["last_month_mean_usd"], 0),
-        ]
-        if budget is not None:
-            p = rec["p_over_budget"]
-            cells.append("" if p != p else f"{100 * p:.1f}%")
-        out.add_row(*cells)
-    return out
 
 
 @app.command("project")
@@ -546,16 +406,30 @@ def project(
     growth_high: Annotated[
         float | None, Opt("--growth-high", help="High growth scenario (with --growth-low).")
     ] = None,
+    hour_profile: Annotated[
+        str | None,
+        Opt(
+            "--hour-profile",
+            help="When calls are made (UTC), for time-of-day prices: 'uniform' (default), "
+            "FIRST-END:SHARE (9-17:0.8) or a CSV of hour,share.",
+        ),
+    ] = None,
+    actuals: Annotated[
+        Path | None,
+        Opt(
+            "--actuals",
+            help="A log of real calls (JSONL of provider responses, or the production log's "
+            ".sqlite): actual spend per month beside the forecast.",
+        ),
+    ] = None,
 ) -> None:
     """Daily, monthly and annual spend with P10/P50/P90, and savings between scenarios."""
+    from cotplan.cli.cost_actuals import actuals_table, read_actuals
+    from cotplan.pricing.actuals import forecast_vs_actuals
+    from cotplan.pricing.comparison import Scenario, compare_scenarios, project_growth
+    from cotplan.pricing.hours import hour_profile as hour_profile_of
     from cotplan.pricing.periods import BUDGET_PERIODS, Budget, check_fiscal_year_start
-    from cotplan.pricing.projection import (
-        Scenario,
-        Workload,
-        check_draws,
-        compare_scenarios,
-        project_growth,
-    )
+    from cotplan.pricing.projection import Workload, check_draws
     from cotplan.pricing.table import price_table
 
     # Every option is checked here, before the price table loads or a draw is made.
@@ -570,10 +444,13 @@ def project(
     elif budget_per != "month":
         raise InputError("needs --budget", field="budget_per")
     fys = check_fiscal_year_start(fiscal_year_start)
+    if actuals is not None and not actuals.is_file():
+        raise InputError(f"{str(actuals)!r} is not a file", field="actuals")
     workload = Workload(
         queries_per_day=queries_per_day, queries_per_month=queries_per_month,
         growth_rate=growth, growth_per=growth_per, horizon_months=months,
         start=_date(start, "start"), volume_cv=volume_cv,
+        hour_profile=hour_profile_of(hour_profile),
     )  # fmt: skip
     spread = _growth_range(growth, growth_low, growth_high)
     tokens = _tokens_from_options(sample, prompt_mean, prompt_sd, output_mean, output_sd,
@@ -610,17 +487,18 @@ def project(
     base = comparison.projections[comparison.baseline]
     frame = base.frame
     title = f"{comparison.baseline}: projected spend (USD)"
-    _console.print(_projection_table(frame, title, ("month", "year", "total")))
+    _console.print(projection_table(frame, title, ("month", "year", "total")))
     day = frame[frame["period"] == "day"].iloc[0]
     _console.print(
-        f"first month's average day: {_money(day['mean_usd'])} (P10 {_money(day['p10_usd'])}, "
-        f"P90 {_money(day['p90_usd'])}); cost per query {_money(base.per_query_usd, 6)}; "
+        f"first month's average day: {money(day['mean_usd'])} (P10 {money(day['p10_usd'])}, "
+        f"P90 {money(day['p90_usd'])}); cost per query {money(base.per_query_usd, 6)}; "
         f"{n_draws:,} draws, seed {seed}",
         highlight=False,
     )
     for name, proj in comparison.projections.items():
         _console.print(f"price of {name}: {proj.assumptions['price_source']}", highlight=False,
                        soft_wrap=True)  # fmt: skip
+    _console.print(f"hours of the calls: {workload.hours.label}", highlight=False)
     for change in base.price_changes.to_dict("records"):
         _console.print(
             f"price change on {change['date']}: USD per 1k queries "
@@ -629,7 +507,7 @@ def project(
             highlight=False,
             soft_wrap=True,
         )
-    _console.print(_rollup_table(base.rollups, fys))
+    _console.print(rollup_table(base.rollups, fys))
     if base.budget is not None:
         check = base.budget
         what = "in some month" if check.budget.per == "month" else "in some complete year"
@@ -668,7 +546,10 @@ def project(
                 provider=seller,
             )
         )
-        _console.print(_growth_table(growth_result.frame, comparison.baseline, limit))
+        _console.print(growth_table(growth_result.frame, comparison.baseline, limit))
+    if actuals is not None:
+        spent = _run(lambda: read_actuals(actuals, table))
+        _console.print(actuals_table(forecast_vs_actuals(base, spent), spent.source))
     if len(scenarios) > 1:
         cmp = Table(
             title=f"Scenarios over the horizon, USD (baseline: {comparison.baseline})",

@@ -11,6 +11,12 @@
   growth, and workbooks a finance analyst can open and sum.
 """
 
+from cotplan.pricing.comparison import (
+    GrowthScenarios,
+    Scenario,
+    compare_scenarios,
+    project_growth,
+)
 from cotplan.pricing.cost import CallCost, call_cost, cost_of_completion, cost_of_text, price_parts
 from cotplan.pricing.genai import GENAI_PRICES_VERSION
 from cotplan.pricing.periods import Budget, BudgetCheck
@@ -20,17 +26,13 @@ from cotplan.pricing.projection import (
     CotPolicy,
     EmpiricalTokens,
     FixedCap,
-    GrowthScenarios,
     ParametricTokens,
     PlannerCap,
     Projection,
-    Scenario,
     TokenDistribution,
     Uncapped,
     Workload,
-    compare_scenarios,
     project_costs,
-    project_growth,
 )
 from cotplan.pricing.table import (
     LOCAL_SOURCE,

@@ -28,6 +28,7 @@ import pandas as pd
 
 from cotplan.backends.base import Completion
 from cotplan.errors import InputError
+from cotplan.pricing.rows import SERVICE_TIERS
 from cotplan.pricing.table import PriceRow, PriceTable, Rates, price_table
 
 __all__ = ["CallCost", "call_cost", "cost_of_completion", "cost_of_text", "price_parts"]
@@ -45,7 +46,9 @@ class CallCost:
     the total. `output_tokens` are the visible answer tokens and `reasoning_tokens` the hidden
     ones, whatever the provider's convention was. `request_usd` is a per-request fee (zero for
     most models). `notes` says what the price leaves out or how it was chosen (the maker's price
-    of a name several providers sell, charges not modelled), "; "-separated.
+    of a name several providers sell, charges not modelled), "; "-separated. `tier` is the
+    service tier priced ("flex" or "priority": the line items are at its rates; "" for the
+    standard tier, with or without batch).
     """
 
     model: str
@@ -70,6 +73,7 @@ class CallCost:
     source: str = ""
     request_usd: Decimal = _ZERO
     notes: str = ""
+    tier: str = ""
 
     @property
     def prompt_tokens(self) -> int:
@@ -152,17 +156,14 @@ def _moment(on: Any, at: Any) -> tuple[date | None, datetime | None]:
 
 def price_parts(
     rates: Rates,
-    uncached: Any,
-    cached: Any,
-    written: Any,
-    visible: Any,
-    reasoning: Any,
+    tokens: Sequence[Any],
     *,
     requests: Any = 1,
     as_float: bool = False,
 ) -> tuple[Any, Any, Any, Any, Any, Any]:
     """USD of each part of a call (input, cached input, cache write, output, reasoning, and the
-    per-request fee of `requests` requests).
+    per-request fee of `requests` requests), from `tokens`: the uncached, cached, cache-written,
+    visible output and reasoning token counts, in that order.
 
     The one price formula: exact for Decimal token counts, vectorised for float arrays
     (``as_float=True`` turns the rates into floats first).
@@ -175,14 +176,32 @@ def price_parts(
         r = tuple(float(x) for x in r)
         million = 1e6
         fee = float(fee)
-    counts = (uncached, cached, written, visible, reasoning)
-    a, b, c, d, e = (count * rate / million for count, rate in zip(counts, r, strict=True))
+    a, b, c, d, e = (count * rate / million for count, rate in zip(tokens, r, strict=True))
     return a, b, c, d, e, requests * fee
 
 
 def batch_factor(discount: Any, share: Any) -> Any:
     """What a call costs after the batch discount, as a fraction of list price."""
     return 1 - share * discount
+
+
+def _tier_row(
+    row: PriceRow, tier: str | None, on: date | None, *, strict: bool
+) -> tuple[PriceRow | None, str]:
+    """The row a call in `tier` pays (None: the standard row) and a note when the tier has no
+    price on `on`: an error when `strict`, else the standard price with that note."""
+    if tier is None:
+        return None, ""
+    if tier not in SERVICE_TIERS:
+        raise InputError(f"must be one of {', '.join(SERVICE_TIERS)}, got {tier!r}", field="tier")
+    priced = row.for_tier(tier, on)
+    if priced is not None:
+        return priced, ""
+    day = on or date.today()
+    message = f"{row.model} ({row.provider}) has no {tier} price on {day}"
+    if strict and tier != "batch":
+        raise InputError(f"{message}; leave the tier out for the standard price", field="tier")
+    return None, f"{message}: the standard price is used"
 
 
 def _price(
@@ -196,6 +215,9 @@ def _price(
     batch: bool,
     reasoning_in_completion: bool,
     from_cache: bool = False,
+    on: date | None = None,
+    tier: str | None = None,
+    strict: bool = True,
 ) -> CallCost:
     if cached_tokens + cache_write_tokens > prompt_tokens:
         raise InputError(
@@ -213,19 +235,28 @@ def _price(
         visible = completion_tokens - reasoning_tokens
     else:
         visible = completion_tokens
+    if batch and tier not in (None, "batch"):
+        raise InputError(f"a batch call has no {tier} tier; give one or the other", field="tier")
+    # Flex and priority calls are billed at their tier's rates; a batch call's lines stay at
+    # list price with the discount on a line of its own, as an invoice shows it.
+    listed, tier_note = _tier_row(row, None if batch else tier, on, strict=strict)
+    billed = listed or row
+    batch_row, batch_note = _tier_row(row, "batch" if batch else None, on, strict=strict)
     uncached = prompt_tokens - cached_tokens - cache_write_tokens
-    rates = row.rates(prompt_tokens)
-    items = price_parts(
-        rates, Decimal(uncached), Decimal(cached_tokens), Decimal(cache_write_tokens),
-        Decimal(visible), Decimal(reasoning_tokens),
-    )  # fmt: skip
+    counts = (Decimal(uncached), Decimal(cached_tokens), Decimal(cache_write_tokens),
+              Decimal(visible), Decimal(reasoning_tokens))  # fmt: skip
+    rates = billed.rates(prompt_tokens)
+    items = price_parts(rates, counts)
     subtotal = sum(items, _ZERO)
-    total = subtotal * batch_factor(row.batch_discount, 1) if batch else subtotal
+    total = subtotal
+    if batch_row is not None:
+        total = sum(price_parts(batch_row.rates(prompt_tokens), counts), _ZERO)
     discount = total - subtotal
     if from_cache:
         # The call cache answered: no request was made, so nothing was billed.
         items = (_ZERO,) * 6
         discount = total = _ZERO
+    notes = "; ".join(n for n in (billed.notes, tier_note, batch_note) if n)
     return CallCost(
         model=row.model,
         provider=row.provider,
@@ -248,7 +279,8 @@ def _price(
         source_url=row.source_url,
         from_cache=from_cache,
         source=row.source,
-        notes=row.notes,
+        notes=notes,
+        tier="" if listed is None else str(tier),
     )
 
 
@@ -265,6 +297,7 @@ def call_cost(
     table: PriceTable | None = None,
     provider: str | None = None,
     at: datetime | None = None,
+    tier: str | None = None,
 ) -> CallCost:
     """The USD cost of one call, from token counts as the provider reports them.
 
@@ -273,8 +306,12 @@ def call_cost(
     added once at the output rate. `cached_tokens` and `cache_write_tokens` are parts of
     `prompt_tokens` priced at the cached and cache-write rates instead of the input rate. A
     prompt above the model's long-context threshold moves the whole call to the long rates.
-    `batch` applies the model's batch discount. `on` picks the price in effect on that date
-    (default today); `table` defaults to `price_table()` (both sources plus `COTPLAN_PRICES`).
+    `batch` applies the model's batch prices: genai-prices' per token type, only on the dates
+    they hold (a day without one costs the list price, said in `notes`); cotplan's own rows
+    take `batch_discount` off every rate. `tier` ("flex" or "priority") prices the call at that
+    service tier's rates, an error on a day the model has none. `on` picks the price in effect
+    on that date (default today); `table` defaults to `price_table()` (both sources plus
+    `COTPLAN_PRICES`).
     `provider` names the seller (or write ``openai/gpt-4o``); a name several providers sell
     costs its maker's price, said in `CallCost.notes`. `at` is the moment of the call (naive
     means UTC), for prices that change with the hour (DeepSeek's peak hours); it also sets the
@@ -297,6 +334,8 @@ def call_cost(
         cache_write_tokens=written,
         batch=bool(batch),
         reasoning_in_completion=row.reasoning_billing != "separate",
+        on=on,
+        tier=tier,
     )
 
 
@@ -332,6 +371,8 @@ def cost_of_completion(
         batch=bool(batch),
         reasoning_in_completion=True,
         from_cache=completion.from_cache,
+        on=on,
+        strict=False,
     )
 
 
@@ -372,4 +413,5 @@ def cost_of_text(
         cache_write_tokens=0,
         batch=bool(batch),
         reasoning_in_completion=True,
+        on=on,
     )

@@ -25,12 +25,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import pandas as pd
 
-if TYPE_CHECKING:
-    from cotplan.pricing.projection import Projection
+from cotplan.pricing.periods import PERIOD_COLUMNS, BudgetCheck
 
 __all__ = [
     "SHARED_MODE",
@@ -316,14 +315,7 @@ def price_sources(prices: pd.DataFrame) -> pd.DataFrame:
 
 
 _MONTH_COLUMNS = (
-    "label",
-    "start",
-    "days",
-    "queries",
-    "mean_usd",
-    "p10_usd",
-    "p50_usd",
-    "p90_usd",
+    *PERIOD_COLUMNS,
     "mean_usd_per_day",
     "usd_per_1k_queries",
     "price_from",
@@ -360,7 +352,36 @@ def _with_budget(columns: Sequence[str], budgeted: bool) -> list[str]:
     return [*columns, "p_over_budget"] if budgeted else list(columns)
 
 
-def projection_workbook(projection: Projection, path: str | os.PathLike[str]) -> Path:
+class ProjectionLike(Protocol):
+    """What a workbook reads of a `cotplan.pricing.Projection`. Written out here so that this
+    module, which the projection calls to export itself, imports nothing from it."""
+
+    @property
+    def frame(self) -> pd.DataFrame: ...
+    @property
+    def model(self) -> str: ...
+    @property
+    def policy(self) -> str: ...
+    @property
+    def per_query_usd(self) -> float: ...
+    @property
+    def assumptions(self) -> dict[str, Any]: ...
+    @property
+    def prices(self) -> pd.DataFrame: ...
+    @property
+    def rollups(self) -> pd.DataFrame: ...
+    @property
+    def budget(self) -> BudgetCheck | None: ...
+    @property
+    def inputs(self) -> pd.DataFrame: ...
+    @property
+    def price_changes(self) -> pd.DataFrame: ...
+    @property
+    def fiscal_year_start(self) -> int: ...
+    def assumptions_frame(self) -> pd.DataFrame: ...
+
+
+def projection_workbook(projection: ProjectionLike, path: str | os.PathLike[str]) -> Path:
     """Write `projection` as an XLSX workbook that sums (see the module docstring).
 
     Sheets: "summary"; "monthly" (one row per month: spend, the average day, USD per 1,000

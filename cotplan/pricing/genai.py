@@ -16,8 +16,9 @@ Conventions carried over: genai-prices counts cache reads and writes inside the 
 like cotplan; a tier applies to the whole request when the prompt passes its start, like
 cotplan's `long_context_threshold`. Reasoning: Gemini models sold by Google report thinking
 tokens apart from the answer (``separate``); every other provider counts them inside the
-completion. The batch discount comes from genai-prices' batch prices where it lists them, and
-is zero where it does not (a model without a listed batch price is never assumed cheaper).
+completion. A model without a listed batch price is never assumed cheaper in batch.
+Batch, flex and priority prices ride on the row as `PriceRow.tiers`, each with the token types
+it lists and the dates it holds (a row's `batch_discount` is zero: there is no single one).
 Time-of-day prices (DeepSeek's peak hours) ride on the row they override
 (`PriceRow.time_of_day`); `PriceRow.at` picks the one for an hour.
 """
@@ -27,14 +28,14 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, timedelta
 from decimal import Decimal
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from cotplan.pricing.rows import PriceRow
+    from cotplan.pricing.rows import PriceRow, TierPrice
 
 __all__ = [
     "GENAI_PRICES_URL",
@@ -58,7 +59,6 @@ GENAI_PRICES_URL = "https://github.com/pydantic/genai-prices"
 # release we do not know is dated by the newest scheduled price it carries (a lower bound).
 _RELEASED = {"0.2.3": date(2026, 11, 1)}
 _ORIGIN = f"genai-prices {GENAI_PRICES_VERSION}"
-_BATCH = {"processing": "batch"}
 #: What may follow a model's name in a release that is still that model: date and version
 #: stamps (-2025-04-16, -20241022, -0125, -v2, -latest, -preview, -exp), and the sizes and
 #: instruction-tuned builds of an open model priced as one (gemma-3-27b-it as gemma-3).
@@ -122,23 +122,70 @@ _TOKEN_KEYS = (
 )  # fmt: skip
 
 
-def _batch_discount(model: Any, standard: Any) -> tuple[Decimal, str]:
-    """The batch discount from a listed batch price: one fraction, the smallest if they differ."""
-    for variant in model.price_variants or ():
-        if variant.when != _BATCH:
-            continue
-        cuts = set()
-        for key, value in variant.prices.__dict__.items():
-            full, cut = _base(getattr(standard, key, None)), _base(value)
-            if full and cut is not None:
-                cuts.add(1 - cut / full)
-        cuts = {c for c in cuts if 0 <= c < 1}
-        if not cuts:
-            return Decimal(0), ""
-        low = min(cuts).quantize(Decimal("0.0001")).normalize()
-        note = "" if len(cuts) == 1 else "batch discounts differ by token type; the smallest used"
-        return low, note
-    return Decimal(0), ""
+#: The request context of each service tier, as genai-prices' price variants are keyed.
+_TIER_CONTEXT = {
+    "batch": {"processing": "batch"},
+    "flex": {"service_tier": "flex"},
+    "priority": {"service_tier": "priority"},
+}
+
+
+def _tier_prices(
+    provider: Any, model: Any, label: str, standard: Any, span: tuple[date | None, date | None]
+) -> tuple[TierPrice, ...]:
+    """The batch, flex and priority prices of one standard price over its `span`.
+
+    As genai-prices resolves them: a variant holds from its start date, and each token type
+    takes the first variant that holds and lists it (the others keep the standard rate). A
+    variant starting inside the span splits it, so each tier price carries its own dates.
+    """
+    from copy import copy
+
+    from cotplan.pricing.rows import TierPrice
+
+    out: list[TierPrice] = []
+    first, last = span
+    for tier, context in _TIER_CONTEXT.items():
+        variants = [v for v in model.price_variants or () if v.when.items() <= context.items()]
+        starts = sorted(
+            {
+                v.constraint.start_date
+                for v in variants
+                if _start(v) is not None
+                and (first is None or _start(v) > first)  # type: ignore[operator]
+                and (last is None or _start(v) <= last)  # type: ignore[operator]
+            }
+        )
+        bounds: list[date | None] = [first, *starts]
+        for n, begin in enumerate(bounds):
+            after = bounds[n + 1] if n + 1 < len(bounds) else None
+            end: date | None = last if after is None else after - timedelta(days=1)
+            overrides: dict[str, Any] = {}
+            for variant in variants:
+                start = _start(variant)
+                if start is not None and (begin is None or start > begin):
+                    continue  # not yet in effect on this part's first day
+                for key, price in variant.prices.__dict__.items():
+                    if price is not None:
+                        overrides.setdefault(key, price)
+            if not any(key in _TOKEN_KEYS or key == "requests_kcount" for key in overrides):
+                continue  # the tier lists no text price then: it has no price
+            resolved = copy(standard)
+            resolved.__dict__.update(overrides)
+            row = _row(provider, model, label, resolved, span=(begin, end))
+            if row is not None:
+                out.append(TierPrice(tier, begin, end, row))
+    return tuple(out)
+
+
+def _start(variant: Any) -> date | None:
+    """A variant's start date (None: it always held). genai-prices uses no hours here."""
+    from genai_prices import types
+
+    if isinstance(variant.constraint, types.StartDateConstraint):
+        start: date = variant.constraint.start_date
+        return start
+    return None
 
 
 def _reasoning_billing(provider_id: str, model_id: str) -> str:
@@ -149,8 +196,6 @@ def _reasoning_billing(provider_id: str, model_id: str) -> str:
 
 def _convert(provider: Any, model: Any, label: str) -> list[PriceRow]:
     """One model's dated prices as rows labelled with provider `label`; [] when not priced."""
-    from dataclasses import replace
-
     from genai_prices import types
 
     from cotplan.pricing.rows import TimeOfDayPrice
@@ -193,7 +238,7 @@ def _convert(provider: Any, model: Any, label: str) -> list[PriceRow]:
         for i, hours, prices in hourly:
             if i < position:
                 continue
-            peak = _row(provider, model, label, prices, span, ())
+            peak = _row(provider, model, label, prices, span=span)
             if peak is None:
                 return []
             windows.append(TimeOfDayPrice(hours.start_time, hours.end_time, peak))
@@ -211,10 +256,11 @@ def _convert(provider: Any, model: Any, label: str) -> list[PriceRow]:
                 )
                 for w in windows
             ]
-        row = _row(provider, model, label, conditional.prices, span, notes)
+        row = _row(provider, model, label, conditional.prices, span=span, notes=notes)
         if row is None:
             return []
-        rows.append(replace(row, time_of_day=tuple(windows)))
+        tiers = _tier_prices(provider, model, label, conditional.prices, span)
+        rows.append(replace(row, time_of_day=tuple(windows), tiers=tiers))
     return rows
 
 
@@ -227,8 +273,9 @@ def _row(
     model: Any,
     label: str,
     price: Any,
+    *,
     span: tuple[date | None, date | None],
-    notes: Sequence[str],
+    notes: Sequence[str] = (),
 ) -> PriceRow | None:
     """One price of a model as a row valid over `span`; None when cotplan cannot hold it."""
     from genai_prices import types
@@ -257,9 +304,6 @@ def _row(
         row_notes.append("also charged, not modelled: " + ", ".join(extra))
     if values["cache_write_1h_mtok"] is not None:
         row_notes.append(f"1-hour cache write: {_base(values['cache_write_1h_mtok'])}")
-    discount, batch_note = _batch_discount(model, price)
-    if batch_note:
-        row_notes.append(batch_note)
     inp = _base(values["input_mtok"])
     out = _base(values["output_mtok"])
     assert inp is not None
@@ -291,7 +335,7 @@ def _row(
         output_per_mtok=out,
         reasoning_per_mtok=reasoning,
         reasoning_billing=_reasoning_billing(provider.id, model.id),
-        batch_discount=discount,
+        batch_discount=Decimal(0),  # its batch prices are tiers, per token type and date
         as_of=genai_as_of(),
         source_url=(provider.pricing_urls or [GENAI_PRICES_URL])[0],
         effective_from=span[0],
@@ -347,13 +391,12 @@ def _rows_for(provider_id: str, model_id: str, label: str) -> tuple[PriceRow, ..
     rows = _convert(provider, model, label)
     if label != provider_id:
         note = f"{label} sells this model at {provider_id}'s prices (genai-prices fallback)"
-        rows = [_with_note(r, note) for r in rows]
+        # genai-prices prices a reseller at the standard rates only: its tiers are the maker's.
+        rows = [replace(_with_note(r, note), tiers=()) for r in rows]
     return tuple(rows)
 
 
 def _with_note(row: PriceRow, note: str) -> PriceRow:
-    from dataclasses import replace
-
     return replace(row, notes="; ".join(n for n in (note, row.notes) if n))
 
 

@@ -9,16 +9,23 @@ FY2027 runs from October 2026 to September 2027); quarters are that fiscal year'
 from __future__ import annotations
 
 import calendar
+import math
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from cotplan.errors import InputError
-from cotplan.pricing.workload import _real
+from cotplan.pricing.workload import _FloatArray, _real
 
 __all__ = ["BUDGET_PERIODS", "Budget", "BudgetCheck", "check_fiscal_year_start", "fiscal_period"]
+
+#: The columns every period's row of spend starts with (a month, a year, a quarter, a total),
+#: in the projection's frame and in the workbook's sheets alike.
+PERIOD_COLUMNS = ("label", "start", "days", "queries", "mean_usd", "p10_usd", "p50_usd",
+                  "p90_usd")  # fmt: skip
 
 #: What a budget can be stated per.
 BUDGET_PERIODS = ("month", "year")
@@ -100,3 +107,40 @@ def fiscal_period(month_start: date, fiscal_year_start: int) -> tuple[int, int]:
     if fiscal_year_start != 1 and month_start.month >= fiscal_year_start:
         year += 1
     return year, offset // 3 + 1
+
+
+class _Budgeting:
+    """Chances of going over a budget, gathered period by period as the draws are made."""
+
+    def __init__(self, budget: Budget | None, draws: int) -> None:
+        self.budget = budget
+        self.any_over = np.zeros(draws if budget is not None else 0, dtype=bool)
+        self.rows: list[dict[str, Any]] = []
+
+    def check(self, period: str, label: str, spend: _FloatArray) -> float:
+        """P(spend > budget) for one period the budget is stated for; NaN for the others."""
+        if self.budget is None:
+            return math.nan
+        over = spend > self.budget.usd
+        self.any_over |= over
+        count = int(np.count_nonzero(over))
+        p = count / spend.size
+        # The mean overrun when over: a masked sum, not a copy of the draws that are over.
+        mean_over = float(spend.sum(where=over)) / count - self.budget.usd if count else 0.0
+        self.rows.append(
+            {
+                "period": period,
+                "label": label,
+                "budget_usd": self.budget.usd,
+                "p_over_budget": p,
+                "mean_over_usd": mean_over,
+            }
+        )
+        return p
+
+    def result(self) -> BudgetCheck | None:
+        if self.budget is None:
+            return None
+        columns = ["period", "label", "budget_usd", "p_over_budget", "mean_over_usd"]
+        probability = float(self.any_over.mean()) if self.rows else math.nan
+        return BudgetCheck(self.budget, probability, pd.DataFrame(self.rows, columns=columns))

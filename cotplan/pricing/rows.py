@@ -11,8 +11,8 @@ import math
 import re
 import threading
 import warnings
-from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, time
+from dataclasses import dataclass, field, replace
+from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -20,10 +20,13 @@ __all__ = [
     "LOCAL_SOURCE",
     "PRICES_ENV",
     "REASONING_BILLING",
+    "SERVICE_TIERS",
     "STALE_AFTER_DAYS",
+    "EarlyDateWarning",
     "PriceRow",
     "Rates",
     "StalePriceWarning",
+    "TierPrice",
     "TimeOfDayPrice",
 ]
 
@@ -39,6 +42,9 @@ STALE_AFTER_DAYS = 180
 REASONING_BILLING = ("in_completion", "separate", "none")
 #: The source of a local model's deliberate zero price.
 LOCAL_SOURCE = "local, no API charge"
+#: Service tiers a row may price apart from its standard rates: the batch API, OpenAI's flex
+#: processing and priority processing (genai-prices' `processing` and `service_tier` variants).
+SERVICE_TIERS = ("batch", "flex", "priority")
 
 _PRICE_COLUMNS = (
     "input_per_mtok",
@@ -100,7 +106,7 @@ _COLUMNS = (
 )
 _KNOWN_PROVIDERS = ("openai", "anthropic", "google", "local")
 #: Columns of `PriceTable.to_frame` beyond the file columns.
-_FRAME_EXTRA = ("effective_to", "origin", "source")
+_FRAME_EXTRA = ("effective_to", "origin", "source", "tiers")
 _DATE_SUFFIX = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8})$")
 
 
@@ -140,8 +146,46 @@ def _utc(moment: time) -> time:
     return on_a_day.time()
 
 
+@dataclass(frozen=True)
+class TierPrice:
+    """A service tier's price of a model (`tier`: one of `SERVICE_TIERS`), held from `start`
+    to `end` (inclusive; None: open). `row` holds every rate of a call in that tier: the token
+    types the tier prices apart take its rates, the others keep the standard ones.
+    """
+
+    tier: str
+    start: date | None
+    end: date | None
+    row: PriceRow
+
+    def holds(self, day: date) -> bool:
+        """True when the tier's price is in effect on `day`."""
+        return (self.start is None or self.start <= day) and (self.end is None or day <= self.end)
+
+    @property
+    def label(self) -> str:
+        """``batch from 2026-10-14: input 2.5, cached 0.25, write 3.125, output 12.5``."""
+        valid = []
+        if self.start is not None:
+            valid.append(f"from {self.start}")
+        if self.end is not None:
+            valid.append(f"to {self.end}")
+        r = self.row
+        rates = (
+            f"input {r.input_per_mtok}, cached {r.cached_input_per_mtok}, write "
+            f"{r.cache_write_per_mtok if r.cache_write_per_mtok is not None else r.input_per_mtok}"
+            f", output {r.output_per_mtok}"
+        )
+        return f"{self.tier}{' ' if valid else ''}{' '.join(valid)}: {rates}"
+
+
 class StalePriceWarning(UserWarning):
     """A price was read from its source longer ago than `STALE_AFTER_DAYS` days."""
+
+
+class EarlyDateWarning(UserWarning):
+    """A price was asked for a day before any date the price table knows (a clock set to 1990):
+    the earliest price is used, which nobody published for that day."""
 
 
 @dataclass(frozen=True)
@@ -201,6 +245,50 @@ class PriceRow:
     effective_to: date | None = None
     request_fee_usd: Decimal | None = None
     time_of_day: tuple[TimeOfDayPrice, ...] = ()
+    tiers: tuple[TierPrice, ...] = ()
+
+    def for_tier(self, tier: str, on: date | None = None) -> PriceRow | None:
+        """The row of a call in service tier `tier` on `on` (default today), or None when the
+        tier has no price that day.
+
+        A row with `tiers` (genai-prices' batch, flex and priority prices) uses the tier's own
+        price that holds on `on`, so a discount reaches only the token types it lists and only
+        the dates it holds. A row without them (cotplan's own) knows a batch discount alone:
+        `batch_discount` off every rate.
+        """
+        listed = [t for t in self.tiers if t.tier == tier]
+        if listed:
+            day = on or date.today()
+            return next((t.row for t in listed if t.holds(day)), None)
+        if tier == "batch" and self.batch_discount:
+            return self.scaled(1 - self.batch_discount)
+        return None
+
+    def tier_bounds(self) -> set[date]:
+        """The days a tier's price starts or stops inside this row's span (the day after an
+        end): where the price of a call in that tier changes though this row does not."""
+        out: set[date] = set()
+        for t in self.tiers:
+            if t.start is not None:
+                out.add(t.start)
+            if t.end is not None:
+                out.add(t.end + timedelta(days=1))
+        return out
+
+    def scaled(self, factor: Decimal) -> PriceRow:
+        """Every rate (and the request fee) times `factor`, without tiers or a batch discount."""
+
+        def times(value: Decimal | None) -> Decimal | None:
+            return None if value is None else value * factor
+
+        rates: dict[str, Any] = {name: times(getattr(self, name)) for name in _PRICE_COLUMNS}
+        return replace(
+            self,
+            **rates,
+            batch_discount=Decimal(0),
+            tiers=(),
+            time_of_day=(),
+        )
 
     def at(self, when: datetime | None) -> PriceRow:
         """The row priced at the time of day `when` (UTC; naive means UTC): the last of
@@ -342,6 +430,7 @@ class PriceRow:
         `effective_to`, `origin` and `source`."""
         out: dict[str, Any] = {name: getattr(self, name) for name in _COLUMNS}
         out["aliases"] = ";".join(self.aliases)
-        for name in _FRAME_EXTRA:
+        for name in _FRAME_EXTRA[:-1]:
             out[name] = getattr(self, name)
+        out["tiers"] = "; ".join(t.label for t in self.tiers)
         return out

@@ -1,9 +1,9 @@
 """The vectorised Monte Carlo behind a spend projection.
 
-Prices token vectors by `price_parts` (exact decimals for an empirical sample), then draws the
-spend of every month for every scenario draw with moment-matched gamma sums; the method is
-described in `cotplan.pricing.projection`'s docstring. Everything here is private to
-`cotplan.pricing`: `_simulate` returns the frame and draws that `projection` wraps in results.
+Takes each call's cost from `cotplan.pricing.call_vectors`, then draws the spend of every month
+for every scenario draw with moment-matched gamma sums; the method is described in
+`cotplan.pricing.projection`'s docstring. Everything here is private to `cotplan.pricing`:
+`_simulate` returns the frame and draws that `projection` wraps in results.
 """
 
 from __future__ import annotations
@@ -11,14 +11,19 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import date, timedelta
-from decimal import Decimal
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from cotplan.pricing.cost import batch_factor, price_parts
-from cotplan.pricing.periods import Budget, BudgetCheck, fiscal_period
+from cotplan.pricing.call_vectors import _call_stats, _CallStats, _mix, _token_moments
+from cotplan.pricing.periods import (
+    PERIOD_COLUMNS,
+    Budget,
+    BudgetCheck,
+    _Budgeting,
+    fiscal_period,
+)
 from cotplan.pricing.policies import CotPolicy
 from cotplan.pricing.table import PriceRow, PriceTable
 from cotplan.pricing.workload import EmpiricalTokens, TokenDistribution, Workload, _FloatArray
@@ -26,125 +31,6 @@ from cotplan.pricing.workload import EmpiricalTokens, TokenDistribution, Workloa
 __all__: list[str] = []
 
 _QUANTILES = (10.0, 50.0, 90.0)
-
-
-# ---------------------------------------------------------------------------------------------
-# Pricing vectors of calls
-
-
-#: Above this many distinct records an empirical sample is priced in float64, not decimals.
-_EXACT_RECORDS = 20_000
-
-
-def _call_costs(
-    row: PriceRow,
-    prompt: _FloatArray,
-    answer: _FloatArray,
-    reasoning: _FloatArray,
-    *,
-    cache_hit_rate: float,
-    cache_write_rate: float,
-    batch_share: float,
-) -> _FloatArray:
-    """USD per call (float64) for token vectors, by `price_parts` with `row`'s rates."""
-    cached = prompt * cache_hit_rate
-    written = prompt * cache_write_rate
-    uncached = prompt - cached - written
-
-    def total(rates: Any) -> _FloatArray:
-        a, b, c, d, e, f = price_parts(rates, uncached, cached, written, answer, reasoning,
-                                       as_float=True)  # fmt: skip
-        out: _FloatArray = a + b + c + d + e + f
-        return out
-
-    cost = total(row.short_rates())
-    long = row.is_long(prompt)
-    if long.any():
-        cost = np.where(long, total(row.long_rates()), cost)
-    cost *= batch_factor(float(row.batch_discount), batch_share)
-    return cost
-
-
-def _exact_call_costs(
-    row: PriceRow,
-    records: tuple[_FloatArray, _FloatArray, _FloatArray],
-    *,
-    cache_hit_rate: float,
-    cache_write_rate: float,
-    batch_share: float,
-) -> tuple[list[Decimal], _FloatArray]:
-    """Exact Decimal USD per distinct record (as `call_cost` computes it) and each one's count.
-
-    Rates given as floats (0.2) mean the decimal the user wrote: ``Decimal(repr(x))``.
-    """
-    stacked = np.column_stack(records)
-    unique, counts = np.unique(stacked, axis=0, return_counts=True)
-    hit, write = Decimal(repr(cache_hit_rate)), Decimal(repr(cache_write_rate))
-    factor = batch_factor(row.batch_discount, Decimal(repr(batch_share)))
-    costs = []
-    for p, a, r in unique:
-        prompt = Decimal(repr(float(p)))
-        cached, written = prompt * hit, prompt * write
-        parts = price_parts(
-            row.rates(prompt), prompt - cached - written, cached, written,
-            Decimal(repr(float(a))), Decimal(repr(float(r))),
-        )  # fmt: skip
-        costs.append(sum(parts, Decimal(0)) * factor)
-    return costs, counts.astype(np.float64)
-
-
-@dataclass(frozen=True)
-class _CallStats:
-    mean: float  # USD per call
-    sd: float  # USD per call
-    se: float  # standard error of `mean`
-    mean_tokens: tuple[float, float, float]  # prompt, answer, reasoning (after the cap)
-
-
-def _call_stats(
-    row: PriceRow,
-    tokens: TokenDistribution,
-    policy: CotPolicy,
-    *,
-    cache_hit_rate: float,
-    cache_write_rate: float,
-    batch_share: float,
-    sample: tuple[_FloatArray, _FloatArray, _FloatArray] | None,
-) -> _CallStats:
-    if isinstance(tokens, EmpiricalTokens):
-        prompt, answer, reasoning = tokens.records()
-    else:
-        assert sample is not None
-        prompt, answer, reasoning = sample
-    cap = policy.cap
-    if cap is not None:
-        reasoning = np.minimum(reasoning, cap)
-    levers = {"cache_hit_rate": cache_hit_rate, "cache_write_rate": cache_write_rate,
-              "batch_share": batch_share}  # fmt: skip
-    exact = None
-    if isinstance(tokens, EmpiricalTokens):
-        distinct = len(np.unique(np.column_stack((prompt, answer, reasoning)), axis=0))
-        if distinct <= _EXACT_RECORDS:
-            exact = _exact_call_costs(row, (prompt, answer, reasoning), **levers)
-    if exact is not None:
-        values, counts = exact
-        total = sum((v * Decimal(int(c)) for v, c in zip(values, counts, strict=True)),
-                    Decimal(0))  # fmt: skip
-        mean = float(total / Decimal(int(counts.sum())))
-        floats = np.array([float(v) for v in values])
-        n_all = float(counts.sum())
-        mean_f = float((floats * counts).sum() / n_all)
-        var = float((counts * (floats - mean_f) ** 2).sum() / (n_all - 1)) if n_all > 1 else 0.0
-        sd = math.sqrt(max(var, 0.0))
-    else:
-        costs = _call_costs(row, prompt, answer, reasoning, **levers)
-        mean = float(costs.mean())
-        sd = float(costs.std(ddof=1)) if costs.size > 1 else 0.0
-    n = tokens.n_observed
-    se = sd / math.sqrt(n) if n else 0.0
-    return _CallStats(
-        mean, sd, se, (float(prompt.mean()), float(answer.mean()), float(reasoning.mean()))
-    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -227,48 +113,29 @@ class _Simulation:
 
 
 def _month_segments(
-    table: PriceTable, model: str, provider: str | None, start: date, days: int
+    table: PriceTable,
+    model: str,
+    provider: str | None,
+    start: date,
+    days: int,
+    *,
+    tiers: bool = False,
 ) -> list[_Segment]:
-    """The prices that hold in a month: a change dated inside it applies from its day on."""
+    """The prices that hold in a month: a change dated inside it applies from its day on.
+    With `tiers`, so does a change of a batch price alone (it starts or stops holding)."""
     end = start + timedelta(days=days - 1)
-    changes = sorted(
-        {
-            r.effective_from
-            for r in table.changes(model, start, end, provider=provider)
-            if r.effective_from is not None
-        }
-    )
+    moved = table.changes(model, start, end, provider=provider)
+    found = {r.effective_from for r in moved if r.effective_from is not None}
+    if tiers:
+        held = [table.lookup(model, on=start, warn=False, provider=provider), *moved]
+        found |= {d for r in held for d in r.tier_bounds() if start < d <= end}
+    changes = sorted(found)
     bounds: list[date] = [start, *changes]
     out: list[_Segment] = []
     for i, first in enumerate(bounds):
         after = bounds[i + 1] if i + 1 < len(bounds) else end + timedelta(days=1)
         row = table.lookup(model, on=first, warn=False, provider=provider)
         out.append((row, first, (after - first).days / days))
-    return out
-
-
-def _token_moments(
-    tokens: TokenDistribution,
-    sample: tuple[_FloatArray, _FloatArray, _FloatArray] | None,
-    cap: float | None,
-) -> dict[str, float]:
-    """Mean and spread of the tokens the simulation priced (reasoning after the cap)."""
-    if isinstance(tokens, EmpiricalTokens):
-        prompt, answer, reasoning = tokens.records()
-    else:
-        assert sample is not None
-        prompt, answer, reasoning = sample
-    kept = reasoning if cap is None else np.minimum(reasoning, cap)
-    out: dict[str, float] = {}
-    for name, values in (("prompt", prompt), ("answer", answer), ("reasoning", kept)):
-        n = values.size
-        mean = float(values.mean())
-        # The spread from the sum of squares (one BLAS dot, no temporary arrays): token counts
-        # are far from cancelling, and the figure is reported, not computed with.
-        squares = float(np.dot(values, values))
-        var = (squares - n * mean * mean) / (n - 1) if n > 1 else 0.0
-        out[f"{name}_mean"] = mean
-        out[f"{name}_sd"] = math.sqrt(max(var, 0.0))
     return out
 
 
@@ -285,43 +152,6 @@ class _Group:
     key: tuple[int, int]
     first: int
     before: _FloatArray | None
-
-
-class _Budgeting:
-    """Chances of going over a budget, gathered period by period as the draws are made."""
-
-    def __init__(self, budget: Budget | None, draws: int) -> None:
-        self.budget = budget
-        self.any_over = np.zeros(draws if budget is not None else 0, dtype=bool)
-        self.rows: list[dict[str, Any]] = []
-
-    def check(self, period: str, label: str, spend: _FloatArray) -> float:
-        """P(spend > budget) for one period the budget is stated for; NaN for the others."""
-        if self.budget is None:
-            return math.nan
-        over = spend > self.budget.usd
-        self.any_over |= over
-        count = int(np.count_nonzero(over))
-        p = count / spend.size
-        # The mean overrun when over: a masked sum, not a copy of the draws that are over.
-        mean_over = float(spend.sum(where=over)) / count - self.budget.usd if count else 0.0
-        self.rows.append(
-            {
-                "period": period,
-                "label": label,
-                "budget_usd": self.budget.usd,
-                "p_over_budget": p,
-                "mean_over_usd": mean_over,
-            }
-        )
-        return p
-
-    def result(self) -> BudgetCheck | None:
-        if self.budget is None:
-            return None
-        columns = ["period", "label", "budget_usd", "p_over_budget", "mean_over_usd"]
-        probability = float(self.any_over.mean()) if self.rows else math.nan
-        return BudgetCheck(self.budget, probability, pd.DataFrame(self.rows, columns=columns))
 
 
 def _simulate(
@@ -358,24 +188,37 @@ def _simulate(
     volumes: list[float] = [float(v) for v in months["queries"]]
 
     rows: list[PriceRow] = []
-    stats_by_row: dict[int, _CallStats] = {}
+    # Keyed by the blend a segment pays (its rows and weights): two months at one price share
+    # one entry, and a batch price that starts inside a row's span makes a new one.
+    stats_by_row: dict[Any, _CallStats] = {}
+    first_of_row: dict[int, Any] = {}
     segments: list[list[_Segment]] = []
+    seg_keys: list[list[Any]] = []
+    hours = workload.hours
+    table.check_date(today, stacklevel=4)
     for start, days in zip(starts, days_in, strict=True):
-        month = _month_segments(table, model, provider, start, days)
-        for row, _, _ in month:
-            if id(row) in stats_by_row:
+        month = _month_segments(table, model, provider, start, days, tiers=batch_share > 0)
+        seg_keys.append([])
+        for row, first, _ in month:
+            mix = _mix(row, first, hours, batch_share)
+            # By value, not identity: a batch price made from a row's discount is a new object
+            # each month, and keying it by id ran the million-draw pricing once per month.
+            mix_key = tuple(mix)
+            seg_keys[-1].append(mix_key)
+            if mix_key in stats_by_row:
                 continue
-            # Prices are picked by day but judged stale by the day the projection is made: a
-            # price read today is not stale for next year's months.
-            row.warn_if_stale(today, stacklevel=4)
-            rows.append(row)
-            stats_by_row[id(row)] = _call_stats(
-                row,
+            if id(row) not in first_of_row:
+                # Prices are picked by day but judged stale by the day the projection is made:
+                # a price read today is not stale for next year's months.
+                row.warn_if_stale(today, stacklevel=4)
+                rows.append(row)
+                first_of_row[id(row)] = mix_key
+            stats_by_row[mix_key] = _call_stats(
+                mix,
                 tokens,
                 policy,
                 cache_hit_rate=cache_hit_rate,
                 cache_write_rate=cache_write_rate,
-                batch_share=batch_share,
                 sample=sample,
             )
         segments.append(month)
@@ -389,17 +232,17 @@ def _simulate(
 
     # Per draw and price row: mean and variance of the spend of one query's worth of calls,
     # scaled by the draw's volume; a month then multiplies both by its expected queries.
-    per_row: dict[int, _SumModel] = {}
-    for row in rows:
-        st = stats_by_row[id(row)]
+    per_row: dict[Any, _SumModel] = {}
+    for mix_key, st in stats_by_row.items():
         mean_call = np.maximum(st.mean + st.se * u, 0.0)
-        per_row[id(row)] = _SumModel.build(
+        per_row[mix_key] = _SumModel.build(
             volume * (permutations * mean_call), volume * (permutations * st.sd * st.sd)
         )
     # Expected USD per query in each month: its prices weighted by the days each holds.
     per_query = [
-        permutations * sum(share * stats_by_row[id(row)].mean for row, _, share in month)
-        for month in segments
+        permutations
+        * sum(seg[2] * stats_by_row[k].mean for seg, k in zip(month, seg_keys[i], strict=True))
+        for i, month in enumerate(segments)
     ]
 
     def per_1k(first: int, last: int) -> float:
@@ -502,10 +345,10 @@ def _simulate(
                     snapshot = total.copy()  # shared by a quarter and year starting together
                 groups[kind] = _Group(kind, key, i, snapshot if i > 0 else None)
         z = rng_months.standard_normal(draws)
-        spend = per_row[id(month[0][0])].draw(queries * month[0][2], z, rng_months)
-        for row, _, share in month[1:]:
+        spend = per_row[seg_keys[i][0]].draw(queries * month[0][2], z, rng_months)
+        for (_, _, share), seg_key in zip(month[1:], seg_keys[i][1:], strict=True):
             # A price change inside the month: the days after it are drawn at the new price.
-            spend += per_row[id(row)].draw(
+            spend += per_row[seg_key].draw(
                 queries * share, rng_months.standard_normal(draws), rng_months
             )
         total += spend
@@ -617,14 +460,7 @@ def _simulate(
     columns = [
         "period",
         "index",
-        "label",
-        "start",
-        "days",
-        "queries",
-        "mean_usd",
-        "p10_usd",
-        "p50_usd",
-        "p90_usd",
+        *PERIOD_COLUMNS,
         "price_as_of",
         "usd_per_1k_queries",
         "price_from",
@@ -660,11 +496,11 @@ def _simulate(
         ],
         ignore_index=True,
     )
-    first_stats = stats_by_row[id(segments[0][0][0])]
+    first_stats = stats_by_row[seg_keys[0][0]]
     return _Simulation(
         frame=frame,
         totals=total,
-        stats={r.effective_from or date.min: stats_by_row[id(r)] for r in rows},
+        stats={r.effective_from or date.min: stats_by_row[first_of_row[id(r)]] for r in rows},
         rows=rows,
         per_query_usd=permutations * first_stats.mean,
         rollups=rollup_frame,

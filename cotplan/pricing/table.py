@@ -53,6 +53,7 @@ from cotplan.pricing.rows import (
     PRICES_ENV,
     REASONING_BILLING,
     STALE_AFTER_DAYS,
+    EarlyDateWarning,
     PriceRow,
     Rates,
     StalePriceWarning,
@@ -71,6 +72,11 @@ __all__ = [
     "price_table",
     "prices",
 ]
+
+
+#: OpenAI's API, the first priced LLM API, opened on this day
+#: (https://openai.com/index/openai-api/, read 2026-11-29): no price in the table held before it.
+FIRST_PRICED_DAY = date(2020, 6, 11)
 
 
 class PriceTable:
@@ -112,6 +118,28 @@ class PriceTable:
     def __len__(self) -> int:
         return len(self.rows)
 
+    @functools.cached_property
+    def first_date(self) -> date:
+        """The earliest day a price of the table can hold: the day the first priced LLM API
+        opened (`FIRST_PRICED_DAY`), or an earlier date a row itself names. genai-prices' oldest
+        price of a model carries no start, so the table cannot say more."""
+        days = [r.effective_from for r in self.rows if r.effective_from is not None]
+        days += [r.as_of for r in self.own_rows if not r.is_local]
+        return min([FIRST_PRICED_DAY, *days])
+
+    def check_date(self, day: date, *, stacklevel: int = 2) -> None:
+        """Warn (`EarlyDateWarning`) when `day` is before `first_date`: a clock set wrong, or a
+        date typed wrong, would otherwise be priced silently at prices of years later."""
+        if day < self.first_date:
+            warnings.warn(
+                EarlyDateWarning(
+                    f"{day.isoformat()} is before the first date of the price table "
+                    f"({self.first_date.isoformat()}): no price is known for it, so the "
+                    "earliest one is used; check the date (or the computer's clock)"
+                ),
+                stacklevel=stacklevel + 1,
+            )
+
     def models(self) -> list[str]:
         """Known model names (not aliases), sorted, each once."""
         return sorted({row.model for row in self.rows})
@@ -151,6 +179,8 @@ class PriceTable:
                 field="on",
             )
         row = in_effect[-1].at(at)
+        if warn:
+            self.check_date(when, stacklevel=3)
         if warn and row.is_stale(when):
             warnings.warn(StalePriceWarning(row.stale_message(when)), stacklevel=3)
         return row

@@ -45,6 +45,7 @@ from typing import Any
 from cotplan.errors import InputError
 from cotplan.pricing.cost import CallCost, _count, _moment, _price
 from cotplan.pricing.makers import maker_of
+from cotplan.pricing.rows import SERVICE_TIERS
 from cotplan.pricing.table import PriceTable, price_table
 
 __all__ = ["USAGE_APIS", "ProviderUsage", "cost_of", "read_usage"]
@@ -338,6 +339,14 @@ def _when(
     raise InputError(f"must be a datetime or a date, got {type(at).__name__}", field="at")
 
 
+def _served_tier(response: Any, *, batch: bool) -> str | None:
+    """The service tier a body says served the call, when it is one priced apart."""
+    tier = _as_mapping(response).get("service_tier")
+    if batch or not isinstance(tier, str) or tier.lower() not in SERVICE_TIERS:
+        return None  # "default", "auto", "standard", "scale": the standard rates
+    return tier.lower()
+
+
 def cost_of(
     response: Any,
     provider: str | None = None,
@@ -346,6 +355,7 @@ def cost_of(
     model: str | None = None,
     batch: bool = False,
     table: PriceTable | None = None,
+    tier: str | None = None,
 ) -> CallCost:
     """The USD cost of a call from the usage object its provider returned.
 
@@ -356,7 +366,10 @@ def cost_of(
     call was made: a datetime (naive means UTC; it picks the hour's price where prices change
     with the hour) or a date; by default the body's own timestamp (OpenAI's ``created``), else
     today. A price older than `STALE_AFTER_DAYS` warns and never fails: this records a cost, it
-    does not quote one. `batch` applies the model's batch discount, as in `call_cost`.
+    does not quote one. `batch` applies the model's batch prices, as in `call_cost`. `tier`
+    ("flex" or "priority") is the service tier the call ran in; by default the body's own
+    ``service_tier`` (OpenAI reports the tier that served the call); a tier without a price
+    that day costs the standard price, said in `notes`.
     """
     read = read_usage(response, provider, model=model)
     if read.model is None:
@@ -375,6 +388,9 @@ def cost_of(
         cache_write_tokens=read.cache_write_tokens,
         batch=bool(batch),
         reasoning_in_completion=True,
+        on=day,
+        tier=tier if tier is not None else _served_tier(response, batch=bool(batch)),
+        strict=False,
     )
     if read.notes:
         cost = replace(cost, notes="; ".join(n for n in (*read.notes, cost.notes) if n))

@@ -21,6 +21,7 @@ import pandas as pd
 
 from cotplan.backends.base import Completion
 from cotplan.errors import InputError
+from cotplan.pricing.hours import HourProfile
 
 __all__ = [
     "EmpiricalTokens",
@@ -97,7 +98,9 @@ class Workload:
     compounds per `growth_per` ("month" or "year"; a yearly rate is spread evenly over the
     months). `start` is the first day of the first month (default: the first day of next
     month). `volume_cv` is the coefficient of variation of the volume itself, for a forecast
-    you are unsure of (0 = the volume is known).
+    you are unsure of (0 = the volume is known). `hour_profile` is when in the day (UTC) the
+    calls are made (`HourProfile`; None: evenly over the 24 hours), which sets the blend of a
+    model's time-of-day prices.
     """
 
     queries_per_day: float | None = None
@@ -107,6 +110,7 @@ class Workload:
     horizon_months: int = 12
     start: date | None = None
     volume_cv: float = 0.0
+    hour_profile: HourProfile | None = None
 
     def __post_init__(self) -> None:
         if (self.queries_per_day is None) == (self.queries_per_month is None):
@@ -133,6 +137,15 @@ class Workload:
         if self.start is not None and not isinstance(self.start, date):
             raise InputError(f"must be a date, got {self.start!r}", field="start")
         _non_negative(self.volume_cv, "volume_cv")
+        if self.hour_profile is not None and not isinstance(self.hour_profile, HourProfile):
+            raise InputError(
+                f"must be an HourProfile or None, got {self.hour_profile!r}", field="hour_profile"
+            )
+
+    @property
+    def hours(self) -> HourProfile:
+        """The hour profile in use (uniform when none was given)."""
+        return self.hour_profile or HourProfile.uniform()
 
     @property
     def monthly_growth(self) -> float:
