@@ -149,3 +149,43 @@ def record(**changes: Any) -> LogRecord:
     }
     values.update(changes)
     return LogRecord(**values)
+
+
+def text_chunks(
+    pieces: list[str], finish: str, *, prompt: int = 40, completion: int | None = None
+) -> list[dict[str, Any]]:
+    """A streamed text completion as llama.cpp sends it: one chunk a piece, then one with the
+    finish and the usage (`completion`: the pieces' count unless given)."""
+    base = {"id": "cmpl-1", "object": "text_completion", "created": 1, "model": "served"}
+    chunks: list[dict[str, Any]] = [
+        {**base, "choices": [{"index": 0, "text": piece, "finish_reason": None}]}
+        for piece in pieces
+    ]
+    tokens = len(pieces) if completion is None else completion
+    usage = {"prompt_tokens": prompt, "completion_tokens": tokens, "total_tokens": prompt + tokens}
+    last = {"index": 0, "text": "", "finish_reason": finish}
+    return [*chunks, {**base, "choices": [last], "usage": usage}]
+
+
+def chat_chunks(
+    pieces: list[str], finish: str, *, completion: int, reasoning: int, ident: str = "chatcmpl-1"
+) -> list[dict[str, Any]]:
+    """A streamed chat completion as OpenAI sends it with `include_usage`: the role, a chunk a
+    piece, the finish, then the usage with empty `choices`."""
+    base = {"id": ident, "object": "chat.completion.chunk", "created": 1, "model": "o3-mini"}
+
+    def choice(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+        return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]}
+
+    usage = {
+        "prompt_tokens": 20,
+        "completion_tokens": completion,
+        "total_tokens": 20 + completion,
+        "completion_tokens_details": {"reasoning_tokens": reasoning},
+    }
+    return [
+        choice({"role": "assistant", "content": ""}),
+        *(choice({"content": piece}) for piece in pieces),
+        choice({}, finish),
+        {**base, "choices": [], "usage": usage},
+    ]

@@ -13,6 +13,8 @@ import pytest
 from production_support import make_plan
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "planner.md"
+#: The examples, in the order they run (the monitor's reads what the others logged).
+NAMES = ("request fields", "wrapper", "streaming", "gateway", "litellm", "monitor")
 BLOCK = re.compile(r"```python\n# shipping: ([a-z ]+)\n(.*?)```", re.DOTALL)
 
 
@@ -24,7 +26,7 @@ def examples() -> dict[str, str]:
 
 
 def test_the_section_has_an_example_for_each_way() -> None:
-    assert set(examples()) == {"request fields", "wrapper", "gateway", "litellm", "monitor"}
+    assert set(examples()) == set(NAMES)
 
 
 @pytest.mark.model
@@ -36,7 +38,7 @@ def test_every_example_runs_against_the_embedded_model(
     make_plan(local_model.model_id).save(tmp_path / "plan.json")
     found = examples()
     ran: dict[str, dict[str, Any]] = {}
-    for name in ("request fields", "wrapper", "gateway", "litellm", "monitor"):
+    for name in NAMES:
         if name == "litellm":
             os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
             try:
@@ -50,9 +52,12 @@ def test_every_example_runs_against_the_embedded_model(
         ran[name] = namespace
     assert ran["request fields"]["reply"].usage.completion_tokens <= 6  # the plan's cap
     assert ran["wrapper"]["report"].answer_forced
+    streamed = ran["streaming"]
+    assert streamed["answer"] == ran["wrapper"]["reply"].choices[0].message.content
+    assert streamed["report"] == ran["wrapper"]["report"]
     assert ran["gateway"]["reply"].model_extra["cotplan"]["cap"] == 6
     if "litellm" in ran:
         assert ran["litellm"]["reply"].usage.completion_tokens <= 6
     report = ran["monitor"]["report"]
-    assert report.calls >= 2  # the wrapper's call and the gateway's
+    assert report.calls >= 3  # the wrapper's calls and the gateway's
     assert list(report.to_frame()["cap"]) == [6]

@@ -179,7 +179,8 @@ def test_a_hidden_cap_that_ate_the_answer_asks_for_it_once_more() -> None:
         ({**ask(), "size": 0}, "size", "positive number"),
         ({**ask(), "size": 7}, "size", "no cap for n = 7"),
         ({**ask(), "size": 3, "stop": 5}, "stop", "list of strings"),
-        ({**ask(), "size": 3, "stream": True}, "stream", "streaming"),
+        ({**ask(), "size": 3, "stream": "yes"}, "stream", "true or false"),
+        ({**ask(), "size": 3, "stream_options": {}}, "stream_options", "only for a streamed"),
         ({**ask(), "size": 3, "n": 2}, "n", "must be 1"),
         ({**ask(), "size": 3, "tools": []}, "tools", "writes the chat out as text"),
         ({**ask(), "size": 3, "max_tokens": 0}, "max_tokens", "≥ 1"),
@@ -269,7 +270,7 @@ def test_the_log_keeps_rows_in_order_with_null_for_no_price(tmp_path: Path) -> N
     assert second.cost_usd == 0.5
     assert not second.cap_bitten
     with sqlite3.connect(log.path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 3
         assert db.execute("SELECT cost_usd FROM calls ORDER BY id").fetchall() == [(None,), (0.5,)]
     assert list(log.to_frame().columns) == list(LOG_COLUMNS)
 
@@ -321,7 +322,7 @@ def test_the_gateway_answers_in_openais_shape(tmp_path: Path) -> None:
         (None, {}, 400, None),
         ({**ask()}, {}, 400, "size"),
         ({**ask()}, {"X-Cotplan-Size": "big"}, 400, "x-cotplan-size"),
-        ({**ask(), "size": 3, "stream": True}, {}, 400, "stream"),
+        ({**ask(), "size": 3, "stream": "yes"}, {}, 400, "stream"),
     ],
 )
 def test_the_gateway_refuses_in_openais_error_shape(

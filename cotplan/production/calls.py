@@ -37,6 +37,7 @@ __all__ = [
     "provider_of",
     "report_of",
     "stop_list",
+    "usage_body",
     "usage_of",
     "with_instruction",
 ]
@@ -74,6 +75,7 @@ TEMPLATE_ARGS = frozenset(
         "timeout",
         "user",
         "stream",
+        "stream_options",
         "n",
     }
 )
@@ -94,6 +96,9 @@ class CallArgs:
     temperature: float
     rest: dict[str, Any]
     note: str
+    #: Streamed (`stream=True`), and whether the caller asked for the usage chunk at the end.
+    stream: bool = False
+    include_usage: bool = False
 
 
 @dataclass(frozen=True)
@@ -143,6 +148,17 @@ def report_of(reply: Any) -> CapReport:
         return CapReport(**values)
     except TypeError as exc:
         raise InputError(f"holds an incomplete `cotplan` field: {exc}", field="reply") from exc
+
+
+def usage_body(report: CapReport) -> dict[str, Any]:
+    """A capped reply's `usage` (every request's tokens, the reasoning among the completion's)."""
+    completion = report.reasoning_tokens + report.answer_tokens
+    return {
+        "prompt_tokens": report.prompt_tokens,
+        "completion_tokens": completion,
+        "total_tokens": report.prompt_tokens + completion,
+        "completion_tokens_details": {"reasoning_tokens": report.reasoning_tokens},
+    }
 
 
 def provider_of(base_url: object) -> str:

@@ -11,7 +11,15 @@ Also served: ``GET /v1/models`` (the plan's model) and ``GET /health``.
 
 Errors come back in OpenAI's shape, ``{"error": {"message", "type", "param", "code"}}``: 400
 with `param` naming the field for a request cotplan refuses, the upstream's own status for an
-upstream error, 502 when the upstream cannot be reached. Streaming is refused (400) for now.
+upstream error, 502 when the upstream cannot be reached.
+
+Streaming. A body with ``"stream": true`` is answered with server-sent events, as OpenAI's
+API answers it: ``data: {chunk}`` per `ChatCompletionChunk` of the capped stream
+(`cotplan.production.streaming`; the last carries the usage and the ``cotplan`` field), then
+``data: [DONE]``. An error before the first chunk is an error reply as above; one mid-stream,
+after the 200 has gone, is sent as ``data: {"error": {...}}`` (which the OpenAI SDKs raise as
+an API error) and ends the stream. A client that hangs up ends the upstream request too; the
+call log records the call as far as it went.
 
 It listens on the loopback interface only: it holds the upstream's key and applies no
 authentication of its own, so it must not be reachable from other machines.
@@ -23,9 +31,11 @@ tests and notebooks), `serve` in the foreground (the CLI).
 from __future__ import annotations
 
 import inspect
+import json
 import socket
 import threading
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -34,12 +44,13 @@ import uvicorn
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from cotplan.errors import CotplanError, InputError, LocalServerError
 from cotplan.planner import SavedPlan
 from cotplan.production.log import CallLog
+from cotplan.production.streaming import CappedStream
 from cotplan.production.wrapper import CappedClient, capped
 
 __all__ = ["HOST", "Gateway", "check_port", "check_upstream", "make_app", "serve"]
@@ -85,6 +96,29 @@ def _error(status: int, message: str, *, kind: str, param: str | None = None) ->
     return JSONResponse(body, status_code=status)
 
 
+def _event(body: object) -> str:
+    return f"data: {json.dumps(body, separators=(',', ':'))}\n\n"
+
+
+async def _events(stream: CappedStream) -> AsyncIterator[str]:
+    """The stream as server-sent events (see the module). The capped stream is synchronous (the
+    team's own client is): each chunk is read in a worker thread."""
+    try:
+        while (chunk := await run_in_threadpool(next, stream, None)) is not None:
+            yield _event(chunk.model_dump(mode="json"))
+    except openai.APIError as exc:
+        yield _event({"error": {"message": f"upstream: {exc.message}", "type": "upstream_error"}})
+        return
+    except CotplanError as exc:
+        yield _event({"error": {"message": str(exc), "type": "server_error"}})
+        return
+    finally:
+        # Also when the client hung up (the task is cancelled here): the upstream request
+        # stops and the call is logged as stopped.
+        await run_in_threadpool(stream.close)
+    yield "data: [DONE]\n\n"
+
+
 def _create_arguments(client: openai.OpenAI) -> frozenset[str]:
     """The keyword arguments the SDK's `chat.completions.create` takes; any other body field
     is sent on as it is (`extra_body`), as a direct call with `extra_body` would send it."""
@@ -96,7 +130,7 @@ def make_app(capped_client: CappedClient) -> Starlette:
     """The Starlette app answering OpenAI-compatible chat completions through `capped_client`."""
     known = _create_arguments(capped_client.client)
 
-    async def chat_completions(request: Request) -> JSONResponse:
+    async def chat_completions(request: Request) -> Response:
         try:
             body = await request.json()
         except (ValueError, UnicodeDecodeError):
@@ -130,6 +164,8 @@ def make_app(capped_client: CappedClient) -> Starlette:
             return _error(502, f"upstream unreachable: {exc}", kind="upstream_error")
         except CotplanError as exc:
             return _error(500, str(exc), kind="server_error")
+        if isinstance(reply, CappedStream):
+            return StreamingResponse(_events(reply), media_type="text/event-stream")
         return JSONResponse(reply.model_dump(mode="json"))
 
     async def models(request: Request) -> JSONResponse:

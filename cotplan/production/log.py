@@ -27,6 +27,10 @@ cost_usd             REAL     list price of the call's requests; NULL when the m
 via                  TEXT     who answered: ``wrapper``, ``gateway`` or ``litellm``
 call_id              TEXT     the reply's `id` (what a labels file names, `cotplan monitor`);
                               "" in rows written before schema 2
+outcome              TEXT     ``complete``; for a streamed call, ``stopped`` when the caller
+                              closed the stream before its end, ``error`` when the upstream
+                              failed mid-stream (the row then holds what was seen; see
+                              `cotplan.production.streaming`); ``complete`` in older rows
 ===================  =======  =====================================================================
 
 Changes to the schema are numbered migration functions (`_MIGRATIONS`), applied in order to any
@@ -69,6 +73,7 @@ class LogRecord:
     cost_usd: float
     via: str
     call_id: str = ""
+    outcome: str = "complete"
 
 
 #: The columns of the `calls` table after the id, in order.
@@ -103,8 +108,13 @@ def _v2(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE calls ADD COLUMN call_id TEXT NOT NULL DEFAULT ''")
 
 
+def _v3(db: sqlite3.Connection) -> None:
+    # A streamed call may end before its reply does; its row must say so.
+    db.execute("ALTER TABLE calls ADD COLUMN outcome TEXT NOT NULL DEFAULT 'complete'")
+
+
 #: Migration n + 1 takes a file at `user_version` n to n + 1.
-_MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2)
+_MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3)
 
 
 def default_log_path() -> Path:

@@ -39,6 +39,11 @@ is added to the last user message here too, and generation is greedy (temperatur
 call sets a temperature. `max_tokens` / `max_completion_tokens` cap the answer; the plan caps
 the thinking.
 
+Streaming. `stream=True` gives what the client gives for a stream: a `CappedStream` of
+`ChatCompletionChunk` (an `AsyncCappedStream` for `AsyncOpenAI`), from the same requests, each
+streamed; the thinking comes as `delta.reasoning_content`, the answer as `delta.content`, and
+the last chunk carries the usage and the `cotplan` field (`cotplan.production.streaming`).
+
 Errors. Arguments this wrapper checks raise cotplan's `InputError` naming the field. Errors of
 the upstream itself are the client's own (`openai.APIStatusError` and the like), unchanged:
 code written against the client already handles them.
@@ -56,9 +61,9 @@ from typing import Any, Generic, Literal, TypeVar, overload
 import openai
 from openai.types.chat import ChatCompletion
 
-from cotplan.backends.budgets import LENGTH_FINISH_REASONS, budget_params, rule_for_model
+from cotplan.backends.budgets import rule_for_model
 from cotplan.errors import InputError
-from cotplan.generate.prompts import CoTPrompt, template_for
+from cotplan.generate.prompts import template_for
 from cotplan.generate.protocols import resolve_protocol
 from cotplan.messages import Message
 from cotplan.planner import SavedPlan
@@ -71,20 +76,22 @@ from cotplan.production.calls import (
     answer_room,
     cap_at,
     check_messages,
-    cost_of_requests,
-    joiner,
     provider_of,
     report_of,
     stop_list,
+    usage_body,
     usage_of,
-    with_instruction,
 )
 from cotplan.production.log import CallLog, LogRecord
+from cotplan.production.phases import OneRequest, TwoPhase
+from cotplan.production.streaming import AsyncCappedStream, CappedStream, StreamSteps, stream_steps
 
 __all__ = [
     "AsyncCappedClient",
+    "AsyncCappedStream",
     "CapReport",
     "CappedClient",
+    "CappedStream",
     "SizeFunction",
     "capped",
     "provider_of",
@@ -104,10 +111,20 @@ class _Completions:
     def __init__(self, owner: CappedClient) -> None:
         self._owner = owner
 
-    def create(self, **kwargs: Any) -> ChatCompletion:
-        """`client.chat.completions.create(...)` with the plan's cap (see the module)."""
+    @overload
+    def create(self, *, stream: Literal[True], **kwargs: Any) -> CappedStream: ...
+
+    @overload
+    def create(self, *, stream: Literal[False] | None = ..., **kwargs: Any) -> ChatCompletion: ...
+
+    def create(self, **kwargs: Any) -> ChatCompletion | CappedStream:
+        """`client.chat.completions.create(...)` with the plan's cap (see the module); with
+        `stream=True`, a `CappedStream` of chunks (`cotplan.production.streaming`)."""
         client = self._owner.client
-        steps = self._owner._steps(kwargs)
+        call = self._owner._check(kwargs)
+        if call.stream:
+            return CappedStream(client, self._owner._stream_steps(call))
+        steps = self._owner._steps(call)
         try:
             endpoint, arguments = next(steps)
             while True:
@@ -128,11 +145,23 @@ class _AsyncCompletions:
     def __init__(self, owner: AsyncCappedClient) -> None:
         self._owner = owner
 
-    async def create(self, **kwargs: Any) -> ChatCompletion:
-        """`await client.chat.completions.create(...)` with the plan's cap (see the module).
-        The call log is written in the event loop's thread: one short SQLite insert."""
+    @overload
+    async def create(self, *, stream: Literal[True], **kwargs: Any) -> AsyncCappedStream: ...
+
+    @overload
+    async def create(
+        self, *, stream: Literal[False] | None = ..., **kwargs: Any
+    ) -> ChatCompletion: ...
+
+    async def create(self, **kwargs: Any) -> ChatCompletion | AsyncCappedStream:
+        """`await client.chat.completions.create(...)` with the plan's cap (see the module);
+        with `stream=True`, an `AsyncCappedStream`. The call log is written in the event loop's
+        thread: one short SQLite insert."""
         client = self._owner.client
-        steps = self._owner._steps(kwargs)
+        call = self._owner._check(kwargs)
+        if call.stream:
+            return await AsyncCappedStream.open(client, self._owner._stream_steps(call))
+        steps = self._owner._steps(call)
         try:
             endpoint, arguments = next(steps)
             while True:
@@ -198,31 +227,41 @@ class _Capper:
 
     # -- one call ---------------------------------------------------------------------------
 
-    def _steps(self, kwargs: dict[str, Any]) -> _Steps:
+    def _steps(self, call: CallArgs) -> _Steps:
         """The call as a generator of requests (see `_Steps`); logs the call at its end."""
-        call = self._check(kwargs)
         steps = self._two_phase(call) if call.mode == "template" else self._one_request(call)
         reply, report = yield from steps
-        if self.log is not None:
-            self.log.append(
-                LogRecord(
-                    time=datetime.now(UTC).isoformat(timespec="seconds"),
-                    model=call.model,
-                    size=report.size,
-                    cap=report.cap,
-                    basis=report.basis,
-                    mode=report.mode,
-                    reasoning_tokens=report.reasoning_tokens,
-                    answer_tokens=report.answer_tokens,
-                    prompt_tokens=report.prompt_tokens,
-                    cap_bitten=report.cap_bitten,
-                    answer_forced=report.answer_forced,
-                    cost_usd=report.cost_usd,
-                    via=self.via,
-                    call_id=str(reply.id),
-                )
-            )
+        self._log_call(call.model, report, str(reply.id), "complete")
         return reply, report
+
+    def _stream_steps(self, call: CallArgs) -> StreamSteps:
+        def finish(report: CapReport, call_id: str, outcome: str) -> None:
+            self._log_call(call.model, report, call_id, outcome)
+
+        return stream_steps(call, provider=self.provider, finish=finish)
+
+    def _log_call(self, model: str, report: CapReport, call_id: str, outcome: str) -> None:
+        if self.log is None:
+            return
+        self.log.append(
+            LogRecord(
+                time=datetime.now(UTC).isoformat(timespec="seconds"),
+                model=model,
+                size=report.size,
+                cap=report.cap,
+                basis=report.basis,
+                mode=report.mode,
+                reasoning_tokens=report.reasoning_tokens,
+                answer_tokens=report.answer_tokens,
+                prompt_tokens=report.prompt_tokens,
+                cap_bitten=report.cap_bitten,
+                answer_forced=report.answer_forced,
+                cost_usd=report.cost_usd,
+                via=self.via,
+                call_id=call_id,
+                outcome=outcome,
+            )
+        )
 
     def _check(self, kwargs: dict[str, Any]) -> CallArgs:
         args = dict(kwargs)
@@ -248,14 +287,9 @@ class _Capper:
         size = self._size(args.pop("size", None), messages)
         cap = cap_at(self.plan, size)
         mode = self._mode(model)
-        if args.get("stream"):
-            raise InputError(
-                "streaming is not supported by the capped client yet: call without stream",
-                field="stream",
-            )
+        stream, include_usage = _stream_arguments(args)
         if args.get("n") not in (None, 1):
             raise InputError(f"must be 1 (one answer per call), got {args['n']!r}", field="n")
-        args.pop("stream", None)
         args.pop("n", None)
         if mode == "template":
             unknown = sorted(set(args) - TEMPLATE_ARGS)
@@ -283,6 +317,8 @@ class _Capper:
             temperature=float(temperature),
             rest=args,
             note="; ".join(part for part in (note, protocol_note, cap.note) if part),
+            stream=stream,
+            include_usage=include_usage,
         )
 
     def _size(self, given: object, messages: list[Message]) -> float:
@@ -314,68 +350,16 @@ class _Capper:
     # -- template mode: the two phases of `budgeted_answer`, through the client ---------------
 
     def _two_phase(self, call: CallArgs) -> _Steps:
-        assert call.template is not None
-        words, template = call.words, call.template
-        rendered = template.render(with_instruction(call.messages, words.instruction))
-        k = call.cap.tokens
-        passed = ("seed", "extra_body", "extra_headers", "timeout", "user")
-        extra: dict[str, Any] = {name: call.rest[name] for name in passed if name in call.rest}
-        common: dict[str, Any] = {"model": call.model, "temperature": call.temperature, **extra}
-        requests: list[Any] = []
-        thinking = ""
-        cut = False
-        if k == 0:
-            # A native thinker at k = 0 gets an empty thinking block, as Qwen3 writes one when
-            # thinking is off (the same text `budgeted_answer` writes).
-            empty = words.lead + words.close if words.close else ""
-            answer_prompt = rendered + empty + words.marker
-        else:
-            # A native thinker says it has finished by closing its thinking; it may write
-            # "Answer:" inside its thoughts, so only the close ends the phase.
-            stops = [words.thinking_stop]
-            first = yield (
-                "completions",
-                {
-                    "prompt": rendered + words.lead,
-                    "max_tokens": k,
-                    "stop": [*stops, template.end],
-                    **common,
-                },
-            )
-            requests.append(first)
+        phases = TwoPhase(call)
+        thinking, thinking_usage, cut = "", None, False
+        first_request = phases.thinking_request()
+        if first_request is not None:
+            first = yield ("completions", first_request)
             choice = first.choices[0]
-            thinking = choice.text
+            thinking, thinking_usage = choice.text, usage_of(first.usage)
             cut = choice.finish_reason == "length"
-            closing = _closing(words, thinking, cut=cut)
-            answer_prompt = rendered + words.lead + thinking + closing + words.marker
-        user_stop = call.rest.get("stop")
-        stop = ["\n", template.end, *stop_list(user_stop)]
-        second = yield (
-            "completions",
-            {"prompt": answer_prompt, "max_tokens": call.answer_tokens, "stop": stop, **common},
-        )
-        requests.append(second)
-        usage = [usage_of(r.usage) for r in requests]
-        reasoning_tokens = usage[0].completion_tokens if k > 0 else 0
-        answer_tokens = usage[-1].completion_tokens
-        prompt_tokens = sum(u.prompt_tokens for u in usage)
-        cost, cost_note = cost_of_requests(call.model, usage)
-        report = CapReport(
-            size=call.cap.n,
-            cap=k,
-            basis=call.cap.basis,
-            certified=call.cap.certified,
-            mode="template",
-            protocol=call.protocol,
-            reasoning_tokens=reasoning_tokens,
-            answer_tokens=answer_tokens,
-            prompt_tokens=prompt_tokens,
-            cap_bitten=cut,
-            answer_forced=cut,
-            cost_usd=cost,
-            requests=len(requests),
-            note="; ".join(p for p in (call.note, cost_note) if p),
-        )
+        second = yield ("completions", phases.answer_request(thinking, cut=cut))
+        report = phases.report(thinking_usage, usage_of(second.usage), cut=cut)
         answer_choice = second.choices[0]
         reply = ChatCompletion.model_validate(
             {
@@ -394,12 +378,7 @@ class _Capper:
                         },
                     }
                 ],
-                "usage": {
-                    "prompt_tokens": prompt_tokens,
-                    "completion_tokens": reasoning_tokens + answer_tokens,
-                    "total_tokens": prompt_tokens + reasoning_tokens + answer_tokens,
-                    "completion_tokens_details": {"reasoning_tokens": reasoning_tokens},
-                },
+                "usage": usage_body(report),
                 "cotplan": report.to_dict(),
             }
         )
@@ -408,73 +387,34 @@ class _Capper:
     # -- hidden mode: the provider's own cap, in one request ----------------------------------
 
     def _one_request(self, call: CallArgs) -> _Steps:
-        k = call.cap.tokens
-        fields_ = budget_params(
-            rule_for_model(self.provider, call.model),
-            k,
-            answer_tokens=call.answer_tokens,
-            model=call.model,
-        )
-        # The SDK types each message by role; these were checked by `check_messages`.
-        messages: list[Any] = with_instruction(call.messages, call.words.direct)
-        rest = dict(call.rest)
-        # The budget's fields go in the body as they are: the SDK's keyword arguments would
-        # refuse a field its version does not know (Anthropic's `thinking`, for one).
-        body = {**(rest.pop("extra_body", None) or {}), **fields_.params}
-        if call.temperature != 0.0:
-            rest["temperature"] = call.temperature  # reasoning models refuse it otherwise
-        reply = yield (
-            "chat",
-            {"model": call.model, "messages": messages, "extra_body": body, **rest},
-        )
+        one = OneRequest(call, self.provider)
+        reply = yield ("chat", one.request())
         usages = [usage_of(reply.usage)]
-        hidden = usages[0].reasoning_tokens
         choice = reply.choices[0]
-        bitten = (choice.finish_reason or "") in LENGTH_FINISH_REASONS or hidden >= fields_.cap
+        bitten = one.bitten(choice.finish_reason, usages[0])
         forced = False
         if not (choice.message.content or "").strip():
-            # The cap ran out inside the hidden reasoning: the thinking is lost, so ask once
-            # more for the answer alone, with only the answer's room.
-            retry = yield (
-                "chat",
-                {
-                    "model": call.model,
-                    "messages": [*messages, {"role": "user", "content": call.words.force}],
-                    "extra_body": {fields_.cap_parameter: call.answer_tokens},
-                    **rest,
-                },
-            )
+            retry = yield ("chat", one.retry_request())
             usages.append(usage_of(retry.usage))
-            hidden += usages[-1].reasoning_tokens
             reply, forced, bitten = retry, True, True
-        cost, cost_note = cost_of_requests(call.model, usages)
-        report = CapReport(
-            size=call.cap.n,
-            cap=k,
-            basis=call.cap.basis,
-            certified=call.cap.certified,
-            mode="hidden",
-            protocol=call.protocol,
-            reasoning_tokens=hidden,
-            answer_tokens=sum(u.completion_tokens - u.reasoning_tokens for u in usages),
-            prompt_tokens=sum(u.prompt_tokens for u in usages),
-            cap_bitten=bitten,
-            answer_forced=forced,
-            cost_usd=cost,
-            requests=len(usages),
-            note="; ".join(p for p in (call.note, *fields_.notes, cost_note) if p),
-        )
+        report = one.report(usages, bitten=bitten, forced=forced)
         setattr(reply, "cotplan", report.to_dict())  # noqa: B010 (an extra field, not declared)
         return reply, report
 
 
-def _closing(words: CoTPrompt, thinking: str, *, cut: bool) -> str:
-    """What closes the thinking before the marker, as `budgeted_answer` closes it."""
-    if cut and words.cut_note:  # Qwen's sentence brings its own line breaks
-        return words.cut_note + words.close
-    if words.close and not words.break_before_close:  # a token closes it, mid-line or not
-        return words.close
-    return joiner(thinking) + words.close
+def _stream_arguments(args: dict[str, Any]) -> tuple[bool, bool]:
+    """`stream` and whether `stream_options` asks for the usage chunk, popped from `args`."""
+    stream = args.pop("stream", None)
+    if stream not in (None, True, False):
+        raise InputError(f"must be true or false, got {stream!r}", field="stream")
+    options = args.pop("stream_options", None)
+    if options is None:
+        return bool(stream), False
+    if not stream:
+        raise InputError("is only for a streamed call (stream=True)", field="stream_options")
+    if not isinstance(options, Mapping):
+        raise InputError(f"must be a dict, got {options!r}", field="stream_options")
+    return True, bool(options.get("include_usage"))
 
 
 class CappedClient(_Capper):

@@ -1,0 +1,201 @@
+"""The requests a capped call makes and the report it ends in, for each way of applying the cap.
+
+Shared by the plain reply (`cotplan.production.wrapper`) and the streamed one
+(`cotplan.production.streaming`), so that a streamed call makes the very requests of an
+unstreamed one and reports the same fields: only how the replies are read differs.
+
+- `TwoPhase`: two-phase budget forcing (the ``template`` mode): the thinking under the cap k
+  as a text completion, closed the protocol's way, then the answer.
+- `OneRequest`: the provider's own cap (the ``hidden`` mode): one chat request with the budget
+  rule's fields, and, when the cap left no answer, one more asking for the answer alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cotplan.backends.base import Usage
+from cotplan.backends.budgets import (
+    LENGTH_FINISH_REASONS,
+    BudgetParams,
+    budget_params,
+    rule_for_model,
+)
+from cotplan.generate.prompts import CoTPrompt
+from cotplan.production.calls import (
+    CallArgs,
+    CapReport,
+    cost_of_requests,
+    joiner,
+    stop_list,
+    with_instruction,
+)
+
+__all__ = ["OneRequest", "TwoPhase", "closing"]
+
+
+def closing(words: CoTPrompt, thinking: str, *, cut: bool) -> str:
+    """What closes the thinking before the marker, as `budgeted_answer` closes it."""
+    if cut and words.cut_note:  # Qwen's sentence brings its own line breaks
+        return words.cut_note + words.close
+    if words.close and not words.break_before_close:  # a token closes it, mid-line or not
+        return words.close
+    return joiner(thinking) + words.close
+
+
+@dataclass(frozen=True)
+class TwoPhase:
+    """The two text completions of one call in ``template`` mode (`budgeted_answer`'s own)."""
+
+    call: CallArgs
+
+    @property
+    def _rendered(self) -> str:
+        assert self.call.template is not None  # template mode is chosen only with one
+        return self.call.template.render(
+            with_instruction(self.call.messages, self.call.words.instruction)
+        )
+
+    @property
+    def _common(self) -> dict[str, Any]:
+        passed = ("seed", "extra_body", "extra_headers", "timeout", "user")
+        extra = {name: self.call.rest[name] for name in passed if name in self.call.rest}
+        return {"model": self.call.model, "temperature": self.call.temperature, **extra}
+
+    def thinking_request(self) -> dict[str, Any] | None:
+        """The first phase's `completions.create` arguments; None at k = 0 (no thinking)."""
+        if self.call.cap.tokens == 0:
+            return None
+        assert self.call.template is not None
+        words = self.call.words
+        # A native thinker says it has finished by closing its thinking; it may write
+        # "Answer:" inside its thoughts, so only the close ends the phase.
+        return {
+            "prompt": self._rendered + words.lead,
+            "max_tokens": self.call.cap.tokens,
+            "stop": [words.thinking_stop, self.call.template.end],
+            **self._common,
+        }
+
+    def answer_request(self, thinking: str, *, cut: bool) -> dict[str, Any]:
+        """The second phase's arguments, after `thinking` (`cut`: the cap stopped it)."""
+        assert self.call.template is not None
+        words = self.call.words
+        if self.call.cap.tokens == 0:
+            # A native thinker at k = 0 gets an empty thinking block, as Qwen3 writes one when
+            # thinking is off (the same text `budgeted_answer` writes).
+            empty = words.lead + words.close if words.close else ""
+            prompt = self._rendered + empty + words.marker
+        else:
+            close = closing(words, thinking, cut=cut)
+            prompt = self._rendered + words.lead + thinking + close + words.marker
+        stop = ["\n", self.call.template.end, *stop_list(self.call.rest.get("stop"))]
+        return {
+            "prompt": prompt,
+            "max_tokens": self.call.answer_tokens,
+            "stop": stop,
+            **self._common,
+        }
+
+    def report(self, thinking: Usage | None, answer: Usage | None, *, cut: bool) -> CapReport:
+        """The report from each phase's usage (None: that phase was not run or not finished
+        and its tokens are unknown)."""
+        usages = [u for u in (thinking, answer) if u is not None]
+        cost, cost_note = cost_of_requests(self.call.model, usages)
+        return CapReport(
+            size=self.call.cap.n,
+            cap=self.call.cap.tokens,
+            basis=self.call.cap.basis,
+            certified=self.call.cap.certified,
+            mode="template",
+            protocol=self.call.protocol,
+            reasoning_tokens=thinking.completion_tokens if thinking is not None else 0,
+            answer_tokens=answer.completion_tokens if answer is not None else 0,
+            prompt_tokens=sum(u.prompt_tokens for u in usages),
+            cap_bitten=cut,
+            answer_forced=cut,
+            cost_usd=cost,
+            requests=len(usages),
+            note="; ".join(p for p in (self.call.note, cost_note) if p),
+        )
+
+
+@dataclass(frozen=True)
+class OneRequest:
+    """The chat request(s) of one call in ``hidden`` mode, for `provider`'s budget rule."""
+
+    call: CallArgs
+    provider: str
+
+    @property
+    def fields(self) -> BudgetParams:
+        return budget_params(
+            rule_for_model(self.provider, self.call.model),
+            self.call.cap.tokens,
+            answer_tokens=self.call.answer_tokens,
+            model=self.call.model,
+        )
+
+    @property
+    def _messages(self) -> list[Any]:  # the SDK types each message by role
+        return with_instruction(self.call.messages, self.call.words.direct)
+
+    @property
+    def _rest(self) -> dict[str, Any]:
+        rest = dict(self.call.rest)
+        rest.pop("extra_body", None)
+        if self.call.temperature != 0.0:
+            rest["temperature"] = self.call.temperature  # reasoning models refuse it otherwise
+        return rest
+
+    def request(self) -> dict[str, Any]:
+        """The `chat.completions.create` arguments of the capped request."""
+        # The budget's fields go in the body as they are: the SDK's keyword arguments would
+        # refuse a field its version does not know (Anthropic's `thinking`, for one).
+        body = {**(self.call.rest.get("extra_body") or {}), **self.fields.params}
+        return {
+            "model": self.call.model,
+            "messages": self._messages,
+            "extra_body": body,
+            **self._rest,
+        }
+
+    def retry_request(self) -> dict[str, Any]:
+        """When the cap ran out inside the hidden reasoning, the thinking is lost: ask once
+        more for the answer alone, with only the answer's room."""
+        force = {"role": "user", "content": self.call.words.force}
+        return {
+            "model": self.call.model,
+            "messages": [*self._messages, force],
+            "extra_body": {self.fields.cap_parameter: self.call.answer_tokens},
+            **self._rest,
+        }
+
+    def bitten(self, finish_reason: str | None, usage: Usage) -> bool:
+        """Whether the cap stopped the first request's reasoning."""
+        return (finish_reason or "") in LENGTH_FINISH_REASONS or (
+            usage.reasoning_tokens >= self.fields.cap
+        )
+
+    def report(self, usages: Sequence[Usage], *, bitten: bool, forced: bool) -> CapReport:
+        """The report from the usage of each request made."""
+        fields_ = self.fields
+        cost, cost_note = cost_of_requests(self.call.model, usages)
+        return CapReport(
+            size=self.call.cap.n,
+            cap=self.call.cap.tokens,
+            basis=self.call.cap.basis,
+            certified=self.call.cap.certified,
+            mode="hidden",
+            protocol=self.call.protocol,
+            reasoning_tokens=sum(u.reasoning_tokens for u in usages),
+            answer_tokens=sum(u.completion_tokens - u.reasoning_tokens for u in usages),
+            prompt_tokens=sum(u.prompt_tokens for u in usages),
+            cap_bitten=bitten,
+            answer_forced=forced,
+            cost_usd=cost,
+            requests=len(usages),
+            note="; ".join(p for p in (self.call.note, *fields_.notes, cost_note) if p),
+        )

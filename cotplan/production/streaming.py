@@ -1,0 +1,448 @@
+"""Streamed capped calls: `create(..., stream=True)` on a capped client.
+
+What comes back is what the client gives for a stream: an iterator of `ChatCompletionChunk`
+(`CappedStream`; `AsyncCappedStream`, an async iterator, for `AsyncOpenAI`), with `close()` and
+the context-manager form of `openai.Stream`. Upstream errors on the first request are raised by
+`create` itself, as the client raises them; later ones by the iteration.
+
+The cap is applied by the same requests as an unstreamed call (`cotplan.production.phases`),
+each sent with ``stream=True`` and ``stream_options={"include_usage": True}``, so that token
+counts come from the upstream's usage as they do unstreamed:
+
+- ``template`` (two-phase forcing): the thinking is streamed as it comes, as
+  `delta.reasoning_content` (the first request's `max_tokens` stops it at the cap), then the
+  forced answer as `delta.content`, trimmed of its outer whitespace as the unstreamed reply's
+  `content` is. All chunks carry one id.
+- ``hidden`` (the provider's cap): the upstream's chunks are passed on as they come (a retry
+  for an answer the cap ate is streamed after them, under the first id).
+
+The last chunk carries the usage of every request (as an unstreamed reply's `usage`) and the
+extra `cotplan` field (`report_of` reads it): the chunk with the `finish_reason`, or, when the
+call asked for ``stream_options={"include_usage": True}``, the usage chunk after it (empty
+`choices`, as the SDK documents).
+
+The call log's row is written when the stream ends, also when the caller stops early
+(`close()`, leaving a `with` block, or dropping the stream: outcome ``stopped``) or the upstream
+fails mid-stream (``error``); such a row holds what was seen, a phase cut short counted by its
+chunks (one token each on llama.cpp and vLLM) since its usage never came.
+
+One body of logic (a generator of `_Open`, `NEXT` and the chunks to hand on, as `_Steps` is for
+unstreamed calls) serves both clients; `CappedStream` and `AsyncCappedStream` only send.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Final
+
+import openai
+from openai.types.chat import ChatCompletionChunk
+
+from cotplan.backends.base import Usage
+from cotplan.production.calls import CallArgs, CapReport, usage_body, usage_of
+from cotplan.production.phases import OneRequest, TwoPhase
+
+__all__ = ["NEXT", "AsyncCappedStream", "CappedStream", "StreamSteps", "stream_steps"]
+
+#: What a streamed call's steps are told at their end: the report, the reply's id, and the
+#: outcome (``complete``, ``stopped`` or ``error``).
+Finish = Callable[[CapReport, str, str], None]
+
+
+@dataclass(frozen=True)
+class _Open:
+    """Open a streamed upstream request (`endpoint`: ``completions`` or ``chat``)."""
+
+    endpoint: str
+    arguments: dict[str, Any]
+
+
+class _Next:
+    """Send the upstream's next chunk, or None when its stream has ended."""
+
+
+NEXT: Final = _Next()
+
+_Event = _Open | _Next | ChatCompletionChunk
+#: A streamed call as a generator: it yields `_Open` (the stream opens that request and sends
+#: None), `NEXT` (it sends the upstream's next chunk, None at its end) or a chunk to hand on.
+StreamSteps = Generator[_Event, Any, None]
+
+
+class _Done:
+    pass
+
+
+_DONE: Final = _Done()
+
+
+@dataclass
+class _Phase:
+    """What one streamed upstream request has shown so far."""
+
+    opened: bool = False
+    text: str = ""
+    finish_reason: str | None = None
+    usage: Usage | None = None
+    pieces: int = 0
+    id: str = ""
+
+    def seen(self) -> Usage | None:
+        """Its usage; counted by chunks when it never came (a request cut short); None when
+        it was never opened."""
+        if not self.opened:
+            return None
+        return self.usage or Usage(completion_tokens=self.pieces)
+
+
+class _Trim:
+    """Hands on streamed text without its leading and trailing whitespace: what it hands on
+    adds up to the whole text `.strip()`ed, as an unstreamed reply's `content` is."""
+
+    def __init__(self) -> None:
+        self.started = False
+        self.held = ""
+
+    def __call__(self, text: str) -> str:
+        if not self.started:
+            text = text.lstrip()
+            if not text:
+                return ""
+            self.started = True
+        text = self.held + text
+        kept = text.rstrip()
+        self.held = text[len(kept) :]
+        return kept
+
+
+@dataclass(frozen=True)
+class _Chunks:
+    """Chunks of one streamed reply: its id, time and model."""
+
+    id: str
+    created: int
+    model: str
+
+    def make(self, choices: list[dict[str, Any]], **extra: Any) -> ChatCompletionChunk:
+        body = {
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": choices,
+            **extra,
+        }
+        return ChatCompletionChunk.model_validate(body)
+
+    def delta(self, **delta: Any) -> ChatCompletionChunk:
+        return self.make([{"index": 0, "delta": delta, "finish_reason": None}])
+
+    def last(
+        self, finish_reason: str, report: CapReport, *, include_usage: bool
+    ) -> list[ChatCompletionChunk]:
+        """The closing chunk(s): the finish, then the usage and the report (see the module)."""
+        finish = [{"index": 0, "delta": {}, "finish_reason": finish_reason}]
+        extra = {"usage": usage_body(report), "cotplan": report.to_dict()}
+        if include_usage:
+            return [self.make(finish), self.make([], **extra)]
+        return [self.make(finish, **extra)]
+
+
+def _streamed(arguments: dict[str, Any]) -> dict[str, Any]:
+    options = {**(arguments.get("stream_options") or {}), "include_usage": True}
+    return {**arguments, "stream": True, "stream_options": options}
+
+
+def _relay_text(
+    request: dict[str, Any], phase: _Phase, hand_on: Callable[[str], ChatCompletionChunk | None]
+) -> StreamSteps:
+    """Stream one text completion, handing each piece of text on as a chunk."""
+    yield _Open("completions", _streamed(request))
+    phase.opened = True
+    while (chunk := (yield NEXT)) is not None:
+        if chunk.usage is not None:
+            phase.usage = usage_of(chunk.usage)
+        for choice in chunk.choices:
+            phase.finish_reason = choice.finish_reason or phase.finish_reason
+            if choice.text:
+                phase.text += choice.text
+                phase.pieces += 1
+                out = hand_on(choice.text)
+                if out is not None:
+                    yield out
+
+
+def _template_steps(call: CallArgs, finish: Finish) -> StreamSteps:
+    phases = TwoPhase(call)
+    chunks = _Chunks(f"chatcmpl-cotplan-{uuid.uuid4().hex}", int(time.time()), call.model)
+    thinking, answer, trim = _Phase(), _Phase(), _Trim()
+
+    def report() -> CapReport:
+        cut = thinking.finish_reason == "length"
+        return phases.report(thinking.seen(), answer.seen(), cut=cut)
+
+    def answer_piece(text: str) -> ChatCompletionChunk | None:
+        kept = trim(text)
+        return chunks.delta(content=kept) if kept else None
+
+    outcome = "stopped"
+    try:
+        yield chunks.delta(role="assistant", content="")
+        request = phases.thinking_request()
+        if request is not None:
+            yield from _relay_text(
+                request, thinking, lambda text: chunks.delta(reasoning_content=text)
+            )
+        cut = thinking.finish_reason == "length"
+        yield from _relay_text(phases.answer_request(thinking.text, cut=cut), answer, answer_piece)
+        yield from chunks.last(
+            answer.finish_reason or "stop", report(), include_usage=call.include_usage
+        )
+        outcome = "complete"
+    except GeneratorExit:
+        raise
+    except Exception:
+        outcome = "error"
+        raise
+    finally:
+        if thinking.opened or answer.opened:
+            finish(report(), chunks.id, outcome)
+
+
+def _relay_chat(request: dict[str, Any], phase: _Phase, ident: str) -> StreamSteps:
+    """Stream one chat request, handing its chunks on under the id `ident` (the first
+    request's own when empty); the finish and usage are kept for the last chunk."""
+    yield _Open("chat", _streamed(request))
+    phase.opened = True
+    while (chunk := (yield NEXT)) is not None:
+        phase.id = phase.id or chunk.id
+        if chunk.usage is not None:
+            phase.usage = usage_of(chunk.usage)
+        if not chunk.choices:
+            continue
+        choices = []
+        for choice in chunk.choices:
+            phase.finish_reason = choice.finish_reason or phase.finish_reason
+            if choice.delta.content:
+                phase.text += choice.delta.content
+                phase.pieces += 1
+            if choice.finish_reason and not any(choice.delta.model_dump().values()):
+                continue  # only the finish: it comes in the last chunk
+            choices.append(choice.model_copy(update={"finish_reason": None}))
+        if choices:
+            yield chunk.model_copy(update={"id": ident or chunk.id, "choices": choices})
+
+
+def _hidden_steps(call: CallArgs, provider: str, finish: Finish) -> StreamSteps:
+    one = OneRequest(call, provider)
+    first, retry = _Phase(), _Phase()
+    forced = False
+
+    def report() -> CapReport:
+        usages = [u for u in (first.seen(), retry.seen()) if u is not None]
+        bitten = forced or (first.opened and one.bitten(first.finish_reason, usages[0]))
+        return one.report(usages, bitten=bitten, forced=forced)
+
+    outcome = "stopped"
+    try:
+        yield from _relay_chat(one.request(), first, "")
+        last = first
+        if not first.text.strip():
+            # The cap ran out inside the hidden reasoning (see `OneRequest.retry_request`).
+            forced = True
+            yield from _relay_chat(one.retry_request(), retry, first.id)
+            last = retry
+        chunks = _Chunks(first.id or f"chatcmpl-{uuid.uuid4().hex}", int(time.time()), call.model)
+        yield from chunks.last(
+            last.finish_reason or "stop", report(), include_usage=call.include_usage
+        )
+        outcome = "complete"
+    except GeneratorExit:
+        raise
+    except Exception:
+        outcome = "error"
+        raise
+    finally:
+        if first.opened:
+            finish(report(), first.id, outcome)
+
+
+def stream_steps(call: CallArgs, *, provider: str, finish: Finish) -> StreamSteps:
+    """The streamed call's steps for its mode; `finish` is told the report at the end."""
+    if call.mode == "template":
+        return _template_steps(call, finish)
+    return _hidden_steps(call, provider, finish)
+
+
+class _Driver:
+    """What both streams share: the steps, the chunks ready to hand on, the current event."""
+
+    def __init__(self, steps: StreamSteps) -> None:
+        self._steps = steps
+        self._ready: deque[ChatCompletionChunk] = deque()
+        self._event: _Event | _Done = _DONE
+
+    def _send(self, value: Any) -> _Event | _Done:
+        try:
+            return self._steps.send(value)
+        except StopIteration:
+            return _DONE
+        except BaseException:
+            self._event = _DONE
+            raise
+
+    def _throw(self, exc: Exception) -> _Event | _Done:
+        # The steps log what was seen and raise it again: the caller gets the upstream's error.
+        try:
+            return self._steps.throw(exc)
+        except StopIteration:
+            return _DONE
+        finally:
+            self._event = _DONE
+
+    def _waiting(self) -> bool:
+        """Whether the steps wait on the upstream (primed: the first request is open)."""
+        return isinstance(self._event, _Next | _Done)
+
+
+class CappedStream(_Driver):
+    """The stream of a capped call on an `openai.OpenAI` client (see the module)."""
+
+    def __init__(self, client: openai.OpenAI, steps: StreamSteps) -> None:
+        super().__init__(steps)
+        self._client = client
+        self._upstream: openai.Stream[Any] | None = None
+        # Opened here, so that an upstream refusing the call raises from `create`.
+        self._event = self._send(None)
+        while not self._waiting():
+            self._event = self._handle(self._event)
+
+    def _handle(self, event: _Event | _Done) -> _Event | _Done:
+        value: Any = None
+        try:
+            if isinstance(event, _Open):
+                create = (
+                    self._client.completions.create
+                    if event.endpoint == "completions"
+                    else self._client.chat.completions.create
+                )
+                self._upstream = create(**event.arguments)
+            elif isinstance(event, _Next):
+                assert self._upstream is not None
+                value = next(self._upstream, None)
+                if value is None:
+                    self._upstream.close()
+            elif isinstance(event, ChatCompletionChunk):
+                self._ready.append(event)
+        except Exception as exc:
+            self._close_upstream()
+            return self._throw(exc)
+        return self._send(value)
+
+    def __next__(self) -> ChatCompletionChunk:
+        while not self._ready:
+            if isinstance(self._event, _Done):
+                raise StopIteration
+            self._event = self._handle(self._event)
+        return self._ready.popleft()
+
+    def __iter__(self) -> CappedStream:
+        return self
+
+    def _close_upstream(self) -> None:
+        if self._upstream is not None:
+            self._upstream.close()
+
+    def close(self) -> None:
+        """Stop: the upstream request is closed and the call logged as far as it went."""
+        self._close_upstream()
+        self._steps.close()
+        self._event = _DONE
+        self._ready.clear()
+
+    def __enter__(self) -> CappedStream:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class AsyncCappedStream(_Driver):
+    """The stream of a capped call on an `openai.AsyncOpenAI` client: `async for`, `await
+    close()`, `async with`. Built by `open`, which opens the first request."""
+
+    def __init__(self, client: openai.AsyncOpenAI, steps: StreamSteps) -> None:
+        super().__init__(steps)
+        self._client = client
+        self._upstream: openai.AsyncStream[Any] | None = None
+
+    @classmethod
+    async def open(cls, client: openai.AsyncOpenAI, steps: StreamSteps) -> AsyncCappedStream:
+        stream = cls(client, steps)
+        stream._event = stream._send(None)
+        while not stream._waiting():
+            stream._event = await stream._handle(stream._event)
+        return stream
+
+    async def _handle(self, event: _Event | _Done) -> _Event | _Done:
+        value: Any = None
+        try:
+            if isinstance(event, _Open):
+                if event.endpoint == "completions":
+                    upstream: Any = await self._client.completions.create(**event.arguments)
+                else:
+                    upstream = await self._client.chat.completions.create(**event.arguments)
+                self._upstream = upstream
+            elif isinstance(event, _Next):
+                assert self._upstream is not None
+                value = await anext(self._upstream, None)
+                if value is None:
+                    await self._upstream.close()
+            elif isinstance(event, ChatCompletionChunk):
+                self._ready.append(event)
+        except Exception as exc:
+            await self._close_upstream()
+            return self._throw(exc)
+        return self._send(value)
+
+    async def __anext__(self) -> ChatCompletionChunk:
+        while not self._ready:
+            if isinstance(self._event, _Done):
+                raise StopAsyncIteration
+            self._event = await self._handle(self._event)
+        return self._ready.popleft()
+
+    def __aiter__(self) -> AsyncCappedStream:
+        return self
+
+    async def _close_upstream(self) -> None:
+        if self._upstream is not None:
+            await self._upstream.close()
+
+    async def close(self) -> None:
+        """Stop: the upstream request is closed and the call logged as far as it went."""
+        await self._close_upstream()
+        self._steps.close()
+        self._event = _DONE
+        self._ready.clear()
+
+    async def __aenter__(self) -> AsyncCappedStream:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.close()
