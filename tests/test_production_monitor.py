@@ -120,6 +120,17 @@ def test_the_log_is_read_by_size_against_the_calibration(tmp_path: Path) -> None
     assert list(report.to_frame()["calls"]) == [10]
 
 
+def test_a_stream_stopped_early_pays_but_does_not_move_the_rates(tmp_path: Path) -> None:
+    log_path, plan = write_case(tmp_path)
+    # Stopped during the thinking: the cap never had the chance to bite.
+    CallLog(log_path).append(
+        record(call_id="s", cap_bitten=False, reasoning_tokens=1, cost_usd=0.001, outcome="stopped")
+    )
+    (line,) = monitor(log_path, plan=plan).sizes
+    assert (line.calls, line.cap_bitten, line.reasoning_tokens) == (11, 0.5, 5.0)
+    assert line.cost_usd == pytest.approx(0.011)
+
+
 def test_without_its_calibration_the_plan_predicts_nothing_and_says_so(tmp_path: Path) -> None:
     log, plan = write_case(tmp_path)
     (tmp_path / "calibration.csv").unlink()

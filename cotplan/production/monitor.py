@@ -55,12 +55,14 @@ class Label:
 class SizeLine:
     """The calls at one size and cap, beside what the calibration predicted there.
 
-    Rates are fractions of `calls`; `predicted_*` come from the calibration's answers at the
-    same size and budget (NaN where the cap was not a calibrated budget, or no calibration was
-    found). `cost_usd` sums the priced calls (`unpriced` counts the others);
-    `projected_cost_usd` is the calibration's mean cost per answer times `calls`. `labelled` and
-    `label_errors` count the labelled calls here; `error_bound` is the plan's certified bound at
-    this size (NaN when not certified).
+    Rates and mean reasoning tokens are over the calls that ran to the end (a stream the caller
+    stopped, or that failed, is left out of them unless no call ran to the end); spend is over
+    all calls. `predicted_*` come from the calibration's answers at the same size and budget
+    (NaN where the cap was not a calibrated budget, or no calibration was found). `cost_usd`
+    sums the priced calls (`unpriced` counts the others); `projected_cost_usd` is the
+    calibration's mean cost per answer times `calls`. `labelled` and `label_errors` count the
+    labelled calls here; `error_bound` is the plan's certified bound at this size (NaN when not
+    certified).
     """
 
     size: float
@@ -248,15 +250,19 @@ def _size_lines(
         if "projected_cost_usd" in predicted:
             predicted["projected_cost_usd"] *= len(rows)
         marked = [labels[r.call_id] for r in rows if r.call_id in labels]
+        # A stream the caller stopped (or that failed) ended before the cap could bite or the
+        # answer be forced: counting it would make those rates look lower than they are. Its
+        # tokens were still paid for, so spend counts every call.
+        whole = [r for r in rows if r.outcome == "complete"] or rows
         lines.append(
             SizeLine(
                 size=size,
                 cap=cap,
                 basis=rows[-1].basis,
                 calls=len(rows),
-                cap_bitten=float(np.mean([r.cap_bitten for r in rows])),
-                answer_forced=float(np.mean([r.answer_forced for r in rows])),
-                reasoning_tokens=float(np.mean([r.reasoning_tokens for r in rows])),
+                cap_bitten=float(np.mean([r.cap_bitten for r in whole])),
+                answer_forced=float(np.mean([r.answer_forced for r in whole])),
+                reasoning_tokens=float(np.mean([r.reasoning_tokens for r in whole])),
                 cost_usd=float(sum(priced)),
                 unpriced=len(rows) - len(priced),
                 labelled=len(marked),
