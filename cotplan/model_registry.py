@@ -19,7 +19,8 @@ letter case are ignored. A family says
   `cotplan.generate.protocols.PROTOCOLS`: ``plain`` (cotplan's own "think step by step ...
   Answer:" wording, for models that do not think natively), ``think`` (`<think>` ... `</think>`,
   as R1 distills and Qwen3 write it), ``qwen3`` (the same, with Qwen's own early-stop sentence
-  when the cap cuts the thinking).
+  when the cap cuts the thinking), ``harmony`` (gpt-oss: analysis and final channels),
+  ``magistral`` (`[THINK]` ... `[/THINK]`).
 
 Readers: `cotplan.tokens` (encodings), `cotplan.backends` (reasoning, budget rules) and
 `cotplan.generate.budgeted` (chat templates). The price table is a separate, dated data file
@@ -33,7 +34,7 @@ from dataclasses import dataclass
 __all__ = ["MODEL_FAMILIES", "PROTOCOL_NAMES", "ModelFamily", "bare_name", "family_of"]
 
 #: The reasoning protocols a family may name (defined in `cotplan.generate.protocols`).
-PROTOCOL_NAMES = ("plain", "think", "qwen3")
+PROTOCOL_NAMES = ("plain", "think", "qwen3", "harmony", "magistral")
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,9 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
     ModelFamily("text-embedding-3", "openai", encoding=_CL100K),
     ModelFamily("text-embedding-ada-002", "openai", encoding=_CL100K),
     # Open weights, served by whatever endpoint runs them (its budget rule applies).
-    ModelFamily("gpt-oss", "openai", encoding=_O200K),
+    # gpt-oss writes harmony (openai/harmony docs/format.md); its special tokens are in
+    # o200k_harmony, which counts the text as o200k_base does.
+    ModelFamily("gpt-oss", "openai", encoding=_O200K, chat_template="harmony", protocol="harmony"),
     ModelFamily("smollm2", "huggingface", chat_template="smollm2"),
     # cotplan's embedded thinking model: SmolLM2 plus a shipped adapter (backends/adapters.py).
     ModelFamily("smollm2-135m-thinking", "huggingface", chat_template="smollm2", protocol="think"),
@@ -94,7 +97,10 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
     ModelFamily("qwen3", "qwen", chat_template="chatml", protocol="qwen3"),
     ModelFamily("qwq", "qwen", chat_template="chatml", protocol="think"),
     # R1 and its distills open the turn with <think> (deepseek-ai/DeepSeek-R1 README).
-    ModelFamily("deepseek-r1", "deepseek", protocol="think"),
+    ModelFamily("deepseek-r1", "deepseek", chat_template="deepseek-r1", protocol="think"),
+    # Magistral 2507+ thinks between [THINK] and [/THINK] (model card
+    # mistralai/Magistral-Small-2507).
+    ModelFamily("magistral", "mistral", chat_template="mistral", protocol="magistral"),
     # Anthropic and Google: their own budget rules; tokenizers not runnable offline.
     ModelFamily(
         "claude",

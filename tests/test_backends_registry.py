@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import csv
 import importlib
+import importlib.metadata
 import importlib.resources
+import inspect
 from typing import Any
 
 import pytest
@@ -208,3 +210,26 @@ def test_the_lab_registers_itself_and_bare_names_go_to_the_openai_client() -> No
         assert backend.budget_rule == "vllm"
     with pytest.raises(InputError, match="`name`: must be a non-empty name without ':'"):
         register_provider("a:b", lambda request: Backend())  # type: ignore[abstract]
+
+
+def test_plugins_are_found_by_their_entry_points(monkeypatch: pytest.MonkeyPatch) -> None:
+    module = importlib.import_module("cotplan.backends.connect")
+    declared = importlib.metadata.entry_points(group="cotplan.backends")
+    assert {entry.name: entry.value for entry in declared}["lab"] == "cotplan.lab"
+    # The lab is found through its entry point, not by a name written into connect.
+    assert '"cotplan.lab"' not in inspect.getsource(module)
+    plugin = importlib.metadata.EntryPoint(
+        name="plug", value="cotplan.backends.connect:_openai", group="cotplan.backends"
+    )
+    monkeypatch.setattr(module, "_REGISTRY", dict(module._REGISTRY))
+    monkeypatch.setattr(module, "_entry_points", lambda name=None: [plugin])
+    with connect("plug:tiny", base_url="http://127.0.0.1:9/v1", cache=None) as backend:
+        assert isinstance(backend, OpenAICompatibleBackend)
+        assert backend.model == "tiny"
+    assert "plug" in module._REGISTRY
+    broken = importlib.metadata.EntryPoint(
+        name="gone", value="cotplan.no_such_module", group="cotplan.backends"
+    )
+    monkeypatch.setattr(module, "_entry_points", lambda name=None: [broken])
+    with pytest.raises(InputError, match="`backend`: the backend plugin 'gone'"):
+        connect("gone:x")

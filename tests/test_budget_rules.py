@@ -78,6 +78,7 @@ DOCUMENTED: Mapping[str, tuple[set[str], tuple[str, ...]]] = {
     "openai-reasoning-pro": (_OPENAI_CHAT, ("high",)),
     "openai-reasoning-none": (_OPENAI_CHAT, _GPT51),
     "openai-reasoning-xhigh": (_OPENAI_CHAT, _GPT52),
+    "openai-responses-output": ({"max_output_tokens"}, ()),
     "openai-responses": (_OPENAI_RESPONSES, _GPT5),
     "openai-responses-o": (_OPENAI_RESPONSES, _OPENAI_O),
     "openai-responses-pro": (_OPENAI_RESPONSES, ("high",)),

@@ -21,7 +21,9 @@ from cotplan.generate import (
     budgeted_answer,
     template_for,
 )
-from cotplan.generate.budgeted import _answer_probability, _cut, _joiner
+from cotplan.generate.answer_record import answer_probability as _answer_probability
+from cotplan.generate.budget_setup import joiner as _joiner
+from cotplan.generate.budgeted import cut_run as _cut
 from cotplan.tasks import TaskItem
 
 ITEM = TaskItem(id="q1", prompt="What is 3 + 4 + 8?", answer="15", kind="integer", n=3)

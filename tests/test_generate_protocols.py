@@ -17,7 +17,7 @@ from cotplan.backends.openai_compat import parse_completion
 from cotplan.errors import InputError
 from cotplan.generate import budgeted_answer
 from cotplan.generate.budgeted import driven_as
-from cotplan.generate.protocols import PROTOCOLS, protocol_for, resolve_protocol
+from cotplan.generate.protocols import PROTOCOLS, protocol_for, resolve_protocol, split_reasoning
 from cotplan.model_registry import PROTOCOL_NAMES
 from cotplan.tasks import TaskItem
 
@@ -156,3 +156,135 @@ def test_a_think_block_left_in_the_content_is_split_off(
     completion = parse_completion(raw, model="m")
     assert completion.reasoning == thinking
     assert completion.text == answer
+
+
+# -- harmony (gpt-oss) and Magistral ---------------------------------------------------------
+# Sources, read 2026-12-01: openai/harmony docs/format.md (message format, the analysis and
+# final channels, `<|end|>` between messages, `<|return|>` at the end, the system message);
+# the model card of mistralai/Magistral-Small-2507 ([THINK] and [/THINK] special tokens) and
+# its chat template (`[SYSTEM_PROMPT]...[/SYSTEM_PROMPT][INST]...[/INST]`).
+
+_HARMONY_SYSTEM = (
+    "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\n"
+    "Knowledge cutoff: 2024-06\n\nReasoning: medium\n\n# Valid channels: analysis, commentary, "
+    "final. Channel must be included for every message.<|end|>"
+)
+
+
+def test_gpt_oss_and_magistral_are_known_by_name() -> None:
+    assert protocol_for("openai/gpt-oss-20b") == "harmony"
+    assert protocol_for("gpt-oss-120b") == "harmony"
+    assert protocol_for("mistralai/Magistral-Small-2507") == "magistral"
+    assert protocol_for("magistral-medium-latest") == "magistral"
+
+
+def test_harmony_thinks_in_the_analysis_channel_and_answers_in_the_final_one() -> None:
+    backend = _Recorder(
+        "openai/gpt-oss-20b", [("User asks 3 + 4. That is", "length"), (" 7", "stop")]
+    )
+    answer = budgeted_answer(backend, ITEM, 6, logprobs=False)
+    (reasoning_prompt, reasoning_stops), (answer_prompt, answer_stops) = backend.sent
+    assert reasoning_prompt == (
+        _HARMONY_SYSTEM
+        + "<|start|>user<|message|>What is 3 + 4?<|end|><|start|>assistant"
+        + "<|channel|>analysis<|message|>"
+    )
+    # The model ends a thought with <|end|>; "Answer:" inside it must not stop the thinking.
+    assert reasoning_stops == ["<|end|>", "<|return|>"]
+    # At the cut: the thought ends as the model ends one, the final channel opens, "Answer:".
+    assert answer_prompt == (
+        reasoning_prompt
+        + "User asks 3 + 4. That is<|end|><|start|>assistant<|channel|>final<|message|>Answer:"
+    )
+    assert answer_stops == ["\n", "<|return|>"]
+    assert answer.protocol == "harmony"
+    assert answer.forced
+    assert answer.correct
+
+
+def test_harmony_at_k_0_is_an_empty_analysis_message() -> None:
+    backend = _Recorder("gpt-oss-20b", [(" 7", "stop")])
+    budgeted_answer(backend, ITEM, 0, logprobs=False)
+    assert backend.sent[0][0] == (
+        _HARMONY_SYSTEM
+        + "<|start|>user<|message|>What is 3 + 4?<|end|><|start|>assistant"
+        + "<|channel|>analysis<|message|><|end|><|start|>assistant<|channel|>final<|message|>"
+        + "Answer:"
+    )
+
+
+def test_magistral_thinks_between_think_tokens() -> None:
+    backend = _Recorder("mistralai/Magistral-Small-2507", [("3 + 4 is 7.", "stop"), (" 7", "stop")])
+    answer = budgeted_answer(backend, ITEM, 40, logprobs=False)
+    (reasoning_prompt, reasoning_stops), (answer_prompt, answer_stops) = backend.sent
+    assert reasoning_prompt == "[INST]What is 3 + 4?[/INST][THINK]"
+    assert reasoning_stops == ["[/THINK]", "</s>"]
+    assert answer_prompt == "[INST]What is 3 + 4?[/INST][THINK]3 + 4 is 7.[/THINK]Answer:"
+    assert answer_stops == ["\n", "</s>"]
+    assert answer.protocol == "magistral"
+    assert not answer.forced
+    system = TaskItem(
+        id="q2",
+        prompt=(
+            {"role": "system", "content": "First draft your thinking process."},
+            {"role": "user", "content": "What is 3 + 4?"},
+        ),
+        answer="7",
+        kind="integer",
+        n=2,
+    )
+    again = _Recorder("magistral-small-2509", [("", "length"), (" 7", "stop")])
+    budgeted_answer(again, system, 1, logprobs=False)
+    assert again.sent[1][0] == (
+        "[SYSTEM_PROMPT]First draft your thinking process.[/SYSTEM_PROMPT]"
+        "[INST]What is 3 + 4?[/INST][THINK][/THINK]Answer:"
+    )
+
+
+@pytest.mark.parametrize(
+    ("protocol", "text", "thinking", "answer"),
+    [
+        # openai/harmony docs/format.md, "Example output" (what a server without vLLM's
+        # openai_gptoss parser hands back).
+        (
+            "harmony",
+            '<|channel|>analysis<|message|>User asks: "What is 2 + 2?" Simple arithmetic. '
+            "Provide answer.<|end|><|start|>assistant<|channel|>final<|message|>2 + 2 = 4."
+            "<|return|>",
+            'User asks: "What is 2 + 2?" Simple arithmetic. Provide answer.',
+            "2 + 2 = 4.",
+        ),
+        (
+            "magistral",
+            "[THINK]2 + 2 is 4.[/THINK]The answer is 4.",
+            "2 + 2 is 4.",
+            "The answer is 4.",
+        ),
+        ("think", "so 4\n</think>\n\nAnswer: 4", "so 4", "Answer: 4"),
+        ("think", "Answer: 4", "", "Answer: 4"),
+        ("plain", "Answer: 4", "", "Answer: 4"),
+    ],
+)
+def test_raw_output_is_split_by_its_protocol(
+    protocol: str, text: str, thinking: str, answer: str
+) -> None:
+    assert split_reasoning(text, protocol) == (thinking, answer)
+
+
+def test_an_r1_distill_is_written_out_in_its_own_template() -> None:
+    # deepseek-ai/DeepSeek-R1: its chat template (tokenizer_config.json) and the README's
+    # advice to open the turn with "<think>\n"; the cut is closed as DEER closes it
+    # (BugSmith/DEER vllm-deer.py: "\n</think>\n\n"); read 2026-12-01.
+    backend = _Recorder(
+        "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B", [("3 plus 4 is", "length"), (" 7", "stop")]
+    )
+    answer = budgeted_answer(backend, ITEM, 4, logprobs=False)
+    assert backend.sent[0] == (
+        "<｜User｜>What is 3 + 4?<｜Assistant｜><think>\n",
+        ["</think>", "<｜end▁of▁sentence｜>"],
+    )
+    assert backend.sent[1][0] == (
+        "<｜User｜>What is 3 + 4?<｜Assistant｜><think>\n3 plus 4 is\n</think>\n\nAnswer:"
+    )
+    assert answer.mode == "template"
+    assert answer.correct

@@ -21,6 +21,8 @@ each one accepts: the hosted APIs in `cotplan.backends.hosted_rules`, the server
 - `cap_fields(rule, max_tokens)`: the field that carries a generation cap, which the
   OpenAI-compatible client sends for every request (so the two agree by construction);
 - `rule_for(backend)`: the rule a backend declares (`Backend.budget_rule`);
+- `prefill_fields(rule)`: the fields that make the server continue a final assistant message
+  (where budgeted CoT forces an answer after a cut thought in chat requests);
 - `check_cap`: after the call, whether the provider kept to the budget and whether the answer
   survived the cap (`finish_reason == "length"` with no text: the cap ate the answer);
 - `budget_table`: what cotplan sends for a budget, per rule (the table in docs/planner.md).
@@ -59,6 +61,7 @@ __all__ = [
     "budget_table",
     "cap_fields",
     "check_cap",
+    "prefill_fields",
     "request_fields",
     "resolve_rule",
     "rule_for",
@@ -99,6 +102,7 @@ BUDGET_RULES: Mapping[str, BudgetRule] = MappingProxyType(
 PROVIDER_RULES: Mapping[str, str] = MappingProxyType(
     {
         "openai": "openai",
+        "openai-responses": "openai-responses-output",
         "anthropic": "anthropic",
         "google": "gemini",
         "deepseek": "deepseek",
@@ -109,6 +113,11 @@ PROVIDER_RULES: Mapping[str, str] = MappingProxyType(
         "sglang": "sglang",
         "ollama": "ollama",
         "openai-compatible": "vllm",
+        # Servers started with their reasoning parser (and SGLang with strict thinking): the
+        # server caps the thinking inside one request.
+        "vllm-thinking": "vllm-thinking",
+        "llama.cpp-thinking": "llama.cpp-thinking",
+        "sglang-thinking": "sglang-thinking",
     }
 )
 
@@ -483,6 +492,10 @@ def rule_for_model(provider: str, model: str) -> BudgetRule:
             field="provider",
         )
     family = family_of(model)
+    if provider == "openai-responses":
+        # The same models on the Responses API: `reasoning.effort` and `max_output_tokens`.
+        reasoning = family is not None and family.reasoning
+        return _rule("openai-responses" if reasoning else PROVIDER_RULES[provider])
     if family is not None and family.budget_rule is not None:
         return _rule(family.budget_rule)
     return _rule(PROVIDER_RULES[provider])
@@ -501,6 +514,13 @@ def resolve_rule(rule: str | BudgetRule, model: str | None) -> BudgetRule:
     if not matches:
         return chosen
     return _rule(max(matches, key=lambda match: len(match[0]))[1])
+
+
+def prefill_fields(rule: str | BudgetRule) -> dict[str, Any] | None:
+    """The request fields that make `rule`'s server continue the last (assistant) message of a
+    chat request, or None where it cannot (see `BudgetRule.prefill`)."""
+    chosen = _rule(rule)
+    return None if chosen.prefill is None else _fields(chosen.prefill)
 
 
 def rule_for(backend: Backend) -> BudgetRule:

@@ -1,15 +1,18 @@
 """`connect(spec)`: one call from a short model spec to a ready Backend.
 
 A spec is ``PROVIDER:NAME`` (or a bare model name with `base_url`). Each provider is a factory
-in a registry: ``local`` and ``openai`` are built in here; other parts of cotplan, or a user's
-own code, add theirs with `register_provider` (the lab registers ``lab`` in `cotplan.lab`),
-so this module knows nothing of what they build.
+in a registry: ``local``, ``openai`` and ``openai-responses`` are built in here; other parts of
+cotplan, or another package, add theirs as plugins: an entry point in the group
+``cotplan.backends`` (``[project.entry-points."cotplan.backends"]`` in pyproject.toml), named
+for the provider, pointing at its factory or at a module that calls `register_provider` when
+imported. cotplan's lab is such a plugin (the ``lab`` entry in pyproject.toml), so this module
+knows nothing of what plugins build; a user's own code may also call `register_provider` directly.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib
+import importlib.metadata
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -18,15 +21,21 @@ from typing import Any
 from cotplan.backends.base import Backend
 from cotplan.backends.local import CacheChoice, LocalBackend, LocalModel, resolve_cache
 from cotplan.backends.openai_compat import OpenAICompatibleBackend
+from cotplan.backends.responses import OpenAIResponsesBackend
 from cotplan.errors import InputError
 from cotplan.model_registry import PROTOCOL_NAMES
 
-__all__ = ["ConnectRequest", "Provider", "connect", "providers", "register_provider"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "ConnectRequest",
+    "Provider",
+    "connect",
+    "providers",
+    "register_provider",
+]
 
-#: Packages of cotplan that register providers of their own, imported the first time a spec
-#: names a provider not registered yet (the way plugins are discovered, without this module
-#: importing what they build).
-_PLUGIN_PACKAGES = ("cotplan.lab",)
+#: The entry-point group where plugins declare their providers.
+ENTRY_POINT_GROUP = "cotplan.backends"
 
 
 @dataclass(frozen=True)
@@ -54,7 +63,6 @@ class Provider:
 
 _REGISTRY: dict[str, Provider] = {}
 _lock = threading.Lock()
-_plugins_loaded = False
 
 
 def register_provider(
@@ -68,19 +76,35 @@ def register_provider(
 
 
 def providers() -> list[Provider]:
-    """Every registered provider (after loading cotplan's own plugins)."""
-    _load_plugins()
+    """Every registered provider, after loading every plugin's entry point."""
+    for entry in _entry_points():
+        _load_plugin(entry)
     with _lock:
         return list(_REGISTRY.values())
 
 
-def _load_plugins() -> None:
-    global _plugins_loaded
-    if _plugins_loaded:
-        return
-    for package in _PLUGIN_PACKAGES:
-        importlib.import_module(package)
-    _plugins_loaded = True
+def _entry_points(name: str | None = None) -> list[importlib.metadata.EntryPoint]:
+    found = importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)
+    return [entry for entry in found if name is None or entry.name == name]
+
+
+def _load_plugin(entry: importlib.metadata.EntryPoint) -> None:
+    """Import a plugin: a module registers its providers itself; a factory is registered
+    under the entry point's name (unless importing it registered that name already)."""
+    with _lock:
+        if entry.name in _REGISTRY:
+            return
+    try:
+        loaded = entry.load()
+    except ImportError as exc:
+        raise InputError(
+            f"the backend plugin {entry.name!r} ({entry.value}) cannot be imported: {exc}",
+            field="backend",
+        ) from exc
+    with _lock:
+        known = entry.name in _REGISTRY
+    if not known and callable(loaded):
+        register_provider(entry.name, loaded)
 
 
 class _OwningLocalBackend(LocalBackend):
@@ -106,7 +130,27 @@ def _local(request: ConnectRequest) -> Backend:
 def _openai(request: ConnectRequest) -> Backend:
     if not request.name:
         raise _unknown(request.spec)
+    options = dict(request.options)
+    api = options.pop("api", "chat")
+    if api == "responses":
+        return _responses(replace(request, options=options))
+    if api != "chat":
+        raise InputError(f"must be 'chat' or 'responses', got {api!r}", field="api")
+    request = replace(request, options=options)
     return OpenAICompatibleBackend(
+        request.name,
+        base_url=request.base_url,
+        api_key=request.api_key,
+        api_key_env=request.api_key_env or "OPENAI_API_KEY",
+        cache=resolve_cache(request.cache),
+        **request.options,
+    )
+
+
+def _responses(request: ConnectRequest) -> Backend:
+    if not request.name:
+        raise _unknown(request.spec)
+    return OpenAIResponsesBackend(
         request.name,
         base_url=request.base_url,
         api_key=request.api_key,
@@ -118,11 +162,13 @@ def _openai(request: ConnectRequest) -> Backend:
 
 register_provider("local", _local, usage="local, local:PATH")
 register_provider("openai", _openai, usage="openai:MODEL")
+register_provider("openai-responses", _responses, usage="openai-responses:MODEL")
 
 
 def _unknown(spec: str) -> InputError:
     with _lock:
         others = [p.usage for n, p in _REGISTRY.items() if n not in ("local", "openai")]
+    others += [f"{entry.name}:..." for entry in _entry_points() if entry.name not in _REGISTRY]
     extra = f" ({', '.join(others)})" if others else ""
     return InputError(
         f"unknown backend {spec!r}: use 'local', 'local:PATH', 'openai:MODEL', "
@@ -145,18 +191,22 @@ def connect(
     - ``"local"`` or ``"local:PATH_OR_NAME"``: start the embedded llama.cpp server (stopped by
       ``backend.close()`` or a ``with`` block).
     - ``"openai:MODEL"``: OpenAI itself (key from ``OPENAI_API_KEY``), or any OpenAI-compatible
-      endpoint when `base_url` is given (vLLM, llama.cpp, Ollama, Azure-style gateways).
+      endpoint when `base_url` is given (vLLM, llama.cpp, Ollama, Azure-style gateways); with
+      ``api="responses"`` the same as ``"openai-responses:MODEL"``.
+    - ``"openai-responses:MODEL"``: OpenAI's Responses API (`OpenAIResponsesBackend`:
+      `reasoning.effort`, `max_output_tokens`, `incomplete_details`).
     - ``"MODEL"`` with `base_url`: the same as ``openai:MODEL``.
     - ``"lab:FAMILY"``: the lab reasoning model of a lab family (``lab:parity``, ``lab:sum``,
       ``lab:state``, ``lab:bits``), in-process; needs the `lab` extra, and trains the model on
       first use (options `preset`, `retrain`; see `cotplan.lab.reasoning`).
-    - ``"NAME:..."`` for any provider added with `register_provider`.
+    - ``"NAME:..."`` for any provider a plugin declares (entry points in the group
+      ``cotplan.backends``) or code adds with `register_provider`.
 
     `protocol` (an option) names how the model writes and closes its thinking (``plain``,
-    ``think``, ``qwen3``: `cotplan.generate.protocols`) when the model registry does not know
-    the model by its name, e.g. an R1 distill served as ``my-team-model``. Remaining keyword
-    options go to the provider's factory: `LocalModel` (local), `OpenAICompatibleBackend`
-    (openai).
+    ``think``, ``qwen3``, ``harmony``, ``magistral``: `cotplan.generate.protocols`) when the
+    model registry does not know the model by its name, e.g. an R1 distill served as
+    ``my-team-model``. Remaining keyword options go to the provider's factory: `LocalModel`
+    (local), `OpenAICompatibleBackend` (openai), `OpenAIResponsesBackend` (openai-responses).
     """
     if not isinstance(spec, str) or not spec.strip():
         raise InputError("must be 'local', 'local:PATH', or 'openai:MODEL'", field="backend")
@@ -178,7 +228,8 @@ def _build(request: ConnectRequest, base_url: str | None, rest: str) -> Backend:
     with _lock:
         chosen = _REGISTRY.get(provider)
     if chosen is None:
-        _load_plugins()
+        for entry in _entry_points(provider):
+            _load_plugin(entry)
         with _lock:
             chosen = _REGISTRY.get(provider)
     if chosen is not None:

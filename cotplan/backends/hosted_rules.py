@@ -50,7 +50,9 @@ class BudgetRule:
     `forcing` (how the answer is forced out at the cap) are printed in docs/planner.md;
     `source` is where the rule was read, and when. `variants` are the per-model rules within
     this API (see the module docstring). `close_room` is kept under the overall cap for the
-    end-of-thinking marker a server writes when it ends the thinking at the budget.
+    end-of-thinking marker a server writes when it ends the thinking at the budget. `prefill`
+    holds the request fields that make the server continue a final assistant message instead
+    of starting a new turn (None: it cannot, and a forced answer is asked for in a user turn).
     """
 
     name: str
@@ -76,6 +78,7 @@ class BudgetRule:
     source: str = ""
     variants: tuple[tuple[str, str], ...] = ()
     close_room: int = 0
+    prefill: tuple[tuple[str, Any], ...] | None = None
 
 
 _READ = "read 2026-12-01"
@@ -129,7 +132,21 @@ def _openai_rules() -> list[BudgetRule]:
             source=f"openai-python types: ChatCompletion `max_tokens`; {_READ}",
         )
     ]
-    responses = []
+    responses = [
+        BudgetRule(
+            "openai-responses-output",
+            "max_output_tokens",
+            "output",
+            notes="OpenAI chat models on the Responses API: reasoning is written out as text "
+            "and capped as output",
+            cap_parameter="max_output_tokens",
+            logprobs=False,
+            provider="OpenAI Responses API, chat models",
+            forcing="two-phase: cotplan cuts the written reasoning at k, then asks for the "
+            "answer in a second request",
+            source=_OPENAI_RESPONSES_SOURCE,
+        )
+    ]
     for suffix, prefixes, levels in _OPENAI_LEVELS:
         models = prefixes.replace("|", ", ") if prefixes else "gpt-5 and others"
         chat.append(

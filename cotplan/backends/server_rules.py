@@ -14,15 +14,28 @@ and the answer always fit under the overall cap. Sources read 2026-12-01, named 
 
 from __future__ import annotations
 
+from typing import Any
+
 from cotplan.backends.hosted_rules import BudgetRule
 
-__all__ = ["CLOSE_ROOM", "SERVER_RULES"]
+__all__ = ["CLOSE_ROOM", "CONTINUE_FINAL_MESSAGE", "SERVER_RULES"]
 
 #: Tokens kept under the overall cap for what the server writes when it ends the thinking at
 #: the budget (``</think>`` and a newline or two; llama.cpp's default budget message is empty).
 CLOSE_ROOM = 8
 
 _READ = "read 2026-12-01"
+
+#: The fields that make a chat request continue its last (assistant) message: vLLM's
+#: `continue_final_message` with `add_generation_prompt` off (vllm docs
+#: serving/openai_compatible_server.md, chat completions extra parameters), which llama.cpp's
+#: server also takes (ggml-org/llama.cpp PR #23012, 2026-05; it prefilled a trailing
+#: assistant message by default before, PR #13608); read 2026-12-01. Budgeted CoT uses them
+#: to force the answer after a cut thought inside the same assistant turn.
+CONTINUE_FINAL_MESSAGE: tuple[tuple[str, Any], ...] = (
+    ("continue_final_message", True),
+    ("add_generation_prompt", False),
+)
 _TWO_PHASE = (
     "two-phase: cotplan cuts the thinking at k, closes it with the model's own closer (its "
     "reasoning protocol) and asks for the answer"
@@ -40,6 +53,7 @@ SERVER_RULES: tuple[BudgetRule, ...] = (
         notes="OpenAI-compatible; logprobs up to 20 by default",
         provider="vLLM (any OpenAI-compatible server)",
         forcing=_TWO_PHASE,
+        prefill=CONTINUE_FINAL_MESSAGE,
         source=f"vllm docs/features/reasoning_outputs.md; {_READ}",
     ),
     BudgetRule(
@@ -65,6 +79,7 @@ SERVER_RULES: tuple[BudgetRule, ...] = (
         notes="OpenAI-compatible (`n_predict` natively); the embedded model uses this",
         provider="llama.cpp server (and the embedded model)",
         forcing=_TWO_PHASE,
+        prefill=CONTINUE_FINAL_MESSAGE,
         source=f"ggml-org/llama.cpp tools/server/README.md; {_READ}",
     ),
     BudgetRule(

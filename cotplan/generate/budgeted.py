@@ -16,11 +16,24 @@ How the answer phase continues the reasoning depends on the backend:
 - ``"template"``: a text-completion endpoint (the embedded llama.cpp model, vLLM) with a known
   chat template. The template is written out and the assistant turn is continued exactly, so the
   answer phase sees the reasoning verbatim and ends in the same turn.
-- ``"chat"``: chat-only APIs (OpenAI's chat models). The reasoning phase is one assistant turn;
-  if the model did not answer within it, a second user turn asks for the final answer only.
+- ``"chat"``: chat-only APIs (OpenAI's chat models) and servers that cap the thinking
+  themselves. Where the server or provider caps the thinking inside the request (vLLM's
+  `thinking_token_budget`, llama.cpp's `thinking_budget_tokens`, SGLang's `thinking_budget`,
+  OpenRouter's `reasoning.max_tokens`, Claude's and Gemini's thinking fields), one request
+  carries the cap and room for the answer, and the reply is checked: did the cap hold, did the
+  answer survive it (a reply cut at its cap with no answer is `answer_lost`, reported, never
+  scored as a wrong answer). Elsewhere the reasoning phase is one assistant turn; if the model
+  did not answer within it, the answer is forced: for a native thinker by continuing its own
+  assistant turn after the closed thinking where the server allows (vLLM's and llama.cpp's
+  `continue_final_message`), else by one user turn that carries the thinking so far; for
+  cotplan's plain wording by a second user turn.
 - ``"hidden"``: reasoning models whose thinking is hidden (OpenAI's o-series): one request whose
-  cap covers reasoning and answer (`cotplan.backends.budgets`), and the reasoning tokens come from
-  the usage.
+  cap covers reasoning and answer, and the reasoning tokens come from the usage.
+
+In every mode the request under the reasoning cap carries exactly the fields
+`cotplan.backends.budgets.request_fields` gives for the backend's rule and model (the one place
+where k becomes request fields); the modes live in `cotplan.generate.budget_modes`, the record
+of an answer in `cotplan.generate.answer_record`.
 
 Token accounting. `reasoning_tokens` are the tokens generated under the reasoning cap (so never
 more than k when the provider keeps to it: `cap_held`); `answer_tokens` those of the answer
@@ -38,17 +51,27 @@ The reasoning latency of each shorter budget is the long run's, pro-rated by tok
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Literal
+from typing import Literal
 
-import pandas as pd
-
-from cotplan.backends.base import Backend, Completion, Message, TokenLogprob, Usage
-from cotplan.backends.budgets import BudgetRule, budget_params, check_cap, rule_for
+from cotplan.backends.base import Backend, Completion, Usage
 from cotplan.errors import InputError
+from cotplan.generate.answer_record import BudgetedAnswer, answer_probability, answers_frame
+from cotplan.generate.budget_modes import (
+    chat_answer,
+    hidden_answer,
+    reasoning_call,
+    template_answer,
+)
+from cotplan.generate.budget_setup import (
+    Mode,
+    budget_setup,
+    check_budget,
+    driven_as,
+    item_messages,
+    joiner,
+    resolve_mode,
+)
 from cotplan.generate.prompts import (
     CHAT_TEMPLATES,
     DEFAULT_PROMPT,
@@ -56,10 +79,13 @@ from cotplan.generate.prompts import (
     CoTPrompt,
     template_for,
 )
-from cotplan.generate.protocols import protocol_for, resolve_protocol
-from cotplan.tasks.answers import extract_answer, is_correct
 from cotplan.tasks.item import TaskItem
-from cotplan.tasks.size import item_size
+
+# The old private names, for code written before the split (generate/probing.py reads them);
+# new code imports them from their modules under their public names.
+_answer_probability = answer_probability
+_messages = item_messages
+_joiner = joiner
 
 __all__ = [
     "CHAT_TEMPLATES",
@@ -75,474 +101,6 @@ __all__ = [
     "resolve_mode",
     "template_for",
 ]
-
-Mode = Literal["template", "chat", "hidden"]
-
-
-@dataclass(frozen=True)
-class BudgetedAnswer:
-    """One item answered under a reasoning budget `k` (see the module docstring for the
-    token accounting). `truncated`: the cap cut the reasoning; `forced`: the answer was asked
-    for after such a cut. `answer_prob` is the probability the model gave the extracted
-    answer's tokens (NaN without logprobs). `cap_held` is False when the provider generated
-    more reasoning tokens than `k` (`overrun` of them)."""
-
-    item: str
-    family: str
-    n: int
-    k: int
-    expected: str
-    extracted: str | None
-    correct: bool
-    reasoning: str
-    answer_text: str
-    truncated: bool
-    forced: bool
-    prompt_tokens: int
-    question_tokens: int
-    reasoning_tokens: int
-    answer_tokens: int
-    cost_usd: float
-    latency_s: float
-    answer_prob: float
-    cap_held: bool
-    overrun: int
-    from_cache: bool
-    calls: int
-    model: str
-    mode: Mode
-    cost_note: str = ""
-    #: How the thinking was written and closed (`cotplan.generate.protocols`).
-    protocol: str = "plain"
-    #: The exact text the answer phase continued (template mode; "" otherwise): score any
-    #: candidate answer after it to get probabilities instead of one extracted answer.
-    answer_prompt: str = field(default="", repr=False, compare=False)
-
-    @property
-    def completion_tokens(self) -> int:
-        """Generated tokens: reasoning plus answer."""
-        return self.reasoning_tokens + self.answer_tokens
-
-    def to_row(self) -> dict[str, Any]:
-        """A flat dict (one row of `answers_frame`)."""
-        row = asdict(self)
-        del row["answer_prompt"]  # the whole conversation: too big for a table row
-        row["completion_tokens"] = self.completion_tokens
-        return row
-
-
-_ROW_FIELDS = [name for name in BudgetedAnswer.__dataclass_fields__ if name != "answer_prompt"]
-
-
-def answers_frame(answers: Sequence[BudgetedAnswer]) -> pd.DataFrame:
-    """A tidy frame, one row per answer (columns: the `BudgetedAnswer` fields)."""
-    columns = [*_ROW_FIELDS, "completion_tokens"]
-    return pd.DataFrame([a.to_row() for a in answers], columns=columns)
-
-
-# ------------------------------------------------------------------------------------------
-# Validation and set-up
-
-
-def _check_budget(k: object, name: str = "k") -> int:
-    if isinstance(k, bool) or not isinstance(k, int) or k < 0:
-        raise InputError(f"must be a whole number of tokens ≥ 0, got {k!r}", field=name)
-    return k
-
-
-def resolve_mode(backend: Backend, mode: Mode | Literal["auto"] = "auto") -> Mode:
-    """The way `backend` is driven: an explicit `mode`, else hidden reasoning for reasoning
-    models, the written-out template for text-completion endpoints with a known template, and
-    chat turns otherwise."""
-    if mode != "auto":
-        if mode not in ("template", "chat", "hidden"):
-            raise InputError(
-                f"must be 'auto', 'template', 'chat' or 'hidden', got {mode!r}", field="mode"
-            )
-        if mode == "template" and template_for(backend.model) is None:
-            raise InputError(
-                f"no chat template known for {backend.model!r}; use mode='chat'", field="mode"
-            )
-        return mode
-    if rule_for(backend).covers == "reasoning+output":
-        return "hidden"
-    if backend.text_completions and template_for(backend.model) is not None:
-        return "template"
-    return "chat"
-
-
-def driven_as(backend: Backend) -> str:
-    """How budgeted CoT drives `backend`, in words for a report line: the mode and protocol
-    chosen for it (``mode template, protocol think``)."""
-    return f"mode {resolve_mode(backend)}, protocol {protocol_for(backend)}"
-
-
-def _messages(item: TaskItem, text: str) -> list[Message]:
-    """The item's prompt with `text` added to its last user message (if any text)."""
-    if not text:
-        if isinstance(item.prompt, str):
-            return [{"role": "user", "content": item.prompt}]
-        return [dict(m) for m in item.prompt]
-    if isinstance(item.prompt, str):
-        return [{"role": "user", "content": f"{item.prompt}\n{text}"}]
-    messages = [dict(m) for m in item.prompt]
-    for message in reversed(messages):
-        if message["role"] == "user":
-            message["content"] = f"{message['content']}\n{text}"
-            return messages
-    return [*messages, {"role": "user", "content": text}]
-
-
-def _joiner(reasoning: str) -> str:
-    """What goes between the reasoning and the answer marker: nothing after whitespace (where
-    the model itself stopped to write the marker), else a line break."""
-    return "" if not reasoning or reasoning[-1].isspace() else "\n"
-
-
-@dataclass(frozen=True)
-class _Price:
-    usd: float
-    note: str
-
-
-def _price(completion: Completion) -> _Price:
-    """List price of a call (also when the cache answered); NaN with a note when unknown."""
-    from cotplan.generate.call_cost import recorded_cost
-
-    try:
-        cost = recorded_cost(replace(completion, from_cache=False))
-    except InputError as exc:  # UnknownModelError, or no price in effect today
-        return _Price(math.nan, f"no price for {completion.model}: {exc}")
-    return _Price(float(cost.usd), "")
-
-
-def _answer_probability(
-    logprobs: Sequence[TokenLogprob] | None, text: str, extracted: str | None, item: TaskItem
-) -> float:
-    """Probability of the tokens that spell the extracted answer in `text` (NaN if unknown)."""
-    if not logprobs or extracted is None:
-        return math.nan
-    if "".join(t.token for t in logprobs) != text:
-        return math.nan
-    pattern = re.compile(re.escape(extracted), re.IGNORECASE)
-    matches = list(pattern.finditer(text))
-    if not matches:
-        return math.nan
-    # Integers are extracted as the LAST integer of the answer line; other kinds the first hit.
-    line_end = text.find("\n", len(text) - len(text.lstrip()))
-    in_line = [m for m in matches if line_end < 0 or m.start() < line_end] or matches
-    match = in_line[-1] if item.kind in ("integer", "binary") else in_line[0]
-    total, position = 0.0, 0
-    for token in logprobs:
-        start, position = position, position + len(token.token)
-        if position > match.start() and start < match.end():
-            total += token.logprob
-    return math.exp(total)
-
-
-# ------------------------------------------------------------------------------------------
-# The phases
-
-
-@dataclass(frozen=True)
-class _Setup:
-    backend: Backend
-    item: TaskItem
-    mode: Mode
-    protocol: str
-    prompt: CoTPrompt
-    template: ChatTemplate | None
-    rule: BudgetRule
-    answer_tokens: int
-    temperature: float
-    seed: int | None
-    logprobs: bool
-    n: int
-
-    @property
-    def reasoning_prefix(self) -> str:
-        assert self.template is not None
-        rendered = self.template.render(_messages(self.item, self.prompt.instruction))
-        return rendered + self.prompt.lead
-
-    @property
-    def direct_prefix(self) -> str:
-        assert self.template is not None
-        return self.template.render(_messages(self.item, self.prompt.instruction))
-
-    @property
-    def reasoning_stop(self) -> list[str]:
-        # A native thinker says it has finished by closing its thinking; it may well write
-        # "Answer:" inside its thoughts, so only the close ends the phase.
-        stops = [self.prompt.close.strip()] if self.prompt.close else [self.prompt.marker]
-        if self.template is not None:
-            stops.append(self.template.end)
-        return stops
-
-    @property
-    def answer_stop(self) -> list[str]:
-        stops = ["\n"]
-        if self.template is not None:
-            stops.append(self.template.end)
-        return stops
-
-    @property
-    def top(self) -> int:
-        """Alternatives asked for in the answer phase (for `answer_prob`)."""
-        return 1 if self.logprobs and self.backend.supports_logprobs else 0
-
-    @property
-    def reasoning_top(self) -> int:
-        """The reasoning phase always asks for token strings where it can: they let one run
-        serve several budgets, and one cache entry serve `budgeted_answer` and
-        `budgeted_answers` alike."""
-        return 1 if self.backend.supports_logprobs else 0
-
-
-def _setup(
-    backend: Backend,
-    item: TaskItem,
-    *,
-    mode: Mode | Literal["auto"],
-    protocol: str,
-    prompt: CoTPrompt | None,
-    answer_tokens: int,
-    temperature: float,
-    seed: int | None,
-    logprobs: bool,
-) -> _Setup:
-    if not isinstance(item, TaskItem):
-        raise InputError(f"must be a TaskItem, got {type(item).__name__}", field="item")
-    answer_tokens = _check_budget(answer_tokens, "answer_tokens")
-    if answer_tokens < 1:
-        raise InputError("must be at least 1", field="answer_tokens")
-    chosen = resolve_mode(backend, mode)
-    protocol_name, protocol_prompt = resolve_protocol(backend, protocol)
-    return _Setup(
-        backend=backend,
-        item=item,
-        mode=chosen,
-        protocol=protocol_name if prompt is None else "custom",
-        prompt=prompt or protocol_prompt,
-        template=template_for(backend.model) if chosen == "template" else None,
-        rule=rule_for(backend),
-        answer_tokens=answer_tokens,
-        temperature=temperature,
-        seed=seed,
-        logprobs=logprobs,
-        n=item_size(item, counter=backend.count_tokens),
-    )
-
-
-def _finish(
-    s: _Setup,
-    k: int,
-    *,
-    reasoning: Completion | None,
-    answer: Completion | None,
-    answer_text: str,
-    answer_logprobs: Sequence[TokenLogprob] | None,
-    prefilled: bool,
-    reasoning_tokens: int,
-    latency_s: float,
-    answer_prompt: str = "",
-) -> BudgetedAnswer:
-    calls = [c for c in (reasoning, answer) if c is not None]
-    extracted = extract_answer(answer_text, s.item, prefilled=prefilled)
-    correct = is_correct(answer_text, s.item, prefilled=prefilled)
-    prices = [_price(c) for c in calls]
-    notes = sorted({p.note for p in prices if p.note})
-    truncated = reasoning is not None and reasoning.truncated
-    check = check_cap(k, reasoning_tokens, rule=s.rule)
-    # Visible answer tokens: hidden reasoning in a reply is counted as reasoning, not answer.
-    answer_tokens = (
-        answer.usage.completion_tokens - answer.usage.reasoning_tokens if answer is not None else 0
-    )
-    if s.mode == "hidden" and reasoning is not None and answer is None:
-        answer_tokens = reasoning.usage.completion_tokens - reasoning.usage.reasoning_tokens
-    return BudgetedAnswer(
-        item=s.item.id,
-        family=s.item.family,
-        n=s.n,
-        k=k,
-        expected=s.item.answer,
-        extracted=extracted,
-        correct=correct,
-        reasoning=reasoning.text if reasoning is not None and s.mode != "hidden" else "",
-        answer_text=answer_text,
-        truncated=truncated,
-        forced=truncated and answer is not None,
-        prompt_tokens=sum(c.usage.prompt_tokens for c in calls),
-        question_tokens=calls[0].usage.prompt_tokens,
-        reasoning_tokens=reasoning_tokens,
-        answer_tokens=answer_tokens,
-        cost_usd=math.nan if notes else sum(p.usd for p in prices),
-        latency_s=latency_s,
-        answer_prob=_answer_probability(answer_logprobs, answer_text, extracted, s.item),
-        cap_held=check.held,
-        overrun=check.overrun,
-        from_cache=all(c.from_cache for c in calls),
-        calls=len(calls),
-        model=calls[0].model,
-        mode=s.mode,
-        cost_note="; ".join(notes),
-        protocol=s.protocol,
-        answer_prompt=answer_prompt,
-    )
-
-
-def _answer_phase(s: _Setup, k: int, reasoning: Completion | None) -> BudgetedAnswer:
-    """Close the reasoning (if any) with the marker and ask for the answer alone."""
-    backend = s.backend
-    if s.mode == "template":
-        words = s.prompt
-        if reasoning is None:
-            # A native thinker at k = 0 gets an empty thinking block, as Qwen3 writes one when
-            # thinking is off.
-            empty = words.lead + words.close if words.close else ""
-            prompt: Any = s.direct_prefix + empty + words.marker
-        else:
-            text = reasoning.text
-            cut_note = words.cut_note if reasoning.truncated else ""
-            # Qwen's sentence brings its own line breaks; otherwise a line break ends the text.
-            closing = cut_note + words.close if cut_note else _joiner(text) + words.close
-            prompt = s.reasoning_prefix + text + closing + words.marker
-        answer = backend.generate(
-            prompt,
-            max_tokens=s.answer_tokens,
-            temperature=s.temperature,
-            stop=s.answer_stop,
-            seed=s.seed,
-            logprobs=s.top,
-        )
-        latency = answer.latency_s + (reasoning.latency_s if reasoning is not None else 0.0)
-        return _finish(
-            s,
-            k,
-            reasoning=reasoning,
-            answer=answer,
-            answer_text=answer.text,
-            answer_logprobs=answer.logprobs,
-            prefilled=True,
-            reasoning_tokens=reasoning.usage.completion_tokens if reasoning is not None else 0,
-            latency_s=latency,
-            answer_prompt=prompt,
-        )
-    raise AssertionError(f"no answer phase for mode {s.mode!r}")  # pragma: no cover
-
-
-def _chat_answer(s: _Setup, k: int) -> BudgetedAnswer:
-    backend = s.backend
-    if k == 0:
-        messages = _messages(s.item, s.prompt.direct)
-        answer = backend.generate(
-            messages,
-            max_tokens=s.answer_tokens,
-            temperature=s.temperature,
-            seed=s.seed,
-            logprobs=s.top,
-        )
-        return _finish(
-            s,
-            k,
-            reasoning=None,
-            answer=answer,
-            answer_text=answer.text,
-            answer_logprobs=answer.logprobs,
-            prefilled=False,
-            reasoning_tokens=0,
-            latency_s=answer.latency_s,
-        )
-    messages = _messages(s.item, s.prompt.instruction)
-    reasoning = backend.generate(
-        messages, max_tokens=k, temperature=s.temperature, seed=s.seed, logprobs=s.top
-    )
-    marker = re.search(re.escape(s.prompt.marker), reasoning.text, re.IGNORECASE)
-    if not reasoning.truncated and marker is not None:
-        # The model answered inside its budget: no second request.
-        return _finish(
-            s,
-            k,
-            reasoning=reasoning,
-            answer=None,
-            answer_text=reasoning.text[marker.start() :],
-            answer_logprobs=None,
-            prefilled=False,
-            reasoning_tokens=reasoning.usage.completion_tokens,
-            latency_s=reasoning.latency_s,
-        )
-    follow_up = [
-        *messages,
-        {"role": "assistant", "content": reasoning.text},
-        {"role": "user", "content": s.prompt.force},
-    ]
-    answer = backend.generate(
-        follow_up,
-        max_tokens=s.answer_tokens,
-        temperature=s.temperature,
-        seed=s.seed,
-        logprobs=s.top,
-    )
-    return _finish(
-        s,
-        k,
-        reasoning=reasoning,
-        answer=answer,
-        answer_text=answer.text,
-        answer_logprobs=answer.logprobs,
-        prefilled=False,
-        reasoning_tokens=reasoning.usage.completion_tokens,
-        latency_s=reasoning.latency_s + answer.latency_s,
-    )
-
-
-def _hidden_answer(s: _Setup, k: int) -> BudgetedAnswer:
-    backend = s.backend
-    messages = _messages(s.item, s.prompt.direct)
-    # The request fields come from the budget rule whole: the cap that hidden reasoning and the
-    # visible answer share (the backend sends it under the rule's own field name), and the
-    # rest (the `reasoning_effort` level), so the model also aims low, not only stops early.
-    request = budget_params(s.rule, k, answer_tokens=s.answer_tokens, model=s.backend.model)
-    assert request.max_tokens is not None  # a reasoning+output rule always sets its cap
-    reply = backend.generate(
-        messages,
-        max_tokens=request.max_tokens,
-        temperature=s.temperature,
-        seed=s.seed,
-        extra=request.extra or None,
-    )
-    hidden = reply.usage.reasoning_tokens
-    if reply.text.strip():
-        return _finish(
-            s,
-            k,
-            reasoning=reply,
-            answer=None,
-            answer_text=reply.text,
-            answer_logprobs=None,
-            prefilled=False,
-            reasoning_tokens=hidden,
-            latency_s=reply.latency_s,
-        )
-    # The cap ran out inside the hidden reasoning: the thinking is lost, so ask once more for
-    # the answer alone, with the smallest cap that leaves room for it.
-    retry = backend.generate(
-        [*messages, {"role": "user", "content": s.prompt.force}],
-        max_tokens=s.answer_tokens,
-        temperature=s.temperature,
-        seed=s.seed,
-    )
-    return _finish(
-        s,
-        k,
-        reasoning=reply,
-        answer=retry,
-        answer_text=retry.text,
-        answer_logprobs=None,
-        prefilled=False,
-        reasoning_tokens=hidden + retry.usage.reasoning_tokens,
-        latency_s=reply.latency_s + retry.latency_s,
-    )
 
 
 def budgeted_answer(
@@ -566,8 +124,8 @@ def budgeted_answer(
     `prompt` replaces the protocol's words. `logprobs` asks for token probabilities where the
     backend has them (used for `answer_prob`).
     """
-    k = _check_budget(k)
-    s = _setup(
+    k = check_budget(k)
+    s = budget_setup(
         backend,
         item,
         mode=mode,
@@ -579,23 +137,15 @@ def budgeted_answer(
         logprobs=logprobs,
     )
     if s.mode == "chat":
-        return _chat_answer(s, k)
+        return chat_answer(s, k)
     if s.mode == "hidden":
-        return _hidden_answer(s, k)
+        return hidden_answer(s, k)
     if k == 0:
-        return _answer_phase(s, 0, None)
-    reasoning = backend.generate(
-        s.reasoning_prefix,
-        max_tokens=k,
-        temperature=temperature,
-        stop=s.reasoning_stop,
-        seed=seed,
-        logprobs=s.reasoning_top,
-    )
-    return _answer_phase(s, k, reasoning)
+        return template_answer(s, 0, None)
+    return template_answer(s, k, reasoning_call(s, k))
 
 
-def _cut(run: Completion, k: int) -> Completion | None:
+def cut_run(run: Completion, k: int) -> Completion | None:
     """The run capped at `k` tokens, from a greedy run capped higher (None: cannot tell)."""
     used = run.usage.completion_tokens
     if k >= used:
@@ -638,10 +188,10 @@ def budgeted_answers(
     reasoning request at the largest budget serves every budget (see the module docstring);
     otherwise each budget is answered on its own.
     """
-    ks = [_check_budget(k, "budgets") for k in budgets]
+    ks = [check_budget(k, "budgets") for k in budgets]
     if not ks:
         raise InputError("must hold at least one budget", field="budgets")
-    s = _setup(
+    s = budget_setup(
         backend,
         item,
         mode=mode,
@@ -652,52 +202,31 @@ def budgeted_answers(
         seed=seed,
         logprobs=logprobs,
     )
+
+    def alone(k: int, chosen: Mode) -> BudgetedAnswer:
+        return budgeted_answer(
+            backend,
+            item,
+            k,
+            answer_tokens=answer_tokens,
+            mode=chosen,
+            protocol=protocol,
+            prompt=prompt,
+            temperature=temperature,
+            seed=seed,
+            logprobs=logprobs,
+        )
+
     shared = s.mode == "template" and temperature == 0.0 and s.reasoning_top > 0 and max(ks) > 0
     if not shared:
-        return [
-            budgeted_answer(
-                backend,
-                item,
-                k,
-                answer_tokens=answer_tokens,
-                mode=s.mode,
-                protocol=protocol,
-                prompt=prompt,
-                temperature=temperature,
-                seed=seed,
-                logprobs=logprobs,
-            )
-            for k in ks
-        ]
-    run = backend.generate(
-        s.reasoning_prefix,
-        max_tokens=max(ks),
-        temperature=temperature,
-        stop=s.reasoning_stop,
-        seed=seed,
-        logprobs=s.reasoning_top,
-    )
+        return [alone(k, s.mode) for k in ks]
+    run = reasoning_call(s, max(ks))
     out: list[BudgetedAnswer] = []
     for k in ks:
         if k == 0:
-            out.append(_answer_phase(s, 0, None))
+            out.append(template_answer(s, 0, None))
             continue
-        cut = _cut(run, k)
-        if cut is None:  # token strings do not spell the text: make the capped call itself
-            out.append(
-                budgeted_answer(
-                    backend,
-                    item,
-                    k,
-                    answer_tokens=answer_tokens,
-                    mode="template",
-                    protocol=protocol,
-                    prompt=prompt,
-                    temperature=temperature,
-                    seed=seed,
-                    logprobs=logprobs,
-                )
-            )
-            continue
-        out.append(_answer_phase(s, k, cut))
+        cut = cut_run(run, k)
+        # Token strings that do not spell the text: make the capped call itself.
+        out.append(alone(k, "template") if cut is None else template_answer(s, k, cut))
     return out

@@ -12,6 +12,19 @@ A protocol is the `CoTPrompt` budgeted generation writes around a question:
   `<think>` block, which a reasoning parser then files as thinking, not as the answer.
 - ``qwen3``: the same, with the sentence Qwen's own thinking-budget recipe writes at the cut
   ("Considering the limited time by the user, ...", QwenLM/Qwen3 quickstart, read 2026-12-01).
+- ``harmony``: gpt-oss (openai/harmony docs/format.md, read 2026-12-01). The assistant turn
+  opens with `<|channel|>analysis<|message|>` (the thinking), the model ends a thought with
+  `<|end|>` (where the reasoning phase stops) and answers in a new message,
+  `<|start|>assistant<|channel|>final<|message|>`, ended by `<|return|>`. At the cap the
+  thinking is closed the way the model closes it: `<|end|>` and the final channel's header,
+  then "Answer:" (the closer follows the format spec; OpenAI publishes no budget-forcing
+  recipe for gpt-oss). Servers with vLLM's `openai_gptoss` parser return the analysis channel
+  as `message.reasoning`; where the raw text comes back, `split_reasoning` splits it.
+- ``magistral``: Magistral 2507 and later (model card mistralai/Magistral-Small-2507, read
+  2026-12-01): the thinking sits between the `[THINK]` and `[/THINK]` special tokens and the
+  answer follows `[/THINK]` directly; the cut is closed with `[/THINK]`, then "Answer:".
+  Mistral recommends its reasoning system prompt (the one used in RL): pass it as the item's
+  system message, cotplan does not add it.
 
 The model registry names each family's protocol (`cotplan.model_registry`); callers override it
 with `protocol=`.
@@ -24,7 +37,7 @@ from cotplan.errors import InputError
 from cotplan.generate.prompts import CoTPrompt
 from cotplan.model_registry import family_of
 
-__all__ = ["PROTOCOLS", "protocol_for", "resolve_protocol"]
+__all__ = ["PROTOCOLS", "protocol_for", "resolve_protocol", "split_reasoning"]
 
 _THINK = CoTPrompt(instruction="", lead="<think>\n", close="</think>\n\n", marker="Answer:")
 
@@ -39,6 +52,21 @@ PROTOCOLS: dict[str, CoTPrompt] = {
         marker="Answer:",
         cut_note="\n\nConsidering the limited time by the user, I have to give the solution "
         "based on the thinking directly now.\n",
+    ),
+    "harmony": CoTPrompt(
+        instruction="",
+        lead="<|channel|>analysis<|message|>",
+        close="<|end|><|start|>assistant<|channel|>final<|message|>",
+        marker="Answer:",
+        stop="<|end|>",
+        break_before_close=False,
+    ),
+    "magistral": CoTPrompt(
+        instruction="",
+        lead="[THINK]",
+        close="[/THINK]",
+        marker="Answer:",
+        break_before_close=False,
     ),
 }
 
@@ -61,3 +89,26 @@ def resolve_protocol(model: str | Backend, protocol: str = "auto") -> tuple[str,
         known = ", ".join(["auto", *PROTOCOLS])
         raise InputError(f"must be one of {known}, got {protocol!r}", field="protocol")
     return name, PROTOCOLS[name]
+
+
+def split_reasoning(text: str, protocol: str | CoTPrompt) -> tuple[str, str]:
+    """`(thinking, answer)` of raw output written in `protocol`'s format (a name or its
+    words), for servers that return it unsplit (no reasoning parser). The opener may be
+    missing (a template that wrote it into the prompt); with no closer the output is all
+    answer, as a server without a parser would file it ("" thinking)."""
+    words = protocol if isinstance(protocol, CoTPrompt) else resolve_protocol("", protocol)[1]
+    closer = words.thinking_stop if words.close else ""
+    if not closer or closer not in text:
+        return "", text
+    thinking, _, answer = text.partition(closer)
+    thinking = thinking.strip()
+    opener = words.lead.strip()
+    if opener and thinking.startswith(opener):
+        thinking = thinking[len(opener) :].strip()
+    # Harmony's answer comes in a message of its own, after its channel header.
+    rest = words.close[len(closer) :] if words.close.startswith(closer) else ""
+    if rest and rest in answer:
+        answer = answer.split(rest, 1)[1]
+    for end in ("<|return|>", "</s>"):
+        answer = answer.removesuffix(end)
+    return thinking, answer.strip()
