@@ -9,7 +9,6 @@ import pytest
 from cotplan.errors import InputError
 from cotplan.experiments.entropy import (
     ENTROPY_QUICK,
-    _expected_prior_entropy,
     _limit_flags,
     bayes_limit,
     binary_entropy,
@@ -18,6 +17,7 @@ from cotplan.experiments.entropy import (
     first_reaching,
     laplace_threshold_table,
 )
+from cotplan.experiments.entropy_exact import expected_prior_entropy as _expected_prior_entropy
 from cotplan.experiments.predictors import BetaBernoulli, ClippedMLE, Oracle, kt, laplace
 
 

@@ -13,7 +13,9 @@ from hypothesis import strategies as st
 from cotplan.errors import InputError
 from cotplan.experiments import Interval, ReportRow
 from cotplan.experiments.entropy import entropy_efficiency
-from cotplan.experiments.falck import _exact_p, _outside, falck_tests, path_statistics, t1_null
+from cotplan.experiments.falck import falck_tests, path_statistics, t1_null
+from cotplan.experiments.falck_stats import exact_p as _exact_p
+from cotplan.experiments.falck_stats import outside as _outside
 from cotplan.experiments.order import ORDER_QUICK, order_variance
 from cotplan.experiments.predictors import BetaBernoulli, Recency, kt, laplace
 from cotplan.experiments.report import check_params

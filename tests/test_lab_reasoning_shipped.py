@@ -205,7 +205,13 @@ def test_curriculum_settings_leave_older_keys_alone() -> None:
     def question_sizes(one_size: bool) -> set[int]:
         rng = np.random.default_rng(0)
         ids, _ = make_batch(
-            "lab-lamp", rng, 32, list(range(1, 65)), Mix(1, 0, 0), tokenizer, one_size=one_size
+            "lab-lamp",
+            rng,
+            32,
+            sizes=list(range(1, 65)),
+            mix=Mix(1, 0, 0),
+            tokenizer=tokenizer,
+            one_size=one_size,
         )
         return {int(np.isin(row[: list(row).index(marker)], label_ids).sum()) for row in ids}
 

@@ -190,8 +190,12 @@ def test_training_sequences_teach_only_what_the_model_writes() -> None:
 
 def test_batches_are_padded_and_seeded() -> None:
     tokenizer = default_tokenizer()
-    a = make_batch("lab-sum", np.random.default_rng(1), 8, [2, 5], Mix(), tokenizer)
-    b = make_batch("lab-sum", np.random.default_rng(1), 8, [2, 5], Mix(), tokenizer)
+    a = make_batch(
+        "lab-sum", np.random.default_rng(1), 8, sizes=[2, 5], mix=Mix(), tokenizer=tokenizer
+    )
+    b = make_batch(
+        "lab-sum", np.random.default_rng(1), 8, sizes=[2, 5], mix=Mix(), tokenizer=tokenizer
+    )
     assert (a[0] == b[0]).all()
     assert (a[1] == b[1]).all()
     assert a[0].shape == a[1].shape

@@ -180,6 +180,7 @@ def _parse_eps(text: str) -> list[float]:
 @app.command("train")
 def train_command(
     family: Annotated[str, typer.Argument(help="A lab family: parity, sum, state, lamp, ...")],
+    *,
     preset: Preset = "standard",
     threads: Threads = 1,
     export: Annotated[
@@ -291,6 +292,7 @@ def study_command(
 @app.command("law")
 def law_command(
     family: Annotated[str, typer.Argument(help="A lab family: lamp, parity, ...")],
+    *,
     sizes: Annotated[str, typer.Option(help="Sizes n, comma-separated.")] = "4,8,16",
     items: Annotated[int, typer.Option(help="Items per size.")] = 120,
     eps: Annotated[

@@ -18,6 +18,10 @@ Reported: the period, the share of position-specific variance the harmonics expl
 in total variance of the gaps, and the cross-validated R² of position for the detrended gaps
 before and after subtraction (how much of the bias position still predicts). When per-sequence
 gaps are given, the whole pipeline is rerun on bootstrap resamples of the sequences for intervals.
+
+The arithmetic of steps 1-4, the permutation test and the bootstrap live in
+`cotplan.experiments.debias_fit`; this module checks the input and reads the result against
+the paper.
 """
 
 from __future__ import annotations
@@ -29,15 +33,15 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import least_squares
 
 from cotplan.errors import InputError
-from cotplan.experiments._stats import (
-    bootstrap_counts,
-    kernel_smooth,
-    loo_bandwidth,
-    percentile_interval,
-    wls,
+from cotplan.experiments._stats import percentile_interval
+from cotplan.experiments.debias_fit import (
+    TREND_TERMS,
+    HarmonicFit,
+    bootstrap_stats,
+    fit_harmonics,
+    permutation_p,
 )
 from cotplan.experiments.martingale import GapData, MartingaleResult
 from cotplan.experiments.predictors import FloatArray
@@ -72,67 +76,6 @@ PAPER_DEBIAS: dict[str, Any] = {
     "r2_before": 0.202,
     "r2_after": 0.072,
 }
-
-
-#: The smooth trend removed before looking for periods: the paper's A/n + C, plus log(n)/n
-#: and 1/n² so that the exact Bayes curve (1/n + O(1/n²)) and the paper's A·log(n)/n law leave
-#: no smooth residue that a periodogram or a position regression would mistake for bias.
-TREND_TERMS = ("1/n", "1", "log(n)/n", "1/n^2")
-
-
-def _trend_basis(n: FloatArray) -> FloatArray:
-    return np.column_stack([1.0 / n, np.ones_like(n), np.log(n) / n, 1.0 / n**2])
-
-
-@dataclass(frozen=True)
-class HarmonicFit:
-    """g_n = trend(n) + Σ_k amplitudes[k]·sin(2π(k+1)n/period + phases[k]).
-
-    The trend is ``Σ trend_coef[i] · TREND_TERMS[i]``; `A` and `C` are its 1/n and constant
-    coefficients (the paper's A/n + C).
-    """
-
-    trend_coef: tuple[float, ...]
-    period: float
-    amplitudes: tuple[float, ...]
-    phases: tuple[float, ...]
-    converged: bool
-
-    @property
-    def A(self) -> float:
-        return self.trend_coef[0]
-
-    @property
-    def C(self) -> float:
-        return self.trend_coef[1]
-
-    def trend(self, n: FloatArray) -> FloatArray:
-        return np.asarray(_trend_basis(np.asarray(n, dtype=float)) @ np.asarray(self.trend_coef))
-
-    def harmonics(self, n: FloatArray) -> FloatArray:
-        out = np.zeros_like(np.asarray(n, dtype=float))
-        for k, (amp, phase) in enumerate(zip(self.amplitudes, self.phases, strict=True), 1):
-            out += amp * np.sin(2 * np.pi * k * n / self.period + phase)
-        return out
-
-
-@dataclass(frozen=True)
-class _Stats:
-    fit: HarmonicFit
-    detected_period: float
-    trend: FloatArray
-    harmonics: FloatArray
-    residual: FloatArray
-    smoothed: FloatArray
-    bandwidth: float
-    variance_change: float
-    explained: float
-    r2_before: float
-    r2_after: float
-    frequencies: FloatArray
-    power: FloatArray
-    peak_share: float
-    block: int
 
 
 @dataclass(frozen=True)
@@ -408,182 +351,6 @@ def _both(first: Settled, second: Settled) -> Settled:
     return "holds" if first == second == "holds" else "undecided"
 
 
-def _periodogram(
-    z: FloatArray, spacing: float, span: float, pad: int = 8
-) -> tuple[FloatArray, FloatArray]:
-    """Zero-padded periodogram over frequencies with >= 2 cycles in the window, below Nyquist."""
-    n = z.size
-    size = pad * n
-    spectrum = np.abs(np.fft.rfft(z - z.mean(), size)) ** 2 / n
-    freqs = np.fft.rfftfreq(size, d=spacing)
-    keep = (freqs >= 2.0 / span) & (freqs < 0.5 / spacing * 0.999)
-    return np.asarray(freqs[keep], dtype=float), np.asarray(spectrum[keep], dtype=float)
-
-
-def _pipeline(
-    positions: FloatArray, gaps: FloatArray, se: FloatArray | None, n_harmonics: int
-) -> _Stats:
-    spacing = float(np.min(np.diff(positions)))
-    span = float(positions[-1] - positions[0]) + spacing
-    w = 1.0 / np.maximum(se, 1e-12) ** 2 if se is not None else np.ones_like(gaps)
-    T = _trend_basis(positions)
-    n_trend = T.shape[1]
-    base = wls(T, gaps, w)
-    resid0 = gaps - base.fitted
-    z = resid0 * np.sqrt(w) if se is not None else resid0
-    freqs, power = _periodogram(z, spacing, span)
-    if freqs.size == 0:
-        raise InputError(
-            f"the positions span {span:g}: too short to look for a period", field="positions"
-        )
-    peak = int(np.argmax(power))
-    f0 = float(freqs[peak])
-    peak_share = float(power[peak] / max(np.sum((z - z.mean()) ** 2), 1e-300))
-    k_max = max(1, min(n_harmonics, math.floor(0.5 / spacing / f0 * 0.999)))
-    # Fourier coefficients at the detected frequency and its harmonics initialise the LM fit.
-    basis = [T]
-    for k in range(1, k_max + 1):
-        angle = 2 * np.pi * k * f0 * positions
-        basis.append(np.column_stack([np.sin(angle), np.cos(angle)]))
-    lin = wls(np.hstack(basis), gaps, w)
-    start = [*lin.coef[:n_trend], 1.0 / f0]
-    for k in range(k_max):
-        a, b = lin.coef[n_trend + 2 * k], lin.coef[n_trend + 1 + 2 * k]
-        start += [math.hypot(a, b), math.atan2(b, a)]
-    sw = np.sqrt(w)
-
-    def residuals(theta: FloatArray) -> FloatArray:
-        model = T @ theta[:n_trend]
-        period = theta[n_trend]
-        for k in range(k_max):
-            amp, phase = theta[n_trend + 1 + 2 * k], theta[n_trend + 2 + 2 * k]
-            model = model + amp * np.sin(2 * np.pi * (k + 1) * positions / period + phase)
-        return np.asarray((model - gaps) * sw, dtype=float)
-
-    def jacobian(theta: FloatArray) -> FloatArray:
-        J = np.empty((positions.size, theta.size))
-        J[:, :n_trend] = T
-        period = theta[n_trend]
-        J[:, n_trend] = 0.0
-        for k in range(k_max):
-            amp, phase = theta[n_trend + 1 + 2 * k], theta[n_trend + 2 + 2 * k]
-            angle = 2 * np.pi * (k + 1) * positions / period + phase
-            J[:, n_trend] += amp * np.cos(angle) * (-2 * np.pi * (k + 1) * positions / period**2)
-            J[:, n_trend + 1 + 2 * k] = np.sin(angle)
-            J[:, n_trend + 2 + 2 * k] = amp * np.cos(angle)
-        return np.asarray(J * sw[:, None], dtype=float)
-
-    solution = least_squares(
-        residuals,
-        np.asarray(start, dtype=float),
-        jac=jacobian,
-        method="lm",
-        max_nfev=100 * (len(start) + 1),
-    )
-    theta = solution.x
-    amps, phases = [], []
-    for k in range(k_max):
-        amp, phase = float(theta[n_trend + 1 + 2 * k]), float(theta[n_trend + 2 + 2 * k])
-        if amp < 0:  # a negative amplitude is a positive one half a turn later
-            amp, phase = -amp, phase + math.pi
-        amps.append(amp)
-        phases.append(math.remainder(phase, 2 * math.pi))
-    period = float(theta[n_trend])
-    if not (2 * spacing < period < 2 * span) or not solution.success:
-        # LM wandered off (a flat or noisy spectrum): keep the detected period, linear fit.
-        period = 1.0 / f0
-        pairs = [(lin.coef[n_trend + 2 * k], lin.coef[n_trend + 1 + 2 * k]) for k in range(k_max)]
-        amps = [math.hypot(a, b) for a, b in pairs]
-        phases = [math.atan2(b, a) for a, b in pairs]
-        theta = np.asarray(lin.coef[:n_trend], dtype=float)
-    fit = HarmonicFit(
-        tuple(float(c) for c in theta[:n_trend]),
-        period,
-        tuple(amps),
-        tuple(phases),
-        bool(solution.success),
-    )
-    trend = fit.trend(positions)
-    harmonics = fit.harmonics(positions)
-    debiased = gaps - harmonics
-    residual = debiased - trend
-    # Correlated noise (neighbours sharing a bit) is measured after the fit, on what is left.
-    block = _block_length(residual * sw)
-    bandwidth, r2_after = loo_bandwidth(positions, residual, leave_out=block - 1)
-    _, r2_before = loo_bandwidth(positions, gaps - trend, leave_out=block - 1)
-    detrended_var = float(np.var(gaps - trend))
-    return _Stats(
-        fit=fit,
-        detected_period=1.0 / f0,
-        trend=trend,
-        harmonics=harmonics,
-        residual=residual,
-        smoothed=kernel_smooth(positions, residual, bandwidth),
-        bandwidth=bandwidth,
-        variance_change=float(np.var(debiased) / np.var(gaps) - 1.0),
-        explained=1.0 - float(np.var(residual)) / detrended_var if detrended_var > 0 else math.nan,
-        r2_before=r2_before,
-        r2_after=r2_after,
-        frequencies=freqs,
-        power=power,
-        peak_share=peak_share,
-        block=block,
-    )
-
-
-def _permutation_p(
-    positions: FloatArray,
-    gaps: FloatArray,
-    se: FloatArray | None,
-    n_perm: int,
-    seed: int,
-    block: int,
-) -> float:
-    """Share of block shuffles whose periodogram peak is at least as dominant as observed."""
-    spacing = float(np.min(np.diff(positions)))
-    span = float(positions[-1] - positions[0]) + spacing
-    w = 1.0 / np.maximum(se, 1e-12) ** 2 if se is not None else np.ones_like(gaps)
-    z = gaps - wls(_trend_basis(positions), gaps, w).fitted
-    if se is not None:
-        z = z * np.sqrt(w)
-
-    def share(values: FloatArray) -> float:
-        _, power = _periodogram(values, spacing, span)
-        return float(power.max() / max(np.sum((values - values.mean()) ** 2), 1e-300))
-
-    observed = share(z)
-    rng = np.random.default_rng(np.random.SeedSequence([seed, 2]))
-    hits = sum(share(_block_shuffle(z, block, rng)) >= observed for _ in range(n_perm))
-    return (1 + hits) / (1 + n_perm)
-
-
-def _block_length(z: FloatArray) -> int:
-    """The first lag whose autocorrelation is within noise (2/√N): blocks keep shorter memory.
-
-    Neighbouring positions of the nested design share a bit (the gap at n uses x_{n-1} and
-    x_n), so their noise is correlated; shuffling single positions would then call that red
-    noise a period.
-    """
-    n = z.size
-    centred = z - z.mean()
-    denom = float(np.sum(centred**2)) or 1.0
-    limit = 2.0 / math.sqrt(n)
-    for lag in range(1, max(2, n // 8)):
-        if abs(float(np.sum(centred[:-lag] * centred[lag:])) / denom) < limit:
-            return lag
-    return max(1, n // 8)
-
-
-def _block_shuffle(z: FloatArray, block: int, rng: np.random.Generator) -> FloatArray:
-    """A circular block permutation: rotate, cut into blocks of `block`, shuffle the blocks."""
-    if block <= 1:
-        return rng.permutation(z)
-    rotated = np.roll(z, int(rng.integers(z.size)))
-    pieces = [rotated[i : i + block] for i in range(0, z.size, block)]
-    order = rng.permutation(len(pieces))
-    return np.concatenate([pieces[i] for i in order])
-
-
 def positional_debias(
     gaps_or_result: MartingaleResult | GapData | Sequence[float] | FloatArray,
     positions: Sequence[float] | FloatArray | None = None,
@@ -649,9 +416,9 @@ def positional_debias(
         raise InputError("must be increasing and equally spaced", field="positions")
     if se is not None and not np.all(se > 0):
         se = None  # a degenerate column (identical gaps): fall back to unweighted
-    stats = _pipeline(pos, gaps, se, n_harmonics)
+    stats = fit_harmonics(pos, gaps, se, n_harmonics)
     p_value = (
-        _permutation_p(pos, gaps, se, n_permutations, seed, stats.block)
+        permutation_p(pos, gaps, se, n_perm=n_permutations, seed=seed, block=stats.block)
         if n_permutations
         else math.nan
     )
@@ -660,7 +427,9 @@ def positional_debias(
     )
     boot_used = 0
     if data is not None and n_boot > 0 and data.per_sequence.shape[0] > 2:
-        samples = _bootstrap(data, n_harmonics, n_boot, seed, se is not None)
+        samples = bootstrap_stats(
+            data, n_harmonics, n_boot=n_boot, seed=seed, weighted=se is not None
+        )
         boot_used = n_boot
         for key in cis:
             cis[key] = percentile_interval(samples[key])
@@ -694,39 +463,3 @@ def positional_debias(
         n_boot=boot_used,
         kind=kind,
     )
-
-
-def _bootstrap(
-    data: GapData, n_harmonics: int, n_boot: int, seed: int, weighted: bool
-) -> dict[str, FloatArray]:
-    rng = np.random.default_rng(np.random.SeedSequence([seed, 3]))
-    m = data.per_sequence
-    s, p = m.shape
-    pos = data.positions.astype(float)
-    if data.shared:
-        counts = [bootstrap_counts(s, n_boot, rng)]
-    else:
-        counts = [bootstrap_counts(s, n_boot, rng) for _ in range(p)]
-    keys = ("period", "variance_change", "explained", "r2_before", "r2_after")
-    out: dict[str, list[float]] = {k: [] for k in keys}
-    for b in range(n_boot):
-        if data.shared:
-            c = counts[0][b]
-            mean = c @ m / s
-            second = c @ (m * m) / s
-        else:
-            mean = np.array([counts[j][b] @ m[:, j] / s for j in range(p)])
-            second = np.array([counts[j][b] @ m[:, j] ** 2 / s for j in range(p)])
-        se = np.sqrt(np.maximum(second - mean**2, 0.0) / (s - 1)) if weighted else None
-        if se is not None and not np.all(se > 0):
-            se = None
-        try:
-            stats = _pipeline(pos, mean, se, n_harmonics)
-        except (InputError, np.linalg.LinAlgError, ValueError):
-            continue
-        out["period"].append(stats.fit.period)
-        out["variance_change"].append(stats.variance_change)
-        out["explained"].append(stats.explained)
-        out["r2_before"].append(stats.r2_before)
-        out["r2_after"].append(stats.r2_after)
-    return {k: np.asarray(v, dtype=float) for k, v in out.items()}

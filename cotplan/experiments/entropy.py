@@ -17,13 +17,11 @@ are computed exactly (sums over the binomial or beta-binomial count distribution
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
-from scipy import special, stats
 
 from cotplan.errors import InputError
 from cotplan.experiments._common import (
@@ -33,6 +31,16 @@ from cotplan.experiments._common import (
     snapshot,
 )
 from cotplan.experiments._stats import bootstrap_counts, percentile_interval
+from cotplan.experiments.entropy_exact import (
+    LAPLACE_HORIZON,
+    bayes_limit,
+    binary_entropy,
+    exact_first_n,
+    expected_curve,
+    expected_prior_entropy,
+    first_reaching,
+    laplace_threshold_table,
+)
 from cotplan.experiments.predictors import (
     BetaBernoulli,
     ClippedMLE,
@@ -45,7 +53,7 @@ from cotplan.experiments.predictors import (
     laplace,
 )
 from cotplan.experiments.result import ExperimentResult
-from cotplan.experiments.sequences import bernoulli_sequences, beta_bernoulli_sequences
+from cotplan.experiments.sequences import Bits, bernoulli_sequences, beta_bernoulli_sequences
 from cotplan.experiments.verdicts import (
     COTPLAN_CHECK,
     NOT_A_MODEL_CLAIM,
@@ -82,102 +90,8 @@ PAPER_ENTROPY: dict[str, Any] = {
     "threshold": 0.99,
 }
 
-#: How far the exact Laplace curve is followed to find where it reaches the threshold.
-LAPLACE_HORIZON = 400
-
 ENTROPY_QUICK: dict[str, Any] = {"p": 0.3, "n_max": 40, "n_sequences": 8, "n_boot": 300}
 ENTROPY_FULL: dict[str, Any] = {"p": 0.3, "n_max": 200, "n_sequences": 100, "n_boot": 2000}
-
-
-def binary_entropy(p: FloatArray | float) -> FloatArray:
-    """H(p) in nats (0 at p = 0 or 1)."""
-    q = np.asarray(p, dtype=float)
-    return np.asarray(-special.xlogy(q, q) - special.xlogy(1 - q, 1 - q), dtype=float)
-
-
-def _expected_prior_entropy(a: float, b: float) -> float:
-    """E[H(p)] for p ~ Beta(a, b): E[−p ln p] = a/(a+b)·(ψ(a+b+1) − ψ(a+1)), and symmetric."""
-    s = a + b
-    return float(
-        a / s * (special.digamma(s + 1) - special.digamma(a + 1))
-        + b / s * (special.digamma(s + 1) - special.digamma(b + 1))
-    )
-
-
-def expected_curve(
-    predictor: _CountPredictor,
-    n_max: int,
-    *,
-    p: float | None = None,
-    prior: tuple[float, float] = (1.0, 1.0),
-) -> tuple[FloatArray, float]:
-    """Exact expected cross-entropy at positions 1..n_max, and the expected entropy.
-
-    With `p` fixed the count of ones before position n is Binomial(n − 1, p); with `p=None` it
-    is beta-binomial under `prior`, and the loss uses the posterior mean of p given the count.
-    """
-    t = np.arange(n_max, dtype=float)[:, None]
-    k = np.arange(n_max, dtype=float)[None, :]
-    valid = k <= t
-    kk = np.where(valid, k, 0.0)
-    q = np.clip(predictor.from_counts(kk, np.broadcast_to(t, kk.shape)), 1e-300, 1 - 1e-16)
-    if p is not None:
-        weights = stats.binom.pmf(kk, t, p)
-        mean = np.full_like(kk, p)
-    else:
-        a, b = prior
-        weights = stats.betabinom.pmf(kk, t, a, b)
-        mean = (kk + a) / (t + a + b)
-    loss = -mean * np.log(q) - (1 - mean) * np.log1p(-q)
-    out = np.asarray(np.sum(np.where(valid, weights * loss, 0.0), axis=1), dtype=float)
-    entropy = float(binary_entropy(p)) if p is not None else _expected_prior_entropy(*prior)
-    return out, entropy
-
-
-def first_reaching(efficiency: FloatArray, threshold: float) -> int | None:
-    """The first position from which `efficiency` stays >= threshold to the end (1-based)."""
-    above = np.asarray(efficiency) >= threshold
-    if not above[-1]:
-        return None
-    below = np.flatnonzero(~above)
-    return int(below[-1] + 2) if below.size else 1
-
-
-def bayes_limit(
-    n: int, prior: tuple[float, float] = (1.0, 1.0), threshold: float = 0.99, n_max: int = 400
-) -> dict[str, float]:
-    """What the Bayes mixture achieves in expectation under its prior (the best any predictor can).
-
-    Returns the per-position efficiency at position `n` and the first position where it
-    reaches `threshold` (searched up to `n_max`).
-    """
-    ce, h = expected_curve(BetaBernoulli(*prior), max(n, n_max), p=None, prior=prior)
-    eff = h / ce
-    first = first_reaching(eff[:n_max], threshold)
-    return {
-        "efficiency_at_n": float(eff[n - 1]),
-        "excess_at_n": float(ce[n - 1] - h),
-        "first_n": float(first) if first is not None else math.inf,
-        "entropy": h,
-    }
-
-
-def laplace_threshold_table(
-    ps: Sequence[float] = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5),
-    threshold: float = 0.99,
-    n_max: int = 400,
-) -> pd.DataFrame:
-    """Exact first position at which Laplace (and KT) reach `threshold` efficiency, per p."""
-    rows = []
-    for p in ps:
-        row: dict[str, Any] = {"p": p, "entropy_nats": float(binary_entropy(p))}
-        for ref in (laplace(), kt()):
-            ce, h = expected_curve(ref, n_max, p=p)
-            first = first_reaching(h / ce, threshold)
-            row[f"{ref.name}_first_n"] = first if first is not None else math.inf
-            row[f"{ref.name}_efficiency_at_20"] = float(h / ce[19])
-        rows.append(row)
-    return pd.DataFrame(rows)
 
 
 @dataclass(frozen=True)
@@ -400,39 +314,15 @@ def entropy_efficiency(
     cross-entropy falls significantly below the Bayes mixture's is flagged: that is impossible
     in expectation, so it points at noise, a bug, or data that do not follow the prior.
     """
-    if p is not None and not 0.0 < p < 1.0:
-        raise InputError(f"must lie in (0, 1) or be None, got {p!r}", field="p")
-    if n_max < 5:
-        raise InputError(f"must be >= 5, got {n_max}", field="n_max")
-    if n_sequences < 2:
-        raise InputError(f"must be >= 2, got {n_sequences}", field="n_sequences")
-    if not 0.0 < threshold < 1.0:
-        raise InputError(f"must lie in (0, 1), got {threshold!r}", field="threshold")
+    _check_arguments(p, n_max=n_max, n_sequences=n_sequences, threshold=threshold)
     a0, b0 = prior
-    if p is not None:
-        bits = bernoulli_sequences(p, n_max, n_sequences, seed)
-        p_rows = np.full((n_sequences, 1), p)
-    else:
-        bits, drawn = beta_bernoulli_sequences(n_max, n_sequences, a0, b0, seed)
-        p_rows = drawn[:, None]
+    bits, p_rows = _draw(p, prior, n_max=n_max, n_sequences=n_sequences, seed=seed)
     h_rows = binary_entropy(p_rows[:, 0])
     bayes = BetaBernoulli(a0, b0, name=f"Bayes Beta({a0:g},{b0:g})")
-    refs: list[_CountPredictor] = [laplace(), kt(), ClippedMLE(mle_eps)]
-    if (a0, b0) != (1.0, 1.0):
-        refs.append(bayes)
-    if p is not None:
-        refs.append(Oracle(p))
+    refs = _references(bayes, p, mle_eps)
     lengths = list(range(n_max))
     before = snapshot(predictor)
-    if predictor.can_score_empty:
-        q_mine = predictor.prefix_probs(bits, lengths, progress=progress)
-    else:
-        # A bare model prompt cannot be empty: position 1 gets the uniform guess 1/2, which is
-        # also what Laplace, KT and the MLE predict there, so no curve is favoured.
-        rest = predictor.prefix_probs(bits, lengths[1:], progress=progress)
-        q_mine = np.column_stack([np.full(n_sequences, 0.5), rest])
-        if progress is not None:
-            progress(n_sequences)  # the uniform first position counts as done
+    q_mine = _score(predictor, bits, lengths, progress)
     losses: dict[str, FloatArray] = {predictor.name: _losses(q_mine, p_rows)}
     info = run_info(predictor, before)
     for ref in refs:
@@ -440,60 +330,36 @@ def entropy_efficiency(
             losses[ref.name] = _losses(ref.prefix_probs(bits, lengths), p_rows)
     positions = np.arange(1, n_max + 1, dtype=float)
     h_mean = float(h_rows.mean())
-    frames = []
-    first: dict[str, int | None] = {}
-    exact_curves: dict[str, tuple[FloatArray, float]] = {}
-    for ref in refs:
-        exact_curves[ref.name] = expected_curve(ref, n_max, p=p, prior=prior)
+    exact_curves = {ref.name: expected_curve(ref, n_max, p=p, prior=prior) for ref in refs}
     lap_ce, h_exact = exact_curves["Laplace"]
-    # The predictor's curve uses Laplace as a control variate: its exact expectation is known,
-    # so the part of the predictor's sampling noise that moves with Laplace's is subtracted
-    # (coefficient β = cov/var per position: 1 for a Laplace-like predictor, 0 for an unrelated
-    # one, which then keeps its plain sample mean).
     mine = losses[predictor.name]
     lap = losses["Laplace"]
-    lap_var = lap.var(axis=0, ddof=1)
-    cov = ((mine - mine.mean(axis=0)) * (lap - lap.mean(axis=0))).sum(axis=0) / (n_sequences - 1)
-    beta = np.where(lap_var > 0, cov / np.where(lap_var > 0, lap_var, 1.0), 0.0)
+    beta = _control_beta(mine, lap)
     ce_mine = mine.mean(axis=0) - beta * (lap.mean(axis=0) - lap_ce)
     adjusted = mine - beta * lap
     se_mine = adjusted.std(axis=0, ddof=1) / math.sqrt(n_sequences)
     eff_mine = h_exact / ce_mine
-    frames.append(
+    frames = [
         _curve_frame(
             predictor.name,
             positions,
-            ce_mine,
-            se_mine,
-            eff_mine,
-            h_exact,
+            ce=ce_mine,
+            se=se_mine,
+            eff=eff_mine,
+            h=h_exact,
             exact=predictor.exact and predictor.exchangeable,
         )
+    ]
+    first: dict[str, int | None] = {predictor.name: first_reaching(eff_mine, threshold)}
+    _reference_frames(
+        frames,
+        first,
+        skip=predictor.name,
+        losses=losses,
+        exact_curves=exact_curves,
+        h_mean=h_mean,
+        threshold=threshold,
     )
-    first[predictor.name] = first_reaching(eff_mine, threshold)
-    for name, loss in losses.items():
-        if name == predictor.name:
-            continue
-        ce = loss.mean(axis=0)
-        frames.append(
-            _curve_frame(
-                f"{name} (sampled)",
-                positions,
-                ce,
-                loss.std(axis=0, ddof=1) / math.sqrt(n_sequences),
-                h_mean / ce,
-                h_mean,
-                exact=False,
-            )
-        )
-    for ref in refs:
-        ce_exact, h_ref = exact_curves[ref.name]
-        label = f"{ref.name} (exact)"
-        eff = h_ref / ce_exact
-        frames.append(
-            _curve_frame(label, positions, ce_exact, np.zeros(n_max), eff, h_ref, exact=True)
-        )
-        first[label] = first_reaching(eff, threshold)
     curves = pd.concat(frames, ignore_index=True)
     rng = np.random.default_rng(np.random.SeedSequence([seed, 5]))
     counts = bootstrap_counts(n_sequences, n_boot, rng)
@@ -511,9 +377,7 @@ def entropy_efficiency(
         n_sequences=n_sequences,
         threshold=threshold,
         entropy=h_mean,
-        entropy_exact=float(binary_entropy(p))
-        if p is not None
-        else _expected_prior_entropy(a0, b0),
+        entropy_exact=float(binary_entropy(p)) if p is not None else expected_prior_entropy(a0, b0),
         curves=curves,
         first_n=first,
         efficiency_20=float(eff_mine[19]) if n_max >= 20 else math.nan,
@@ -526,26 +390,119 @@ def entropy_efficiency(
         flags=flags,
         run=info,
         n_boot=n_boot,
-        laplace_first_n=_exact_first_n(laplace(), p, prior, threshold),
+        laplace_first_n=exact_first_n(laplace(), p, prior, threshold),
         bayes_name=bayes.name if (a0, b0) != (1.0, 1.0) else "Laplace",
     )
 
 
-def _exact_first_n(
-    ref: _CountPredictor, p: float | None, prior: tuple[float, float], threshold: float
-) -> int | None:
-    ce, h = expected_curve(ref, LAPLACE_HORIZON, p=p, prior=prior)
-    return first_reaching(h / ce, threshold)
+def _check_arguments(p: float | None, *, n_max: int, n_sequences: int, threshold: float) -> None:
+    if p is not None and not 0.0 < p < 1.0:
+        raise InputError(f"must lie in (0, 1) or be None, got {p!r}", field="p")
+    if n_max < 5:
+        raise InputError(f"must be >= 5, got {n_max}", field="n_max")
+    if n_sequences < 2:
+        raise InputError(f"must be >= 2, got {n_sequences}", field="n_sequences")
+    if not 0.0 < threshold < 1.0:
+        raise InputError(f"must lie in (0, 1), got {threshold!r}", field="threshold")
+
+
+def _draw(
+    p: float | None, prior: tuple[float, float], *, n_max: int, n_sequences: int, seed: int
+) -> tuple[Bits, FloatArray]:
+    """The sequences, and per sequence (a row) the p it was drawn with."""
+    if p is not None:
+        bits = bernoulli_sequences(p, n_max, n_sequences, seed)
+        return bits, np.full((n_sequences, 1), p)
+    bits, drawn = beta_bernoulli_sequences(n_max, n_sequences, *prior, seed)
+    return bits, drawn[:, None]
+
+
+def _references(bayes: BetaBernoulli, p: float | None, mle_eps: float) -> list[_CountPredictor]:
+    """Laplace, KT, the clipped MLE, the Bayes mixture unless it is Laplace, the oracle for a
+    fixed p. The order matters: the clipped MLE is the third."""
+    refs: list[_CountPredictor] = [laplace(), kt(), ClippedMLE(mle_eps)]
+    if (bayes.a, bayes.b) != (1.0, 1.0):
+        refs.append(bayes)
+    if p is not None:
+        refs.append(Oracle(p))
+    return refs
+
+
+def _score(
+    predictor: Predictor, bits: Bits, lengths: list[int], progress: ProgressFn | None
+) -> FloatArray:
+    if predictor.can_score_empty:
+        return predictor.prefix_probs(bits, lengths, progress=progress)
+    # A bare model prompt cannot be empty: position 1 gets the uniform guess 1/2, which is
+    # also what Laplace, KT and the MLE predict there, so no curve is favoured.
+    rest = predictor.prefix_probs(bits, lengths[1:], progress=progress)
+    q_mine = np.column_stack([np.full(bits.shape[0], 0.5), rest])
+    if progress is not None:
+        progress(bits.shape[0])  # the uniform first position counts as done
+    return q_mine
+
+
+def _control_beta(mine: FloatArray, lap: FloatArray) -> FloatArray:
+    """Per position, the coefficient of Laplace's loss as a control variate for the predictor's.
+
+    Laplace's exact expectation is known, so the part of the predictor's sampling noise that
+    moves with Laplace's is subtracted: β = cov/var, 1 for a Laplace-like predictor, 0 for an
+    unrelated one, which then keeps its plain sample mean.
+    """
+    n_sequences = mine.shape[0]
+    lap_var = lap.var(axis=0, ddof=1)
+    cov = ((mine - mine.mean(axis=0)) * (lap - lap.mean(axis=0))).sum(axis=0) / (n_sequences - 1)
+    return np.asarray(np.where(lap_var > 0, cov / np.where(lap_var > 0, lap_var, 1.0), 0.0))
+
+
+def _reference_frames(
+    frames: list[pd.DataFrame],
+    first: dict[str, int | None],
+    *,
+    skip: str,
+    losses: dict[str, FloatArray],
+    exact_curves: dict[str, tuple[FloatArray, float]],
+    h_mean: float,
+    threshold: float,
+) -> None:
+    """Append the references' sampled curves, then their exact ones (with where each reaches
+    `threshold`), after the predictor's own."""
+    n_sequences, n_max = losses[skip].shape
+    positions = np.arange(1, n_max + 1, dtype=float)
+    for name, loss in losses.items():
+        if name == skip:
+            continue
+        ce = loss.mean(axis=0)
+        frames.append(
+            _curve_frame(
+                f"{name} (sampled)",
+                positions,
+                ce=ce,
+                se=loss.std(axis=0, ddof=1) / math.sqrt(n_sequences),
+                eff=h_mean / ce,
+                h=h_mean,
+                exact=False,
+            )
+        )
+    for name, (ce_exact, h_ref) in exact_curves.items():
+        label = f"{name} (exact)"
+        eff = h_ref / ce_exact
+        frames.append(
+            _curve_frame(
+                label, positions, ce=ce_exact, se=np.zeros(n_max), eff=eff, h=h_ref, exact=True
+            )
+        )
+        first[label] = first_reaching(eff, threshold)
 
 
 def _curve_frame(
     name: str,
     positions: FloatArray,
+    *,
     ce: FloatArray,
     se: FloatArray,
     eff: FloatArray,
     h: float,
-    *,
     exact: bool,
 ) -> pd.DataFrame:
     cumulative = np.cumsum(ce)

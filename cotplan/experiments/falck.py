@@ -43,7 +43,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from cotplan.errors import InputError
 from cotplan.experiments._common import (
@@ -53,6 +52,18 @@ from cotplan.experiments._common import (
     snapshot,
 )
 from cotplan.experiments._stats import percentile_interval
+from cotplan.experiments.falck_stats import (
+    LAGS,
+    exact_band,
+    exact_p,
+    iqr,
+    loglog,
+    null_band,
+    outside,
+    path_statistics,
+    t1_null,
+    t2_null,
+)
 from cotplan.experiments.predictors import (
     BetaBernoulli,
     FloatArray,
@@ -102,7 +113,6 @@ FALCK_FULL: dict[str, Any] = {
     "n_null": 10_000,
 }
 
-LAGS = 5
 #: The smallest T1 drift that counts as a violation worth reporting: the paths' second halves
 #: differ from their first by 5 points of P(1) on average.
 T1_MARGIN = 0.05
@@ -114,39 +124,6 @@ MIN_NULL = 5000
 TAIL_DRAWS = 50
 #: Upper bound on permuted bits per setting for T2's null (memory and time).
 T2_MAX_CELLS = 10_000_000
-
-
-def _acf(paths: Bits, max_lag: int) -> FloatArray:
-    """Within-path autocorrelation at lags 1..max_lag, NaN for constant paths or too-short ones."""
-    z = paths.astype(float)
-    centred = z - z.mean(axis=-1, keepdims=True)
-    denom = np.sum(centred**2, axis=-1)
-    out = np.full((*z.shape[:-1], max_lag), np.nan)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        for lag in range(1, max_lag + 1):
-            if lag < z.shape[-1]:
-                num = np.sum(centred[..., :-lag] * centred[..., lag:], axis=-1)
-                out[..., lag - 1] = np.where(denom > 0, num / denom, np.nan)
-    return out
-
-
-def path_statistics(paths: Bits) -> tuple[FloatArray, FloatArray]:
-    """T1 and T2 (k = 1..5) over the last two axes (paths, steps); leading axes are kept."""
-    z = paths.astype(float)
-    half = z.shape[-1] // 2
-    t1 = (z[..., :half].mean(axis=-1) - z[..., half:].mean(axis=-1)).mean(axis=-1)
-    acf = _acf(paths, LAGS + 1)
-    with np.errstate(invalid="ignore"):
-        diffs = acf[..., 1:] - acf[..., :1]
-        valid = np.isfinite(diffs)
-        t2 = np.where(valid, diffs, 0.0).sum(axis=-2) / np.maximum(valid.sum(axis=-2), 1)
-    t2 = np.where(valid.sum(axis=-2) > 0, t2, np.nan)
-    return np.asarray(t1, dtype=float), np.asarray(t2, dtype=float)
-
-
-def _iqr(values: FloatArray) -> FloatArray:
-    q75, q25 = np.percentile(values, [75, 25], axis=-1)
-    return np.asarray(q75 - q25, dtype=float)
 
 
 @dataclass(frozen=True)
@@ -318,33 +295,14 @@ class FalckResult(ExperimentResult):
         ]
 
 
-def _outside(value: float, low: float, high: float) -> bool:
-    """Whether `value` lies outside [low, high], a value on an edge counting as inside.
-
-    The statistics and their bands sit on the same lattice (path means of N bits are multiples
-    of 1/N), so a value equal to an edge can differ from it in the last bits of a float; such a
-    value is on the edge, not beyond it."""
-    tol = 1e-9 * max(1.0, abs(low), abs(high))
-    return bool(value < low - tol or value > high + tol)
-
-
-def _band(null: FloatArray, level: float) -> tuple[float, float]:
-    finite = null[np.isfinite(null)]
-    if finite.size == 0:
-        return math.nan, math.nan
-    tail = (1 - level) / 2 * 100
-    low, high = np.percentile(finite, [tail, 100 - tail])
-    return float(low), float(high)
-
-
 def falck_tests(
     predictor: Predictor,
     thetas: Sequence[float] = (0.3, 0.5, 0.7),
     ns: Sequence[int] = (20, 50, 100),
     ratios: Sequence[float] = (0.5, 2.0),
     n_paths: int = 20,
-    seed: int = 0,
     *,
+    seed: int = 0,
     t3_ns: Sequence[int] = (20, 50, 100, 200, 400),
     t3_theta: float = 0.3,
     t3_length: int = 50,
@@ -358,21 +316,15 @@ def falck_tests(
 
     The reference (Laplace by default) must be cheap: it is sampled `n_null` times per setting.
     """
-    if n_paths < 4:
-        raise InputError(f"must be >= 4, got {n_paths}", field="n_paths")
-    if n_null < MIN_NULL:
-        raise InputError(
-            f"must be >= {MIN_NULL} (a corrected 5% band needs draws in its tails), got {n_null}",
-            field="n_null",
-        )
-    if not 0 < alpha < 1:
-        raise InputError(f"must lie in (0, 1), got {alpha!r}", field="alpha")
-    if any(not 0 < t < 1 for t in thetas) or not 0 < t3_theta < 1:
-        raise InputError("must lie in (0, 1)", field="thetas")
-    if any(int(n) < 1 for n in (*ns, *t3_ns)):
-        raise InputError("must be positive", field="ns")
-    if t3_length < 2:
-        raise InputError(f"must be >= 2, got {t3_length}", field="t3_length")
+    _check_arguments(
+        thetas=thetas,
+        ns=(*ns, *t3_ns),
+        n_paths=n_paths,
+        t3_theta=t3_theta,
+        t3_length=t3_length,
+        n_null=n_null,
+        alpha=alpha,
+    )
     ref = reference or laplace()
     settings = [
         (float(t), int(n), max(4, round(r * n)), float(r))
@@ -393,30 +345,15 @@ def falck_tests(
         rng = np.random.default_rng(stream)
         context = bernoulli_sequences(theta, n, 1, rng)[0].tolist()
         paths = predictor.sample_paths(context, rng.random((n_paths, length)), progress=progress)
-        t1, t2 = path_statistics(paths)
-        support, probs = t1_null(paths)
         draws_t2 = min(draws_t2_wanted, max(n_null, T2_MAX_CELLS // (n_paths * length)))
-        null_t2 = _t2_null(paths, draws_t2, rng)
         row: dict[str, Any] = {
             "theta": theta,
             "n": n,
             "N": length,
             "ratio": ratio,
             "context_ones": int(sum(context)),
-            "T1": float(t1),
         }
-        low, high = _exact_band(support, probs, alpha / m_t1 / 2)
-        row["T1_low"], row["T1_high"] = low, high
-        row["T1_p"] = _exact_p(support, probs, float(t1))
-        row["T1_outside"] = bool(row["T1_p"] <= alpha / m_t1)
-        row["T2_null_draws"] = draws_t2
-        for k in range(LAGS):
-            value = float(t2[k])
-            low, high = _band(null_t2[:, k], 1 - alpha / m_t2)
-            row[f"T2_{k + 1}"] = value
-            row[f"T2_{k + 1}_low"] = low
-            row[f"T2_{k + 1}_high"] = high
-            row[f"T2_{k + 1}_outside"] = bool(math.isfinite(value) and _outside(value, low, high))
+        row.update(_t1t2_columns(paths, t2_null(paths, draws_t2, rng), alpha, m_t1, m_t2))
         rows.append(row)
     t3_rows = []
     model_means = []
@@ -424,40 +361,13 @@ def falck_tests(
         rng = np.random.default_rng(stream)
         context = bernoulli_sequences(t3_theta, int(n), 1, rng)[0].tolist()
         paths = predictor.sample_paths(context, rng.random((n_paths, t3_length)), progress=progress)
-        means = paths.mean(axis=1)
-        model_means.append(means)
-        null = ref.sample_paths(context, rng.random((n_null * n_paths, t3_length)))
-        null_iqr = _iqr(null.reshape(n_null, n_paths, t3_length).mean(axis=2))
-        ones = float(sum(context))
-        row = {
-            "n": int(n),
-            "context_ones": int(ones),
-            "iqr": float(_iqr(means)),
-            "bayes_iqr": float(np.mean(null_iqr)),
-        }
-        row["bayes_low"], row["bayes_high"] = _band(null_iqr, 1 - alpha / max(1, len(t3_ns)))
-        row["outside"] = _outside(row["iqr"], row["bayes_low"], row["bayes_high"])
-        for label, scale in (("half_n", 0.5), ("double_n", 2.0)):
-            a, b = _prior(ref)
-            frac = BetaBernoulli(a + scale * ones, b + scale * (n - ones))
-            sims = frac.sample_paths([], rng.random((n_null * n_paths, t3_length)))
-            row[f"iqr_{label}"] = float(
-                np.mean(_iqr(sims.reshape(n_null, n_paths, t3_length).mean(axis=2)))
-            )
-        t3_rows.append(row)
+        model_means.append(paths.mean(axis=1))
+        t3_rows.append(
+            _t3_row(paths, context, ref, rng, n_null=n_null, level=1 - alpha / max(1, len(t3_ns)))
+        )
     info = run_info(predictor, before)
     t3 = pd.DataFrame(t3_rows)
-    slope, slope_ci, bayes_slope = math.nan, Interval(math.nan, math.nan), math.nan
-    if len(t3_ns) >= 2:
-        x = np.log(np.asarray(t3_ns, dtype=float))
-        slope = _loglog(x, t3["iqr"].to_numpy())
-        bayes_slope = _loglog(x, t3["bayes_iqr"].to_numpy())
-        rng = np.random.default_rng(np.random.SeedSequence([seed, 6]))
-        boot = []
-        for _ in range(n_boot):
-            iqrs = [float(_iqr(m[rng.integers(0, m.size, m.size)])) for m in model_means]
-            boot.append(_loglog(x, np.asarray(iqrs)))
-        slope_ci = percentile_interval(np.asarray(boot))
+    slope, slope_ci, bayes_slope = _t3_slopes(t3, t3_ns, model_means, seed=seed, n_boot=n_boot)
     return FalckResult(
         predictor=predictor.name,
         reference=ref.name,
@@ -473,75 +383,114 @@ def falck_tests(
     )
 
 
-def t1_null(paths: Bits) -> tuple[FloatArray, FloatArray]:
-    """The exact null distribution of T1 under exchangeability, given each path's count of ones.
-
-    With s ones on a path of length N, the ones in its first half (h bits) are hypergeometric,
-    and T1 = (1/h + 1/(N − h))·mean(a) − mean(s)/(N − h) is affine in the total a over paths, whose
-    distribution is the convolution of the paths' hypergeometric laws. Returns the support of T1
-    (increasing) and its probabilities: no simulation, so nothing moves when the seed does.
-    """
-    k, length = paths.shape
-    half = length // 2
-    ones = paths.sum(axis=1).astype(np.int64)
-    pmf = np.ones(1)
-    for s in ones:
-        a = np.arange(0, min(s, half) + 1)
-        pmf = np.convolve(pmf, stats.hypergeom.pmf(a, length, s, half))
-    total = np.arange(pmf.size, dtype=float)
-    values = ((1 / half + 1 / (length - half)) * total - ones.sum() / (length - half)) / k
-    keep = pmf > 0
-    return np.asarray(values[keep], dtype=float), np.asarray(pmf[keep] / pmf[keep].sum())
-
-
-def _exact_band(values: FloatArray, pmf: FloatArray, tail: float) -> tuple[float, float]:
-    """The narrowest band with at most `tail` probability beyond each edge (discrete, exact)."""
-    below = np.cumsum(pmf)  # P(T <= v)
-    above = np.cumsum(pmf[::-1])[::-1]  # P(T >= v)
-    inside = (below > tail) & (above > tail)
-    if not inside.any():
-        return math.nan, math.nan
-    return float(values[inside][0]), float(values[inside][-1])
+def _check_arguments(
+    *,
+    thetas: Sequence[float],
+    ns: Sequence[int],
+    n_paths: int,
+    t3_theta: float,
+    t3_length: int,
+    n_null: int,
+    alpha: float,
+) -> None:
+    if n_paths < 4:
+        raise InputError(f"must be >= 4, got {n_paths}", field="n_paths")
+    if n_null < MIN_NULL:
+        raise InputError(
+            f"must be >= {MIN_NULL} (a corrected 5% band needs draws in its tails), got {n_null}",
+            field="n_null",
+        )
+    if not 0 < alpha < 1:
+        raise InputError(f"must lie in (0, 1), got {alpha!r}", field="alpha")
+    if any(not 0 < t < 1 for t in thetas) or not 0 < t3_theta < 1:
+        raise InputError("must lie in (0, 1)", field="thetas")
+    if any(int(n) < 1 for n in ns):
+        raise InputError("must be positive", field="ns")
+    if t3_length < 2:
+        raise InputError(f"must be >= 2, got {t3_length}", field="t3_length")
 
 
-def _exact_p(values: FloatArray, pmf: FloatArray, value: float) -> float:
-    """Two-sided p-value of `value` under the exact null."""
-    tol = 1e-12
-    lower = float(pmf[values <= value + tol].sum())
-    upper = float(pmf[values >= value - tol].sum())
-    return min(1.0, 2 * min(lower, upper))
+def _t1t2_columns(
+    paths: Bits, null_t2: FloatArray, alpha: float, m_t1: int, m_t2: int
+) -> dict[str, Any]:
+    """T1 against its exact null and T2 per lag against the permutation null, each band
+    corrected for the `m_t1` (`m_t2`) tests of the run."""
+    t1, t2 = path_statistics(paths)
+    support, probs = t1_null(paths)
+    row: dict[str, Any] = {"T1": float(t1)}
+    low, high = exact_band(support, probs, alpha / m_t1 / 2)
+    row["T1_low"], row["T1_high"] = low, high
+    row["T1_p"] = exact_p(support, probs, float(t1))
+    row["T1_outside"] = bool(row["T1_p"] <= alpha / m_t1)
+    row["T2_null_draws"] = null_t2.shape[0]
+    for k in range(LAGS):
+        value = float(t2[k])
+        low, high = null_band(null_t2[:, k], 1 - alpha / m_t2)
+        row[f"T2_{k + 1}"] = value
+        row[f"T2_{k + 1}_low"] = low
+        row[f"T2_{k + 1}_high"] = high
+        row[f"T2_{k + 1}_outside"] = bool(math.isfinite(value) and outside(value, low, high))
+    return row
 
 
-def _t2_null(paths: Bits, draws: int, rng: np.random.Generator) -> FloatArray:
-    """T2 under exchangeability: each path's bits in a uniformly random order, `draws` times."""
-    k, length = paths.shape
-    chunk = max(1, 2_000_000 // max(1, k * length))
-    out = []
-    for start in range(0, draws, chunk):
-        size = min(chunk, draws - start)
-        order = np.argsort(rng.random((size, k, length)), axis=-1)
-        shuffled = np.take_along_axis(np.broadcast_to(paths, (size, k, length)), order, axis=-1)
-        out.append(path_statistics(shuffled)[1])
-    return np.concatenate(out, axis=0)
+def _t3_row(
+    paths: Bits,
+    context: list[int],
+    ref: Predictor,
+    rng: np.random.Generator,
+    *,
+    n_null: int,
+    level: float,
+) -> dict[str, Any]:
+    """The spread of the model's path means beside the reference's, and beside posteriors that
+    weigh the context half and twice as much."""
+    n_paths, t3_length = paths.shape
+    means = paths.mean(axis=1)
+    null = ref.sample_paths(context, rng.random((n_null * n_paths, t3_length)))
+    null_iqr = iqr(null.reshape(n_null, n_paths, t3_length).mean(axis=2))
+    ones = float(sum(context))
+    row: dict[str, Any] = {
+        "n": len(context),
+        "context_ones": int(ones),
+        "iqr": float(iqr(means)),
+        "bayes_iqr": float(np.mean(null_iqr)),
+    }
+    row["bayes_low"], row["bayes_high"] = null_band(null_iqr, level)
+    row["outside"] = outside(row["iqr"], row["bayes_low"], row["bayes_high"])
+    for label, scale in (("half_n", 0.5), ("double_n", 2.0)):
+        a, b = _prior(ref)
+        frac = BetaBernoulli(a + scale * ones, b + scale * (len(context) - ones))
+        sims = frac.sample_paths([], rng.random((n_null * n_paths, t3_length)))
+        row[f"iqr_{label}"] = float(
+            np.mean(iqr(sims.reshape(n_null, n_paths, t3_length).mean(axis=2)))
+        )
+    return row
+
+
+def _t3_slopes(
+    t3: pd.DataFrame,
+    t3_ns: Sequence[int],
+    model_means: list[FloatArray],
+    *,
+    seed: int,
+    n_boot: int,
+) -> tuple[float, Interval, float]:
+    """The log-log slopes of the model's and the reference's spreads over n, the model's with a
+    bootstrap interval over its paths (NaN with fewer than two n)."""
+    if len(t3_ns) < 2:
+        return math.nan, Interval(math.nan, math.nan), math.nan
+    x = np.log(np.asarray(t3_ns, dtype=float))
+    slope = loglog(x, t3["iqr"].to_numpy())
+    bayes_slope = loglog(x, t3["bayes_iqr"].to_numpy())
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 6]))
+    boot = []
+    for _ in range(n_boot):
+        iqrs = [float(iqr(m[rng.integers(0, m.size, m.size)])) for m in model_means]
+        boot.append(loglog(x, np.asarray(iqrs)))
+    return slope, percentile_interval(np.asarray(boot)), bayes_slope
 
 
 def _prior(ref: Predictor) -> tuple[float, float]:
     if isinstance(ref, BetaBernoulli):
         return ref.a, ref.b
     return 1.0, 1.0
-
-
-def _loglog(x: FloatArray, y: FloatArray) -> float:
-    ok = y > 0
-    if ok.sum() < 2:
-        return math.nan
-    return float(np.polyfit(x[ok], np.log(y[ok]), 1)[0])
-
-
-def _two_sided_p(null: FloatArray, value: float) -> float:
-    finite = null[np.isfinite(null)]
-    if finite.size == 0 or not math.isfinite(value):
-        return math.nan
-    upper = (1 + np.sum(finite >= value)) / (1 + finite.size)
-    lower = (1 + np.sum(finite <= value)) / (1 + finite.size)
-    return float(min(1.0, 2 * min(upper, lower)))

@@ -17,13 +17,13 @@ Two designs:
 
 Whatever the design, the exact Bayesian reference (Laplace by default) is scored on the same
 sequences: a perfect Bayesian also moves its prediction by O(1/n) per observation, so the
-model's gap is read against that reference, not against zero.
+model's gap is read against that reference, not against zero. The two laws are fitted in
+`cotplan.experiments.gap_fits`.
 """
 
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,12 +40,8 @@ from cotplan.experiments._common import (
     run_info,
     snapshot,
 )
-from cotplan.experiments._stats import (
-    bootstrap_counts,
-    percentile_interval,
-    wls,
-    wls_batch,
-)
+from cotplan.experiments._stats import percentile_interval
+from cotplan.experiments.gap_fits import GapFit, bootstrap_moments, fit_gap_laws
 from cotplan.experiments.predictors import FloatArray, Predictor, ProgressFn, laplace
 from cotplan.experiments.result import ExperimentResult
 from cotplan.experiments.sequences import balanced_sequences
@@ -119,51 +115,6 @@ class GapData:
         if s < 2:
             return np.full(self.positions.shape, np.nan)
         return np.asarray(self.per_sequence.std(axis=0, ddof=1) / math.sqrt(s), dtype=float)
-
-
-@dataclass(frozen=True)
-class GapFit:
-    """Δn = A·f(n) + B by weighted least squares, f = log(n)/n or 1/n, with bootstrap intervals."""
-
-    form: str
-    A: float
-    B: float
-    A_se: float
-    B_se: float
-    A_ci: Interval
-    B_ci: Interval
-    r2: float
-    adj_r2: float
-    chi2: float
-
-    @property
-    def aic(self) -> float:
-        """Gaussian AIC with the per-n variances taken as known: χ² + 2·(2 parameters)."""
-        return self.chi2 + 4.0
-
-    def predict(self, n: FloatArray) -> FloatArray:
-        return self.A * _basis(self.form, np.asarray(n, dtype=float)) + self.B
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "form": self.form,
-            "A": self.A,
-            "A_se": self.A_se,
-            "A_low": self.A_ci.low,
-            "A_high": self.A_ci.high,
-            "B": self.B,
-            "B_se": self.B_se,
-            "B_low": self.B_ci.low,
-            "B_high": self.B_ci.high,
-            "r2": self.r2,
-            "adj_r2": self.adj_r2,
-            "chi2": self.chi2,
-            "aic": self.aic,
-        }
-
-
-def _basis(form: str, n: FloatArray) -> FloatArray:
-    return np.asarray(np.log(n) / n if form == "log(n)/n" else 1.0 / n, dtype=float)
 
 
 def gap_matrix(probs_long: FloatArray, probs_short: FloatArray, x: FloatArray) -> FloatArray:
@@ -446,20 +397,30 @@ def martingale_gap(
         ref_data = GapData(grid.copy(), np.column_stack(ref_cols), shared=False)
     info = run_info(predictor, before)
     return _analyse(
-        predictor.name, ref.name, design, grid, n_sequences, seed, n_boot, data, ref_data, info
+        data,
+        ref_data,
+        grid,
+        name=predictor.name,
+        ref_name=ref.name,
+        design=design,
+        n_sequences=n_sequences,
+        seed=seed,
+        n_boot=n_boot,
+        info=info,
     )
 
 
 def _analyse(
+    data: GapData,
+    ref_data: GapData,
+    grid: IntArray,
+    *,
     name: str,
     ref_name: str,
     design: str,
-    grid: IntArray,
     n_sequences: int,
     seed: int,
     n_boot: int,
-    data: GapData,
-    ref_data: GapData,
     info: RunInfo,
 ) -> MartingaleResult:
     cols = np.searchsorted(data.positions, grid)
@@ -467,10 +428,10 @@ def _analyse(
     R = ref_data.per_sequence[:, cols]
     E = D - R
     rng = np.random.default_rng(np.random.SeedSequence([seed, 1]))
-    (mD, vD), (mR, vR), (mE, _) = _bootstrap_moments([D, R, E], n_boot, data.shared, rng)
+    (mD, vD), (mR, vR), (mE, _) = bootstrap_moments([D, R, E], n_boot, data.shared, rng)
     n = grid.astype(float)
-    fits, share = _fits(n, D, mD, vD)
-    ref_fits, _ = _fits(n, R, mR, vR)
+    fits, share = fit_gap_laws(n, D, mD, vD)
+    ref_fits, _ = fit_gap_laws(n, R, mR, vR)
     excess = E.mean(axis=0)
     excess_ci = np.percentile(mE, [2.5, 97.5], axis=0)
     return MartingaleResult(
@@ -500,77 +461,6 @@ def _analyse(
         ref_data=ref_data,
         run=info,
     )
-
-
-def _bootstrap_moments(
-    matrices: list[FloatArray], n_boot: int, shared: bool, rng: np.random.Generator
-) -> list[tuple[FloatArray, FloatArray]]:
-    """Bootstrap means and variances-of-the-mean per column, same resamples for every matrix."""
-    s, p = matrices[0].shape
-    means = [np.empty((n_boot, p)) for _ in matrices]
-    seconds = [np.empty((n_boot, p)) for _ in matrices]
-    if shared:
-        counts = bootstrap_counts(s, n_boot, rng)
-        for m, mean, second in zip(matrices, means, seconds, strict=True):
-            mean[:] = counts @ m / s
-            second[:] = counts @ (m * m) / s
-    else:
-        for j in range(p):
-            counts = bootstrap_counts(s, n_boot, rng)
-            stacked = np.column_stack(
-                [m[:, j] for m in matrices] + [m[:, j] ** 2 for m in matrices]
-            )
-            moments = counts @ stacked / s
-            for k, (mean, second) in enumerate(zip(means, seconds, strict=True)):
-                mean[:, j] = moments[:, k]
-                second[:, j] = moments[:, len(matrices) + k]
-    out = []
-    for mean, second in zip(means, seconds, strict=True):
-        var_of_mean = np.maximum(second - mean**2, 0.0) / (s - 1)
-        out.append((mean, var_of_mean))
-    return out
-
-
-def _weights(var: FloatArray) -> FloatArray:
-    """Inverse variances, with zeros floored at 1/1000 of the median positive variance (per row)."""
-    positive = np.where(var > 0, var, np.nan)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # an all-zero row has no median: floor 1
-        median = np.nanmedian(np.atleast_2d(positive), axis=-1, keepdims=True)
-    floor = np.where(np.isfinite(median), 1e-3 * median, 1.0)
-    return np.asarray(1.0 / np.maximum(np.atleast_2d(var), floor), dtype=float).reshape(var.shape)
-
-
-def _fits(
-    n: FloatArray, M: FloatArray, boot_mean: FloatArray, boot_var: FloatArray
-) -> tuple[tuple[GapFit, GapFit], float]:
-    y = M.mean(axis=0)
-    var = M.var(axis=0, ddof=1) / M.shape[0]
-    w = _weights(var)
-    bw = _weights(boot_var)
-    out = []
-    chi2s = []
-    for form in ("log(n)/n", "1/n"):
-        X = np.column_stack([_basis(form, n), np.ones_like(n)])
-        point = wls(X, y, w)
-        coef, chi2 = wls_batch(X, boot_mean, bw)
-        chi2s.append(chi2)
-        out.append(
-            GapFit(
-                form=form,
-                A=float(point.coef[0]),
-                B=float(point.coef[1]),
-                A_se=float(np.std(coef[:, 0], ddof=1)),
-                B_se=float(np.std(coef[:, 1], ddof=1)),
-                A_ci=percentile_interval(coef[:, 0]),
-                B_ci=percentile_interval(coef[:, 1]),
-                r2=point.r2,
-                adj_r2=point.adj_r2,
-                chi2=point.chi2,
-            )
-        )
-    share = float(np.mean(chi2s[0] < chi2s[1]))
-    return (out[0], out[1]), share
 
 
 def read_gaps(path: str | Path) -> GapData:

@@ -14,13 +14,16 @@ decoder without an encoding as an extra row: its causal mask alone leaks order. 
 
 Every model sees the same orderings and the same martingale sequences. The paper's v2 table
 (variance at t = 20) stands beside the measurements in `versus_paper()`.
+
+This module holds the results and their verdicts; what is compared and the checked settings
+live in `cotplan.lab.ablation_setup`, the training and scoring in `cotplan.lab.ablation_measure`.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -30,11 +33,10 @@ import pandas as pd
 
 from cotplan.errors import InputError
 from cotplan.experiments._common import Drawer
-from cotplan.experiments.martingale import MartingaleResult, martingale_gap
+from cotplan.experiments.martingale import MartingaleResult
 from cotplan.experiments.order import V2_ORDER_VARIANCE
-from cotplan.experiments.predictors import BetaBernoulli, FloatArray, Predictor, ProgressFn, laplace
+from cotplan.experiments.predictors import ProgressFn
 from cotplan.experiments.result import ExperimentResult
-from cotplan.experiments.sequences import random_orderings
 from cotplan.experiments.verdicts import (
     NOT_REPRODUCED,
     NOT_TESTABLE,
@@ -45,7 +47,16 @@ from cotplan.experiments.verdicts import (
 )
 from cotplan.intervals import Interval
 from cotplan.intervals import compact as fmt
-from cotplan.lab.pe_trainer import PE_LAB_PRESETS, LabModel, torch_threads, train
+from cotplan.lab.ablation_measure import martingale_rows, measure_variants, reference_for
+from cotplan.lab.ablation_setup import (
+    ABLATION_PRESETS,
+    V2_NAMES,
+    StageFn,
+    Variant,
+    ablation_variants,
+    plan_ablation,
+)
+from cotplan.lab.pe_trainer import LabModel
 from cotplan.lab.transformer import POSITIONAL_ENCODINGS, AttendTo
 
 __all__ = [
@@ -59,42 +70,6 @@ __all__ = [
     "pe_ablation",
     "pe_ablation_seeds",
 ]
-
-#: The v2 table's names for our encodings (`V2_ORDER_VARIANCE` keys).
-V2_NAMES: dict[str, str] = {
-    "none": "none",
-    "learned": "learned absolute",
-    "sinusoidal": "sinusoidal",
-    "rope": "RoPE",
-    "alibi": "ALiBi",
-}
-
-#: Evaluation settings per preset; ``train`` names the `PE_LAB_PRESETS` entry.
-ABLATION_PRESETS: dict[str, dict[str, Any]] = {
-    "quick": {
-        "train": "quick", "ts": (20, 40, 60), "n_orderings": 200, "n_sequences": 20,
-        "n_boot": 500,
-    },
-    "full": {
-        "train": "full", "ts": (20, 50, 100, 150, 198), "n_orderings": 1000, "n_sequences": 100,
-        "n_boot": 2000,
-    },
-}  # fmt: skip
-
-#: Called once per stage with (stage name, units planned); returns the progress callback.
-StageFn = Callable[[str, int], ProgressFn | None]
-
-
-@dataclass(frozen=True)
-class Variant:
-    """One model of the ablation: an encoding and how attention reads the past."""
-
-    pe: str
-    attend_to: AttendTo
-
-    @property
-    def label(self) -> str:
-        return self.pe if self.attend_to == "tokens" else f"{self.pe} (ordinary decoder)"
 
 
 @dataclass(frozen=True)
@@ -492,133 +467,6 @@ def _cell(frame: pd.DataFrame, model: str, column: str) -> float:
     return float(frame.loc[frame["model"] == model, column].iloc[0])
 
 
-def ablation_variants(
-    encodings: Sequence[str], attend_to: AttendTo, ordinary_none: bool
-) -> tuple[Variant, ...]:
-    """The models an ablation compares, checked: one per encoding (duplicates dropped), plus
-    the ordinary decoder without an encoding when `ordinary_none` (tokens only)."""
-    chosen = list(dict.fromkeys(encodings))
-    if not chosen:
-        raise InputError("must name at least one encoding", field="encodings")
-    unknown = [pe for pe in chosen if pe not in POSITIONAL_ENCODINGS]
-    if unknown:
-        raise InputError(
-            f"unknown {unknown}; choose from {', '.join(POSITIONAL_ENCODINGS)}", field="encodings"
-        )
-    if attend_to not in ("tokens", "states"):
-        raise InputError(f"must be 'states' or 'tokens'; got {attend_to!r}", field="attend_to")
-    out = [Variant(pe, attend_to) for pe in chosen]
-    if ordinary_none and attend_to == "tokens":
-        out.append(Variant("none", "states"))
-    return tuple(out)
-
-
-def _order_rows(
-    model: LabModel,
-    label: str,
-    ts: Sequence[int],
-    n_orderings: int,
-    n_boot: int,
-    seed: int,
-    progress: ProgressFn | None,
-) -> list[dict[str, Any]]:
-    rows = []
-    single = model.as_dtype("float32")
-    a, b = model.settings.prior_a, model.settings.prior_b
-    for t in ts:
-        # The same orderings for every model (the stream depends on the seed and t only).
-        rng = np.random.default_rng(np.random.SeedSequence([seed, 9, t]))
-        orderings = [row.tolist() for row in random_orderings(t // 2, t, n_orderings, rng)]
-        p64 = model.prob_one(orderings)
-        p32 = single.prob_one(orderings)
-        # Centre on the first ordering: an exactly constant column then stays exactly 0.
-        centred = p64 - p64[0]
-        boot = np.random.default_rng(np.random.SeedSequence([seed, 10, t]))
-        idx = boot.integers(0, n_orderings, size=(n_boot, n_orderings))
-        boot_var = centred[idx].var(axis=1, ddof=1)
-        low, high = np.percentile(boot_var, [2.5, 97.5])
-        bayes = (t // 2 + a) / (t + a + b)
-        rows.append(
-            {
-                "model": label,
-                "pe": model.settings.pe,
-                "attend_to": model.settings.attend_to,
-                "t": t,
-                "ones": t // 2,
-                "orderings": n_orderings,
-                "variance": float(centred.var(ddof=1)),
-                "variance_low": float(low),
-                "variance_high": float(high),
-                "variance_float32": float((p32 - p32[0]).var(ddof=1)),
-                "sd": float(centred.std(ddof=1)),
-                "range": float(np.ptp(p64)),
-                "mean": float(p64.mean()),
-                "bayes": bayes,
-                "bias": float(p64.mean() - bayes),
-                "v2_variance": V2_ORDER_VARIANCE[V2_NAMES[model.settings.pe]]
-                if t == 20
-                else math.nan,
-            }
-        )
-        if progress is not None:
-            progress(2 * n_orderings)
-    return rows
-
-
-def _grid_columns(result: MartingaleResult, *, reference: bool = False) -> FloatArray:
-    """Per sequence, the mean over the grid of the excess gap over Bayes (or, with `reference`,
-    of the exact Bayes gap itself)."""
-    cols = np.searchsorted(result.data.positions, result.ns)
-    bayes = result.ref_data.per_sequence[:, cols]
-    values = bayes if reference else result.data.per_sequence[:, cols] - bayes
-    return np.asarray(values.mean(axis=1), dtype=float)
-
-
-def _martingale_rows(
-    results: Mapping[str, MartingaleResult], n_boot: int, seed: int
-) -> pd.DataFrame:
-    none = results.get("none")
-    rows = []
-    for label, res in results.items():
-        fit, inverse = res.fit_log, res.fit_inverse
-        vs_none = low = high = math.nan
-        if none is not None and label != "none":
-            diff = _grid_columns(res) - _grid_columns(none)
-            rng = np.random.default_rng(np.random.SeedSequence([seed, 11]))
-            idx = rng.integers(0, diff.size, size=(n_boot, diff.size))
-            low, high = (float(x) for x in np.percentile(diff[idx].mean(axis=1), [2.5, 97.5]))
-            vs_none = float(diff.mean())
-        rows.append(
-            {
-                "model": label,
-                "A": fit.A,
-                "A_low": fit.A_ci.low,
-                "A_high": fit.A_ci.high,
-                "B": fit.B,
-                "B_low": fit.B_ci.low,
-                "B_high": fit.B_ci.high,
-                "adj_r2": fit.adj_r2,
-                "inverse_r2": inverse.r2,
-                "delta_aic": 2.0 * res.log_lr,
-                "mean_excess": res.mean_excess,
-                "mean_excess_low": res.mean_excess_ci.low,
-                "mean_excess_high": res.mean_excess_ci.high,
-                "vs_none": vs_none,
-                "vs_none_low": low,
-                "vs_none_high": high,
-                "ref_A": res.ref_fit_log.A,
-                "ref_gap": float(_grid_columns(res, reference=True).mean()),
-                "ref_B": res.ref_fit_log.B,
-            }
-        )
-    return pd.DataFrame(rows)
-
-
-def _reference(model: LabModel) -> Predictor:
-    a, b = model.settings.prior_a, model.settings.prior_b
-    return laplace() if a == b == 1.0 else BetaBernoulli(a, b)
-
-
 def pe_ablation(
     preset: str = "full",
     *,
@@ -644,119 +492,40 @@ def pe_ablation(
     `ordinary_none` adds the ordinary decoder without an encoding. `stage(name, total)` returns a
     progress callback per stage (training: steps; experiments: predictions).
     """
-    if preset not in ABLATION_PRESETS:
-        raise InputError(
-            f"must be one of {sorted(ABLATION_PRESETS)}, got {preset!r}", field="preset"
-        )
-    params = dict(ABLATION_PRESETS[preset])
-    chosen_ts = tuple(int(t) for t in (ts if ts is not None else params["ts"]))
-    orderings = int(n_orderings if n_orderings is not None else params["n_orderings"])
-    sequences = int(n_sequences if n_sequences is not None else params["n_sequences"])
-    boots = int(n_boot if n_boot is not None else params["n_boot"])
-    variants = ablation_variants(encodings, attend_to, ordinary_none)
-    seq_len = int(train_overrides.get("seq_len", PE_LAB_PRESETS[params["train"]]["seq_len"]))
-    longest = seq_len - 1
-    if not chosen_ts or any(t < 2 or t % 2 or t > longest for t in chosen_ts):
-        raise InputError(
-            f"each must be even and lie in 2..{longest} (the longest prefix the models score), "
-            f"got {list(chosen_ts)}",
-            field="ts",
-        )
-    if orderings < 3:
-        raise InputError(f"must be >= 3, got {orderings}", field="n_orderings")
-    if sequences < 2:
-        raise InputError(f"must be >= 2, got {sequences}", field="n_sequences")
-    if boots < 100:
-        raise InputError(f"must be >= 100, got {boots}", field="n_boot")
-    grid = list(range(10, min(198, longest + 1) + 1, 2))
-    if len(grid) < 3:
-        raise InputError(f"must be >= 14 for a martingale grid, got {seq_len}", field="seq_len")
-
-    def open_stage(name: str, total: int) -> ProgressFn | None:
-        return stage(name, total) if stage is not None else None
-
+    plan = plan_ablation(
+        preset,
+        encodings=encodings,
+        attend_to=attend_to,
+        ordinary_none=ordinary_none,
+        ts=ts,
+        n_orderings=n_orderings,
+        n_sequences=n_sequences,
+        n_boot=n_boot,
+        train_overrides=train_overrides,
+    )
     started = time.perf_counter()
-    models: dict[str, LabModel] = {}
-    order_rows: list[dict[str, Any]] = []
-    gap_results: dict[str, MartingaleResult] = {}
-    with torch_threads(threads) as n_threads:
-        for variant in variants:
-            model = train(
-                variant.pe,  # type: ignore[arg-type]
-                attend_to=variant.attend_to,
-                preset=params["train"],
-                seed=seed,
-                threads=n_threads,
-                retrain=retrain,
-                progress=open_stage(
-                    f"train {variant.label}",
-                    int(train_overrides.get("steps", PE_LAB_PRESETS[params["train"]]["steps"])),
-                ),
-                **train_overrides,
-            )
-            models[variant.label] = model
-            order_rows.extend(
-                _order_rows(
-                    model,
-                    variant.label,
-                    chosen_ts,
-                    orderings,
-                    boots,
-                    seed,
-                    open_stage(f"orderings {variant.label}", 2 * orderings * len(chosen_ts)),
-                )
-            )
-            gap_results[variant.label] = martingale_gap(
-                model,
-                ns=grid,
-                n_sequences=sequences,
-                seed=seed,
-                reference=_reference(model),
-                n_boot=boots,
-                progress=open_stage(
-                    f"martingale {variant.label}", sequences * (max(grid) - min(grid) + 2)
-                ),
-            )
-    training = pd.DataFrame(
-        [
-            {
-                "model": label,
-                **m.report.summary(),
-                "d_model": m.settings.d_model,
-                "n_layers": m.settings.n_layers,
-                "seq_len": m.settings.seq_len,
-                "threads": m.report.threads,
-            }
-            for label, m in models.items()
-        ]
+    measured = measure_variants(
+        plan,
+        seed=seed,
+        threads=threads,
+        retrain=retrain,
+        stage=stage,
+        train_overrides=train_overrides,
     )
-    curves = pd.concat(
-        [m.report.to_frame().assign(model=label) for label, m in models.items()],
-        ignore_index=True,
-    )
-    gaps = pd.concat(
-        [
-            r.to_frame()[["n", "gap", "ref_gap", "excess", "excess_low", "excess_high"]].assign(
-                model=label
-            )
-            for label, r in gap_results.items()
-        ],
-        ignore_index=True,
-    )
-    first = next(iter(models.values()))
+    first = next(iter(measured.models.values()))
     return PEAblationResult(
         preset=preset,
         seed=seed,
-        variants=variants,
-        ts=chosen_ts,
-        n_orderings=orderings,
-        training=training,
-        curves=curves,
-        order=pd.DataFrame(order_rows),
-        martingale=_martingale_rows(gap_results, boots, seed),
-        gaps=gaps,
-        reference=_reference(first).name,
+        variants=plan.variants,
+        ts=plan.ts,
+        n_orderings=plan.n_orderings,
+        training=measured.training(),
+        curves=measured.curves(),
+        order=pd.DataFrame(measured.order),
+        martingale=martingale_rows(measured.gaps, plan.n_boot, seed),
+        gaps=measured.gap_frame(),
+        reference=reference_for(first).name,
         wall_s=time.perf_counter() - started,
-        models=models,
-        martingale_results=gap_results,
+        models=measured.models,
+        martingale_results=measured.gaps,
     )

@@ -93,10 +93,10 @@ def make_batch(
     family: str,
     rng: np.random.Generator,
     size: int,
+    *,
     sizes: Sequence[int],
     mix: Mix,
     tokenizer: LabTokenizer,
-    *,
     one_size: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """A padded batch: ids (size, T) and targets (size, T), T the longest sequence.

@@ -272,9 +272,9 @@ def train_lab_model(
             settings.family,
             rng,
             settings.batch_size,
-            sizes,
-            settings.mix,
-            tokenizer,
+            sizes=sizes,
+            mix=settings.mix,
+            tokenizer=tokenizer,
             one_size=settings.bucket,
         )
         loss = _optimise(torch, network, optimiser, ids, targets)
@@ -345,7 +345,13 @@ def time_training(settings: TrainSettings, steps: int = 20) -> float:
         if step == 1:
             clock(step, 0.0)
         ids, targets = make_batch(
-            short.family, rng, short.batch_size, sizes, short.mix, tokenizer, one_size=short.bucket
+            short.family,
+            rng,
+            short.batch_size,
+            sizes=sizes,
+            mix=short.mix,
+            tokenizer=tokenizer,
+            one_size=short.bucket,
         )
         _optimise(torch, network, optimiser, ids, targets)
     clock(short.steps, 0.0)
