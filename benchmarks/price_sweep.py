@@ -65,7 +65,8 @@ def main() -> int:
         groups: dict[str, list[SweepCase]] = defaultdict(list)
         for case in result.disagreements:
             groups[case.reason].append(case)
-        print(f"disagreements: {len(result.disagreements):,}, in {len(groups)} reasons")
+        print(f"disagreements: {len(result.disagreements):,}, in {len(groups)} reason"
+              f"{'' if len(groups) == 1 else 's'}")  # fmt: skip
         for reason, cases in sorted(groups.items(), key=lambda kv: -len(kv[1])):
             status = "explained" if reason in EXPLAINED else "UNEXPLAINED"
             print(f"\n{reason} ({status}): {len(cases):,} calls on "

@@ -133,6 +133,22 @@ def test_cached_completion_cost_nothing() -> None:
     assert c.from_cache
 
 
+def test_a_completion_whose_usage_is_not_trusted_has_no_cost_not_zero() -> None:
+    from cotplan.backends.parsing import read_usage
+
+    usage, notes = read_usage({"prompt_tokens": -5, "completion_tokens": 40})
+    assert not usage.trusted
+    assert notes
+    done = Completion("4", "stop", usage, "gpt-6.2-sol", notes=notes)
+    with pytest.raises(InputError, match=r"`completion.usage`: the usage of this gpt-6.2-sol "
+                       r"call cannot be trusted \(.*prompt_tokens.*\), so its cost is unknown, "
+                       r"not \$0"):  # fmt: skip
+        cost_of_completion(done, on=ON)
+    # A call the cache answered made no request: nothing was billed, whatever its counts say.
+    cached = Completion("4", "stop", usage, "gpt-6.2-sol", from_cache=True, notes=notes)
+    assert cost_of_completion(cached, on=ON).usd == 0
+
+
 def test_cost_of_completion_rejects_other_objects() -> None:
     with pytest.raises(InputError, match="`completion`: must be a cotplan Completion"):
         cost_of_completion({"usage": {}}, on=ON)  # type: ignore[arg-type]

@@ -260,6 +260,27 @@ def test_empirical_tokens_from_frames_and_completions() -> None:
         EmpiricalTokens.from_frame(frame.drop(columns="completion_tokens"))
 
 
+def test_completions_whose_usage_is_not_trusted_are_left_out_and_counted() -> None:
+    from cotplan.backends.parsing import read_usage
+
+    done = [Completion("x", "stop", Usage(int(p), int(c), int(r)), "gpt-6.2-sol")
+            for p, c, r in zip(PROMPT, COMPLETION, REASONING, strict=True)]  # fmt: skip
+    lost, notes = read_usage(None)  # the server sent no usage: counts read 0
+    untrusted = Completion("x", "stop", lost, "gpt-6.2-sol", notes=notes)
+    tokens = EmpiricalTokens.from_completions([untrusted, *done, untrusted])
+    assert (tokens.n_observed, tokens.skipped) == (N_RECORDS, 2)
+    for x, y in zip(tokens.records(), SAMPLE.records(), strict=True):
+        np.testing.assert_array_equal(x, y)  # no free zero-token call among them
+    inputs = project(tokens=tokens).inputs
+    kind = inputs.loc[inputs["input"] == "tokens", "note"].item()
+    assert kind.endswith(f"{N_RECORDS} calls, priced record by record (2 left out: their usage "
+                         "could not be trusted)")  # fmt: skip
+    with pytest.raises(InputError, match=r"needs at least 2 records \(3 more left out"):
+        EmpiricalTokens.from_completions([untrusted, done[0], untrusted, untrusted])
+    with pytest.raises(InputError, match="`skipped`: must be a whole number of calls"):
+        EmpiricalTokens(PROMPT, COMPLETION, skipped=-1)
+
+
 def test_stale_price_warnings_point_at_the_caller(tmp_path: Path) -> None:
     path = tmp_path / "old.csv"
     path.write_text(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import warnings
+from dataclasses import replace
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
@@ -24,6 +25,7 @@ from cotplan.pricing import (
     prices,
 )
 from cotplan.pricing import genai as genai_source
+from cotplan.pricing.carried import carry_tiers
 
 ON = date(2026, 11, 29)
 TABLE = price_table()
@@ -34,8 +36,10 @@ def test_at_least_two_thousand_models_are_priced_offline() -> None:
     pairs = {(r.provider, r.model) for r in TABLE.rows}
     assert len(pairs) >= 2_000
     assert len({r.provider for r in TABLE.rows}) >= 40
-    # Every cotplan row is in the merged table, first.
-    assert TABLE.rows[: len(TABLE.own_rows)] == TABLE.own_rows
+    # Every cotplan row is in the merged table, first, with the tier prices carried onto it.
+    own = TABLE.rows[: len(TABLE.own_rows)]
+    assert own == tuple(carry_tiers(r) for r in TABLE.own_rows)
+    assert [replace(r, tiers=()) for r in own] == list(TABLE.own_rows)
 
 
 def test_reading_genai_prices_never_touches_the_network(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -14,18 +14,10 @@ from typing import Annotated, Any, TypeVar
 
 import pandas as pd
 import typer
-from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from cotplan.cli.cost_tables import (
-    growth_table,
-    money,
-    price_tables,
-    projection_table,
-    rate,
-    rollup_table,
-)
+from cotplan.cli.cost_tables import growth_table, price_tables, rate
 from cotplan.errors import InputError
 from cotplan.io import write_csv
 
@@ -148,6 +140,7 @@ Opt = typer.Option
 
 @app.command("prices")
 def prices_(
+    *,
     provider: Annotated[str | None, Opt("--provider", help="Show one provider only.")] = None,
     model: Annotated[
         str | None, Opt("--model", help="Show models whose name contains this text.")
@@ -208,6 +201,7 @@ def prices_(
 
 @app.command("call")
 def call(
+    *,
     model: Annotated[str, typer.Argument(help="Model name, e.g. gpt-6.2-sol.")],
     prompt_tokens: Annotated[int, Opt("--prompt-tokens", help="All prompt tokens.")],
     completion_tokens: Annotated[
@@ -269,6 +263,9 @@ def call(
     _console.print(out)
     notes = [f"price: {cost.source}"]
     notes += [n for n in cost.notes.split("; ") if "no batch price" in n or "no flex" in n]
+    # A flex or priority price carried onto cotplan's own row names where its rates came from.
+    carried = f"{cost.tier} rates from " if cost.tier else None
+    notes += [n for n in cost.notes.split("; ") if carried and n.startswith(carried)]
     if cost.long_context:
         notes.append("the prompt is above the long-context threshold: long rates apply")
     _console.print("; ".join(notes), highlight=False)
@@ -276,6 +273,7 @@ def call(
 
 def _tokens_from_options(
     sample: Path | None,
+    *,
     prompt_mean: float | None,
     prompt_sd: float,
     output_mean: float | None,
@@ -329,6 +327,7 @@ def _growth_range(
 
 @app.command("project")
 def project(
+    *,
     model: Annotated[str, typer.Argument(help="Model to project (the baseline).")],
     queries_per_day: Annotated[
         float | None, Opt("--queries-per-day", help="Queries a day.")
@@ -425,10 +424,17 @@ def project(
 ) -> None:
     """Daily, monthly and annual spend with P10/P50/P90, and savings between scenarios."""
     from cotplan.cli.cost_actuals import actuals_table, read_actuals
+    from cotplan.cli.cost_project import (
+        budget_option,
+        projection_summary,
+        scenario_table,
+        scenarios,
+        write_outputs,
+    )
     from cotplan.pricing.actuals import forecast_vs_actuals
-    from cotplan.pricing.comparison import Scenario, compare_scenarios, project_growth
+    from cotplan.pricing.comparison import compare_scenarios, project_growth
     from cotplan.pricing.hours import hour_profile as hour_profile_of
-    from cotplan.pricing.periods import BUDGET_PERIODS, Budget, check_fiscal_year_start
+    from cotplan.pricing.periods import check_fiscal_year_start
     from cotplan.pricing.projection import Workload, check_draws
     from cotplan.pricing.table import price_table
 
@@ -436,13 +442,7 @@ def project(
     today = _date(on, "on")
     n_draws, _ = check_draws(_whole(draws, "draws"), seed)
     _out_dir(out, "out")
-    if budget_per not in BUDGET_PERIODS:
-        raise InputError(f"must be 'month' or 'year', got {budget_per!r}", field="budget_per")
-    limit = None
-    if budget is not None:
-        limit = Budget(budget, budget_per)
-    elif budget_per != "month":
-        raise InputError("needs --budget", field="budget_per")
+    limit = budget_option(budget, budget_per)
     fys = check_fiscal_year_start(fiscal_year_start)
     if actuals is not None and not actuals.is_file():
         raise InputError(f"{str(actuals)!r} is not a file", field="actuals")
@@ -453,138 +453,42 @@ def project(
         hour_profile=hour_profile_of(hour_profile),
     )  # fmt: skip
     spread = _growth_range(growth, growth_low, growth_high)
-    tokens = _tokens_from_options(sample, prompt_mean, prompt_sd, output_mean, output_sd,
-                                  reasoning_mean, reasoning_sd, n_observed)  # fmt: skip
+    tokens = _tokens_from_options(
+        sample, prompt_mean=prompt_mean, prompt_sd=prompt_sd, output_mean=output_mean,
+        output_sd=output_sd, reasoning_mean=reasoning_mean, reasoning_sd=reasoning_sd,
+        n_observed=n_observed,
+    )  # fmt: skip
     table = price_table(file)
     seller = _provider_option(provider, table)
-
-    def scenario(name_model: str, k: int | None, sold_by: str | None) -> Scenario:
-        label = table.resolve(name_model, provider=sold_by) + ("" if k is None else f", cap {k}")
-        return Scenario(label, name_model, policy=k, permutations=permutations,
-                        cache_hit_rate=cache_hit_rate, batch_share=batch_share,
-                        cache_write_rate=cache_write_rate, provider=sold_by)  # fmt: skip
-
-    scenarios = [scenario(model, cap, seller)]
-    scenarios += [scenario(other, cap, None) for other in compare_model or []]
-    scenarios += [scenario(model, k, seller) for k in compare_cap or []]
-    labels = [s.name for s in scenarios]
-    if len(set(labels)) < len(labels):
-        raise InputError(f"the scenarios repeat one another: {', '.join(labels)}",
-                         field="compare_model")  # fmt: skip
-    comparison = _run(
-        lambda: compare_scenarios(
-            workload,
-            tokens,
-            scenarios,
-            draws=n_draws,
-            seed=seed,
-            table=table,
-            today=today,
-            budget=limit,
-            fiscal_year_start=fys,
-        )
-    )
-    base = comparison.projections[comparison.baseline]
-    frame = base.frame
-    title = f"{comparison.baseline}: projected spend (USD)"
-    _console.print(projection_table(frame, title, ("month", "year", "total")))
-    day = frame[frame["period"] == "day"].iloc[0]
-    _console.print(
-        f"first month's average day: {money(day['mean_usd'])} (P10 {money(day['p10_usd'])}, "
-        f"P90 {money(day['p90_usd'])}); cost per query {money(base.per_query_usd, 6)}; "
-        f"{n_draws:,} draws, seed {seed}",
-        highlight=False,
-    )
-    for name, proj in comparison.projections.items():
-        _console.print(f"price of {name}: {proj.assumptions['price_source']}", highlight=False,
-                       soft_wrap=True)  # fmt: skip
-    _console.print(f"hours of the calls: {workload.hours.label}", highlight=False)
-    for change in base.price_changes.to_dict("records"):
-        _console.print(
-            f"price change on {change['date']}: USD per 1k queries "
-            f"{change['usd_per_1k_queries_before']:,.4f} -> {change['usd_per_1k_queries']:,.4f} "
-            f"({change['source']})",
-            highlight=False,
-            soft_wrap=True,
-        )
-    _console.print(rollup_table(base.rollups, fys))
-    if base.budget is not None:
-        check = base.budget
-        what = "in some month" if check.budget.per == "month" else "in some complete year"
-        if check.periods.empty:
-            _console.print(
-                f"budget {check.budget.label}: no complete year in the horizon to compare",
-                highlight=False,
-            )
-        else:
-            _console.print(
-                f"budget {check.budget.label}: chance of going over {what} "
-                f"{100 * check.probability:.1f}%",
-                highlight=False,
-            )
+    levers: dict[str, Any] = {
+        "permutations": permutations, "cache_hit_rate": cache_hit_rate,
+        "cache_write_rate": cache_write_rate, "batch_share": batch_share,
+    }  # fmt: skip
+    compared = scenarios(table, model, seller, cap=cap, compare_models=compare_model or [],
+                         compare_caps=compare_cap or [], levers=levers)  # fmt: skip
+    run: dict[str, Any] = {"draws": n_draws, "seed": seed, "table": table, "today": today,
+                           "budget": limit, "fiscal_year_start": fys}  # fmt: skip
+    comparison = _run(lambda: compare_scenarios(workload, tokens, compared, **run))
+    summary = projection_summary(comparison, workload, draws=n_draws, seed=seed,
+                                 fiscal_year_start=fys)  # fmt: skip
+    for item, style in summary:
+        _console.print(item, **style)
     growth_result = None
     if spread is not None:
         low, high = spread
         growth_result = _run(
             lambda: project_growth(
-                model,
-                workload,
-                tokens,
-                low=low,
-                high=high,
-                draws=n_draws,
-                seed=seed,
-                table=table,
-                today=today,
-                budget=limit,
-                fiscal_year_start=fys,
-                policy=cap,
-                permutations=permutations,
-                cache_hit_rate=cache_hit_rate,
-                cache_write_rate=cache_write_rate,
-                batch_share=batch_share,
-                provider=seller,
+                model, workload, tokens, low=low, high=high, policy=cap, provider=seller,
+                **levers, **run,
             )
-        )
+        )  # fmt: skip
         _console.print(growth_table(growth_result.frame, comparison.baseline, limit))
     if actuals is not None:
         spent = _run(lambda: read_actuals(actuals, table))
+        base = comparison.projections[comparison.baseline]
         _console.print(actuals_table(forecast_vs_actuals(base, spent), spent.source))
-    if len(scenarios) > 1:
-        cmp = Table(
-            title=f"Scenarios over the horizon, USD (baseline: {comparison.baseline})",
-            box=box.SIMPLE_HEAD, pad_edge=False,
-        )  # fmt: skip
-        cmp.add_column("scenario", min_width=12)
-        for column in ("per 1k q", "mean", "P10..P90", "saved", "saved %", "saved P10..P90"):
-            cmp.add_column(column, justify="right", no_wrap=True)
-        for rec in comparison.frame.to_dict("records"):
-            cmp.add_row(
-                str(rec["scenario"]), f"{1000 * rec['usd_per_query']:,.2f}",
-                f"{rec['total_mean_usd']:,.0f}",
-                f"{rec['total_p10_usd']:,.0f}..{rec['total_p90_usd']:,.0f}",
-                f"{rec['savings_mean_usd']:,.0f}", f"{rec['savings_pct']:.1f}%",
-                f"{rec['savings_p10_usd']:,.0f}..{rec['savings_p90_usd']:,.0f}",
-            )  # fmt: skip
-        _console.print(cmp)
+    if len(compared) > 1:
+        _console.print(scenario_table(comparison))
     if out is not None:
-        from cotplan.charts.costs import comparison_chart, projection_chart, save_chart
-
-        out.mkdir(parents=True, exist_ok=True)
-        written = [out / "projection.csv", out / "projection.xlsx"]
-        base.to_csv(written[0])
-        base.to_excel(written[1])
-        # PNG at twice the size for slides, SVG to scale without blur.
-        for suffix in (".png", ".svg"):
-            written.append(save_chart(projection_chart(base), out / f"projection{suffix}"))
-        if len(scenarios) > 1:
-            extra = [out / "comparison.csv", out / "comparison.xlsx"]
-            comparison.to_csv(extra[0])
-            comparison.to_excel(extra[1])
-            for suffix in (".png", ".svg"):
-                extra.append(save_chart(comparison_chart(comparison), out / f"comparison{suffix}"))
-            written += extra
-        if growth_result is not None:
-            growth_result.to_csv(out / "growth.csv")
-            written.append(out / "growth.csv")
+        written = write_outputs(out, comparison, growth_result, compared=len(compared) > 1)
         _console.print("wrote " + ", ".join(str(p) for p in written), highlight=False)

@@ -352,11 +352,21 @@ def cost_of_completion(
     cotplan's `Usage` counts reasoning inside completion tokens for every provider, so nothing
     is added twice. A completion the call cache answered (`from_cache`) cost nothing. This only
     records a cost: a stale price warns (`StalePriceWarning`, shown even where warnings are
-    errors) and never fails.
+    errors) and never fails. A call whose usage cannot be trusted (`Completion.usage_trusted`
+    False: its counts read 0 but are no measurement) has no cost: an `InputError` on
+    ``completion.usage`` with the completion's notes, which the records that keep costs turn into
+    "no cost" with that note, never a $0 that a sum would count.
     """
     if not isinstance(completion, Completion):
         raise InputError(
             f"must be a cotplan Completion, got {type(completion).__name__}", field="completion"
+        )
+    if not completion.usage_trusted and not completion.from_cache:
+        why = "; ".join(completion.notes) or "the server's counts cannot be right"
+        raise InputError(
+            f"the usage of this {completion.model} call cannot be trusted ({why}), so its cost "
+            "is unknown, not $0",
+            field="completion.usage",
         )
     usage = completion.usage
     row = (table or price_table()).lookup(completion.model, on=on, warn=False, provider=provider)

@@ -389,18 +389,25 @@ def projection_workbook(projection: ProjectionLike, path: str | os.PathLike[str]
     roll-ups, partial ones marked); "years" (only when the horizon holds more than one);
     "assumptions" (every argument, to rerun it); "prices" (the rows used).
     """
+    from openpyxl import Workbook
+
+    book = Workbook()
+    ws = book.active
+    ws.title = "summary"
+    _summary_sheet(_Sheet(ws), projection)
+    for name, table in _pages(projection).items():
+        page_ws = book.create_sheet(name)
+        page = _Sheet(page_ws)
+        page.table(table)
+        page_ws.freeze_panes = "A2"
+        page.fit()
+    return _save(book, path)
+
+
+def _facts(projection: ProjectionLike) -> list[tuple[str, Any]]:
+    """The summary's single figures: costs per query and call, the price, the budget check."""
     frame = projection.frame
-    budgeted = projection.budget is not None
-    months = frame[frame["period"] == "month"].copy()
-    months["mean_usd_per_day"] = months["mean_usd"] / months["days"]
-    years = frame[frame["period"] == "year"]
     total = frame[frame["period"] == "total"]
-    # Totals on the summary, each a separate figure; the total row only when it is not the
-    # one year again.
-    headline = pd.concat([years, total] if len(years) != 1 or len(months) != 12 else [years])
-    rollups = projection.rollups
-    quarters = rollups[rollups["period"] == "quarter"] if len(rollups) else rollups
-    fiscal = rollups[rollups["period"] == "fiscal_year"] if len(rollups) else rollups
     a = projection.assumptions
     facts: list[tuple[str, Any]] = [
         ("usd_per_query", projection.per_query_usd),
@@ -417,13 +424,21 @@ def projection_workbook(projection: ProjectionLike, path: str | os.PathLike[str]
             ("budget_per", check.budget.per),
             (f"p_over_budget ({what})", check.probability),
         ]
+    return facts
 
-    from openpyxl import Workbook
 
-    book = Workbook()
-    ws = book.active
-    ws.title = "summary"
-    sheet = _Sheet(ws)
+def _summary_sheet(sheet: _Sheet, projection: ProjectionLike) -> None:
+    """The summary: headline totals with their header frozen, the single figures, price
+    changes, the budget, the inputs as entered, the price sources and the notes."""
+    frame = projection.frame
+    budgeted = projection.budget is not None
+    months = frame[frame["period"] == "month"]
+    years = frame[frame["period"] == "year"]
+    total = frame[frame["period"] == "total"]
+    # Totals on the summary, each a separate figure; the total row only when it is not the
+    # one year again.
+    headline = pd.concat([years, total] if len(years) != 1 or len(months) != 12 else [years])
+    a = projection.assumptions
     sheet.write(
         [
             f"Projected spend, USD: {projection.model} ({a['provider']}), {projection.policy}, "
@@ -433,7 +448,7 @@ def projection_workbook(projection: ProjectionLike, path: str | os.PathLike[str]
     )
     sheet.widths.clear()  # a title may overhang; it does not set the column width
     sheet.row += 1
-    ws.freeze_panes = ws.cell(row=sheet.row + 1, column=1)
+    sheet.ws.freeze_panes = sheet.ws.cell(row=sheet.row + 1, column=1)
     sheet.table(headline[_with_budget(_TOTAL_COLUMNS, budgeted)])
     sheet.write(
         [
@@ -442,7 +457,7 @@ def projection_workbook(projection: ProjectionLike, path: str | os.PathLike[str]
         ]
     )
     sheet.row += 1
-    for label, value in facts:
+    for label, value in _facts(projection):
         fmt = _SHARE if label.startswith("p_over_budget") else column_format(label)
         sheet.write([label, value], [None, fmt])
     sheet.row += 1
@@ -456,12 +471,13 @@ def projection_workbook(projection: ProjectionLike, path: str | os.PathLike[str]
         sheet.row += 1
         sheet.write([f"Budget: {projection.budget.budget.label}"], bold=True)
         sheet.table(projection.budget.periods)
-    sheet.row += 1
-    sheet.write(["Inputs as entered, and as simulated"], bold=True)
-    sheet.table(projection.inputs)
-    sheet.row += 1
-    sheet.write(["Price sources"], bold=True)
-    sheet.table(price_sources(projection.prices))
+    for heading, table in (
+        ("Inputs as entered, and as simulated", projection.inputs),
+        ("Price sources", price_sources(projection.prices)),
+    ):
+        sheet.row += 1
+        sheet.write([heading], bold=True)
+        sheet.table(table)
     sheet.row += 1
     sheet.write(["Notes"], bold=True)
     for line in (
@@ -476,6 +492,18 @@ def projection_workbook(projection: ProjectionLike, path: str | os.PathLike[str]
     ):
         sheet.write([line])
     sheet.fit()
+
+
+def _pages(projection: ProjectionLike) -> dict[str, pd.DataFrame]:
+    """The sheets after the summary, by name, in order."""
+    frame = projection.frame
+    budgeted = projection.budget is not None
+    months = frame[frame["period"] == "month"].copy()
+    months["mean_usd_per_day"] = months["mean_usd"] / months["days"]
+    years = frame[frame["period"] == "year"]
+    rollups = projection.rollups
+    quarters = rollups[rollups["period"] == "quarter"] if len(rollups) else rollups
+    fiscal = rollups[rollups["period"] == "fiscal_year"] if len(rollups) else rollups
     pages: dict[str, pd.DataFrame] = {
         "monthly": months[_with_budget(_MONTH_COLUMNS, budgeted)],
         "quarters": quarters[list(_ROLLUP_COLUMNS)] if len(quarters) else quarters,
@@ -485,10 +513,4 @@ def projection_workbook(projection: ProjectionLike, path: str | os.PathLike[str]
         pages["years"] = years[_with_budget(_TOTAL_COLUMNS, budgeted)]
     pages["assumptions"] = projection.assumptions_frame()
     pages["prices"] = projection.prices
-    for name, table in pages.items():
-        page_ws = book.create_sheet(name)
-        page = _Sheet(page_ws)
-        page.table(table)
-        page_ws.freeze_panes = "A2"
-        page.fit()
-    return _save(book, path)
+    return pages

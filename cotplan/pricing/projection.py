@@ -298,6 +298,8 @@ def _inputs_frame(
         }
     elif isinstance(tokens, EmpiricalTokens):
         kind = f"an observed sample of {tokens.n_observed} calls, priced record by record"
+        if tokens.skipped:
+            kind += f" ({tokens.skipped} left out: their usage could not be trusted)"
         prompt, answer, reasoning = tokens.records()
         entered = {
             name: (float(v.mean()), float(v.std(ddof=1)))

@@ -264,11 +264,12 @@ class PriceRow:
             return self.scaled(1 - self.batch_discount)
         return None
 
-    def tier_bounds(self) -> set[date]:
-        """The days a tier's price starts or stops inside this row's span (the day after an
-        end): where the price of a call in that tier changes though this row does not."""
+    def tier_bounds(self, tiers: tuple[str, ...] = SERVICE_TIERS) -> set[date]:
+        """The days a price of one of `tiers` starts or stops inside this row's span (the day
+        after an end): where the price of a call in that tier changes though this row does not.
+        """
         out: set[date] = set()
-        for t in self.tiers:
+        for t in (t for t in self.tiers if t.tier in tiers):
             if t.start is not None:
                 out.add(t.start)
             if t.end is not None:

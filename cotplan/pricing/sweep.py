@@ -36,10 +36,9 @@ SWEEP_DAY = date(2026, 11, 29)
 
 #: A call in a service tier on a day the model has no price for that tier.
 TIER_NOT_HELD = "a flex or priority call on a day without that tier's price"
-#: A flex or priority call on a model where cotplan's own row wins.
-OWN_ROW_NO_TIER = "cotplan's own row holds no flex or priority price"
-
-#: Disagreements that are deliberate differences of meaning, by reason, with why.
+#: Disagreements that are deliberate differences of meaning, by reason, with why. cotplan's own
+#: rows take genai-prices' flex and priority prices where both lists agree
+#: (`cotplan.pricing.carried`), so a tier refused on such a row is a gap, not a meaning.
 EXPLAINED: dict[str, str] = {
     TIER_NOT_HELD: (
         "genai-prices prices a call asked in a service tier the model has no price for that day "
@@ -47,12 +46,6 @@ EXPLAINED: dict[str, str] = {
         "because a tier that was asked for and does not exist is a wrong question, not a "
         "standard call. `cost_of`, which prices calls already made, uses the standard price "
         "with a note, as genai-prices does."
-    ),
-    OWN_ROW_NO_TIER: (
-        "where cotplan's own row (read by hand, with its date) prices a model, it wins over "
-        "genai-prices; a price file has a batch discount but no flex or priority columns, so "
-        "a flex or priority call on such a row is refused with an error rather than priced at "
-        "rates cotplan did not read. Its standard and batch prices are swept like every other."
     ),
 }
 
@@ -226,9 +219,11 @@ def _reason(row: PriceRow, call: _Call, table: PriceTable, error: str) -> str:
     tier_refused = f"has no {call.tier} price" in error and call.tier in ("flex", "priority")
     if tier_refused:
         used = table.lookup(row.model, provider=row.provider, at=call.when, warn=False)
-        if not used.from_genai:
-            return OWN_ROW_NO_TIER
-        if not any(t.tier == call.tier and t.holds(call.when.date()) for t in row.tiers):
+        # An own row's tiers are those carried onto it (`cotplan.pricing.carried`).
+        tiers = row.tiers if used.from_genai else used.tiers
+        if not used.from_genai and not any(t.tier == call.tier for t in tiers):
+            return f"cotplan's own row holds no {call.tier} price"
+        if not any(t.tier == call.tier and t.holds(call.when.date()) for t in tiers):
             return TIER_NOT_HELD
     if error:
         return f"cotplan refused a {call.shape} call: {error.split(':', 1)[0]}"

@@ -15,10 +15,10 @@ several providers price (``o3`` at OpenAI and at Azure) is priced at its maker's
 with a note naming the other sellers (`cotplan.pricing.makers`); only a name with no known
 maker among its sellers needs the provider (``openai/o3`` or ``provider=``). Anything else is
 an `UnknownModelError` that lists the closest names of both sources: a model is never priced
-at zero by accident. Local models
-(the embedded one, any ``local:PATH`` GGUF, ``lab:`` models) are a deliberate zero labelled
-"local, no API charge" that never goes stale. Any other price read more than
-`STALE_AFTER_DAYS` days ago warns with its date (`StalePriceWarning`).
+at zero by accident. Local models (the embedded one, any ``local:PATH`` GGUF, ``lab:`` models)
+are a deliberate zero labelled "local, no API charge" that never goes stale. Any other price read
+more than `STALE_AFTER_DAYS` days ago warns with its date (`StalePriceWarning`). A shipped row
+takes genai-prices' flex and priority prices where both lists agree (`cotplan.pricing.carried`).
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from typing import Any
 import pandas as pd
 
 from cotplan.errors import InputError, UnknownModelError
+from cotplan.pricing.carried import carry_tiers
 from cotplan.pricing.makers import maker_rows
 from cotplan.pricing.rows import (
     _COLUMNS,
@@ -107,6 +108,7 @@ class PriceTable:
             if self.genai:
                 from cotplan.pricing.genai import genai_rows
 
+                merged = [carry_tiers(r) for r in merged]
                 merged += [r for r in genai_rows() if not self._shadowed(r)]
             self._merged = tuple(merged)
         return self._merged
@@ -237,6 +239,7 @@ class PriceTable:
         if own is not None and provider is not None:
             own = [r for r in own if r.provider.lower() == provider] or None
         if own is not None:
+            own = [carry_tiers(r) for r in own] if self.genai else own
             sellers = sorted({r.provider for r in own})
             if len(sellers) > 1:
                 return maker_rows(asked, {s: [r for r in own if r.provider == s] for s in sellers})
@@ -298,9 +301,7 @@ def _utc_day(moment: datetime) -> date:
 def _untagged(name: str) -> str:
     """`name` in lower case without a weights tag (``model@b179c9523d0e``); a leading ``@`` is
     part of the name (``@cf/meta/llama-3-8b``)."""
-    key = name.strip().lower()
-    head, at, _ = key.rpartition("@")
-    return head if at and head else key
+    return _strip_tag(name).lower()
 
 
 def _strip_tag(name: str) -> str:

@@ -210,18 +210,24 @@ class EmpiricalTokens:
     `completion_tokens` follows cotplan's `Usage` convention (reasoning inside completion); pass
     ``reasoning_in_completion=False`` when the counts come from a provider that reports them
     apart (Gemini). Every record is priced exactly; the sample size sets the uncertainty of the
-    mean.
+    mean. `skipped` counts the calls left out before these records because their usage could not
+    be trusted (`from_completions`); a projection's inputs say so.
     """
 
     prompt_tokens: Any
     completion_tokens: Any
     reasoning_tokens: Any = None
     reasoning_in_completion: bool = True
+    skipped: int = 0
     _arrays: tuple[_FloatArray, _FloatArray, _FloatArray] = field(
         init=False, repr=False, compare=False
     )
 
     def __post_init__(self) -> None:
+        if isinstance(self.skipped, bool) or not isinstance(self.skipped, int) or self.skipped < 0:
+            raise InputError(
+                f"must be a whole number of calls, got {self.skipped!r}", field="skipped"
+            )
         prompt = _token_array(self.prompt_tokens, "prompt_tokens")
         completion = _token_array(self.completion_tokens, "completion_tokens")
         if self.reasoning_tokens is None:
@@ -235,7 +241,8 @@ class EmpiricalTokens:
                 field="completion_tokens",
             )
         if prompt.size < 2:
-            raise InputError("needs at least 2 records", field="prompt_tokens")
+            left_out = f" ({self.skipped} more left out: usage not trusted)" if self.skipped else ""
+            raise InputError(f"needs at least 2 records{left_out}", field="prompt_tokens")
         if self.reasoning_in_completion:
             over = reasoning > completion
             if over.any():
@@ -292,12 +299,18 @@ class EmpiricalTokens:
 
     @classmethod
     def from_completions(cls, completions: Iterable[Completion]) -> EmpiricalTokens:
-        """From completions already made (their `Usage`), e.g. a calibration run."""
-        usages = [c.usage for c in completions]
+        """From completions already made (their `Usage`), e.g. a calibration run.
+
+        A completion whose usage cannot be trusted (`Completion.usage_trusted` False: its
+        counts read 0 but are no measurement) is left out, not taken as a free call;
+        `skipped` says how many were."""
+        done = list(completions)
+        usages = [c.usage for c in done if c.usage_trusted]
         return cls(
             [u.prompt_tokens for u in usages],
             [u.completion_tokens for u in usages],
             [u.reasoning_tokens for u in usages],
+            skipped=len(done) - len(usages),
         )
 
 

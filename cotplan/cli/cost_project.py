@@ -1,0 +1,147 @@
+"""The parts of `cotplan cost project` below its options: the budget and scenario options
+checked, what it prints after the run (rich renderables with their print styles) and the files
+it writes. The command module parses the options and calls these in order."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from rich import box
+from rich.table import Table
+
+from cotplan.cli.cost_tables import money, projection_table, rollup_table
+from cotplan.errors import InputError
+
+__all__ = ["budget_option", "projection_summary", "scenario_table", "scenarios", "write_outputs"]
+
+#: How a plain line is printed: as written, wrapped by the terminal rather than by rich.
+_LINE: dict[str, Any] = {"highlight": False}
+_LONG_LINE: dict[str, Any] = {"highlight": False, "soft_wrap": True}
+
+
+def budget_option(budget: float | None, budget_per: str) -> Any:
+    """--budget and --budget-per checked: the `Budget`, or None without --budget."""
+    from cotplan.pricing.periods import BUDGET_PERIODS, Budget
+
+    if budget_per not in BUDGET_PERIODS:
+        raise InputError(f"must be 'month' or 'year', got {budget_per!r}", field="budget_per")
+    if budget is not None:
+        return Budget(budget, budget_per)
+    if budget_per != "month":
+        raise InputError("needs --budget", field="budget_per")
+    return None
+
+
+def scenarios(
+    table: Any,
+    model: str,
+    seller: str | None,
+    *,
+    cap: int | None,
+    compare_models: Sequence[str],
+    compare_caps: Sequence[int],
+    levers: dict[str, Any],
+) -> list[Any]:
+    """The baseline, then each --compare-model and each --compare-cap, named by the table's
+    own model names; two that would share a name are refused."""
+    from cotplan.pricing.comparison import Scenario
+
+    def scenario(name_model: str, k: int | None, sold_by: str | None) -> Scenario:
+        label = table.resolve(name_model, provider=sold_by) + ("" if k is None else f", cap {k}")
+        return Scenario(label, name_model, policy=k, provider=sold_by, **levers)
+
+    out = [scenario(model, cap, seller)]
+    out += [scenario(other, cap, None) for other in compare_models]
+    out += [scenario(model, k, seller) for k in compare_caps]
+    labels = [s.name for s in out]
+    if len(set(labels)) < len(labels):
+        raise InputError(f"the scenarios repeat one another: {', '.join(labels)}",
+                         field="compare_model")  # fmt: skip
+    return out
+
+
+def projection_summary(
+    comparison: Any, workload: Any, *, draws: int, seed: int, fiscal_year_start: int
+) -> Iterator[tuple[Any, dict[str, Any]]]:
+    """The baseline's periods, its first average day, the price of each scenario, the hours,
+    price changes, the fiscal roll-ups and the budget check, in print order."""
+    base = comparison.projections[comparison.baseline]
+    frame = base.frame
+    title = f"{comparison.baseline}: projected spend (USD)"
+    yield projection_table(frame, title, ("month", "year", "total")), {}
+    day = frame[frame["period"] == "day"].iloc[0]
+    first_day = (
+        f"first month's average day: {money(day['mean_usd'])} (P10 {money(day['p10_usd'])}, "
+        f"P90 {money(day['p90_usd'])}); cost per query {money(base.per_query_usd, 6)}; "
+        f"{draws:,} draws, seed {seed}"
+    )
+    yield first_day, _LINE
+    for name, proj in comparison.projections.items():
+        yield f"price of {name}: {proj.assumptions['price_source']}", _LONG_LINE
+    yield f"hours of the calls: {workload.hours.label}", _LINE
+    for change in base.price_changes.to_dict("records"):
+        changed = (
+            f"price change on {change['date']}: USD per 1k queries "
+            f"{change['usd_per_1k_queries_before']:,.4f} -> {change['usd_per_1k_queries']:,.4f} "
+            f"({change['source']})"
+        )
+        yield changed, _LONG_LINE
+    yield rollup_table(base.rollups, fiscal_year_start), {}
+    if base.budget is not None:
+        yield _budget_line(base.budget), _LINE
+
+
+def _budget_line(check: Any) -> str:
+    what = "in some month" if check.budget.per == "month" else "in some complete year"
+    if check.periods.empty:
+        return f"budget {check.budget.label}: no complete year in the horizon to compare"
+    chance = f"{100 * check.probability:.1f}%"
+    return f"budget {check.budget.label}: chance of going over {what} {chance}"
+
+
+def scenario_table(comparison: Any) -> Table:
+    """Each scenario's spend over the horizon and what it saves against the baseline."""
+    cmp = Table(
+        title=f"Scenarios over the horizon, USD (baseline: {comparison.baseline})",
+        box=box.SIMPLE_HEAD, pad_edge=False,
+    )  # fmt: skip
+    cmp.add_column("scenario", min_width=12)
+    for column in ("per 1k q", "mean", "P10..P90", "saved", "saved %", "saved P10..P90"):
+        cmp.add_column(column, justify="right", no_wrap=True)
+    for rec in comparison.frame.to_dict("records"):
+        cmp.add_row(
+            str(rec["scenario"]), f"{1000 * rec['usd_per_query']:,.2f}",
+            f"{rec['total_mean_usd']:,.0f}",
+            f"{rec['total_p10_usd']:,.0f}..{rec['total_p90_usd']:,.0f}",
+            f"{rec['savings_mean_usd']:,.0f}", f"{rec['savings_pct']:.1f}%",
+            f"{rec['savings_p10_usd']:,.0f}..{rec['savings_p90_usd']:,.0f}",
+        )  # fmt: skip
+    return cmp
+
+
+def write_outputs(out: Path, comparison: Any, growth: Any, *, compared: bool) -> list[Path]:
+    """The projection's CSV, XLSX, PNG and SVG in `out` (created), the comparison's when
+    `compared`, the growth scenarios' CSV when there are some; the paths written, in order."""
+    from cotplan.charts.costs import comparison_chart, projection_chart, save_chart
+
+    base = comparison.projections[comparison.baseline]
+    out.mkdir(parents=True, exist_ok=True)
+    written = [out / "projection.csv", out / "projection.xlsx"]
+    base.to_csv(written[0])
+    base.to_excel(written[1])
+    # PNG at twice the size for slides, SVG to scale without blur.
+    for suffix in (".png", ".svg"):
+        written.append(save_chart(projection_chart(base), out / f"projection{suffix}"))
+    if compared:
+        extra = [out / "comparison.csv", out / "comparison.xlsx"]
+        comparison.to_csv(extra[0])
+        comparison.to_excel(extra[1])
+        for suffix in (".png", ".svg"):
+            extra.append(save_chart(comparison_chart(comparison), out / f"comparison{suffix}"))
+        written += extra
+    if growth is not None:
+        growth.to_csv(out / "growth.csv")
+        written.append(out / "growth.csv")
+    return written
