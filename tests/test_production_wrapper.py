@@ -395,3 +395,13 @@ def test_serve_checks_every_option_before_it_starts(
     assert exit_info.value.code == 2
     assert named in capsys.readouterr().err
     assert not (tmp_path / "production.sqlite").exists()
+
+
+def test_a_reply_without_usage_is_costed_as_unknown_not_free() -> None:
+    from cotplan.backends.base import Usage
+    from cotplan.production.calls import cost_of_requests, usage_of
+
+    assert not usage_of(None).trusted
+    cost, note = cost_of_requests("gpt-6.1-terra", [Usage(prompt_tokens=10), usage_of(None)])
+    assert math.isnan(cost)
+    assert "usage not trusted" in note

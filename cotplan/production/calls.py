@@ -230,22 +230,28 @@ def answer_room(args: dict[str, Any]) -> int:
 
 
 def usage_of(raw: Any) -> Usage:
-    if raw is None:
-        return Usage()
-    details = getattr(raw, "completion_tokens_details", None)
-    return Usage(
-        prompt_tokens=int(raw.prompt_tokens or 0),
-        completion_tokens=int(raw.completion_tokens or 0),
-        reasoning_tokens=int(getattr(details, "reasoning_tokens", 0) or 0),
-    )
+    """The reply's usage read with the backends' rules: missing or impossible counts make it
+    untrusted (costed as unknown, never as free)."""
+    from cotplan.backends.parsing import read_usage
+
+    if raw is not None and hasattr(raw, "model_dump"):
+        raw = raw.model_dump()
+    usage, _ = read_usage(raw)
+    return usage
 
 
 def cost_of_requests(model: str, usages: Sequence[Usage]) -> tuple[float, str]:
-    """List price of the requests (NaN and a note when the model has no price)."""
+    """List price of the requests (NaN and a note when the model has no price, or a request's
+    usage cannot be trusted)."""
     from cotplan.generate.call_cost import recorded_cost
 
     total = 0.0
     for usage in usages:
+        if not usage.trusted:
+            return (
+                math.nan,
+                "usage not trusted: the server's token counts are missing or impossible",
+            )
         try:
             call = Completion(text="", finish_reason="stop", usage=usage, model=model)
             cost = recorded_cost(call)
