@@ -38,8 +38,10 @@ from cotplan.planner import (
     LawComparison,
     LawFit,
     PlanReport,
+    PlanResult,
     SavedPlan,
     adaptive_certify,
+    plan_from_calibration,
 )
 from cotplan.planner.calibrate import Calibration, calibrate
 from cotplan.planner.run import PlanRun, run_plan
@@ -95,6 +97,7 @@ __all__ = [
     "OpenAICompatibleBackend",
     "ParametricTokens",
     "PlanReport",
+    "PlanResult",
     "PlanRun",
     "PlannerCap",
     "Projection",
@@ -124,6 +127,7 @@ __all__ = [
     "make_tasks",
     "percentile_interval",
     "permutation_average",
+    "plan_from_calibration",
     "prices",
     "project_costs",
     "project_run_costs",

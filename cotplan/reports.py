@@ -15,6 +15,8 @@ into place together by `commit`:
 An interrupted or failed run discards its staging folder, so a report folder never holds a mix
 of two runs' files; a killed one (``kill -9``) leaves only the hidden staging folder.
 `check_report_file` compares a file about to be read with the manifest of its folder.
+`save_chart` writes one chart into a report (a chart that fails to render is skipped with a
+`ChartNotSavedWarning`, never claimed, and never loses the tables written before it).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import re
 import secrets
 import shutil
 import tempfile
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -39,11 +42,13 @@ from cotplan.io import write_text
 __all__ = [
     "MANIFEST",
     "REPORTS_ENV",
+    "ChartNotSavedWarning",
     "Committed",
     "ReportFolder",
     "check_report_file",
     "report_name",
     "reports_root",
+    "save_chart",
 ]
 
 #: The environment variable that moves the root of default report folders.
@@ -185,6 +190,23 @@ def check_report_file(path: Path) -> str | None:
         f"{path} differs from what cotplan wrote there ({MANIFEST} of its folder): edited by "
         "hand, or an earlier write was cut short"
     )
+
+
+class ChartNotSavedWarning(RuntimeWarning):
+    """A chart could not be rendered (vl-convert failed): its file was not written."""
+
+
+def save_chart(chart: Any, path: Path) -> Path | None:
+    """Render `chart` (anything with Altair's `save(path)`) to `path`; the path, or None with a
+    `ChartNotSavedWarning` when rendering fails. Ctrl-C is not a rendering failure: it stops."""
+    try:
+        chart.save(str(path))
+    except Exception as exc:  # a renderer's failure must not lose the tables already written
+        warnings.warn(
+            ChartNotSavedWarning(f"could not render {Path(path).name}: {exc}"), stacklevel=2
+        )
+        return None
+    return Path(path)
 
 
 # -- helpers ---------------------------------------------------------------------------------

@@ -40,6 +40,7 @@ seed = 0
 import altair as alt
 
 import cotplan
+from cotplan.charts import chart
 from cotplan.charts.planner import budget_chart, calibration_chart
 from cotplan.planner.calibrate import calibrate
 from cotplan.planner.run import NO_BENEFIT_STATUSES, plan_budgets, relative_target, run_plan
@@ -124,7 +125,7 @@ result = run_plan(backend, planner, held, eps, uncapped=uncapped, progress=False
 result.comparison
 
 # %%
-result.chart()
+chart(result)
 
 # %%
 backend.close()

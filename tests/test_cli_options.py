@@ -61,11 +61,12 @@ def test_bad_budget_grids_name_the_option(text: str) -> None:
 def test_whole_numbers_in_range() -> None:
     check_int(None, "count")
     check_int(1, "count", high=1)
-    with pytest.raises(InputError, match=r"`count`: must be in 1..5, got 6"):
+    # The words of `cotplan.validation.require_int`: one set of checks, one set of messages.
+    with pytest.raises(InputError, match=r"`count`: must be an integer between 1 and 5, got 6"):
         check_int(6, "count", high=5)
-    with pytest.raises(InputError, match=r"`seed`: must be at least 0, got -1"):
+    with pytest.raises(InputError, match=r"`seed`: must be an integer >= 0, got -1"):
         check_int(-1, "seed", low=0)
-    with pytest.raises(InputError, match="`count`: must be a whole number"):
+    with pytest.raises(InputError, match="`count`: must be an integer"):
         check_int(True, "count")
 
 

@@ -14,6 +14,7 @@ from cotplan.cli import app, main
 from cotplan.cli.plan import parse_ints
 from cotplan.errors import InputError
 from cotplan.planner.run import SCHEMA_VERSION, SavedPlan
+from cotplan.reports import ChartNotSavedWarning
 
 runner = CliRunner()
 
@@ -83,10 +84,12 @@ def test_plan_lists_only_the_files_it_wrote(
 ) -> None:
     calibration = planted_calibration(tmp_path / "calibration.csv")
     # A chart renderer that fails (as vl-convert can): its PNGs must not be claimed.
-    monkeypatch.setattr("cotplan.cli.plan.save_chart", lambda chart, path: None)
-    result = runner.invoke(
-        app, ["plan", "--calibration", str(calibration), "--eps", "0.3", "--bootstrap", "0"]
-    )
+    for drawer in ("calibration_chart", "plan_budget_chart"):
+        monkeypatch.setattr(f"cotplan.charts.planner.{drawer}", lambda result: _Unrenderable())
+    with pytest.warns(ChartNotSavedWarning, match="could not render"):
+        result = runner.invoke(
+            app, ["plan", "--calibration", str(calibration), "--eps", "0.3", "--bootstrap", "0"]
+        )
     assert result.exit_code == 0, result.output
     output = " ".join(result.output.split())
     wrote = output[output.index("wrote ") :]
@@ -99,6 +102,13 @@ def test_plan_lists_only_the_files_it_wrote(
     record = json.loads((tmp_path / "plan.json").read_text(encoding="utf-8"), parse_constant=_bad)
     assert record["schema_version"] == SCHEMA_VERSION
     assert [cap["certified"] for cap in record["caps"]] == [True, True]
+
+
+class _Unrenderable:
+    """A chart whose rendering fails, as vl-convert's can."""
+
+    def save(self, path: str) -> None:
+        raise RuntimeError("vl-convert failed")
 
 
 def _bad(constant: str) -> float:

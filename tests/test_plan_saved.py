@@ -162,7 +162,7 @@ def test_cap_refuses_beyond_the_reach_naming_n(
         plan.cap(0)
     wide = SavedPlan.from_planner(planner, [], 0.3, "none.csv", reach=3.0)
     assert wide.cap(24).basis == "scaled"
-    with pytest.raises(InputError, match="`reach`: must be a number ≥ 1"):
+    with pytest.raises(InputError, match=r"`reach`: must be at least 1, got 0\.5"):
         SavedPlan.from_planner(planner, [], 0.3, "none.csv", reach=0.5)
 
 
@@ -269,7 +269,7 @@ def test_a_version_1_file_still_loads_with_its_sizes_only(tmp_path: Path) -> Non
 def test_a_newer_or_broken_file_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "plan.json"
     path.write_text(json.dumps({"schema_version": 99, "eps": 0.1}), encoding="utf-8")
-    with pytest.raises(InputError, match=r"`schema_version`: must be 1 to 2 .* got 99"):
+    with pytest.raises(InputError, match=r"`schema_version`: must be 1 to 3 .* got 99"):
         SavedPlan.load(path)
     path.write_text("[1, 2]", encoding="utf-8")
     with pytest.raises(InputError, match="`plan`: not a plan written by `cotplan plan`"):

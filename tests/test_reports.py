@@ -99,7 +99,7 @@ def test_plan_interrupted_while_rendering_leaves_the_old_report_as_it_was(
 ) -> None:
     """The issue's case: killing `plan` during chart rendering left a new plan.csv beside the
     old plan.json. Now the new files are staged and the folder keeps the old pair."""
-    from cotplan.cli import plan as plan_cli
+    from cotplan.charts import planner as planner_charts
 
     report = tmp_path / "report"
     report.mkdir()
@@ -112,10 +112,11 @@ def test_plan_interrupted_while_rendering_leaves_the_old_report_as_it_was(
     before = {p.name: p.read_bytes() for p in report.iterdir()}
     assert {"plan.json", "plan.csv", MANIFEST} <= set(before)
 
-    def interrupted(chart: object, path: Path) -> None:
-        raise KeyboardInterrupt
+    class Interrupted:
+        def save(self, path: str) -> None:
+            raise KeyboardInterrupt
 
-    monkeypatch.setattr(plan_cli, "save_chart", interrupted)
+    monkeypatch.setattr(planner_charts, "calibration_chart", lambda planner: Interrupted())
     with pytest.raises(SystemExit) as second:
         main([*argv[:4], "0.35", *argv[5:]])
     assert second.value.code == 130

@@ -30,19 +30,25 @@ CHARTS: dict[tuple[str, str], tuple[str, str]] = {
     ("cotplan.experiments.martingale", "MartingaleResult"): ("experiments", "martingale_chart"),
     ("cotplan.experiments.order", "OrderResult"): ("experiments", "order_chart"),
     ("cotplan.lab.ablation", "PEAblationResult"): ("lab", "pe_ablation_chart"),
+    ("cotplan.planner.fit", "BudgetPlanner"): ("planner", "calibration_chart"),
+    ("cotplan.planner.plan_result", "PlanResult"): ("planner", "plan_budget_chart"),
+    ("cotplan.planner.run", "PlanRun"): ("planner", "plan_run_chart"),
+    # A study has two charts: its entry returns both, by file name (LabStudy.save writes them).
+    ("cotplan.lab.reasoning.report", "LabStudy"): ("lab_reasoning", "study_charts"),
 }
 
 
 def chart(result: Any) -> Any:
-    """The Altair chart of an experiment result, a cost projection or comparison, or a lab ablation.
+    """The Altair chart of a result: an experiment's, a cost projection or comparison, a lab
+    ablation, a fitted planner (its calibration), a plan (k* by size) or a plan run.
 
     For example ``chart(martingale_gap(laplace)).save("martingale.png")``.
     """
     draw = _drawer(result)
     if draw is None:
         raise InputError(
-            f"`result` has no chart here: a {type(result).__name__} (charts draw the experiments' "
-            "results, cost projections and comparisons, and the positional-encoding ablation)",
+            f"`result` has no chart here: a {type(result).__name__} (charts draw the results "
+            "listed in `cotplan.charts.CHARTS`)",
             field="result",
         )
     return draw(result)

@@ -1,7 +1,11 @@
-"""Charts of a fitted `BudgetPlanner`: the error curves against the calibration, and k* by size.
+"""Charts of the planner's results: the error curves against the calibration, k* by size, and
+a plan run against uncapped reasoning.
 
-Both take the fitted planner and return an Altair chart; save with `chart.save("x.png")` (PNG and
-SVG render offline through vl-convert) or `chart.save("x.html", inline=True)`.
+`calibration_chart(planner)` and `budget_chart(planner, eps=)` take a fitted `BudgetPlanner`;
+`plan_budget_chart(result)` draws a `PlanResult`'s k* by size, `plan_run_chart(run)` a
+`PlanRun`, `comparison_chart(frame)` any `compare_answers` frame. `cotplan.charts.chart(result)`
+finds them through `CHARTS`. Each returns an Altair chart; save with `chart.save("x.png")` (PNG
+and SVG render offline through vl-convert) or `chart.save("x.html", inline=True)`.
 """
 
 from __future__ import annotations
@@ -17,8 +21,16 @@ from cotplan.errors import InfeasibleTargetError
 
 if TYPE_CHECKING:
     from cotplan.planner.fit import BudgetPlanner
+    from cotplan.planner.plan_result import PlanResult
+    from cotplan.planner.run import PlanRun
 
-__all__ = ["budget_chart", "calibration_chart"]
+__all__ = [
+    "budget_chart",
+    "calibration_chart",
+    "comparison_chart",
+    "plan_budget_chart",
+    "plan_run_chart",
+]
 
 
 def calibration_chart(planner: BudgetPlanner, *, title: str | None = None) -> Any:
@@ -146,3 +158,38 @@ def _wrap(text: str, width: int = 95) -> list[str]:
     if current:
         lines.append(current)
     return lines[:4]
+
+
+def plan_budget_chart(result: PlanResult) -> Any:
+    """k* by size for the plan's ε (`budget_chart` of its planner)."""
+    return budget_chart(result.planner, eps=result.eps)
+
+
+def plan_run_chart(run: PlanRun) -> Any:
+    """Accuracy (with Wilson intervals) against mean reasoning tokens, one point per policy of
+    a plan run (planned and uncapped)."""
+    return comparison_chart(run.comparison, title=f"Plan (ε = {run.eps:g}) vs uncapped")
+
+
+def comparison_chart(comparison: pd.DataFrame, *, title: str = "Policies") -> Any:
+    """Accuracy with its interval against mean reasoning tokens per item, one point per policy
+    (a `compare_answers` frame)."""
+    import altair as alt
+
+    x = alt.X("reasoning_tokens:Q", title="mean reasoning tokens per item")
+    y_title = "accuracy (95% Wilson interval)"
+    base = alt.Chart(comparison)
+    bars = base.mark_rule().encode(
+        x=x, y=alt.Y("accuracy_low:Q", title=y_title), y2="accuracy_high:Q", color="policy:N"
+    )
+    points = base.mark_point(filled=True, size=90).encode(
+        x=x,
+        y=alt.Y("accuracy:Q", title=y_title, scale=alt.Scale(domain=[0, 1])),
+        color=alt.Color("policy:N", title="policy"),
+        tooltip=[
+            "policy:N",
+            alt.Tooltip("accuracy:Q", format=".2f"),
+            alt.Tooltip("reasoning_tokens:Q", format=".1f"),
+        ],
+    )
+    return alt.layer(bars, points).properties(title=title, width=480, height=300)

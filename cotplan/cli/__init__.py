@@ -16,11 +16,13 @@ from rich.markup import escape
 from cotplan.cli import (
     answer,
     cache,
+    calibrate,
     cost,
     demo,
     experiment,
     lab_reasoning,
     models,
+    monitor,
     notebooks,
     plan,
     serve,
@@ -42,12 +44,14 @@ app.add_typer(cost.app, name="cost")
 app.add_typer(tasks.app, name="tasks")
 app.add_typer(experiment.app, name="experiment")
 app.add_typer(cache.app, name="cache")
+calibrate.register(app)
 plan.register(app)
 demo.register(app)
 answer.register(app)
 notebooks.register(app)
 lab_reasoning.register(app)
 serve.register(app)
+monitor.register(app)
 
 _stderr = Console(stderr=True)
 

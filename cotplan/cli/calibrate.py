@@ -1,27 +1,46 @@
-"""Checks of command-line options, run before a command connects to a model.
+"""`cotplan calibrate`, and the checks of command-line options every model command runs first.
 
 A typo must cost nothing: every command validates all of its options, and finds its model file
 or endpoint spec well formed, before it starts a server or sends a request (which may be paid).
-`cotplan calibrate` uses `check_calibrate_options`; the other commands use the pieces
-(`check_backend`, `check_int`, `check_out`...). Each raises `InputError` naming the option.
+The ranges themselves are checked by `cotplan.validation` (the one set of argument checks the
+library uses too); the pieces here (`check_backend`, `check_int`, `check_out`...) put them in
+the words of options, and `check_calibrate_options` runs all of `calibrate`'s. Each raises
+`InputError` naming the option. The command-line pieces every planner command shares (the
+item source, the calibration table) live here too, so `cotplan plan` and `run` import them.
 """
 
 from __future__ import annotations
 
-import math
-import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.console import Console
+from rich.table import Table
 
+from cotplan.cli.report_folders import finish_report, start_report
 from cotplan.errors import InputError, ModelFileError
 from cotplan.model_registry import PROTOCOL_NAMES
+from cotplan.validation import (
+    MAX_BUDGET,
+    require_budget,
+    require_choice,
+    require_folder_target,
+    require_int,
+    require_ints,
+    require_number,
+    require_unit,
+)
+
+if TYPE_CHECKING:
+    from cotplan.backends import Backend
+    from cotplan.planner.calibrate import Calibration
+    from cotplan.tasks import TaskItem
 
 __all__ = [
     "DEFAULT_MAX_RETRIES",
     "DEFAULT_TIMEOUT_S",
-    "MAX_BOOTSTRAP",
     "MAX_BUDGET",
     "MAX_CONCURRENCY",
     "MAX_COUNT",
@@ -30,25 +49,31 @@ __all__ = [
     "MaxRetriesOption",
     "ProtocolOption",
     "TimeoutOption",
+    "build_items",
+    "calibrate",
     "check_backend",
     "check_budgets",
     "check_calibrate_options",
     "check_int",
+    "check_item_source",
     "check_out",
     "check_probability",
     "check_protocol",
     "check_timeouts",
     "connect_options",
+    "mode_and_protocol",
+    "parse_ints",
+    "print_calibration",
+    "print_spend",
+    "register",
 ]
 
-#: The largest reasoning budget accepted: above every provider's output cap (128k tokens).
-MAX_BUDGET = 131_072
+console = Console()
+
 #: Items per size: a calibration beyond this is a typo, not a plan.
 MAX_COUNT = 10_000
 #: Requests in flight at once.
 MAX_CONCURRENCY = 256
-#: Bootstrap resamples: beyond this a fit runs for hours and its intervals gain nothing.
-MAX_BOOTSTRAP = 100_000
 
 #: `--timeout`: seconds one attempt may wait for its answer. A reasoning model sends nothing
 #: until it has thought, which takes minutes at high effort (10k hidden tokens at 50 tokens/s
@@ -89,25 +114,22 @@ ProtocolOption = Annotated[
 
 
 def check_int(value: int | None, field: str, *, low: int = 1, high: int | None = None) -> None:
-    """`value` (None allowed: the default) is a whole number in [low, high]."""
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InputError(f"must be a whole number, got {value!r}", field=field)
-    if value < low or (high is not None and value > high):
-        span = f"at least {low}" if high is None else f"in {low}..{high}"
-        raise InputError(f"must be {span}, got {value}", field=field)
+    """`value` (None allowed: the default) is a whole number in [low, high]
+    (`cotplan.validation.require_int`)."""
+    if value is not None:
+        require_int(value, field, low=low, high=high)
 
 
 def check_probability(value: float | None, field: str, *, closed_high: bool = False) -> None:
-    """`value` (None allowed) lies in (0, 1), or (0, 1] with `closed_high`."""
-    if value is None:
-        return
-    ok = isinstance(value, int | float) and not math.isnan(value)
-    ok = ok and value > 0.0 and (value <= 1.0 if closed_high else value < 1.0)
-    if not ok:
-        span = "(0, 1]" if closed_high else "(0, 1)"
-        raise InputError(f"must be in {span}, got {value!r}", field=field)
+    """`value` (None allowed) lies in (0, 1), or (0, 1] with `closed_high`
+    (`cotplan.validation.require_unit`)."""
+    if value is not None:
+        require_unit(value, field, closed_high=closed_high)
+
+
+def parse_ints(values: Sequence[str] | None, name: str, *, low: int | None = None) -> list[int]:
+    """`["4,8", "16"]` -> [4, 8, 16]; names the option in errors; each at least `low`."""
+    return require_ints(values, name, low=low)
 
 
 def check_budgets(text: str) -> list[int] | str:
@@ -117,37 +139,15 @@ def check_budgets(text: str) -> list[int] | str:
     parts = [part.strip() for part in text.split(",")]
     if not any(parts):
         raise InputError("give at least one budget, e.g. 0,8,32, or 'paper'", field="budgets")
-    grid: list[int] = []
-    for part in parts:
-        if not part:
-            raise InputError(f"has an empty entry in {text!r}", field="budgets")
-        try:
-            k = int(part)
-        except ValueError:
-            raise InputError(
-                f"must be whole numbers of tokens, got {part!r}", field="budgets"
-            ) from None
-        if not 0 <= k <= MAX_BUDGET:
-            raise InputError(f"must be in 0..{MAX_BUDGET} tokens, got {k}", field="budgets")
-        grid.append(k)
-    return grid
+    if not all(parts):
+        raise InputError(f"has an empty entry in {text!r}", field="budgets")
+    return [require_budget(k, "budgets") for k in require_ints(parts, "budgets")]
 
 
 def check_out(out: Path | None, field: str = "out") -> None:
-    """A report folder we could create: not an existing file, under a writable folder."""
-    if out is None:
-        return
-    if out.exists() and not out.is_dir():
-        raise InputError(f"{out} exists and is not a folder", field=field)
-    parent = out
-    while not parent.exists():
-        if parent.parent == parent:
-            break
-        parent = parent.parent
-    if not parent.is_dir():
-        raise InputError(f"cannot create {out}: {parent} is not a folder", field=field)
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise InputError(f"cannot create {out}: {parent} is not writable", field=field)
+    """A report folder we could create: not an existing file, under a writable folder
+    (`cotplan.validation.require_folder_target`)."""
+    require_folder_target(out, field)
 
 
 def check_backend(spec: str, base_url: str | None = None) -> None:
@@ -206,9 +206,8 @@ def check_calibrate_options(
 
 def check_timeouts(timeout: float, max_retries: int) -> None:
     """`--timeout` in (0, MAX_TIMEOUT_S] seconds and `--max-retries` in 0..MAX_RETRIES."""
-    if not (isinstance(timeout, int | float) and math.isfinite(timeout)) or not (
-        0.0 < timeout <= MAX_TIMEOUT_S
-    ):
+    seconds = require_number(timeout, "timeout", low=0.0, high=MAX_TIMEOUT_S)
+    if seconds <= 0.0:
         raise InputError(
             f"must be more than 0 and at most {MAX_TIMEOUT_S:g} seconds, got {timeout!r}",
             field="timeout",
@@ -218,9 +217,7 @@ def check_timeouts(timeout: float, max_retries: int) -> None:
 
 def check_protocol(protocol: str) -> None:
     """`--protocol` names a known reasoning protocol (or 'auto')."""
-    if protocol != "auto" and protocol not in PROTOCOL_NAMES:
-        known = ", ".join(["auto", *PROTOCOL_NAMES])
-        raise InputError(f"must be one of {known}, got {protocol!r}", field="protocol")
+    require_choice(protocol, "protocol", ["auto", *PROTOCOL_NAMES])
 
 
 def connect_options(
@@ -236,3 +233,176 @@ def connect_options(
     if provider == "local":
         return {"timeout": float(timeout), **chosen}
     return {"timeout": float(timeout), "max_retries": int(max_retries), **chosen}
+
+
+# -- options and helpers the planner commands share ------------------------------------------
+
+Family = Annotated[
+    str | None, typer.Option(help="A built-in task family (see `cotplan tasks list`).")
+]
+TasksFile = Annotated[Path | None, typer.Option(help="A JSONL task file instead of a family.")]
+Sizes = Annotated[list[str] | None, typer.Option("--n", help="Sizes, e.g. --n 4,8.")]
+Count = Annotated[int, typer.Option(help="Items per size (built-in families).")]
+BackendSpec = Annotated[str, typer.Option(help="'local', 'local:PATH' or 'openai:MODEL'.")]
+BaseUrl = Annotated[str | None, typer.Option(help="An OpenAI-compatible endpoint.")]
+Concurrency = Annotated[int | None, typer.Option(help="Items answered at once.")]
+ShowProgress = Annotated[bool, typer.Option(help="Show a progress bar.")]
+
+
+def check_item_source(family: str | None, tasks: Path | None, sizes: Sequence[int]) -> None:
+    """Exactly one of --family and --tasks, and no --n with --tasks: a task file's items carry
+    their own sizes, and silently running other sizes than asked misleads."""
+    if (family is None) == (tasks is None):
+        raise InputError("give exactly one of --family and --tasks", field="family")
+    if tasks is not None and sizes:
+        raise InputError(
+            "--n cannot be used with --tasks: the task file's items carry their own sizes "
+            "(`cotplan tasks make --n ...` writes a file for the sizes you want)",
+            field="n",
+        )
+
+
+def build_items(
+    family: str | None, tasks: Path | None, sizes: list[int], count: int, seed: int
+) -> list[TaskItem]:
+    """Items from a built-in family (each size, `count` items) or from a JSONL task file."""
+    from cotplan.tasks import load_tasks, make_tasks
+
+    check_item_source(family, tasks, [])
+    if tasks is not None:
+        return list(load_tasks(tasks))
+    assert family is not None
+    if not sizes:
+        raise InputError("give at least one size, e.g. --n 4,8", field="n")
+    return [item for n in sizes for item in make_tasks(family, n=n, count=count, seed=seed)]
+
+
+def mode_and_protocol(model: Backend) -> str:
+    """How budgeted CoT drives `model`, for the line a command prints after connecting (the
+    heavy generate layer is imported only then, so `cotplan --help` stays fast)."""
+    from cotplan.generate.budgeted import driven_as
+
+    return driven_as(model)
+
+
+def print_calibration(
+    calibration: Calibration, *, title: str = "Calibration: accuracy by size and budget"
+) -> None:
+    """Accuracy per (n, k) with the mean reasoning tokens spent at each budget."""
+    summary = calibration.summary()
+    budgets = sorted(int(k) for k in summary["k"].unique())
+    table = Table(title=title)
+    table.add_column("n", justify="right")
+    for k in budgets:
+        table.add_column(f"k={k}", justify="right")
+    for n, rows in summary.groupby("n"):
+        cells = []
+        for k in budgets:
+            hit = rows[rows["k"] == k]
+            if hit.empty:
+                cells.append("")
+                continue
+            r = hit.iloc[0]
+            cells.append(f"{r['accuracy']:.2f} ({r['reasoning_tokens']:.0f} tok)")
+        table.add_row(str(n), *cells)
+    console.print(table)
+    answers = len(calibration.frame)
+    items = calibration.frame["item"].nunique()
+    console.print(
+        f"{items} items x {len(budgets)} budgets = {answers} answers; cells: accuracy (mean "
+        f"reasoning tokens spent); {calibration.requests} requests, {calibration.cache_hits} "
+        "answered by the call cache"
+        + (f", {calibration.retries} retried after failures" if calibration.retries else "")
+    )
+    for note in calibration.notes:
+        console.print(f"[yellow]note:[/] {note}")
+    print_spend(calibration.frame)
+
+
+def print_spend(frame: Any) -> None:
+    """One line: what the calibration itself cost (answers, tokens, USD)."""
+    import math
+
+    from cotplan.planner.calibrate import calibration_spend
+
+    spend = calibration_spend(frame)
+    tokens = [
+        f"{spend[kind]:,.0f} {kind.removesuffix('_tokens')}"
+        for kind in ("prompt_tokens", "reasoning_tokens", "answer_tokens")
+        if not math.isnan(spend[kind])
+    ]
+    usd = "price unknown" if math.isnan(spend["cost_usd"]) else f"USD {spend['cost_usd']:.4f}"
+    console.print(
+        f"calibration spend: {spend['answers']:.0f} answers of {spend['items']:.0f} items"
+        + (f"; tokens {', '.join(tokens)}" if tokens else "")
+        + f"; {usd}"
+    )
+
+
+# -- the command -------------------------------------------------------------------------------
+
+
+def calibrate(
+    *,
+    family: Family = None,
+    tasks: TasksFile = None,
+    n: Sizes = None,
+    count: Count = 12,
+    seed: Annotated[int, typer.Option(help="Seed of the generated items.")] = 0,
+    budgets: Annotated[
+        str, typer.Option(help="Reasoning budgets, comma-separated, or 'paper'.")
+    ] = "0,8,16,32,64,128",
+    backend: BackendSpec = "local",
+    base_url: BaseUrl = None,
+    concurrency: Concurrency = None,
+    answer_tokens: Annotated[int, typer.Option(help="Cap of the answer phase.")] = 16,
+    out: Annotated[
+        Path | None, typer.Option(help="Report folder (default reports/<time>-<random>/).")
+    ] = None,
+    progress: ShowProgress = True,
+    timeout: TimeoutOption = DEFAULT_TIMEOUT_S,
+    max_retries: MaxRetriesOption = DEFAULT_MAX_RETRIES,
+    protocol: ProtocolOption = "auto",
+) -> None:
+    """Answer items at several reasoning budgets and save the calibration table."""
+    from cotplan.backends import connect
+    from cotplan.planner.calibrate import calibrate as run_calibration
+
+    sizes = parse_ints(n, "n")
+    check_item_source(family, tasks, sizes)
+    check_timeouts(timeout, max_retries)
+    check_protocol(protocol)
+    check_int(seed, "seed", low=0)
+    grid: Any = check_calibrate_options(
+        budgets=budgets,
+        count=count,
+        concurrency=concurrency,
+        answer_tokens=answer_tokens,
+        backend=backend,
+        base_url=base_url,
+        out=out,
+    )  # all before the first (maybe paid) call
+    items = build_items(family, tasks, sizes, count, seed)
+    options = connect_options(backend, timeout, max_retries, protocol)
+    with (
+        start_report(out, command="calibrate") as report,
+        connect(backend, base_url=base_url, **options) as model,
+    ):
+        console.print(f"model {model.model} ({mode_and_protocol(model)})")
+        result = run_calibration(
+            model,
+            items,
+            grid,
+            concurrency=concurrency,
+            progress=progress,
+            answer_tokens=answer_tokens,
+        )
+        result.to_csv(report.path / "calibration.csv")
+        print_calibration(result)
+        folder = finish_report(report)
+    console.print(f"wrote {folder / 'calibration.csv'}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add `cotplan calibrate` to the top-level app."""
+    app.command("calibrate")(calibrate)

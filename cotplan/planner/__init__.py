@@ -12,6 +12,7 @@ the record), `calibrate`, `run`.
 from cotplan.planner.adaptive import AdaptiveCertificate, adaptive_certify
 from cotplan.planner.certify import Certification
 from cotplan.planner.fit import BudgetPlanner
+from cotplan.planner.plan_result import PlanResult, plan_from_calibration
 from cotplan.planner.records import (
     BoundaryTest,
     Budget,
@@ -25,7 +26,7 @@ from cotplan.planner.records import (
     PlanReport,
     TrendTest,
 )
-from cotplan.planner.run import SavedPlan
+from cotplan.planner.saved_plan import SavedPlan
 
 __all__ = [
     "AdaptiveCertificate",
@@ -41,7 +42,9 @@ __all__ = [
     "LikelihoodRatioTest",
     "OptimalBudget",
     "PlanReport",
+    "PlanResult",
     "SavedPlan",
     "TrendTest",
     "adaptive_certify",
+    "plan_from_calibration",
 ]

@@ -43,30 +43,86 @@ def model_budget(fit: PlannerFit, n_val: float, eps_val: float) -> Budget:
     choice = _planning_law(fit) if fit.status == "helps" else None
     paper = choice is None or choice.law.name in ("paper", "paper-half")
     e0 = fit.e0 if choice is None else choice.law.floor(choice.params)
+    _check_attainable(fit, choice, n_val, eps_val, e0=e0, paper=paper)
+    k_star, ci, coarse_note = _k_star_interval(fit, choice, n_val, eps_val, paper=paper)
+    c_in_base = fit.c * LOG_BASES[log_base]
+    baselines: dict[str, float] = {}
+    if not fit.constant:
+        baselines["paper"] = _k_star(fit.constants.params, n_val, eps_val)
+        baselines["alpha_half"] = _k_star(fit.alpha_half.params, n_val, eps_val)
+        if math.isfinite(fit.c_least_squares):
+            baselines["least_squares"] = _k_star_ls(fit.c_least_squares, n_val, eps_val)
+    extrapolated, notes = _reach_notes(fit, n_val, eps_val, k_star)
+    if coarse_note:
+        notes.insert(0, coarse_note)
+        formula = f"k* ≤ {k_star:g} (the curve is not resolved below that budget)"
+    elif fit.constant:
+        formula = f"k* = 0 (the error stays at {e0:.3g} whatever the budget)"
+    elif choice is not None and choice.law.name not in ("paper", "paper-half"):
+        formula = _law_formula(choice.law.name, choice.params, n_val, eps_val)
+    else:
+        formula = (
+            f"k* = {fit.k0:.3g} + {c_in_base:.3g} · {n_val:g}^{fit.alpha:.3g} · "
+            f"{BASE_LABEL[log_base]}(({fit.e_base:.3g} − {e0:.3g}) / ({eps_val:g} − {e0:.3g}))"
+        )
+    return Budget(
+        n=n_val,
+        eps=eps_val,
+        k_star=k_star,
+        low=ci.low,
+        high=ci.high,
+        tokens=math.ceil(k_star - 1e-9),
+        log_base=log_base,
+        c_in_base=c_in_base,
+        formula=formula,
+        extrapolated=extrapolated,
+        note="; ".join(notes),
+        baselines=baselines,
+        law="flat" if fit.constant else ("paper" if choice is None else choice.law.name),
+    )
+
+
+def _check_attainable(
+    fit: PlannerFit,
+    choice: LawChoice | None,
+    n_val: float,
+    eps_val: float,
+    *,
+    e0: float,
+    paper: bool,
+) -> None:
+    """Raise `InfeasibleTargetError` when the law (or a flat error) cannot reach ε at n."""
     if choice is None:
         # A flat error is met exactly at ε = e0; the fitted curve only approaches its floor.
         unattainable = eps_val < e0 if fit.constant else eps_val <= e0
     else:
         unattainable = not math.isfinite(choice.law.k_star(choice.params, n_val, eps_val))
-    if unattainable:
-        if fit.status == "all_wrong":
-            reason = f"no answer was right at any budget up to k = {fit.budgets[-1]}"
-        elif fit.constant:
-            reason = (
-                f"reasoning showed no measurable benefit (error {e0:.3f} at every budget up "
-                f"to k = {fit.budgets[-1]})"
-            )
-        else:
-            reason = f"the error floor of this model on this task is e0 = {e0:.3f}"
-            if choice is not None:
-                reason += f" (by the {choice.law.name} law)"
-        bound = "≥" if fit.constant or (choice is not None and not paper) else ">"
-        attainable = f"; attainable: ε {bound} {e0:.3f}" if e0 < 1 else ""
-        raise InfeasibleTargetError(
-            f"ε = {eps_val:g} is unattainable: {reason}{attainable}",
-            field="eps",
-            attainable=e0,
+    if not unattainable:
+        return
+    if fit.status == "all_wrong":
+        reason = f"no answer was right at any budget up to k = {fit.budgets[-1]}"
+    elif fit.constant:
+        reason = (
+            f"reasoning showed no measurable benefit (error {e0:.3f} at every budget up "
+            f"to k = {fit.budgets[-1]})"
         )
+    else:
+        reason = f"the error floor of this model on this task is e0 = {e0:.3f}"
+        if choice is not None:
+            reason += f" (by the {choice.law.name} law)"
+    bound = "≥" if fit.constant or (choice is not None and not paper) else ">"
+    attainable = f"; attainable: ε {bound} {e0:.3f}" if e0 < 1 else ""
+    raise InfeasibleTargetError(
+        f"ε = {eps_val:g} is unattainable: {reason}{attainable}",
+        field="eps",
+        attainable=e0,
+    )
+
+
+def _k_star_interval(
+    fit: PlannerFit, choice: LawChoice | None, n_val: float, eps_val: float, *, paper: bool
+) -> tuple[float, ConfidenceInterval, str]:
+    """k* with its bootstrap interval, and the note when a coarse grid bounds it instead."""
     if fit.constant:
         k_star = 0.0
         draws = np.array([0.0 if eps_val >= d[0] else math.inf for d in fit.draws])
@@ -82,26 +138,24 @@ def model_budget(fit: PlannerFit, n_val: float, eps_val: float) -> Budget:
         ci = ConfidenceInterval(0.0, 0.0)
     else:
         ci = _NAN_CI
-    coarse_note = ""
-    if fit.coarse and paper and k_star > 0:
-        # The fitted k* below the first positive budget is an artefact of the optimiser's
-        # start; what the data show is that that budget suffices.
-        first = float(next(k for k in fit.budgets if k > 0))
-        k_star = first
-        ci = ConfidenceInterval(0.0, first if np.all(np.isfinite(draws)) else math.inf)
-        coarse_note = (
-            f"k* ≤ {first:g}: the error was already at its floor at k = {first:g}, the "
-            "smallest calibrated budget above 0"
-        )
-    scale = LOG_BASES[log_base]
-    c_in_base = fit.c * scale
-    baselines: dict[str, float] = {}
-    if not fit.constant:
-        baselines["paper"] = _k_star(fit.constants.params, n_val, eps_val)
-        baselines["alpha_half"] = _k_star(fit.alpha_half.params, n_val, eps_val)
-        if math.isfinite(fit.c_least_squares):
-            baselines["least_squares"] = _k_star_ls(fit.c_least_squares, n_val, eps_val)
-    extrapolated, notes = False, [coarse_note] if coarse_note else []
+    if not (fit.coarse and paper and k_star > 0):
+        return k_star, ci, ""
+    # The fitted k* below the first positive budget is an artefact of the optimiser's start;
+    # what the data show is that that budget suffices.
+    first = float(next(k for k in fit.budgets if k > 0))
+    ci = ConfidenceInterval(0.0, first if np.all(np.isfinite(draws)) else math.inf)
+    note = (
+        f"k* ≤ {first:g}: the error was already at its floor at k = {first:g}, the "
+        "smallest calibrated budget above 0"
+    )
+    return first, ci, note
+
+
+def _reach_notes(
+    fit: PlannerFit, n_val: float, eps_val: float, k_star: float
+) -> tuple[bool, list[str]]:
+    """Whether k* reaches beyond the data (sizes, the peak, the largest budget), with notes."""
+    extrapolated, notes = False, []
     if fit.status != "given" and not (fit.sizes[0] <= n_val <= fit.sizes[-1]):
         extrapolated = True
         notes.append(
@@ -119,33 +173,7 @@ def model_budget(fit: PlannerFit, n_val: float, eps_val: float) -> Budget:
     if k_star == 0.0 and not fit.constant:
         e_at_0 = float(fit.error(n_val, 0.0))
         notes.append(f"ε = {eps_val:g} is met without reasoning (error {e_at_0:.2f} at k = 0)")
-    label = BASE_LABEL[log_base]
-    if coarse_note:
-        formula = f"k* ≤ {k_star:g} (the curve is not resolved below that budget)"
-    elif fit.constant:
-        formula = f"k* = 0 (the error stays at {e0:.3g} whatever the budget)"
-    elif choice is not None and choice.law.name not in ("paper", "paper-half"):
-        formula = _law_formula(choice.law.name, choice.params, n_val, eps_val)
-    else:
-        formula = (
-            f"k* = {fit.k0:.3g} + {c_in_base:.3g} · {n_val:g}^{fit.alpha:.3g} · "
-            f"{label}(({fit.e_base:.3g} − {e0:.3g}) / ({eps_val:g} − {e0:.3g}))"
-        )
-    return Budget(
-        n=n_val,
-        eps=eps_val,
-        k_star=k_star,
-        low=ci.low,
-        high=ci.high,
-        tokens=math.ceil(k_star - 1e-9),
-        log_base=log_base,
-        c_in_base=c_in_base,
-        formula=formula,
-        extrapolated=extrapolated,
-        note="; ".join(notes),
-        baselines=baselines,
-        law="flat" if fit.constant else ("paper" if choice is None else choice.law.name),
-    )
+    return extrapolated, notes
 
 
 def certified_only(fit: PlannerFit, n_val: float, eps_val: float, cert: CertifiedBudget) -> Budget:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -13,6 +12,11 @@ from numpy.typing import NDArray
 from cotplan.errors import InputError
 from cotplan.intervals import percentile_interval
 from cotplan.planner.records import LOG_BASES, ConfidenceInterval, LogBase
+from cotplan.validation import require_positive, require_unit
+
+# Older names of the shared checks (`cotplan.validation`), still imported by early_exit.
+_check_fraction = require_unit
+_check_positive = require_positive
 
 __all__: list[str] = []
 
@@ -43,17 +47,6 @@ class _Data:
     n_items: int
 
 
-def _check_fraction(value: object, name: str, *, closed_high: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float | np.number):
-        raise InputError(f"must be a number between 0 and 1, got {value!r}", field=name)
-    x = float(value)
-    ok = 0.0 < x <= 1.0 if closed_high else 0.0 < x < 1.0
-    if not ok:
-        interval = "(0, 1]" if closed_high else "(0, 1)"
-        raise InputError(f"must be in {interval}, got {x:g}", field=name)
-    return x
-
-
 def _check_log_base(value: object) -> LogBase:
     key = str(value).strip().lower()
     if key in {"2.0", "10.0"}:
@@ -61,15 +54,6 @@ def _check_log_base(value: object) -> LogBase:
     if key not in LOG_BASES:
         raise InputError(f"must be 'e', '2' or '10', got {value!r}", field="log_base")
     return cast(LogBase, key)
-
-
-def _check_positive(value: object, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float | np.number):
-        raise InputError(f"must be a positive number, got {value!r}", field=name)
-    x = float(value)
-    if not (x > 0 and math.isfinite(x)):
-        raise InputError(f"must be a positive number, got {x:g}", field=name)
-    return x
 
 
 def _validate_frame(raw_frame: object) -> _Data:

@@ -80,9 +80,7 @@ from cotplan.planner.certify import Certification
 from cotplan.planner.data import (
     _ALPHA_MAX,
     _cells,
-    _check_fraction,
     _check_log_base,
-    _check_positive,
     _Data,
     _percentile,
     _validate_frame,
@@ -106,7 +104,7 @@ from cotplan.planner.records import (
     TrendTest,
 )
 from cotplan.planner.state import FitSettings, PlannerFit
-from cotplan.validation import require_int
+from cotplan.validation import require_int, require_positive, require_unit
 
 __all__ = [
     "BoundaryTest",
@@ -216,7 +214,7 @@ class BudgetPlanner:
                 f"got {self.law!r}",
                 field="law",
             )
-        delta = _check_fraction(self.delta, "delta")
+        delta = require_unit(self.delta, "delta")
         log_base = _check_log_base(self.log_base)
         alpha: float | None = None
         if self.alpha != "fit":
@@ -229,13 +227,13 @@ class BudgetPlanner:
             alpha = float(self.alpha)
         e_base: float | None = None
         if self.e_base != "fit":
-            e_base = _check_fraction(self.e_base, "e_base", closed_high=True)
+            e_base = require_unit(self.e_base, "e_base", closed_high=True)
         counts = {
             name: require_int(getattr(self, name), name, low=low)
             for name, low in (("n_bootstrap", 0), ("min_items", 2), ("folds", 2))
         }
-        confidence = _check_fraction(self.confidence, "confidence")
-        significance = _check_fraction(self.significance, "significance")
+        confidence = require_unit(self.confidence, "confidence")
+        significance = require_unit(self.significance, "significance")
         if isinstance(self.random_state, bool) or not isinstance(self.random_state, int):
             raise InputError(
                 f"must be an integer seed, got {self.random_state!r}", field="random_state"
@@ -384,8 +382,8 @@ class BudgetPlanner:
         or a non-positive `n`.
         """
         state = self._check_fitted()
-        n_val = _check_positive(n, "n")
-        eps_val = _check_fraction(eps, "eps")
+        n_val = require_positive(n, "n")
+        eps_val = require_unit(eps, "eps")
         calibrated = state.status != "given" and n_val in state.sizes
         certificate = (
             state.certified.at(int(n_val), eps_val)
@@ -406,7 +404,7 @@ class BudgetPlanner:
         """The certified budget at every calibrated size for target `eps` (one row each; see
         `CertifiedBudget`)."""
         state = self._check_fitted()
-        eps_val = _check_fraction(eps, "eps")
+        eps_val = require_unit(eps, "eps")
         if state.certified is None:
             raise InputError("nothing was calibrated to certify", field="calibration")
         return state.certified.frame_at(eps_val)
@@ -418,9 +416,9 @@ class BudgetPlanner:
         `price_per_token` the price of one reasoning token, in the same currency.
         """
         state = self._check_fitted()
-        n_val = _check_positive(n, "n")
-        value = _check_positive(value_of_correct, "value_of_correct")
-        price = _check_positive(price_per_token, "price_per_token")
+        n_val = require_positive(n, "n")
+        value = require_positive(value_of_correct, "value_of_correct")
+        price = require_positive(price_per_token, "price_per_token")
         choice = state.law
         if state.constant:
             k = 0.0
@@ -576,7 +574,7 @@ class BudgetPlanner:
         """
         planner = cls("paper", log_base=log_base, alpha=alpha, n_bootstrap=0)
         settings = planner._validated_params()
-        c_nat = _check_positive(c, "c") / LOG_BASES[settings.log_base]
+        c_nat = require_positive(c, "c") / LOG_BASES[settings.log_base]
         if not 0.0 <= e0 < 1.0:
             raise InputError(f"must be in [0, 1), got {e0:g}", field="e0")
         if not e0 < e_base <= 1.0:

@@ -127,7 +127,7 @@ def _fit_paper(settings: FitSettings, data: _Data) -> PlannerFit:
     trend = start.trend
     assert trend is not None
     if trend.p_value >= p.significance:
-        return _no_rise(start, data, used, trend, accuracy, k_max)
+        return _no_rise(start, data, used, trend, accuracy=accuracy, k_max=k_max)
     return _helps(start, used, cells, pair, k_max)
 
 
@@ -264,7 +264,7 @@ def _paper_pair(settings: FitSettings, cells: _Cells, n_sizes: int, k_max: float
 
 
 def _no_rise(
-    fit: PlannerFit, data: _Data, used: _Data, trend: TrendTest, accuracy: float, k_max: int
+    fit: PlannerFit, data: _Data, used: _Data, trend: TrendTest, *, accuracy: float, k_max: int
 ) -> PlannerFit:
     """Accuracy does not rise significantly with the budget: it falls (reasoning hurts) or
     stays flat. `data` is the whole calibration, `used` the part the curve would be fitted on."""
@@ -338,7 +338,7 @@ def _bootstrapped(fit: PlannerFit, used: _Data, pair: _PaperPair, k_max: int) ->
         pair.half,
         pair.fixed_primary,
         pair.fixed,
-        k_max,
+        k_max=k_max,
         n_bootstrap=p.n_bootstrap,
         seed=p.random_state,
         confidence=p.confidence,

@@ -103,7 +103,7 @@ def _maximise(
     logistic transforms: real calibrations put e0 at 0 or α at an end of its range, where a
     logistic flattens the likelihood and a bootstrap started there never moves.
     """
-    return _maximise_all(cells, starts, fixed, k_max, ftol)[0]
+    return _maximise_all(cells, starts, fixed, k_max, ftol=ftol)[0]
 
 
 def _maximise_all(
@@ -111,6 +111,7 @@ def _maximise_all(
     starts: Sequence[NDArray[np.float64]],
     fixed: Mapping[int, float],
     k_max: float,
+    *,
     ftol: float = 1e-9,
     maxiter: int = 500,
 ) -> list[_Fit]:
@@ -304,8 +305,8 @@ def paper_bootstrap(
     half: _Fit,
     fixed_primary: Mapping[int, float],
     fixed: Mapping[int, float],
-    k_max: float,
     *,
+    k_max: float,
     n_bootstrap: int,
     seed: int,
     confidence: float,

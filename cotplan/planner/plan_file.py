@@ -1,12 +1,14 @@
-"""plan.json checked as it is read: `SavedPlan.load` calls `check_plan_record` before it builds
-anything, so a hand edit or a damaged file is refused with one line naming the file, the line
-and the field (`budgets[1].tokens`) before any model starts, rather than failing later with a
-traceback (``"eps": "x"``, tokens null) or, worse, being used (ε = 5, a cap of 10^12 tokens,
-two budgets for one size).
+"""plan.json written as strict JSON and checked as it is read: `SavedPlan.load` calls
+`check_plan_record` before it builds anything, so a hand edit or a damaged file is refused with
+one line naming the file, the line and the field (`budgets[1].tokens`) before any model starts,
+rather than failing later with a traceback (``"eps": "x"``, tokens null) or, worse, being used
+(ε = 5, a cap of 10^12 tokens, two budgets for one size).
 
 The checks cover what `run` and `SavedPlan.cap` act on: the targets, the law and its
 parameters, and each budget, certificate and peak. Free text (verdicts, notes, formulas) is
-only required to be text.
+only required to be text. `strict_record` turns a plan's record into strict JSON values (null,
+never NaN or Infinity; an infinite interval end listed under `infinite`), `record_back` undoes
+it when the file is read.
 """
 
 from __future__ import annotations
@@ -18,9 +20,17 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, TypeGuard
 
+import numpy as np
+
 from cotplan.errors import InputError
 
-__all__ = ["MAX_PLAN_TOKENS", "check_plan_record", "value_lines"]
+__all__ = [
+    "MAX_PLAN_TOKENS",
+    "check_plan_record",
+    "record_back",
+    "strict_record",
+    "value_lines",
+]
 
 #: The largest cap a plan may hold: no model writes a million tokens in one answer, so a
 #: larger one is a damaged or hand-edited file, not a plan.
@@ -108,7 +118,7 @@ def check_plan_record(record: Mapping[str, Any], source: str, text: str = "") ->
     reach = record.get("reach")
     if reach is not None and not (_number(reach) and math.isfinite(reach) and reach >= 1.0):
         raise fail("reach", f"must be a number ≥ 1, got {reach!r}")
-    for name in ("law", "model", "mode", "status_", "verdict_", "calibration"):
+    for name in ("law", "model", "mode", "protocol", "status_", "verdict_", "calibration"):
         value = record.get(name)
         if value is not None and not isinstance(value, str):
             raise fail(name, f"must be text, got {value!r}")
@@ -147,6 +157,51 @@ def check_plan_record(record: Mapping[str, Any], source: str, text: str = "") ->
             if not re.fullmatch(r"[1-9][0-9]*", str(n)):
                 raise fail(f"peaks.{n}", f"must be keyed by a size (a whole number), got {n!r}")
             _tokens(k, f"peaks.{n}", fail, allow_null=False)
+
+
+# -- strict JSON both ways --------------------------------------------------------------------
+
+
+def strict_record(value: Any) -> Any:
+    """`value` with every non-finite float as None; a record (dict) that held +inf in a field
+    also lists it under `infinite`, so that an unbounded interval end survives the trip."""
+    if isinstance(value, dict):
+        out = {str(k): strict_record(v) for k, v in value.items()}
+        infinite = [
+            str(k) for k, v in value.items() if isinstance(v, float | np.floating) and v == math.inf
+        ]
+        if infinite:
+            out["infinite"] = infinite
+        return out
+    if isinstance(value, list | tuple):
+        return [strict_record(v) for v in value]
+    if isinstance(value, np.generic):
+        return strict_record(value.item())
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def record_back(record: Mapping[str, Any]) -> dict[str, Any]:
+    """A record read back: null as NaN (as +inf where `infinite` lists the field)."""
+    infinite = set(record.get("infinite", ()))
+    out: dict[str, Any] = {}
+    for key, value in record.items():
+        if key == "infinite":
+            continue
+        if key in infinite:
+            out[key] = math.inf
+        elif value is None and key not in _OPTIONAL_FIELDS:
+            out[key] = math.nan
+        elif isinstance(value, dict):
+            out[key] = {k: math.nan if v is None else v for k, v in value.items()}
+        else:
+            out[key] = value
+    return out
+
+
+#: Record fields for which null means "none" rather than a missing number.
+_OPTIONAL_FIELDS = frozenset({"k", "items_needed"})
 
 
 # -- field checks ----------------------------------------------------------------------------
