@@ -185,6 +185,13 @@ def test_lab_items_calibrate_a_lab_model_end_to_end(tmp_path: Path) -> None:
     assert len(frame) == 8
     # With its whole trace (3n = 12 tokens, then re-checks) the lab model answers parity.
     assert frame[frame["k"] == 24]["correct"].mean() == 1.0
+    # The issue's own command: a family asked of a lab model is made the lab's way.
+    family = ["--family", "parity", "--backend", "lab:parity-overthink", "--n", "4"]
+    rest = ["--count", "4", "--budgets", "0,24", "--out", str(tmp_path / "fam"), "--no-progress"]
+    main_ok(["calibrate", *family, *rest])
+    direct = pd.read_csv(tmp_path / "fam" / "calibration.csv")
+    assert list(direct["item"]) == list(frame["item"])
+    assert list(direct["correct"]) == list(frame["correct"])
 
 
 def main_ok(args: list[str]) -> None:

@@ -263,10 +263,19 @@ def check_item_source(family: str | None, tasks: Path | None, sizes: Sequence[in
 
 
 def build_items(
-    family: str | None, tasks: Path | None, sizes: list[int], count: int, seed: int
+    family: str | None,
+    tasks: Path | None,
+    sizes: list[int],
+    count: int,
+    seed: int,
+    *,
+    backend: str | None = None,
 ) -> list[TaskItem]:
-    """Items from a built-in family (each size, `count` items) or from a JSONL task file."""
-    from cotplan.tasks import load_tasks, make_tasks
+    """Items from a built-in family (each size, `count` items) or from a JSONL task file. A lab
+    backend (``lab:...``) reads only its own questions, so a family asked of it is made the
+    lab's way (`cotplan.cli.tasks.family_items`)."""
+    from cotplan.cli.tasks import family_items
+    from cotplan.tasks import load_tasks
 
     check_item_source(family, tasks, [])
     if tasks is not None:
@@ -274,7 +283,11 @@ def build_items(
     assert family is not None
     if not sizes:
         raise InputError("give at least one size, e.g. --n 4,8", field="n")
-    return [item for n in sizes for item in make_tasks(family, n=n, count=count, seed=seed)]
+    return [
+        item
+        for n in sizes
+        for item in family_items(family, n=n, count=count, seed=seed, backend=backend)
+    ]
 
 
 def mode_and_protocol(model: Backend) -> str:
@@ -382,7 +395,7 @@ def calibrate(
         base_url=base_url,
         out=out,
     )  # all before the first (maybe paid) call
-    items = build_items(family, tasks, sizes, count, seed)
+    items = build_items(family, tasks, sizes, count, seed, backend=backend)
     options = connect_options(backend, timeout, max_retries, protocol)
     with (
         start_report(out, command="calibrate") as report,

@@ -435,7 +435,9 @@ def run(
     saved = SavedPlan.load(plan)
     # The plan must be this model's, before the model (maybe paid, maybe slow) starts.
     notes = _binding_notes(saved, backend, base_url, protocol, allow_other_model)
-    items, sizes = _held_out(saved, family=family, tasks=tasks, asked=asked, count=count, seed=seed)
+    items, sizes = _held_out(
+        saved, family=family, tasks=tasks, asked=asked, count=count, seed=seed, backend=backend
+    )
     console.print(f"plan {plan} (law {saved.law or 'none'}): {saved.verdict_}")
     console.print(_made_for(saved))
     for note in notes:
@@ -510,6 +512,7 @@ def _held_out(
     asked: list[int],
     count: int,
     seed: int,
+    backend: str,
 ) -> tuple[list[TaskItem], list[int]]:
     """The held-out items and their sizes: none seen in calibration, none beyond the plan's
     reach (refused here, naming the size, before the model starts)."""
@@ -517,7 +520,7 @@ def _held_out(
     from cotplan.tasks import drop_seen
 
     sizes = asked or list(saved.sizes_)
-    items = build_items(family, tasks, sizes, count, seed)
+    items = build_items(family, tasks, sizes, count, seed, backend=backend)
     if tasks is not None:
         # Items without `n` are sized by the model's tokenizer, known once it runs.
         sizes = sorted({item.n for item in items if item.n is not None})
