@@ -8,8 +8,12 @@ The public names, re-exported from the modules that define them:
   `compare_scenarios` and the projection inputs
 - tasks and planning: `make_tasks`, `load_tasks`, `drop_seen`, `calibrate`, `BudgetPlanner` (its law
   comparison and certified budgets), `adaptive_certify`, `run_plan`
-- generation: `budgeted_answer`, `permutation_average`
-- production: `capped` (a team's own OpenAI client with a plan's cap applied)
+- generation: `budgeted_answer`, `budgeted_answers`, `permutation_average`
+- plans: `SavedPlan` (its `cap(n)` is a `PlanCap`, its `request_fields(n)` the provider's
+  fields), `Budget` (what `BudgetPlanner.budget` returns) and `InfeasibleTargetError` (what it
+  raises when ε cannot be reached)
+- production: `capped` (a team's own OpenAI client with a plan's cap applied), `monitor` (the
+  log against the plan, with an anytime-valid alarm)
 - workflows: `run_demo`, `demo_setup`, `project_run_costs` (what `cotplan demo` runs)
 - intervals: `Interval`, `percentile_interval`
 """
@@ -24,14 +28,15 @@ from cotplan.backends import (
     Usage,
     connect,
 )
-from cotplan.errors import CotplanError
-from cotplan.generate.budgeted import BudgetedAnswer, budgeted_answer
+from cotplan.errors import CotplanError, InfeasibleTargetError
+from cotplan.generate.budgeted import BudgetedAnswer, budgeted_answer, budgeted_answers
 from cotplan.generate.fewshot import Example, FewShotTemplate, load_examples
 from cotplan.generate.permutation import AnswerDistribution, permutation_average
 from cotplan.intervals import Interval, percentile_interval
 from cotplan.planner import (
     AdaptiveCertificate,
     BoundaryTest,
+    Budget,
     BudgetPlanner,
     Certification,
     CertifiedBudget,
@@ -44,6 +49,7 @@ from cotplan.planner import (
     plan_from_calibration,
 )
 from cotplan.planner.calibrate import Calibration, calibrate
+from cotplan.planner.records import PlanCap
 from cotplan.planner.run import PlanRun, run_plan
 from cotplan.pricing import (
     CallCost,
@@ -65,6 +71,7 @@ from cotplan.pricing import (
     prices,
     project_costs,
 )
+from cotplan.production.monitor import MonitorReport, monitor
 from cotplan.production.wrapper import capped
 from cotplan.tasks import TaskItem, drop_seen, list_families, load_tasks, make_tasks, save_tasks
 from cotplan.tokens import count_tokens
@@ -75,6 +82,7 @@ __all__ = [
     "AnswerDistribution",
     "Backend",
     "BoundaryTest",
+    "Budget",
     "BudgetPlanner",
     "BudgetedAnswer",
     "Calibration",
@@ -89,13 +97,16 @@ __all__ = [
     "Example",
     "FewShotTemplate",
     "FixedCap",
+    "InfeasibleTargetError",
     "Interval",
     "LawComparison",
     "LawFit",
     "LocalModel",
+    "MonitorReport",
     "NextTokenProbs",
     "OpenAICompatibleBackend",
     "ParametricTokens",
+    "PlanCap",
     "PlanReport",
     "PlanResult",
     "PlanRun",
@@ -110,6 +121,7 @@ __all__ = [
     "Workload",
     "adaptive_certify",
     "budgeted_answer",
+    "budgeted_answers",
     "calibrate",
     "call_cost",
     "capped",
@@ -125,6 +137,7 @@ __all__ = [
     "load_examples",
     "load_tasks",
     "make_tasks",
+    "monitor",
     "percentile_interval",
     "permutation_average",
     "plan_from_calibration",

@@ -1,4 +1,5 @@
-"""One interval type and one percentile helper, under the names each part always exported."""
+"""One interval type and one percentile helper (the old names `cotplan.planner.ConfidenceInterval`
+and `cotplan.generate.permutation.ProbabilityInterval` are gone: see CHANGELOG.md)."""
 
 from __future__ import annotations
 
@@ -9,17 +10,18 @@ import pytest
 
 from cotplan.experiments import Interval as ExperimentInterval
 from cotplan.experiments._stats import percentile_interval as experiments_percentile
-from cotplan.generate.permutation import ProbabilityInterval
 from cotplan.intervals import Interval, percentile_interval
-from cotplan.planner import ConfidenceInterval
 from cotplan.planner.data import _percentile as planner_percentile
 from cotplan.planner.run import wilson_interval
 
 
 def test_every_interval_name_is_the_one_type() -> None:
-    assert ConfidenceInterval is Interval
-    assert ProbabilityInterval is Interval
+    import cotplan.generate.permutation
+    import cotplan.planner
+
     assert ExperimentInterval is Interval
+    assert not hasattr(cotplan.planner, "ConfidenceInterval")
+    assert not hasattr(cotplan.generate.permutation, "ProbabilityInterval")
     assert experiments_percentile is percentile_interval
 
 

@@ -1,4 +1,4 @@
-"""Renamed modules and classes stay importable under their old names."""
+"""Renamed modules and classes: the new names, and the old aliases gone (CHANGELOG.md)."""
 
 from __future__ import annotations
 
@@ -9,15 +9,10 @@ import pytest
 pytest.importorskip("torch")
 
 
-def test_the_pe_trainer_keeps_its_old_module_name() -> None:
-    new = importlib.import_module("cotplan.lab.pe_trainer")
-    old = importlib.import_module("cotplan.lab.bernoulli")
-    assert old is new
-    assert old._store_settings is new._store_settings  # private names too
-    from cotplan.lab.bernoulli import TrainSettings, train
-
-    assert train is new.train
-    assert TrainSettings is new.PETrainSettings
+def test_the_pe_trainers_old_module_name_is_gone() -> None:
+    # `cotplan.lab.bernoulli` was an alias of `cotplan.lab.pe_trainer` in 0.1 (CHANGELOG.md).
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("cotplan.lab.bernoulli")
 
 
 def test_the_two_training_settings_have_two_names() -> None:

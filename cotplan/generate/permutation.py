@@ -75,7 +75,6 @@ __all__ = [
     "AnswerDistribution",
     "AveragingSettings",
     "IntervalMethod",
-    "ProbabilityInterval",
     "average_orderings",
     "permutation_average",
     "summarize_orderings",
@@ -86,11 +85,6 @@ IntervalMethod = Literal["orderings", "cycles", "none"]
 #: Complete balanced cycles needed before the interval is computed over cycle means
 #: (with 2 cycles the t quantile has one degree of freedom and is 12.7 at 95%).
 MIN_CYCLES_FOR_CYCLE_INTERVAL = 3
-
-
-#: A probability's confidence interval: cotplan's one interval type under the name this
-#: module has always exported.
-ProbabilityInterval = Interval
 
 
 @dataclass(frozen=True)
@@ -218,7 +212,7 @@ class AnswerDistribution:
     sd: dict[str, float]
     variance: dict[str, float]
     se: dict[str, float]
-    ci: dict[str, ProbabilityInterval]
+    ci: dict[str, Interval]
     confidence: float
     interval_method: IntervalMethod
     interval_description: str
@@ -548,7 +542,7 @@ def _distribution(
         variance=per_choice(summary.variance),
         se=per_choice(summary.se),
         ci={
-            c: ProbabilityInterval(float(lo), float(hi), settings.confidence)
+            c: Interval(float(lo), float(hi), settings.confidence)
             for c, lo, hi in zip(choices, summary.low, summary.high, strict=True)
         },
         confidence=settings.confidence,

@@ -23,7 +23,7 @@ from cotplan.planner.records import (
     LOG_BASES,
     Budget,
     CertifiedBudget,
-    ConfidenceInterval,
+    Interval,
 )
 from cotplan.planner.state import LawChoice, PlannerFit
 
@@ -121,7 +121,7 @@ def _check_attainable(
 
 def _k_star_interval(
     fit: PlannerFit, choice: LawChoice | None, n_val: float, eps_val: float, *, paper: bool
-) -> tuple[float, ConfidenceInterval, str]:
+) -> tuple[float, Interval, str]:
     """k* with its bootstrap interval, and the note when a coarse grid bounds it instead."""
     if fit.constant:
         k_star = 0.0
@@ -135,7 +135,7 @@ def _k_star_interval(
     if len(draws):
         ci = _percentile(draws, fit.settings.confidence)
     elif fit.constant:  # every answer right: nothing left to resample
-        ci = ConfidenceInterval(0.0, 0.0)
+        ci = Interval(0.0, 0.0)
     else:
         ci = _NAN_CI
     if not (fit.coarse and paper and k_star > 0):
@@ -143,7 +143,7 @@ def _k_star_interval(
     # The fitted k* below the first positive budget is an artefact of the optimiser's start;
     # what the data show is that that budget suffices.
     first = float(next(k for k in fit.budgets if k > 0))
-    ci = ConfidenceInterval(0.0, first if np.all(np.isfinite(draws)) else math.inf)
+    ci = Interval(0.0, first if np.all(np.isfinite(draws)) else math.inf)
     note = (
         f"k* ≤ {first:g}: the error was already at its floor at k = {first:g}, the "
         "smallest calibrated budget above 0"

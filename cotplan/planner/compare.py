@@ -22,16 +22,16 @@ from cotplan.errors import InputError
 from cotplan.generate.budgeted import BudgetedAnswer
 from cotplan.intervals import percentile_interval
 from cotplan.planner.certify import clopper_pearson_interval
-from cotplan.planner.records import ConfidenceInterval, PlanCap, SizeCheck, SizeChecks, Verdict
+from cotplan.planner.records import Interval, PlanCap, SizeCheck, SizeChecks, Verdict
 from cotplan.validation import require_int, require_unit
 
 __all__ = ["check_against_eps", "compare_answers", "wilson_interval"]
 
 
-def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> ConfidenceInterval:
+def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> Interval:
     """Wilson score interval of a binomial proportion (NaN ends when n = 0)."""
     if n <= 0:
-        return ConfidenceInterval(math.nan, math.nan, confidence)
+        return Interval(math.nan, math.nan, confidence)
     if not 0 <= successes <= n:
         raise InputError(f"must be between 0 and n = {n}, got {successes}", field="successes")
     z = float(stats.norm.ppf(0.5 + confidence / 2.0))
@@ -39,7 +39,7 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> Confide
     denominator = 1.0 + z * z / n
     centre = (p + z * z / (2 * n)) / denominator
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
-    return ConfidenceInterval(max(0.0, centre - half), min(1.0, centre + half), confidence)
+    return Interval(max(0.0, centre - half), min(1.0, centre + half), confidence)
 
 
 def _percentile(values: np.ndarray[Any, Any], confidence: float) -> tuple[float, float]:

@@ -11,7 +11,7 @@ from numpy.typing import NDArray
 
 from cotplan.errors import InputError
 from cotplan.intervals import percentile_interval
-from cotplan.planner.records import LOG_BASES, ConfidenceInterval, LogBase
+from cotplan.planner.records import LOG_BASES, Interval, LogBase
 from cotplan.validation import require_positive, require_unit
 
 # Older names of the shared checks (`cotplan.validation`), still imported by early_exit.
@@ -152,6 +152,6 @@ def _subset(data: _Data, rows: NDArray[np.bool_]) -> _Data:
     )
 
 
-def _percentile(values: NDArray[np.float64], confidence: float) -> ConfidenceInterval:
+def _percentile(values: NDArray[np.float64], confidence: float) -> Interval:
     """Percentile interval that tolerates infinite draws (no interpolation across them)."""
     return percentile_interval(values, confidence, keep_infinite=True)

@@ -14,8 +14,8 @@ from cotplan.planner.data import _ALPHA_MAX, _Data, _subset
 from cotplan.planner.law_paper import _Fit
 from cotplan.planner.records import (
     BoundaryTest,
-    ConfidenceInterval,
     Estimate,
+    Interval,
     LikelihoodRatioTest,
     TrendTest,
     _fmt,
@@ -99,7 +99,7 @@ def _trend_test(data: _Data) -> TrendTest:
 def likelihood_ratio(
     free: _Fit,
     half: _Fit,
-    interval: ConfidenceInterval,
+    interval: Interval,
     draws: NDArray[np.float64],
     *,
     significance: float,

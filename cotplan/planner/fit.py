@@ -93,8 +93,8 @@ from cotplan.planner.records import (
     LOG_BASES,
     BoundaryTest,
     Budget,
-    ConfidenceInterval,
     Estimate,
+    Interval,
     LawComparison,
     LikelihoodRatioTest,
     LogBase,
@@ -110,8 +110,8 @@ __all__ = [
     "BoundaryTest",
     "Budget",
     "BudgetPlanner",
-    "ConfidenceInterval",
     "Estimate",
+    "Interval",
     "LikelihoodRatioTest",
     "LogBase",
     "OptimalBudget",
@@ -147,7 +147,7 @@ class BudgetPlanner:
     random_state : seed of the bootstrap.
 
     After `fit`: `e0_`, `e_base_`, `k0_`, `c_`, `alpha_`, `intervals_` (name ->
-    ConfidenceInterval), `loglik_`, `alpha_half_` (name -> value for the α = 1/2 fit),
+    Interval), `loglik_`, `alpha_half_` (name -> value for the α = 1/2 fit),
     `alpha_half_loglik_`, `c_least_squares_`, `trend_`, `peak_budget_` (None unless accuracy
     falls after a peak), `lrt_` (None with one size), `status_`, `verdict_`, `bootstrap_` (a
     frame of the resampled constants), `sizes_`, `budgets_`, `n_items_`. Those constants are

@@ -38,7 +38,7 @@ from cotplan.planner.law_paper import (
     paper_bootstrap,
 )
 from cotplan.planner.laws import compare_laws, make_laws, score_laws
-from cotplan.planner.records import _NAN_CI, ConfidenceInterval, Status, TrendTest
+from cotplan.planner.records import _NAN_CI, Interval, Status, TrendTest
 from cotplan.planner.state import FitSettings, LawChoice, PaperConstants, PlannerFit
 
 __all__ = ["constants_fit", "fit_planner"]
@@ -160,7 +160,7 @@ def _flat(
     """A constant-error model: reasoning is not credited with any effect."""
     p = fit.settings
     params = np.array([error, error, 0.0, math.nan, math.nan])
-    intervals: dict[str, ConfidenceInterval] = {}
+    intervals: dict[str, Interval] = {}
     draws = fit.draws
     if p.n_bootstrap > 0 and status not in {"all_correct", "all_wrong"}:
         rng = np.random.default_rng(p.random_state)
@@ -176,7 +176,7 @@ def _flat(
             [errors, errors, np.zeros_like(errors), np.full_like(errors, np.nan), errors * np.nan]
         )
     elif status in {"all_correct", "all_wrong"}:
-        point = ConfidenceInterval(error, error)
+        point = Interval(error, error)
         intervals = {"e0": point, "e_base": point}
     ll = float(np.sum(special.xlogy(data.y, 1 - error) + special.xlogy(1 - data.y, error)))
     if 0 < error < 1:

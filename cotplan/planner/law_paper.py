@@ -17,7 +17,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import optimize
 
 from cotplan.planner.data import _ALPHA_MAX, _Cells, _cells, _Data, _percentile
-from cotplan.planner.records import ConfidenceInterval
+from cotplan.planner.records import Interval
 
 __all__: list[str] = []
 
@@ -294,9 +294,9 @@ class PaperBootstrap:
     draws: NDArray[np.float64]
     half_draws: NDArray[np.float64]
     ls_draws: NDArray[np.float64]
-    intervals: dict[str, ConfidenceInterval]
-    half_intervals: dict[str, ConfidenceInterval]
-    ls_interval: ConfidenceInterval
+    intervals: dict[str, Interval]
+    half_intervals: dict[str, Interval]
+    ls_interval: Interval
 
 
 def paper_bootstrap(
@@ -347,7 +347,7 @@ def paper_bootstrap(
         ls_draws[b] = _c_least_squares(cells)
     intervals = {
         name: (
-            ConfidenceInterval(primary.params[i], primary.params[i])
+            Interval(primary.params[i], primary.params[i])
             if i in fixed_primary
             else _percentile(draws[:, i], confidence)
         )
@@ -366,11 +366,11 @@ def paper_bootstrap(
 
 
 def widen_at_bounds(
-    intervals: Mapping[str, ConfidenceInterval],
+    intervals: Mapping[str, Interval],
     data: _Data,
     fixed: Mapping[int, float],
     confidence: float,
-) -> dict[str, ConfidenceInterval]:
+) -> dict[str, Interval]:
     """`intervals` with those that collapsed onto 0 or 1 replaced by exact binomial bounds.
 
     When some budget had no wrong answers, every resample has none either and the
@@ -395,10 +395,10 @@ def widen_at_bounds(
     if 0 not in fixed and ci.high - ci.low < 1e-6 and ci.high < 1e-6:
         best = int(np.argmin(wrong / cells.trials))
         m = max(float(items_per_cell[best]), 1.0)
-        out["e0"] = ConfidenceInterval(0.0, 1.0 - tail ** (1.0 / m))
+        out["e0"] = Interval(0.0, 1.0 - tail ** (1.0 / m))
     ci = out["e_base"]
     if 1 not in fixed and ci.high - ci.low < 1e-6 and ci.low > 1.0 - 1e-6:
         worst = int(np.argmax(wrong / cells.trials))
         m = max(float(items_per_cell[worst]), 1.0)
-        out["e_base"] = ConfidenceInterval(tail ** (1.0 / m), 1.0)
+        out["e_base"] = Interval(tail ** (1.0 / m), 1.0)
     return out

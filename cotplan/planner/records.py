@@ -16,7 +16,6 @@ __all__ = [
     "Budget",
     "CapBasis",
     "CertifiedBudget",
-    "ConfidenceInterval",
     "Estimate",
     "LawComparison",
     "LawFit",
@@ -41,16 +40,12 @@ LOG_BASES: dict[str, float] = {"e": 1.0, "2": math.log(2.0), "10": math.log(10.0
 BASE_LABEL = {"e": "ln", "2": "log2", "10": "log10"}
 
 
-#: The planner's name for cotplan's one interval type (`cotplan.intervals.Interval`).
-ConfidenceInterval = Interval
-
-
 @dataclass(frozen=True)
 class Estimate:
     """A point estimate with its interval."""
 
     value: float
-    interval: ConfidenceInterval
+    interval: Interval
 
 
 @dataclass(frozen=True)
@@ -311,7 +306,7 @@ def _join(values: Sequence[int]) -> str:
     )
 
 
-_NAN_CI = ConfidenceInterval(math.nan, math.nan)
+_NAN_CI = Interval(math.nan, math.nan)
 
 
 # --------------------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ from cotplan.planner.records import (
     Budget,
     CapBasis,
     CertifiedBudget,
-    ConfidenceInterval,
+    Interval,
     PlanCap,
 )
 from cotplan.validation import require_number
@@ -514,7 +514,7 @@ def _law_k_star(law: str) -> _KStar:
     return laws[law].k_star
 
 
-def _bootstrap_interval(draws: NDArray[np.float64], confidence: float) -> ConfidenceInterval:
+def _bootstrap_interval(draws: NDArray[np.float64], confidence: float) -> Interval:
     return percentile_interval(draws, confidence, keep_infinite=True)
 
 

@@ -24,7 +24,7 @@ from cotplan.planner.laws import Law
 from cotplan.planner.records import (
     _NAN_CI,
     BoundaryTest,
-    ConfidenceInterval,
+    Interval,
     LawComparison,
     LikelihoodRatioTest,
     LogBase,
@@ -58,14 +58,14 @@ class PaperConstants:
     intervals by name (NaN where none was computed) and the log-likelihood."""
 
     params: NDArray[np.float64]
-    intervals: Mapping[str, ConfidenceInterval]
+    intervals: Mapping[str, Interval]
     loglik: float
 
     @classmethod
     def of(
         cls,
         params: ArrayLike,
-        intervals: Mapping[str, ConfidenceInterval] | None = None,
+        intervals: Mapping[str, Interval] | None = None,
         loglik: float = math.nan,
     ) -> PaperConstants:
         given = intervals or {}
@@ -120,7 +120,7 @@ class PlannerFit:
     constants: PaperConstants
     alpha_half: PaperConstants
     c_least_squares: float = math.nan
-    intervals_c_least_squares: ConfidenceInterval = _NAN_CI
+    intervals_c_least_squares: Interval = _NAN_CI
     draws: NDArray[np.float64] = field(default_factory=_no_draws)
     half_draws: NDArray[np.float64] = field(default_factory=_no_draws)
     ls_draws: NDArray[np.float64] = field(default_factory=_no_values)
