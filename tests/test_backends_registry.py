@@ -233,3 +233,16 @@ def test_plugins_are_found_by_their_entry_points(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(module, "_entry_points", lambda name=None: [broken])
     with pytest.raises(InputError, match="`backend`: the backend plugin 'gone'"):
         connect("gone:x")
+
+
+def test_the_embedded_model_takes_only_llama_cpps_rules() -> None:
+    # Checked before the server starts: a wrong option costs no model load.
+    with pytest.raises(InputError, match=r"must be one of llama\.cpp, llama\.cpp-thinking"):
+        connect("local:thinking", provider="vllm-thinking", cache=None)
+
+
+def test_the_server_side_cap_needs_a_model_served_with_the_reasoning_parser() -> None:
+    # The plain model has no reasoning parser to split its output: the server cannot cap a
+    # thinking it does not see, so cotplan's two-phase forcing is the way.
+    with pytest.raises(InputError, match=r"needs a model served with llama\.cpp's reasoning"):
+        connect("local", provider="llama.cpp-thinking", cache=None)

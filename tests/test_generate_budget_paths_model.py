@@ -1,8 +1,9 @@
 """Chat mode for a native thinker on the real embedded llama.cpp server (the thinking model):
-cotplan cuts the thinking at k (the two-phase fallback, since llama.cpp's
-`thinking_budget_tokens` does not act on this model: its reasoning parser does not split
-SmolLM2's template), and the forced answer continues the model's own assistant turn through
-the server's `continue_final_message`, not an empty assistant turn and a user turn.
+under the default rule (`llama.cpp`) cotplan cuts the thinking at k, and the forced answer
+continues the model's own assistant turn through the server's `continue_final_message`, not an
+empty assistant turn and a user turn. The server's own cap (`thinking_budget_tokens`, asked for
+with ``provider="llama.cpp-thinking"``) is compared with this in
+test_generate_server_cap_model.py.
 """
 
 from __future__ import annotations

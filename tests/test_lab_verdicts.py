@@ -86,6 +86,7 @@ def test_the_ablation_variance_rule_is_two_sided() -> None:
 
 
 def test_the_ablation_gap_rule_needs_a_share_of_the_bayes_gap_not_a_sign() -> None:
+    pytest.importorskip("torch")
     from cotplan.lab.ablation import GAP_SHARE
 
     def verdict(low: float, high: float) -> str:

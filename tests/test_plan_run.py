@@ -261,11 +261,11 @@ def test_run_refuses_a_size_beyond_the_plans_reach(
     with pytest.raises(SystemExit):
         main(
             [
-                *("run", "--plan", str(path), "--family", "parity", "--n", "40"),
+                *("run", "--plan", str(path), "--family", "parity", "--n", "24"),
                 *("--backend", "lab:lab-model", "--no-progress"),
             ]
         )
-    assert "`n`: n = 40 is beyond this plan's reach" in " ".join(capsys.readouterr().err.split())
+    assert "`n`: n = 24 is beyond this plan's reach" in " ".join(capsys.readouterr().err.split())
 
 
 def test_n_with_tasks_is_an_error_naming_both(

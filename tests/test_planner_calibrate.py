@@ -6,6 +6,7 @@ Pure parts only; runs on the real model are in test_planner_calibrate_model.py.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -188,3 +189,32 @@ def test_plan_run_concludes_in_words() -> None:
     assert "not distinguishable from 0 on 30 items" in same.conclusion
     with pytest.raises(InputError, match="`policy`: must be one of"):
         same.row("fixed")
+
+
+def test_untrusted_token_counts_are_left_out_of_the_savings_not_counted_as_zero() -> None:
+    items = [f"q{i}" for i in range(10)]
+    base = [_answer(i, 512, True, 100) for i in items]
+    # One planned answer's usage was missing: it read 0 tokens, flagged untrusted.
+    planned = [_answer(i, 32, True, 30) for i in items[:-1]]
+    planned.append(replace(_answer(items[-1], 32, True, 0), usage_trusted=False))
+    row = compare_answers({"planned": planned, "uncapped": base}, baseline="uncapped")
+    assert row.set_index("policy").loc["planned", "tokens_saved"] == pytest.approx(0.7)
+
+
+def test_an_old_csv_loads_with_the_new_columns_meaning_what_their_absence_did(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "old.csv"
+    _frame().drop(columns=["answer_lost", "no_answer", "usage_trusted"]).to_csv(path, index=False)
+    frame = load_calibration(path).frame
+    assert not frame["answer_lost"].any()
+    assert not frame["no_answer"].any()
+    assert frame["usage_trusted"].all()
+
+
+def test_an_empty_answer_is_left_out_of_the_fit_not_scored_wrong() -> None:
+    from cotplan.planner.data import _validate_frame
+
+    frame = _frame().assign(no_answer=False)
+    frame.loc[frame.index[-1], ["no_answer", "correct"]] = [True, False]
+    assert len(_validate_frame(frame).item) == len(frame) - 1

@@ -18,7 +18,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from cotplan.backends.adapters import locate_adapter
 from cotplan.backends.base import Backend
+from cotplan.backends.budgets import rule_for_model
 from cotplan.backends.local import CacheChoice, LocalBackend, LocalModel, resolve_cache
 from cotplan.backends.openai_compat import OpenAICompatibleBackend
 from cotplan.backends.responses import OpenAIResponsesBackend
@@ -32,6 +34,7 @@ __all__ = [
     "connect",
     "providers",
     "register_provider",
+    "serve_under",
 ]
 
 #: The entry-point group where plugins declare their providers.
@@ -116,12 +119,61 @@ class _OwningLocalBackend(LocalBackend):
         self.server.stop()
 
 
+#: The rules the embedded llama.cpp server runs under: its plain output cap (cotplan cuts the
+#: thinking at k and forces the answer in two phases: the default) or its own per-request
+#: thinking cap (`thinking_budget_tokens`: one request), which needs a model served with
+#: llama.cpp's reasoning parser.
+_LOCAL_PROVIDERS = ("llama.cpp", "llama.cpp-thinking")
+
+
+def _check_local_provider(model: str, provider: str) -> None:
+    if provider not in _LOCAL_PROVIDERS:
+        raise InputError(
+            f"must be one of {', '.join(_LOCAL_PROVIDERS)} for the embedded model, got "
+            f"{provider!r}",
+            field="provider",
+        )
+    if provider == "llama.cpp-thinking" and not _reasoning_parsed(model):
+        raise InputError(
+            f"'llama.cpp-thinking' needs a model served with llama.cpp's reasoning parser (its "
+            f"thinking returned as `reasoning_content`), such as 'local:thinking'; {model!r} "
+            "is not: leave `provider` out and cotplan forces the answer in two phases",
+            field="provider",
+        )
+
+
+def _reasoning_parsed(model: str) -> bool:
+    """`model` is a shipped adapter served with a chat template that llama.cpp's reasoning
+    parser recognises and the reasoning format on (`cotplan.backends.adapters`)."""
+    shipped = locate_adapter(model)
+    if shipped is None:
+        return False
+    spec = shipped[0]
+    return bool(spec.chat_template) and spec.reasoning_format != "none"
+
+
+def serve_under(backend: LocalBackend, provider: str) -> LocalBackend:
+    """`backend` with its requests capped under `provider`'s rule: ``"llama.cpp"`` (the
+    default: cotplan cuts the thinking at k and forces the answer) or ``"llama.cpp-thinking"``
+    (the server's own `thinking_budget_tokens`: the cap and the answer in one chat request;
+    budgeted CoT then runs in chat mode). What ``connect("local:thinking",
+    provider="llama.cpp-thinking")`` does, for a backend of a server already running."""
+    _check_local_provider(backend.server.model, provider)
+    backend.provider = provider
+    backend.budget_rule = rule_for_model(provider, backend.model).name
+    return backend
+
+
 def _local(request: ConnectRequest) -> Backend:
     options = dict(request.options)
     timeout = float(options.pop("timeout", 300.0))
-    server = LocalModel(request.name or "smollm2-135m-instruct", **options).start()
+    provider = options.pop("provider", "llama.cpp")
+    name = request.name or "smollm2-135m-instruct"
+    _check_local_provider(name, provider)  # before the server starts: a typo costs nothing
+    server = LocalModel(name, **options).start()
     try:
-        return _OwningLocalBackend(server, cache=resolve_cache(request.cache), timeout=timeout)
+        backend = _OwningLocalBackend(server, cache=resolve_cache(request.cache), timeout=timeout)
+        return serve_under(backend, provider)
     except BaseException:
         server.stop()
         raise
@@ -189,7 +241,10 @@ def connect(
     """A Backend from a short spec.
 
     - ``"local"`` or ``"local:PATH_OR_NAME"``: start the embedded llama.cpp server (stopped by
-      ``backend.close()`` or a ``with`` block).
+      ``backend.close()`` or a ``with`` block). For the thinking model, served with
+      llama.cpp's reasoning parser, ``provider="llama.cpp-thinking"`` caps the thinking on
+      the server (`thinking_budget_tokens`, one chat request) instead of cotplan's two-phase
+      budget forcing (the default; `serve_under`).
     - ``"openai:MODEL"``: OpenAI itself (key from ``OPENAI_API_KEY``), or any OpenAI-compatible
       endpoint when `base_url` is given (vLLM, llama.cpp, Ollama, Azure-style gateways); with
       ``api="responses"`` the same as ``"openai-responses:MODEL"``.

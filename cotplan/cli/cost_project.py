@@ -57,8 +57,9 @@ def scenarios(
     out += [scenario(model, k, seller) for k in compare_caps]
     labels = [s.name for s in out]
     if len(set(labels)) < len(labels):
-        raise InputError(f"the scenarios repeat one another: {', '.join(labels)}",
-                         field="compare_model")  # fmt: skip
+        raise InputError(
+            f"the scenarios repeat one another: {', '.join(labels)}", field="compare_model"
+        )
     return out
 
 
@@ -105,19 +106,22 @@ def scenario_table(comparison: Any) -> Table:
     """Each scenario's spend over the horizon and what it saves against the baseline."""
     cmp = Table(
         title=f"Scenarios over the horizon, USD (baseline: {comparison.baseline})",
-        box=box.SIMPLE_HEAD, pad_edge=False,
-    )  # fmt: skip
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
     cmp.add_column("scenario", min_width=12)
     for column in ("per 1k q", "mean", "P10..P90", "saved", "saved %", "saved P10..P90"):
         cmp.add_column(column, justify="right", no_wrap=True)
     for rec in comparison.frame.to_dict("records"):
         cmp.add_row(
-            str(rec["scenario"]), f"{1000 * rec['usd_per_query']:,.2f}",
+            str(rec["scenario"]),
+            f"{1000 * rec['usd_per_query']:,.2f}",
             f"{rec['total_mean_usd']:,.0f}",
             f"{rec['total_p10_usd']:,.0f}..{rec['total_p90_usd']:,.0f}",
-            f"{rec['savings_mean_usd']:,.0f}", f"{rec['savings_pct']:.1f}%",
+            f"{rec['savings_mean_usd']:,.0f}",
+            f"{rec['savings_pct']:.1f}%",
             f"{rec['savings_p10_usd']:,.0f}..{rec['savings_p90_usd']:,.0f}",
-        )  # fmt: skip
+        )
     return cmp
 
 

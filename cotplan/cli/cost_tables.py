@@ -90,26 +90,40 @@ def price_tables(
             read_on = f"[bold red]{row.as_of}, stale ({row.age_days(when)} days)[/]"
         long = "" if row.long_context_threshold is None else f"{row.long_context_threshold:,}"
         rates.add_row(
-            f"  {row.model}", rate(row.input_per_mtok), rate(row.cached_input_per_mtok),
-            rate(row.cache_write_per_mtok), rate(row.output_per_mtok),
-            batch_cell(row, when), long,
-        )  # fmt: skip
+            f"  {row.model}",
+            rate(row.input_per_mtok),
+            rate(row.cached_input_per_mtok),
+            rate(row.cache_write_per_mtok),
+            rate(row.output_per_mtok),
+            batch_cell(row, when),
+            long,
+        )
         valid = " to ".join(str(d) for d in (row.effective_from, row.effective_to) if d is not None)
         if row.effective_from is None and row.effective_to is not None:
             valid = f"until {row.effective_to}"
         elif row.effective_from is not None and row.effective_to is None:
             valid = f"from {row.effective_from}"
-        facts.add_row(f"  {row.model}", _BILLING_WORDS[row.reasoning_billing], valid, read_on,
-                      f"{origin} [{number}]")  # fmt: skip
+        facts.add_row(
+            f"  {row.model}",
+            _BILLING_WORDS[row.reasoning_billing],
+            valid,
+            read_on,
+            f"{origin} [{number}]",
+        )
     parts += [(rates, {}), (facts, {})]
     for url, number in sources.items():
-        parts.append((f"[{number}] {url}", {"highlight": False, "markup": False,
-                                            "soft_wrap": True}))  # fmt: skip
+        parts.append(
+            (f"[{number}] {url}", {"highlight": False, "markup": False, "soft_wrap": True})
+        )
     genai_rows = sum(r.from_genai for r in table.rows)
     models = len({(r.provider, r.model) for r in table.rows})
-    hidden = "" if chosen != "cotplan" else (
-        " The rest come from genai-prices: filter with --provider or --model, or --source all."
-    )  # fmt: skip
+    hidden = (
+        ""
+        if chosen != "cotplan"
+        else (
+            " The rest come from genai-prices: filter with --provider or --model, or --source all."
+        )
+    )
     legend = (
         f"{len(rows):,} rows shown of {len(table.rows):,}: {models:,} models (provider and "
         f"name) from {len(table.providers())} providers, {genai_rows:,} rows from "
@@ -131,15 +145,26 @@ def price_tables(
 
 def projection_table(frame: pd.DataFrame, title: str, periods: tuple[str, ...]) -> Table:
     out = Table(title=title)
-    for column, justify in (("period", "left"), ("queries", "right"), ("mean", "right"),
-                            ("P10", "right"), ("P50", "right"), ("P90", "right")):  # fmt: skip
+    for column, justify in (
+        ("period", "left"),
+        ("queries", "right"),
+        ("mean", "right"),
+        ("P10", "right"),
+        ("P50", "right"),
+        ("P90", "right"),
+    ):
         out.add_column(column, justify=justify)  # type: ignore[arg-type]
     chosen = frame[frame["period"].isin(periods)]
     for record in chosen.to_dict("records"):
         bold = record["period"] in ("year", "total")
-        cells = [str(record["label"]), f"{record['queries']:,.0f}", _money(record["mean_usd"]),
-                 _money(record["p10_usd"]), _money(record["p50_usd"]),
-                 _money(record["p90_usd"])]  # fmt: skip
+        cells = [
+            str(record["label"]),
+            f"{record['queries']:,.0f}",
+            _money(record["mean_usd"]),
+            _money(record["p10_usd"]),
+            _money(record["p50_usd"]),
+            _money(record["p90_usd"]),
+        ]
         out.add_row(*[f"[bold]{c}[/]" if bold else c for c in cells])
     return out
 

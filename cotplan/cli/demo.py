@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from cotplan.workflow import Demo
 
 # The preset and family names are re-exported: they lived here before `cotplan.workflow`.
-__all__ = ["DEMO_FALLBACK_FAMILY", "FULL", "QUICK", "DemoPreset", "demo_family", "register"]
+__all__ = ["DEMO_FALLBACK_FAMILY", "FULL", "QUICK", "DemoPreset", "demo", "demo_family", "register"]
 
 
 def _print_costs(costs: pd.DataFrame, queries_per_day: float, what_if: str) -> None:
@@ -80,24 +80,24 @@ def _print_costs(costs: pd.DataFrame, queries_per_day: float, what_if: str) -> N
     )
 
 
-def _show_step(step: str, demo: Demo, eps: float | None, folder: Path) -> None:
+def _show_step(step: str, result: Demo, eps: float | None, folder: Path) -> None:
     """Print and save what `run_demo` just finished."""
     from cotplan.charts import chart
     from cotplan.charts.planner import budget_chart, calibration_chart
 
-    if step == "calibrate" and demo.calibration is not None:
-        demo.calibration.to_csv(folder / "calibration.csv")
-        print_calibration(demo.calibration)
+    if step == "calibrate" and result.calibration is not None:
+        result.calibration.to_csv(folder / "calibration.csv")
+        print_calibration(result.calibration)
         console.rule("2. plan")
-    elif step == "plan" and demo.planner is not None:
-        planner = demo.planner
+    elif step == "plan" and result.planner is not None:
+        planner = result.planner
         print_report(planner)
         if eps is None:
-            console.print(f"target: {demo.target_reason}")
-        print_certified(planner, demo.target)
-        shown = demo.planned
+            console.print(f"target: {result.target_reason}")
+        print_certified(planner, result.target)
+        shown = result.planned
         if shown:
-            print_budgets(shown, demo.target)
+            print_budgets(shown, result.target)
         else:
             console.print(f"plan: k* = 0 at every size ({planner.verdict_})")
         write_csv(planner.report().to_frame(), folder / "constants.csv")
@@ -105,104 +105,115 @@ def _show_step(step: str, demo: Demo, eps: float | None, folder: Path) -> None:
             import pandas as pd
 
             write_csv(pd.concat([b.to_frame() for b in shown]), folder / "plan.csv")
-            save_chart(budget_chart(planner, eps=demo.target), folder / "budget.png")
+            save_chart(budget_chart(planner, eps=result.target), folder / "budget.png")
         save_chart(calibration_chart(planner), folder / "calibration.png")
         console.rule("3. run the plan on held-out items")
-    elif step == "run" and demo.run is not None:
-        print_comparison(demo.run)
-        write_csv(demo.run.frame, folder / "run.csv")
-        write_csv(demo.run.comparison, folder / "comparison.csv")
-        save_chart(chart(demo.run), folder / "comparison.png")
+    elif step == "run" and result.run is not None:
+        print_comparison(result.run)
+        write_csv(result.run.frame, folder / "run.csv")
+        write_csv(result.run.comparison, folder / "comparison.csv")
+        save_chart(chart(result.run), folder / "comparison.png")
         console.rule("4. projected cost")
 
 
-def register(app: typer.Typer) -> None:
-    @app.command()
-    def demo(
-        backend: Annotated[
-            str,
-            typer.Option(
-                help="'local:thinking' (the embedded thinking model), 'local' (plain "
-                "SmolLM2), 'local:PATH', 'lab:parity-overthink' or 'openai:MODEL'."
-            ),
-        ] = "local:thinking",
-        base_url: Annotated[str | None, typer.Option(help="An OpenAI-compatible endpoint.")] = None,
-        family: Annotated[
-            str | None, typer.Option(help="Task family (default: the demo's measured choice).")
-        ] = None,
-        quick: Annotated[
-            bool, typer.Option(help="Fewer items and budgets: about a minute.")
-        ] = False,
-        eps: Annotated[
-            float | None, typer.Option(help="Target error rate (default: chosen from the fit).")
-        ] = None,
-        queries_per_day: Annotated[
-            float, typer.Option(help="Workload for the cost projection.")
-        ] = 10_000,
-        what_if: Annotated[
-            str, typer.Option(help="API model whose prices the what-if projection uses.")
-        ] = WHAT_IF_MODEL,
-        count: Annotated[
-            int | None, typer.Option(help="Calibration items per size (default: the preset's).")
-        ] = None,
-        held_out: Annotated[
-            int | None, typer.Option(help="Held-out items per size (default: the preset's).")
-        ] = None,
-        seed: Annotated[int, typer.Option(help="Seed of the calibration items.")] = 0,
-        out: Annotated[
-            Path | None, typer.Option(help="Report folder (default reports/demo-<time>-<random>/).")
-        ] = None,
-        progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
-        timeout: TimeoutOption = DEFAULT_TIMEOUT_S,
-        max_retries: MaxRetriesOption = DEFAULT_MAX_RETRIES,
-        protocol: ProtocolOption = "auto",
-    ) -> None:
-        """Calibrate, plan and run on a built-in task, then project the cost."""
-        # Every option is checked before the model starts.
-        if eps is not None:
-            check_unit(eps, "eps")
-        check_at_least(queries_per_day, "queries_per_day", 0)
-        check_at_least(count, "count", 1)
-        check_at_least(held_out, "held_out", 1)
-        from cotplan.backends import connect
-        from cotplan.cli.calibrate import check_timeouts, connect_options
-        from cotplan.pricing import price_table
-        from cotplan.workflow import demo_setup, run_demo
+def demo(
+    *,
+    backend: Annotated[
+        str,
+        typer.Option(
+            help="'local:thinking' (the embedded thinking model), 'local' (plain "
+            "SmolLM2), 'local:PATH', 'lab:parity-overthink' or 'openai:MODEL'."
+        ),
+    ] = "local:thinking",
+    base_url: Annotated[str | None, typer.Option(help="An OpenAI-compatible endpoint.")] = None,
+    family: Annotated[
+        str | None, typer.Option(help="Task family (default: the demo's measured choice).")
+    ] = None,
+    quick: Annotated[bool, typer.Option(help="Fewer items and budgets: about a minute.")] = False,
+    eps: Annotated[
+        float | None, typer.Option(help="Target error rate (default: chosen from the fit).")
+    ] = None,
+    queries_per_day: Annotated[
+        float, typer.Option(help="Workload for the cost projection.")
+    ] = 10_000,
+    what_if: Annotated[
+        str, typer.Option(help="API model whose prices the what-if projection uses.")
+    ] = WHAT_IF_MODEL,
+    count: Annotated[
+        int | None, typer.Option(help="Calibration items per size (default: the preset's).")
+    ] = None,
+    held_out: Annotated[
+        int | None, typer.Option(help="Held-out items per size (default: the preset's).")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the calibration items.")] = 0,
+    out: Annotated[
+        Path | None, typer.Option(help="Report folder (default reports/demo-<time>-<random>/).")
+    ] = None,
+    progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
+    timeout: TimeoutOption = DEFAULT_TIMEOUT_S,
+    max_retries: MaxRetriesOption = DEFAULT_MAX_RETRIES,
+    protocol: ProtocolOption = "auto",
+) -> None:
+    """Calibrate, plan and run on a built-in task, then project the cost."""
+    # Every option is checked before the model starts.
+    if eps is not None:
+        check_unit(eps, "eps")
+    check_at_least(queries_per_day, "queries_per_day", 0)
+    check_at_least(count, "count", 1)
+    check_at_least(held_out, "held_out", 1)
+    from cotplan.backends import connect
+    from cotplan.cli.calibrate import check_timeouts, connect_options
+    from cotplan.pricing import price_table
+    from cotplan.workflow import demo_setup, run_demo
 
-        check_timeouts(timeout, max_retries)
-        check_protocol(protocol)
+    check_timeouts(timeout, max_retries)
+    check_protocol(protocol)
 
-        started = time.perf_counter()
-        price_table().resolve(what_if)  # fail before any model call on a typo
-        setup = demo_setup(
-            family, backend=backend, preset=QUICK if quick else FULL, count=count,
-            held_out=held_out, seed=seed,
-        )  # fmt: skip
-        report = start_report(out, kind="demo", command="demo")
-        staging = report.path  # every step writes here; moved into place together at the end
-        preset = setup.preset
-        console.rule(f"cotplan demo: {setup.family} ({setup.description})")
-        options = connect_options(backend, timeout, max_retries, protocol)
-        with report, connect(backend, base_url=base_url, **options) as model:
-            console.print(
-                f"model {model.model} ({mode_and_protocol(model)}); "
-                f"sizes n = {', '.join(map(str, setup.sizes))} "
-                f"({setup.n_meaning}); {len(setup.items)} calibration items at budgets k = "
-                + "; ".join(f"{', '.join(map(str, preset.grid(n)))} (n = {n})" for n in setup.sizes)
-                + (" (the paper's grid, [0, 10√n])" if preset.budgets is None else "")
-                + f"; {len(setup.held_out)} held-out items"
-            )
-            console.rule("1. calibrate")
-            demo = run_demo(
-                model, setup, eps=eps, queries_per_day=queries_per_day, what_if=what_if,
-                progress=progress, on_step=lambda step, done: _show_step(step, done, eps, staging),
-            )  # fmt: skip
-            assert demo.costs is not None
-            write_csv(demo.costs, staging / "costs.csv")
-            folder = finish_report(report)
-        _print_costs(demo.costs, queries_per_day, what_if)
-        console.rule()
+    started = time.perf_counter()
+    price_table().resolve(what_if)  # fail before any model call on a typo
+    setup = demo_setup(
+        family,
+        backend=backend,
+        preset=QUICK if quick else FULL,
+        count=count,
+        held_out=held_out,
+        seed=seed,
+    )
+    report = start_report(out, kind="demo", command="demo")
+    staging = report.path  # every step writes here; moved into place together at the end
+    preset = setup.preset
+    console.rule(f"cotplan demo: {setup.family} ({setup.description})")
+    options = connect_options(backend, timeout, max_retries, protocol)
+    with report, connect(backend, base_url=base_url, **options) as model:
         console.print(
-            f"report folder: {folder} (calibration.csv, constants.csv, plan.csv, run.csv, "
-            f"comparison.csv, costs.csv, *.png); finished in {time.perf_counter() - started:.0f} s"
+            f"model {model.model} ({mode_and_protocol(model)}); "
+            f"sizes n = {', '.join(map(str, setup.sizes))} "
+            f"({setup.n_meaning}); {len(setup.items)} calibration items at budgets k = "
+            + "; ".join(f"{', '.join(map(str, preset.grid(n)))} (n = {n})" for n in setup.sizes)
+            + (" (the paper's grid, [0, 10√n])" if preset.budgets is None else "")
+            + f"; {len(setup.held_out)} held-out items"
         )
+        console.rule("1. calibrate")
+        finished = run_demo(
+            model,
+            setup,
+            eps=eps,
+            queries_per_day=queries_per_day,
+            what_if=what_if,
+            progress=progress,
+            on_step=lambda step, done: _show_step(step, done, eps, staging),
+        )
+        assert finished.costs is not None
+        write_csv(finished.costs, staging / "costs.csv")
+        folder = finish_report(report)
+    _print_costs(finished.costs, queries_per_day, what_if)
+    console.rule()
+    console.print(
+        f"report folder: {folder} (calibration.csv, constants.csv, plan.csv, run.csv, "
+        f"comparison.csv, costs.csv, *.png); finished in {time.perf_counter() - started:.0f} s"
+    )
+
+
+def register(app: typer.Typer) -> None:
+    """Add `cotplan demo` to the top-level app."""
+    app.command()(demo)

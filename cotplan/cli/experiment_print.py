@@ -157,9 +157,20 @@ def print_spread(spread: Any) -> None:
 def print_ablation(result: Any) -> None:
     """One ablation: training losses beside Bayes, variance over orderings, the gap fits."""
     training = result.training[
-        ["model", "heldout_loss", "bayes_heldout_loss", "excess", "excess_se", "bayes_loss",
-         "constant_loss", "steps_per_s", "s_within_0.001", "s_settled_0.001", "from_store"]
-    ]  # fmt: skip
+        [
+            "model",
+            "heldout_loss",
+            "bayes_heldout_loss",
+            "excess",
+            "excess_se",
+            "bayes_loss",
+            "constant_loss",
+            "steps_per_s",
+            "s_within_0.001",
+            "s_settled_0.001",
+            "from_store",
+        ]
+    ]
     console.print("Held-out loss per bit (nats) beside the Bayes predictor's on the same bits:")
     console.print(training.to_string(index=False))
     console.print("Variance over orderings of P(1 | t/2 ones among t bits), float64:")

@@ -116,9 +116,16 @@ def print_study(study: Any) -> None:
     console.print(_frame_table(study.oracle_summary(), "Oracle per-item budget (calibration)", 1))
     console.print(_frame_table(study.plan.drop(columns=["note"]), "Planned caps", 2))
     columns = [
-        "policy", "items", "accuracy", "accuracy_low", "accuracy_high", "reasoning_tokens",
-        "tokens_saved", "tokens_saved_low", "tokens_saved_high",
-    ]  # fmt: skip
+        "policy",
+        "items",
+        "accuracy",
+        "accuracy_low",
+        "accuracy_high",
+        "reasoning_tokens",
+        "tokens_saved",
+        "tokens_saved_low",
+        "tokens_saved_high",
+    ]
     console.print(
         _frame_table(study.heldout[columns], "Held-out items (paired bootstrap vs uncapped)")
     )
@@ -384,8 +391,17 @@ def weights_command() -> None:
     from cotplan.lab.reasoning.train import settings_for
 
     table = Table(title=f"Shipped lab weights ({shipped_dir().name}/)")
-    for column in ("family", "preset", "key", "SHA-256", "fits", "trained in", "full trace",
-                   "trace exact", "no reasoning"):  # fmt: skip
+    for column in (
+        "family",
+        "preset",
+        "key",
+        "SHA-256",
+        "fits",
+        "trained in",
+        "full trace",
+        "trace exact",
+        "no reasoning",
+    ):
         table.add_column(column)
     for record_path in sorted(shipped_dir().glob("*.json")):
         record = json.loads(record_path.read_text(encoding="utf-8"))

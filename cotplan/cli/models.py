@@ -52,6 +52,7 @@ def pull(
 
 @app.command("train-thinking")
 def train_thinking(
+    *,
     out: Path = typer.Option(..., help="Folder for the adapter (PEFT folder, GGUF, record)."),
     examples: int = typer.Option(1400, help="Training examples (thinking traces)."),
     seed: int = typer.Option(0, help="Seed of the examples and of the LoRA initialisation."),

@@ -28,9 +28,14 @@ def jupyterlab_command(notebooks: Path, port: int, open_browser: bool) -> list[s
     if importlib.util.find_spec("jupyterlab") is None:
         raise ConfigError("JupyterLab is not installed: pip install 'cotplan[dev]'")
     command = [
-        sys.executable, "-m", "jupyter", "lab", "--ip=127.0.0.1", f"--port={port}",
+        sys.executable,
+        "-m",
+        "jupyter",
+        "lab",
+        "--ip=127.0.0.1",
+        f"--port={port}",
         f"--notebook-dir={notebooks.resolve()}",
-    ]  # fmt: skip
+    ]
     if not open_browser:
         command.append("--no-browser")
     if hasattr(os, "geteuid") and os.geteuid() == 0:

@@ -89,6 +89,7 @@ def family_items(
 
 @app.command("make")
 def make_command(
+    *,
     family: Annotated[
         str | None,
         typer.Argument(help="Family name (see `cotplan tasks list`); or give --family."),

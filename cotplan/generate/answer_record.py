@@ -36,9 +36,14 @@ class BudgetedAnswer:
     cut the thinking and forced the answer, ``one-request`` where the server or provider capped
     it inside one request; `answer_lost` is True when that cap ate the answer (the call stopped
     at its token cap with no answer text): such a row is not a wrong answer but a cap set too
-    tight. `budget_note` says where the request could not hold k exactly (an effort level is
-    not a token count, a provider's floor, a soft budget) and what went wrong with the cap;
-    `cost_note` is about the price alone."""
+    tight. `no_answer` is True when the server sent no answer at all (``content: null``,
+    `Completion.no_answer`) other than by such a cut: an outcome of its own too, not a wrong
+    answer. `usage_trusted` is False when a call's token counts cannot be right
+    (`Completion.usage_trusted`): its counts read 0 and are no measurement, so the token
+    columns and the cap check of the row say nothing and its cost is NaN, with the reason in
+    `cost_note`. `budget_note` says where the request could not hold k exactly (an effort
+    level is not a token count, a provider's floor, a soft budget) and what went wrong with the
+    cap or the reply; `cost_note` is about the price alone."""
 
     item: str
     family: str
@@ -73,6 +78,9 @@ class BudgetedAnswer:
     #: The exact text the answer phase continued (template mode; "" otherwise): score any
     #: candidate answer after it to get probabilities instead of one extracted answer.
     answer_prompt: str = field(default="", repr=False, compare=False)
+    # New fields go last, with defaults: rows saved before them still build a record.
+    usage_trusted: bool = True
+    no_answer: bool = False
 
     @property
     def completion_tokens(self) -> int:
@@ -103,9 +111,18 @@ class _Price:
 
 
 def _price(completion: Completion) -> _Price:
-    """List price of a call (also when the cache answered); NaN with a note when unknown."""
+    """List price of a call (also when the cache answered); NaN with a note when unknown, and
+    when the call's usage cannot be trusted (its counts read 0: pricing them would be a
+    silent $0, which a sum would count)."""
     from cotplan.generate.call_cost import recorded_cost
 
+    if not completion.usage_trusted:
+        why = "; ".join(completion.notes) or "the server's counts cannot be right"
+        return _Price(
+            math.nan,
+            f"the usage of a {completion.model} call cannot be trusted ({why}): "
+            "its cost is unknown, not $0",
+        )
     try:
         cost = recorded_cost(replace(completion, from_cache=False))
     except InputError as exc:  # UnknownModelError, or no price in effect today
@@ -190,12 +207,14 @@ class Exchange:
             content=self.answer_text if self.checked else None,
         )
         lost = not check.answer_survived
-        text = "" if lost else self.answer_text
-        extracted = None if lost else extract_answer(text, s.item, prefilled=self.prefilled)
-        correct = not lost and is_correct(text, s.item, prefilled=self.prefilled)
+        silent = not lost and self._no_answer()
+        scored = not (lost or silent)  # a lost or missing answer is no wrong answer
+        text = self.answer_text if scored else ""
+        extracted = extract_answer(text, s.item, prefilled=self.prefilled) if scored else None
+        correct = scored and is_correct(text, s.item, prefilled=self.prefilled)
         prices = [_price(c) for c in calls]
         cost_notes = sorted({p.note for p in prices if p.note})
-        budget_notes = [*self.notes, check.note] if check.note else list(self.notes)
+        budget_notes = self._budget_notes(check.note, silent=silent)
         truncated = self.truncated
         if truncated is None:
             truncated = self.reasoning is not None and self.reasoning.truncated
@@ -234,4 +253,25 @@ class Exchange:
             answer_lost=lost,
             budget_note="; ".join(budget_notes),
             answer_prompt=self.answer_prompt,
+            usage_trusted=all(c.usage_trusted for c in calls),
+            no_answer=silent,
         )
+
+    def _no_answer(self) -> bool:
+        """The call that gave the answer (the answer call, else the one under the cap) had
+        none: the server sent ``content: null``."""
+        answering = self.answer if self.answer is not None else self.reasoning
+        return answering is not None and answering.no_answer
+
+    def _budget_notes(self, cap_note: str, *, silent: bool) -> list[str]:
+        """The request's notes, the cap check's, and what about the reply cannot be trusted."""
+        notes = [*self.notes, cap_note] if cap_note else list(self.notes)
+        if silent:
+            notes.append("the server sent no answer (`content: null`): not scored")
+        untrusted = sum(1 for c in self.calls if not c.usage_trusted)
+        if untrusted:
+            notes.append(
+                f"the token counts of {untrusted} call(s) cannot be trusted: the token columns "
+                "and the cap check are no measurement"
+            )
+        return notes

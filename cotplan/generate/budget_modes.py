@@ -204,12 +204,27 @@ def _one_request(s: BudgetSetup, k: int, fields: BudgetParams) -> BudgetedAnswer
         used,
         answer_tokens=max(0, reply.usage.completion_tokens - used),
         thinking=thinking,
-        truncated=used >= fields.cap > 0,
+        truncated=_cut_by_cap(used, fields.cap, counted=not reply.usage.reasoning_tokens),
         one_request=True,
         checked=True,
         notes=(*fields.notes, note) if note else fields.notes,
     )
     return exchange.to_answer(s, k)
+
+
+#: Thinking tokens a server-side cap counts that the thinking it returns no longer holds: the
+#: line breaks its reasoning parser strips from both ends (the one after ``<think>``, and one
+#: where the cap fell). A thought cut at k and counted from its text holds k - 2 to k tokens
+#: (llama.cpp's `thinking_budget_tokens`: tests/test_generate_server_cap_model.py).
+_STRIPPED_TOKENS = 2
+
+
+def _cut_by_cap(used: int, cap: int, *, counted: bool) -> bool:
+    """Whether the server's cap ended the thinking: it used the whole budget, to within the
+    stripped line breaks where the count comes from the text, not the server's usage."""
+    if cap <= 0:
+        return False
+    return used >= cap - (_STRIPPED_TOKENS if counted else 0)
 
 
 def _thinking_tokens(

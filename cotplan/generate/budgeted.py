@@ -52,9 +52,10 @@ The reasoning latency of each shorter budget is the long run's, pro-rated by tok
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Literal
 
-from cotplan.backends.base import Backend, Completion, Usage
+from cotplan.backends.base import Backend, Completion
 from cotplan.errors import InputError
 from cotplan.generate.answer_record import BudgetedAnswer, answer_probability, answers_frame
 from cotplan.generate.budget_modes import (
@@ -154,18 +155,19 @@ def cut_run(run: Completion, k: int) -> Completion | None:
     if tokens is None or len(tokens) < k or "".join(t.token for t in tokens) != run.text:
         return None
     fraction = k / used if used else 0.0
-    return Completion(
+    # `replace` keeps what the cut does not change: whether the usage can be trusted, the
+    # call's notes, `no_answer`, the model and `from_cache`.
+    return replace(
+        run,
         text="".join(t.token for t in tokens[:k]),
         finish_reason="length",
-        usage=Usage(
-            prompt_tokens=run.usage.prompt_tokens,
+        usage=replace(
+            run.usage,
             completion_tokens=k,
-            cached_tokens=run.usage.cached_tokens,
+            reasoning_tokens=min(run.usage.reasoning_tokens, k),
         ),
-        model=run.model,
         logprobs=tuple(tokens[:k]),
         latency_s=run.latency_s * fraction,
-        from_cache=run.from_cache,
     )
 
 

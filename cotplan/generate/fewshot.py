@@ -61,8 +61,11 @@ class FewShotTemplate:
     header: str = ""
 
     def __post_init__(self) -> None:
-        for name, value in (("example", self.example), ("separator", self.separator),
-                            ("header", self.header)):  # fmt: skip
+        for name, value in (
+            ("example", self.example),
+            ("separator", self.separator),
+            ("header", self.header),
+        ):
             if not isinstance(value, str):
                 raise InputError(f"must be a string, got {value!r}", field=f"template.{name}")
         if self.example.count("{input}") != 1 or self.example.count("{output}") != 1:
@@ -127,16 +130,20 @@ def _one(
         if "input" not in item or "output" not in item:
             raise InputError(
                 f"needs `input` and `output`, got keys {sorted(map(str, item))}",
-                field=where, line=line, source=source,
-            )  # fmt: skip
+                field=where,
+                line=line,
+                source=source,
+            )
         pair = (item["input"], item["output"])
     elif isinstance(item, Sequence) and not isinstance(item, str) and len(item) == 2:
         pair = (item[0], item[1])
     else:
         raise InputError(
             f"must be an Example, an (input, output) pair or a dict, got {item!r}",
-            field=where, line=line, source=source,
-        )  # fmt: skip
+            field=where,
+            line=line,
+            source=source,
+        )
     return Example(
         _text(pair[0], f"{where}.input", line=line, source=source),
         _text(pair[1], f"{where}.output", line=line, source=source).strip(),
@@ -212,20 +219,24 @@ def load_examples(path: str | Path) -> tuple[Example, ...]:
         if not {"input", "output"} <= columns:
             raise InputError(
                 f"needs a header with `input` and `output` columns, got {sorted(columns)}",
-                field="examples", line=1, source=source,
-            )  # fmt: skip
+                field="examples",
+                line=1,
+                source=source,
+            )
         rows = [(number, row) for number, row in enumerate(reader, start=2)]
     else:
         raise InputError(
             f"unknown example file type {suffix!r}: use .jsonl, .json, .csv or .tsv",
-            field="examples", source=source,
-        )  # fmt: skip
+            field="examples",
+            source=source,
+        )
     examples = tuple(
         _one(item, i, line=number or None, source=source) for i, (number, item) in enumerate(rows)
     )
     if len(examples) < 2:
         raise InputError(
             f"need at least two examples to reorder, found {len(examples)}",
-            field="examples", source=source,
-        )  # fmt: skip
+            field="examples",
+            source=source,
+        )
     return examples

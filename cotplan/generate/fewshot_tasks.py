@@ -27,22 +27,70 @@ from cotplan.validation import require_int
 __all__ = ["FEWSHOT_FAMILIES", "FewShotItem", "make_fewshot_tasks"]
 
 _POSITIVE = (
-    "wonderful", "excellent", "delightful", "brilliant", "lovely", "fantastic", "superb",
-    "charming", "pleasant", "amazing", "great", "marvelous",
-)  # fmt: skip
+    "wonderful",
+    "excellent",
+    "delightful",
+    "brilliant",
+    "lovely",
+    "fantastic",
+    "superb",
+    "charming",
+    "pleasant",
+    "amazing",
+    "great",
+    "marvelous",
+)
 _NEGATIVE = (
-    "terrible", "awful", "dreadful", "horrible", "boring", "disgusting", "miserable",
-    "painful", "annoying", "poor", "ugly", "nasty",
-)  # fmt: skip
+    "terrible",
+    "awful",
+    "dreadful",
+    "horrible",
+    "boring",
+    "disgusting",
+    "miserable",
+    "painful",
+    "annoying",
+    "poor",
+    "ugly",
+    "nasty",
+)
 _THINGS = ("movie", "meal", "trip", "concert", "book", "hotel", "game", "show", "party", "class")
 _MAMMALS = (
-    "dog", "cat", "horse", "whale", "bat", "cow", "mouse", "lion", "rabbit", "elephant", "goat",
-    "tiger", "dolphin", "bear", "monkey", "sheep",
-)  # fmt: skip
+    "dog",
+    "cat",
+    "horse",
+    "whale",
+    "bat",
+    "cow",
+    "mouse",
+    "lion",
+    "rabbit",
+    "elephant",
+    "goat",
+    "tiger",
+    "dolphin",
+    "bear",
+    "monkey",
+    "sheep",
+)
 _OTHERS = (
-    "eagle", "shark", "frog", "snake", "lizard", "salmon", "crow", "turtle", "bee", "spider",
-    "owl", "crocodile", "ant", "trout", "parrot", "octopus",
-)  # fmt: skip
+    "eagle",
+    "shark",
+    "frog",
+    "snake",
+    "lizard",
+    "salmon",
+    "crow",
+    "turtle",
+    "bee",
+    "spider",
+    "owl",
+    "crocodile",
+    "ant",
+    "trout",
+    "parrot",
+    "octopus",
+)
 
 #: Built-in families, with their labels in the order they are offered as choices.
 FEWSHOT_FAMILIES: dict[str, tuple[str, ...]] = {
@@ -106,8 +154,11 @@ def make_fewshot_tasks(
             f"unknown few-shot family {family!r} (known: {', '.join(FEWSHOT_FAMILIES)})",
             field="family",
         )
-    for name, value, low, high in (("n_examples", n_examples, 2, 12), ("count", count, 1, 10_000),
-                                   ("seed", seed, 0, 2**63 - 1)):  # fmt: skip
+    for name, value, low, high in (
+        ("n_examples", n_examples, 2, 12),
+        ("count", count, 1, 10_000),
+        ("seed", seed, 0, 2**63 - 1),
+    ):
         require_int(value, name, low=low, high=high)
     labels = FEWSHOT_FAMILIES[family]
     draw = _DRAW[family]

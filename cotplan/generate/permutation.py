@@ -262,15 +262,24 @@ class AnswerDistribution:
             }
         )
         frame.attrs.update(
-            query=self.query, model=self.model, m=self.m, m_max=self.m_max,
-            schedule=self.schedule, seed=self.seed, method=self.method,
-            interval_method=self.interval_method, confidence=self.confidence,
-            stop_reason=self.stop_reason, calls=self.calls, cached_calls=self.cached_calls,
-            k=self.k, prompt_tokens=self.usage.prompt_tokens,
+            query=self.query,
+            model=self.model,
+            m=self.m,
+            m_max=self.m_max,
+            schedule=self.schedule,
+            seed=self.seed,
+            method=self.method,
+            interval_method=self.interval_method,
+            confidence=self.confidence,
+            stop_reason=self.stop_reason,
+            calls=self.calls,
+            cached_calls=self.cached_calls,
+            k=self.k,
+            prompt_tokens=self.usage.prompt_tokens,
             completion_tokens=self.usage.completion_tokens,
             cost_usd=None if self.cost_usd is None else str(self.cost_usd),
             mean_covered_mass=self.mean_covered_mass,
-        )  # fmt: skip
+        )
         return frame
 
     def orderings_frame(self) -> pd.DataFrame:
@@ -502,8 +511,11 @@ def _result_notes(
     if unmatched:
         notes.append(f"{unmatched} answers named none of the choices")
     leader = int(np.argmax(mean))
-    tied = [c for c, p in zip(choices, mean, strict=True)
-            if math.isclose(p, mean[leader], rel_tol=1e-12)]  # fmt: skip
+    tied = [
+        c
+        for c, p in zip(choices, mean, strict=True)
+        if math.isclose(p, mean[leader], rel_tol=1e-12)
+    ]
     if len(tied) > 1:
         notes.append(f"{tied} tie; the answer is the first of them")
 

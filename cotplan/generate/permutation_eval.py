@@ -162,8 +162,13 @@ def loglog_slope(
         raise InputError(f"need at least 3 positive points, got {len(x)}", field="values")
     fit = stats.linregress(x, y)
     half = float(stats.t.ppf(0.5 + confidence / 2, len(x) - 2)) * float(fit.stderr)
-    return SlopeFit(float(fit.slope), float(fit.slope) - half, float(fit.slope) + half,
-                    float(fit.intercept), len(x))  # fmt: skip
+    return SlopeFit(
+        float(fit.slope),
+        float(fit.slope) - half,
+        float(fit.slope) + half,
+        float(fit.intercept),
+        len(x),
+    )
 
 
 def brier_score(probs: FloatArray, truth: npt.ArrayLike) -> float:

@@ -244,8 +244,7 @@ def plan_candidates(
                 field="choices",
             )
         continuations, pieces, source = build(terminator)
-    same = [c for c, p in zip(choices, pieces, strict=True)
-            if sum(q == p for q in pieces) > 1]  # fmt: skip
+    same = [c for c, p in zip(choices, pieces, strict=True) if sum(q == p for q in pieces) > 1]
     if same:
         raise InputError(f"{same} are the same tokens to the model", field="choices")
     first = [p[0] for p in pieces]
@@ -350,9 +349,13 @@ def budgeted_prompt(
     """
     choices = tuple(choices)
     item = TaskItem(
-        id=item_id, prompt=prompt, answer=choices[0], kind="choice", choices=choices,
+        id=item_id,
+        prompt=prompt,
+        answer=choices[0],
+        kind="choice",
+        choices=choices,
         family="permutation",
-    )  # fmt: skip
+    )
     answer = budgeted_answer(backend, item, k, answer_tokens=answer_tokens, prompt=cot_prompt)
     if plan is not None and answer.answer_prompt:
         scored = score_prompt(backend, answer.answer_prompt, plan)

@@ -38,14 +38,20 @@ V2_NAMES: dict[str, str] = {
 #: Evaluation settings per preset; ``train`` names the `PE_LAB_PRESETS` entry.
 ABLATION_PRESETS: dict[str, dict[str, Any]] = {
     "quick": {
-        "train": "quick", "ts": (20, 40, 60), "n_orderings": 200, "n_sequences": 20,
+        "train": "quick",
+        "ts": (20, 40, 60),
+        "n_orderings": 200,
+        "n_sequences": 20,
         "n_boot": 500,
     },
     "full": {
-        "train": "full", "ts": (20, 50, 100, 150, 198), "n_orderings": 1000, "n_sequences": 100,
+        "train": "full",
+        "ts": (20, 50, 100, 150, 198),
+        "n_orderings": 1000,
+        "n_sequences": 100,
         "n_boot": 2000,
     },
-}  # fmt: skip
+}
 
 #: Called once per stage with (stage name, units planned); returns the progress callback.
 StageFn = Callable[[str, int], ProgressFn | None]

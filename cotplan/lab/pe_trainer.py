@@ -163,14 +163,32 @@ TrainSettings = PETrainSettings
 #: encoding on 2 idle cores); ``quick``: a tiny model trained in seconds.
 PE_LAB_PRESETS: dict[str, dict[str, Any]] = {
     "quick": {
-        "d_model": 32, "n_layers": 1, "n_heads": 2, "d_ff": 64, "seq_len": 64, "batch_size": 32,
-        "steps": 300, "lr": 5e-3, "warmup": 20, "eval_every": 100, "eval_sequences": 256,
+        "d_model": 32,
+        "n_layers": 1,
+        "n_heads": 2,
+        "d_ff": 64,
+        "seq_len": 64,
+        "batch_size": 32,
+        "steps": 300,
+        "lr": 5e-3,
+        "warmup": 20,
+        "eval_every": 100,
+        "eval_sequences": 256,
     },
     "full": {
-        "d_model": 64, "n_layers": 2, "n_heads": 4, "d_ff": 256, "seq_len": 200, "batch_size": 32,
-        "steps": 2000, "lr": 3e-3, "warmup": 100, "eval_every": 100, "eval_sequences": 512,
+        "d_model": 64,
+        "n_layers": 2,
+        "n_heads": 4,
+        "d_ff": 256,
+        "seq_len": 200,
+        "batch_size": 32,
+        "steps": 2000,
+        "lr": 3e-3,
+        "warmup": 100,
+        "eval_every": 100,
+        "eval_sequences": 512,
     },
-}  # fmt: skip
+}
 
 
 def bayes_loss_curve(seq_len: int, a: float = 1.0, b: float = 1.0) -> FloatArray:

@@ -15,6 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from cotplan.errors import InfeasibleTargetError
+from cotplan.intervals import Interval
 from cotplan.planner.data import _percentile
 from cotplan.planner.law_paper import _k_star, _k_star_ls
 from cotplan.planner.records import (
@@ -23,7 +24,6 @@ from cotplan.planner.records import (
     LOG_BASES,
     Budget,
     CertifiedBudget,
-    Interval,
 )
 from cotplan.planner.state import LawChoice, PlannerFit
 

@@ -52,11 +52,37 @@ __all__ = [
 
 #: Columns of a calibration frame, in order. `item, n, k, correct` are what the planner needs.
 CALIBRATION_COLUMNS = (
-    "item", "family", "n", "size_source", "k", "correct", "expected", "extracted",
-    "prompt_tokens", "question_tokens", "reasoning_tokens", "answer_tokens", "cost_usd",
-    "latency_s", "truncated", "forced", "cap_held", "overrun", "answer_prob", "from_cache",
-    "calls", "model", "mode", "protocol",
-)  # fmt: skip
+    "item",
+    "family",
+    "n",
+    "size_source",
+    "k",
+    "correct",
+    "expected",
+    "extracted",
+    "prompt_tokens",
+    "question_tokens",
+    "reasoning_tokens",
+    "answer_tokens",
+    "cost_usd",
+    "latency_s",
+    "truncated",
+    "forced",
+    "cap_held",
+    "overrun",
+    "answer_prob",
+    "from_cache",
+    "calls",
+    "model",
+    "mode",
+    "protocol",
+    "answer_lost",
+    "no_answer",
+    "usage_trusted",
+)
+
+#: What a calibration CSV written before a column existed meant by its absence.
+COLUMN_DEFAULTS = {"answer_lost": False, "no_answer": False, "usage_trusted": True}
 
 Budgets = Sequence[int] | Callable[[int], Sequence[int]] | Literal["paper"] | None
 
@@ -216,6 +242,9 @@ def load_calibration(path: str | os.PathLike[str]) -> Calibration:
     # Every row checked here, naming its file line, before a fit or a model sees any of it.
     check_calibration_frame(frame, str(source), record_lines(source))
     frame["item"] = frame["item"].astype(str)
+    for column, default in COLUMN_DEFAULTS.items():
+        if column not in frame.columns:
+            frame[column] = default
     model = str(frame["model"].iloc[0]) if "model" in frame.columns and len(frame) else ""
     return Calibration(frame=frame, model=model)
 
@@ -370,6 +399,15 @@ def _notes(answers: Sequence[BudgetedAnswer], items: Sequence[TaskItem]) -> list
     overran = sum(1 for a in answers if not a.cap_held)
     if overran:
         notes.append(f"the provider overran the reasoning budget in {overran} answer(s)")
+    lost = sum(1 for a in answers if a.answer_lost)
+    if lost:
+        notes.append(f"the cap ate the answer in {lost} answer(s): scored wrong at that budget")
+    silent = sum(1 for a in answers if a.no_answer)
+    if silent:
+        notes.append(f"{silent} answer(s) came back empty (content null): left out of the fit")
+    untrusted = sum(1 for a in answers if not a.usage_trusted)
+    if untrusted:
+        notes.append(f"{untrusted} answer(s) had token counts that cannot be trusted")
     return notes
 
 

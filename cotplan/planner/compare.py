@@ -16,13 +16,14 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 from scipy import stats
 
 from cotplan.errors import InputError
 from cotplan.generate.budgeted import BudgetedAnswer
-from cotplan.intervals import percentile_interval
+from cotplan.intervals import Interval, percentile_interval
 from cotplan.planner.certify import clopper_pearson_interval
-from cotplan.planner.records import Interval, PlanCap, SizeCheck, SizeChecks, Verdict
+from cotplan.planner.records import PlanCap, SizeCheck, SizeChecks, Verdict
 from cotplan.validation import require_int, require_unit
 
 __all__ = ["check_against_eps", "compare_answers", "wilson_interval"]
@@ -45,6 +46,16 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> Interva
 def _percentile(values: np.ndarray[Any, Any], confidence: float) -> tuple[float, float]:
     interval = percentile_interval(values, confidence)
     return interval.low, interval.high
+
+
+def _nanmean_rows(values: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Mean of each row over its finite entries (NaN for a row with none), without numpy's
+    empty-slice warning."""
+    finite = np.isfinite(values)
+    counts = finite.sum(axis=1)
+    sums = np.where(finite, values, 0.0).sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
 
 
 def compare_answers(
@@ -85,14 +96,18 @@ def compare_answers(
         name: np.array([table[i].correct for i in order], dtype=float)
         for name, table in aligned.items()
     }
+    # A count the server got wrong is no measurement: left out (NaN), never counted as 0.
     reasoning = {
-        name: np.array([table[i].reasoning_tokens for i in order], dtype=float)
+        name: np.array(
+            [table[i].reasoning_tokens if table[i].usage_trusted else np.nan for i in order],
+            dtype=float,
+        )
         for name, table in aligned.items()
     }
     rng = np.random.default_rng(seed)
     resamples = rng.integers(0, len(order), size=(n_bootstrap, len(order)))
     base_acc = correct[baseline][resamples].mean(axis=1) if n_bootstrap else np.empty(0)
-    base_tok = reasoning[baseline][resamples].mean(axis=1) if n_bootstrap else np.empty(0)
+    base_tok = _nanmean_rows(reasoning[baseline][resamples]) if n_bootstrap else np.empty(0)
     rows = []
     for name, table in aligned.items():
         items = [table[i] for i in order]
@@ -100,8 +115,8 @@ def compare_answers(
         wilson = wilson_interval(hits, len(items), confidence)
         acc = hits / len(items)
         acc_base = float(correct[baseline].mean())
-        tok = float(reasoning[name].mean())
-        tok_base = float(reasoning[baseline].mean())
+        tok = float(_nanmean_rows(reasoning[name][None, :])[0])
+        tok_base = float(_nanmean_rows(reasoning[baseline][None, :])[0])
         costs = [a.cost_usd for a in items]
         row: dict[str, Any] = {
             "policy": name,
@@ -122,7 +137,7 @@ def compare_answers(
         row["tokens_saved"] = 1.0 - row["tokens_ratio"]
         with np.errstate(divide="ignore", invalid="ignore"):
             sample_acc = correct[name][resamples].mean(axis=1) if n_bootstrap else np.empty(0)
-            sample_tok = reasoning[name][resamples].mean(axis=1) if n_bootstrap else np.empty(0)
+            sample_tok = _nanmean_rows(reasoning[name][resamples]) if n_bootstrap else np.empty(0)
             retained = np.where(base_acc > 0, sample_acc / base_acc, np.nan)
             ratio = np.where(base_tok > 0, sample_tok / base_tok, np.nan)
         for column, draws in (

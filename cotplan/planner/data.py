@@ -10,8 +10,8 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from cotplan.errors import InputError
-from cotplan.intervals import percentile_interval
-from cotplan.planner.records import LOG_BASES, Interval, LogBase
+from cotplan.intervals import Interval, percentile_interval
+from cotplan.planner.records import LOG_BASES, LogBase
 from cotplan.validation import require_positive, require_unit
 
 # Older names of the shared checks (`cotplan.validation`), still imported by early_exit.
@@ -74,6 +74,9 @@ def _validate_frame(raw_frame: object) -> _Data:
             "item, n, k, correct",
             field="calibration",
         )
+    if "no_answer" in frame.columns:
+        # An empty answer (content null) says nothing about the budget: not a wrong answer.
+        frame = frame[~frame["no_answer"].fillna(False).astype(bool)].reset_index(drop=True)
     if len(frame) == 0:
         raise InputError("has no rows", field="calibration")
 

@@ -10,12 +10,12 @@ import pandas as pd
 from numpy.typing import NDArray
 from scipy import stats
 
+from cotplan.intervals import Interval
 from cotplan.planner.data import _ALPHA_MAX, _Data, _subset
 from cotplan.planner.law_paper import _Fit
 from cotplan.planner.records import (
     BoundaryTest,
     Estimate,
-    Interval,
     LikelihoodRatioTest,
     TrendTest,
     _fmt,

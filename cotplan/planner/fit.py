@@ -75,6 +75,7 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from cotplan.errors import InfeasibleTargetError, InputError, NotFittedError
+from cotplan.intervals import Interval
 from cotplan.planner.budgets import certified_only, model_budget, with_certificate
 from cotplan.planner.certify import Certification
 from cotplan.planner.data import (
@@ -94,7 +95,6 @@ from cotplan.planner.records import (
     BoundaryTest,
     Budget,
     Estimate,
-    Interval,
     LawComparison,
     LikelihoodRatioTest,
     LogBase,

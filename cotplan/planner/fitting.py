@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy import special
 
+from cotplan.intervals import Interval
 from cotplan.planner.certify import Certification
 from cotplan.planner.data import _Cells, _cells, _Data, _percentile, _subset
 from cotplan.planner.evidence import (
@@ -38,7 +39,7 @@ from cotplan.planner.law_paper import (
     paper_bootstrap,
 )
 from cotplan.planner.laws import compare_laws, make_laws, score_laws
-from cotplan.planner.records import _NAN_CI, Interval, Status, TrendTest
+from cotplan.planner.records import _NAN_CI, Status, TrendTest
 from cotplan.planner.state import FitSettings, LawChoice, PaperConstants, PlannerFit
 
 __all__ = ["constants_fit", "fit_planner"]

@@ -16,8 +16,8 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 from scipy import optimize
 
+from cotplan.intervals import Interval
 from cotplan.planner.data import _ALPHA_MAX, _Cells, _cells, _Data, _percentile
-from cotplan.planner.records import Interval
 
 __all__: list[str] = []
 

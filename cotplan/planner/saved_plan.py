@@ -25,14 +25,13 @@ from numpy.typing import NDArray
 
 from cotplan.backends.budgets import request_fields as budget_fields
 from cotplan.errors import InfeasibleTargetError, InputError
-from cotplan.intervals import percentile_interval
+from cotplan.intervals import Interval, percentile_interval
 from cotplan.io import write_text
 from cotplan.planner.plan_file import check_plan_record, record_back, strict_record
 from cotplan.planner.records import (
     Budget,
     CapBasis,
     CertifiedBudget,
-    Interval,
     PlanCap,
 )
 from cotplan.validation import require_number

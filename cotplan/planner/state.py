@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
+from cotplan.intervals import Interval
 from cotplan.planner.certify import Certification
 from cotplan.planner.data import _Data
 from cotplan.planner.law_paper import _PARAMS, _error
@@ -24,7 +25,6 @@ from cotplan.planner.laws import Law
 from cotplan.planner.records import (
     _NAN_CI,
     BoundaryTest,
-    Interval,
     LawComparison,
     LikelihoodRatioTest,
     LogBase,

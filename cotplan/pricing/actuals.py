@@ -110,8 +110,9 @@ def actuals_from_jsonl(path: str | os.PathLike[str], *, table: PriceTable | None
         except json.JSONDecodeError as exc:
             raise InputError(f"not valid JSON: {exc.msg}", line=number, source=str(file)) from None
         if not isinstance(body, dict):
-            raise InputError("must be a JSON object (one response a line)", line=number,
-                             source=str(file))  # fmt: skip
+            raise InputError(
+                "must be a JSON object (one response a line)", line=number, source=str(file)
+            )
         at = _line_time(body, file, number)
         try:
             cost = cost_of(body, at=at, table=chosen)
@@ -119,8 +120,12 @@ def actuals_from_jsonl(path: str | os.PathLike[str], *, table: PriceTable | None
             raise InputError(str(exc), field=exc.field, line=number, source=str(file)) from exc
         if at is None:
             if body.get("created") is None:
-                raise InputError("no time: add `created` (Unix seconds) or `time` (ISO 8601)",
-                                 field="time", line=number, source=str(file))  # fmt: skip
+                raise InputError(
+                    "no time: add `created` (Unix seconds) or `time` (ISO 8601)",
+                    field="time",
+                    line=number,
+                    source=str(file),
+                )
             at = datetime.fromtimestamp(float(body["created"]), tz=UTC)
         calls.append((at, float(cost.usd)))
     if not calls:

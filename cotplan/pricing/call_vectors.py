@@ -106,8 +106,13 @@ def _exact_call_costs(
     for p, a, r in unique:
         prompt = Decimal(repr(float(p)))
         cached, written = prompt * hit, prompt * write
-        tokens = (prompt - cached - written, cached, written, Decimal(repr(float(a))),
-                  Decimal(repr(float(r))))  # fmt: skip
+        tokens = (
+            prompt - cached - written,
+            cached,
+            written,
+            Decimal(repr(float(a))),
+            Decimal(repr(float(r))),
+        )
         cost = Decimal(0)
         for weight, row in mix:
             cost += weight * sum(price_parts(row.rates(prompt), tokens), Decimal(0))
@@ -148,8 +153,7 @@ def _call_stats(
             exact = _exact_call_costs(mix, (prompt, answer, reasoning), **levers)
     if exact is not None:
         values, counts = exact
-        total = sum((v * Decimal(int(c)) for v, c in zip(values, counts, strict=True)),
-                    Decimal(0))  # fmt: skip
+        total = sum((v * Decimal(int(c)) for v, c in zip(values, counts, strict=True)), Decimal(0))
         mean = float(total / Decimal(int(counts.sum())))
         floats = np.array([float(v) for v in values])
         n_all = float(counts.sum())

@@ -105,8 +105,7 @@ def compare_scenarios(
         names.append(sc.name)
     base = baseline if baseline is not None else names[0]
     if base not in names:
-        raise InputError(f"{base!r} is not a scenario name ({', '.join(names)})",
-                         field="baseline")  # fmt: skip
+        raise InputError(f"{base!r} is not a scenario name ({', '.join(names)})", field="baseline")
     chosen_table = table or price_table()
     # Every scenario is checked before any is projected: a typo in the last one costs nothing.
     for i, sc in enumerate(items):
@@ -116,12 +115,22 @@ def compare_scenarios(
     projections: dict[str, Projection] = {}
     for sc in items:
         projections[sc.name] = _project(
-            sc.model, workload, sc.tokens if sc.tokens is not None else tokens,
-            policy=sc.policy, permutations=sc.permutations, cache_hit_rate=sc.cache_hit_rate,
-            cache_write_rate=sc.cache_write_rate, batch_share=sc.batch_share, draws=n, seed=s,
-            table=chosen_table, today=today or date.today(), provider=sc.provider,
-            budget=checked, fiscal_year_start=fys,
-        )  # fmt: skip
+            sc.model,
+            workload,
+            sc.tokens if sc.tokens is not None else tokens,
+            policy=sc.policy,
+            permutations=sc.permutations,
+            cache_hit_rate=sc.cache_hit_rate,
+            cache_write_rate=sc.cache_write_rate,
+            batch_share=sc.batch_share,
+            draws=n,
+            seed=s,
+            table=chosen_table,
+            today=today or date.today(),
+            provider=sc.provider,
+            budget=checked,
+            fiscal_year_start=fys,
+        )
     base_totals = projections[base].totals
     base_mean = float(base_totals.mean())
     rows = []
@@ -133,29 +142,38 @@ def compare_scenarios(
         s_mean = float(saving.mean())
         s10, s90 = (float(x) for x in np.percentile(saving, [10.0, 90.0]))
         rows.append(
-            {"scenario": sc.name, "model": proj.model, "policy": proj.policy,
-             "permutations": proj.assumptions["permutations"],
-             "cache_hit_rate": proj.assumptions["cache_hit_rate"],
-             "batch_share": proj.assumptions["batch_share"],
-             "usd_per_query": proj.per_query_usd,
-             "monthly_mean_usd": float(months["mean_usd"].mean()),
-             "total_mean_usd": float(total["mean_usd"]), "total_p10_usd": float(total["p10_usd"]),
-             "total_p50_usd": float(total["p50_usd"]), "total_p90_usd": float(total["p90_usd"]),
-             "savings_mean_usd": s_mean,
-             "savings_pct": 100.0 * s_mean / base_mean if base_mean > 0 else float("nan"),
-             "savings_p10_usd": s10, "savings_p90_usd": s90,
-             "provider": proj.assumptions["provider"],
-             "cache_write_rate": proj.assumptions["cache_write_rate"],
-             "price_source": proj.assumptions["price_source"],
-             "p_over_budget": proj.budget.probability if proj.budget else float("nan")}
-        )  # fmt: skip
+            {
+                "scenario": sc.name,
+                "model": proj.model,
+                "policy": proj.policy,
+                "permutations": proj.assumptions["permutations"],
+                "cache_hit_rate": proj.assumptions["cache_hit_rate"],
+                "batch_share": proj.assumptions["batch_share"],
+                "usd_per_query": proj.per_query_usd,
+                "monthly_mean_usd": float(months["mean_usd"].mean()),
+                "total_mean_usd": float(total["mean_usd"]),
+                "total_p10_usd": float(total["p10_usd"]),
+                "total_p50_usd": float(total["p50_usd"]),
+                "total_p90_usd": float(total["p90_usd"]),
+                "savings_mean_usd": s_mean,
+                "savings_pct": 100.0 * s_mean / base_mean if base_mean > 0 else float("nan"),
+                "savings_p10_usd": s10,
+                "savings_p90_usd": s90,
+                "provider": proj.assumptions["provider"],
+                "cache_write_rate": proj.assumptions["cache_write_rate"],
+                "price_source": proj.assumptions["price_source"],
+                "p_over_budget": proj.budget.probability if proj.budget else float("nan"),
+            }
+        )
     frame = pd.DataFrame(rows)
     frame.attrs.update(baseline=base, horizon=str(total["label"]))
     monthly = pd.concat(
-        [p.frame[p.frame["period"] == "month"].assign(scenario=name)
-         for name, p in projections.items()],
+        [
+            p.frame[p.frame["period"] == "month"].assign(scenario=name)
+            for name, p in projections.items()
+        ],
         ignore_index=True,
-    )  # fmt: skip
+    )
     return Comparison(frame=frame, monthly=monthly, baseline=base, projections=projections)
 
 

@@ -91,30 +91,63 @@ class CallCost:
     def to_frame(self) -> pd.DataFrame:
         """One row per line item (tokens, USD per million, USD) and a total row; exact Decimals."""
         rows: list[dict[str, Any]] = [
-            {"item": "input", "tokens": self.input_tokens, "usd_per_mtok": self.rates.input,
-             "usd": self.input_usd},
-            {"item": "cached input", "tokens": self.cached_tokens,
-             "usd_per_mtok": self.rates.cached_input, "usd": self.cached_input_usd},
-            {"item": "cache write", "tokens": self.cache_write_tokens,
-             "usd_per_mtok": self.rates.cache_write, "usd": self.cache_write_usd},
-            {"item": "output", "tokens": self.output_tokens, "usd_per_mtok": self.rates.output,
-             "usd": self.output_usd},
-            {"item": "reasoning", "tokens": self.reasoning_tokens,
-             "usd_per_mtok": self.rates.reasoning_rate, "usd": self.reasoning_usd},
-            {"item": "request fee", "tokens": None, "usd_per_mtok": None,
-             "usd": self.request_usd},
-            {"item": "batch discount", "tokens": None, "usd_per_mtok": None,
-             "usd": self.batch_discount_usd},
-            {"item": "total", "tokens": self.prompt_tokens + self.output_tokens
-             + self.reasoning_tokens, "usd_per_mtok": None, "usd": self.usd},
-        ]  # fmt: skip
+            {
+                "item": "input",
+                "tokens": self.input_tokens,
+                "usd_per_mtok": self.rates.input,
+                "usd": self.input_usd,
+            },
+            {
+                "item": "cached input",
+                "tokens": self.cached_tokens,
+                "usd_per_mtok": self.rates.cached_input,
+                "usd": self.cached_input_usd,
+            },
+            {
+                "item": "cache write",
+                "tokens": self.cache_write_tokens,
+                "usd_per_mtok": self.rates.cache_write,
+                "usd": self.cache_write_usd,
+            },
+            {
+                "item": "output",
+                "tokens": self.output_tokens,
+                "usd_per_mtok": self.rates.output,
+                "usd": self.output_usd,
+            },
+            {
+                "item": "reasoning",
+                "tokens": self.reasoning_tokens,
+                "usd_per_mtok": self.rates.reasoning_rate,
+                "usd": self.reasoning_usd,
+            },
+            {"item": "request fee", "tokens": None, "usd_per_mtok": None, "usd": self.request_usd},
+            {
+                "item": "batch discount",
+                "tokens": None,
+                "usd_per_mtok": None,
+                "usd": self.batch_discount_usd,
+            },
+            {
+                "item": "total",
+                "tokens": self.prompt_tokens + self.output_tokens + self.reasoning_tokens,
+                "usd_per_mtok": None,
+                "usd": self.usd,
+            },
+        ]
         frame = pd.DataFrame(rows, columns=["item", "tokens", "usd_per_mtok", "usd"])
         frame["tokens"] = frame["tokens"].astype("Int64")
         frame.attrs.update(
-            model=self.model, provider=self.provider, as_of=self.as_of.isoformat(),
-            source_url=self.source_url, batch=self.batch, long_context=self.long_context,
-            from_cache=self.from_cache, source=self.source, notes=self.notes,
-        )  # fmt: skip
+            model=self.model,
+            provider=self.provider,
+            as_of=self.as_of.isoformat(),
+            source_url=self.source_url,
+            batch=self.batch,
+            long_context=self.long_context,
+            from_cache=self.from_cache,
+            source=self.source,
+            notes=self.notes,
+        )
         return frame
 
 
@@ -168,8 +201,13 @@ def price_parts(
     The one price formula: exact for Decimal token counts, vectorised for float arrays
     (``as_float=True`` turns the rates into floats first).
     """
-    r: tuple[Any, ...] = (rates.input, rates.cached_input, rates.cache_write, rates.output,
-                          rates.reasoning_rate)  # fmt: skip
+    r: tuple[Any, ...] = (
+        rates.input,
+        rates.cached_input,
+        rates.cache_write,
+        rates.output,
+        rates.reasoning_rate,
+    )
     million: Any = _MILLION
     fee: Any = rates.request
     if as_float:
@@ -243,8 +281,13 @@ def _price(
     billed = listed or row
     batch_row, batch_note = _tier_row(row, "batch" if batch else None, on, strict=strict)
     uncached = prompt_tokens - cached_tokens - cache_write_tokens
-    counts = (Decimal(uncached), Decimal(cached_tokens), Decimal(cache_write_tokens),
-              Decimal(visible), Decimal(reasoning_tokens))  # fmt: skip
+    counts = (
+        Decimal(uncached),
+        Decimal(cached_tokens),
+        Decimal(cache_write_tokens),
+        Decimal(visible),
+        Decimal(reasoning_tokens),
+    )
     rates = billed.rates(prompt_tokens)
     items = price_parts(rates, counts)
     subtotal = sum(items, _ZERO)

@@ -117,9 +117,13 @@ def _long_rate(value: Any, short: Decimal | None) -> Decimal | None:
 
 
 _TOKEN_KEYS = (
-    "input_mtok", "output_mtok", "cache_read_mtok", "cache_write_mtok", "cache_write_1h_mtok",
+    "input_mtok",
+    "output_mtok",
+    "cache_read_mtok",
+    "cache_write_mtok",
+    "cache_write_1h_mtok",
     "output_reasoning_mtok",
-)  # fmt: skip
+)
 
 
 #: The request context of each service tier, as genai-prices' price variants are keyed.

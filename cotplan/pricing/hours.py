@@ -72,8 +72,9 @@ class HourProfile:
             )
         inside = [(first + i) % _HOURS for i in range((end - first) % _HOURS or _HOURS)]
         if len(inside) == _HOURS and share != 1.0:
-            raise InputError("the window covers the whole day; its share must be 1",
-                             field="hour_profile")  # fmt: skip
+            raise InputError(
+                "the window covers the whole day; its share must be 1", field="hour_profile"
+            )
         rest = _HOURS - len(inside)
         shares = [
             share / len(inside) if h in inside else (1.0 - share) / rest for h in range(_HOURS)
@@ -89,8 +90,9 @@ class HourProfile:
         try:
             text = file.read_text(encoding="utf-8-sig")
         except OSError as exc:
-            raise InputError(f"cannot read the hour profile: {exc}", field="hour_profile",
-                             source=str(file)) from exc  # fmt: skip
+            raise InputError(
+                f"cannot read the hour profile: {exc}", field="hour_profile", source=str(file)
+            ) from exc
         weights = [0.0] * _HOURS
         seen: dict[int, int] = {}
         for line_no, record in enumerate(csv.reader(text.splitlines()), start=1):
@@ -100,8 +102,12 @@ class HourProfile:
                 continue  # a header
             hour, share = _hour_row(record, file, line_no)
             if hour in seen:
-                raise InputError(f"hour {hour} again (first on line {seen[hour]})",
-                                 field="hour", line=line_no, source=str(file))  # fmt: skip
+                raise InputError(
+                    f"hour {hour} again (first on line {seen[hour]})",
+                    field="hour",
+                    line=line_no,
+                    source=str(file),
+                )
             seen[hour] = line_no
             weights[hour] = share
         total = sum(weights)
@@ -112,19 +118,25 @@ class HourProfile:
 
 def _hour_row(record: list[str], file: Path, line_no: int) -> tuple[int, float]:
     if len(record) != 2:
-        raise InputError(f"expected `hour,share`, got {len(record)} fields", line=line_no,
-                         source=str(file))  # fmt: skip
+        raise InputError(
+            f"expected `hour,share`, got {len(record)} fields", line=line_no, source=str(file)
+        )
     text, weight = (v.strip() for v in record)
     if not text.isdigit() or not 0 <= int(text) < _HOURS:
-        raise InputError(f"must be a whole hour 0 to 23 (UTC), got {text!r}", field="hour",
-                         line=line_no, source=str(file))  # fmt: skip
+        raise InputError(
+            f"must be a whole hour 0 to 23 (UTC), got {text!r}",
+            field="hour",
+            line=line_no,
+            source=str(file),
+        )
     try:
         share = float(weight)
     except ValueError:
         share = math.nan
     if not (math.isfinite(share) and share >= 0):
-        raise InputError(f"must be a number >= 0, got {weight!r}", field="share", line=line_no,
-                         source=str(file))  # fmt: skip
+        raise InputError(
+            f"must be a number >= 0, got {weight!r}", field="share", line=line_no, source=str(file)
+        )
     return int(text), share
 
 

@@ -24,8 +24,7 @@ __all__ = ["BUDGET_PERIODS", "Budget", "BudgetCheck", "check_fiscal_year_start",
 
 #: The columns every period's row of spend starts with (a month, a year, a quarter, a total),
 #: in the projection's frame and in the workbook's sheets alike.
-PERIOD_COLUMNS = ("label", "start", "days", "queries", "mean_usd", "p10_usd", "p50_usd",
-                  "p90_usd")  # fmt: skip
+PERIOD_COLUMNS = ("label", "start", "days", "queries", "mean_usd", "p10_usd", "p50_usd", "p90_usd")
 
 #: What a budget can be stated per.
 BUDGET_PERIODS = ("month", "year")

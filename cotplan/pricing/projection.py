@@ -247,19 +247,35 @@ class Comparison:
         )
         from cotplan.pricing.excel import price_sources, write_workbook
 
-        columns = ["scenario", "model", "policy", "usd_per_query", "total_mean_usd",
-                   "total_p10_usd", "total_p50_usd", "total_p90_usd", "savings_mean_usd",
-                   "savings_pct", "savings_p10_usd", "savings_p90_usd"]  # fmt: skip
+        columns = [
+            "scenario",
+            "model",
+            "policy",
+            "usd_per_query",
+            "total_mean_usd",
+            "total_p10_usd",
+            "total_p50_usd",
+            "total_p90_usd",
+            "savings_mean_usd",
+            "savings_pct",
+            "savings_p10_usd",
+            "savings_p90_usd",
+        ]
         write_workbook(
             path,
             None,
             self.frame[columns],
-            {"comparison": self.frame, "monthly": self.monthly_means(),
-             "monthly_detail": self.monthly, "assumptions": assumptions, "prices": prices},
+            {
+                "comparison": self.frame,
+                "monthly": self.monthly_means(),
+                "monthly_detail": self.monthly,
+                "assumptions": assumptions,
+                "prices": prices,
+            },
             title=f"Scenarios compared, USD over {self.frame.attrs.get('horizon', 'the horizon')}"
             f" (baseline: {self.baseline}); savings P10..P90 are of the paired difference",
             beside={"Assumptions": assumptions, "Price sources": price_sources(prices)},
-        )  # fmt: skip
+        )
 
 
 def _check_budget(budget: Any) -> Budget | None:
@@ -421,22 +437,32 @@ def _project(
     prompt, answer, reasoning = first_stats.mean_tokens
     name = run.rows[0].model
     assumptions: dict[str, Any] = {
-        "model": name, "provider": run.rows[0].provider, "price_source": run.rows[0].source,
+        "model": name,
+        "provider": run.rows[0].provider,
+        "price_source": run.rows[0].source,
         "policy": chosen.label,
-        "permutations": perms, "cache_hit_rate": cache, "cache_write_rate": write,
+        "permutations": perms,
+        "cache_hit_rate": cache,
+        "cache_write_rate": write,
         "batch_share": batch,
         "queries_per_day": workload.queries_per_day,
         "queries_per_month": workload.queries_per_month,
-        "growth_rate": workload.growth_rate, "growth_per": workload.growth_per,
-        "horizon_months": workload.horizon_months, "start": workload.first_day.isoformat(),
-        "volume_cv": workload.volume_cv, "tokens": type(tokens).__name__,
-        "n_observed": tokens.n_observed, "mean_prompt_tokens_per_call": round(prompt, 3),
+        "growth_rate": workload.growth_rate,
+        "growth_per": workload.growth_per,
+        "horizon_months": workload.horizon_months,
+        "start": workload.first_day.isoformat(),
+        "volume_cv": workload.volume_cv,
+        "tokens": type(tokens).__name__,
+        "n_observed": tokens.n_observed,
+        "mean_prompt_tokens_per_call": round(prompt, 3),
         "mean_answer_tokens_per_call": round(answer, 3),
         "mean_reasoning_tokens_per_call": round(reasoning, 3),
-        "usd_per_call": first_stats.mean, "usd_per_query": run.per_query_usd,
-        "draws": draws, "seed": seed,
+        "usd_per_call": first_stats.mean,
+        "usd_per_query": run.per_query_usd,
+        "draws": draws,
+        "seed": seed,
         "money": "float64 Monte Carlo (exact Decimal arithmetic is in call_cost)",
-    }  # fmt: skip
+    }
     if budget is not None:
         assumptions.update(budget_usd=budget.usd, budget_per=budget.per)
     assumptions["fiscal_year_start"] = fiscal_year_start

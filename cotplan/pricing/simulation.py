@@ -400,15 +400,32 @@ class _MonthLoop:
             "p_over_budget": p_month,
         }
         self.records.append(
-            {"period": "month", "label": label, "queries": queries, **common, "mean_usd": mean,
-             "p10_usd": p10, "p50_usd": p50, "p90_usd": p90}
-        )  # fmt: skip
+            {
+                "period": "month",
+                "label": label,
+                "queries": queries,
+                **common,
+                "mean_usd": mean,
+                "p10_usd": p10,
+                "p50_usd": p50,
+                "p90_usd": p90,
+            }
+        )
         d = float(self.days_in[i])
         self.day_records.append(
-            {"period": "day", "label": f"{label} average day", "queries": queries / d, **common,
-             "days": 1, "mean_usd": mean / d, "p10_usd": p10 / d, "p50_usd": p50 / d,
-             "p90_usd": p90 / d, "p_over_budget": math.nan}
-        )  # fmt: skip
+            {
+                "period": "day",
+                "label": f"{label} average day",
+                "queries": queries / d,
+                **common,
+                "days": 1,
+                "mean_usd": mean / d,
+                "p10_usd": p10 / d,
+                "p50_usd": p50 / d,
+                "p90_usd": p90 / d,
+                "p_over_budget": math.nan,
+            }
+        )
 
     def _close_year(self, i: int) -> None:
         """The twelve months ending with month `i`: their record, and a fresh year."""
@@ -562,17 +579,43 @@ def _simulate(
     table.check_date(today, stacklevel=4)
 
     def stats(mix: Any) -> _CallStats:
-        return _call_stats(mix, tokens, policy, cache_hit_rate=cache_hit_rate,
-                           cache_write_rate=cache_write_rate, sample=sample)  # fmt: skip
+        return _call_stats(
+            mix,
+            tokens,
+            policy,
+            cache_hit_rate=cache_hit_rate,
+            cache_write_rate=cache_write_rate,
+            sample=sample,
+        )
 
-    priced = _price_months(table, model, provider, months, hours=workload.hours,
-                           batch_share=batch_share, today=today, stats=stats)  # fmt: skip
-    per_row = _sum_models(priced, permutations=permutations, volume_cv=workload.volume_cv,
-                          draws=draws, rng_mean=rng_mean, rng_volume=rng_volume)  # fmt: skip
+    priced = _price_months(
+        table,
+        model,
+        provider,
+        months,
+        hours=workload.hours,
+        batch_share=batch_share,
+        today=today,
+        stats=stats,
+    )
+    per_row = _sum_models(
+        priced,
+        permutations=permutations,
+        volume_cv=workload.volume_cv,
+        draws=draws,
+        rng_mean=rng_mean,
+        rng_volume=rng_volume,
+    )
     loop = _MonthLoop(
-        months, priced, per_row, permutations=permutations, draws=draws, budget=budget,
-        fiscal_year_start=fiscal_year_start, rng=rng_months,
-    )  # fmt: skip
+        months,
+        priced,
+        per_row,
+        permutations=permutations,
+        draws=draws,
+        budget=budget,
+        fiscal_year_start=fiscal_year_start,
+        rng=rng_months,
+    )
     loop.run()
     stats_by_row = priced.stats_by_row
     first_stats = stats_by_row[priced.seg_keys[0][0]]

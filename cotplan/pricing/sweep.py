@@ -191,8 +191,9 @@ def _theirs(provider: Any, model: Any, call: _Call, separate: bool) -> Decimal:
         context = {"service_tier": call.tier}
     # What `genai_prices.calc_price` runs once it has found the model: its own matching does
     # not always accept a model's own id (``ft:gpt-4o``), and names are not what is swept here.
-    found = model.calc_price(Usage(**usage), provider, genai_request_timestamp=call.when,
-                             price_context=context or None)  # fmt: skip
+    found = model.calc_price(
+        Usage(**usage), provider, genai_request_timestamp=call.when, price_context=context or None
+    )
     total: Decimal = found.total_price
     return total
 
@@ -202,12 +203,18 @@ def _ours(row: PriceRow, call: _Call, table: PriceTable) -> tuple[Decimal | None
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # stale and early-date notes: not a price
             cost = call_cost(
-                row.model, provider=row.provider, table=table, at=call.when,
-                prompt_tokens=call.prompt, cached_tokens=call.cached,
-                cache_write_tokens=call.written, completion_tokens=call.completion,
-                reasoning_tokens=call.reasoning, batch=call.tier == "batch",
+                row.model,
+                provider=row.provider,
+                table=table,
+                at=call.when,
+                prompt_tokens=call.prompt,
+                cached_tokens=call.cached,
+                cache_write_tokens=call.written,
+                completion_tokens=call.completion,
+                reasoning_tokens=call.reasoning,
+                batch=call.tier == "batch",
                 tier=call.tier if call.tier in ("flex", "priority") else None,
-            )  # fmt: skip
+            )
     except CotplanError as exc:
         return None, f"{type(exc).__name__}: {exc}"
     return cost.usd, ""
@@ -266,10 +273,20 @@ def sweep(
                 theirs = _theirs(provider, model, call, row.reasoning_billing == "separate")
                 ours, error = _ours(row, call, table)
                 case = SweepCase(
-                    provider.id, model.id, call.shape, call.when, call.tier, call.prompt,
-                    call.cached, call.written, call.completion, call.reasoning, ours, theirs,
+                    provider.id,
+                    model.id,
+                    call.shape,
+                    call.when,
+                    call.tier,
+                    call.prompt,
+                    call.cached,
+                    call.written,
+                    call.completion,
+                    call.reasoning,
+                    ours,
+                    theirs,
                     error=error,
-                )  # fmt: skip
+                )
                 if not case.agrees:
                     case = _with_reason(case, _reason(row, call, table, error))
                 cases.append(case)

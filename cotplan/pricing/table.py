@@ -331,11 +331,17 @@ def _local_row(name: str, provider: str | None) -> PriceRow | None:
     template = next((r for r in _builtin_rows() if r.model == _LOCAL_TEMPLATE), None)
     as_of = template.as_of if template is not None else date(2026, 11, 29)
     return PriceRow(
-        provider="local", model=_strip_tag(name), input_per_mtok=Decimal(0),
-        cached_input_per_mtok=Decimal(0), output_per_mtok=Decimal(0), reasoning_billing="none",
-        batch_discount=Decimal(0), as_of=as_of, source_url=LOCAL_SOURCE,
+        provider="local",
+        model=_strip_tag(name),
+        input_per_mtok=Decimal(0),
+        cached_input_per_mtok=Decimal(0),
+        output_per_mtok=Decimal(0),
+        reasoning_billing="none",
+        batch_discount=Decimal(0),
+        as_of=as_of,
+        source_url=LOCAL_SOURCE,
         notes="a model run on this machine: a deliberate zero, not an unknown price",
-    )  # fmt: skip
+    )
 
 
 def _name_keys(model: str) -> list[str]:

@@ -177,9 +177,8 @@ class Workload:
             else:
                 queries = float(self.queries_per_month or 0.0) * factor
             rows.append(
-                {"label": start.strftime("%Y-%m"), "start": start, "days": days,
-                 "queries": queries}
-            )  # fmt: skip
+                {"label": start.strftime("%Y-%m"), "start": start, "days": days, "queries": queries}
+            )
         return pd.DataFrame(rows)
 
 
@@ -198,9 +197,9 @@ class TokenDistribution(Protocol):
     @property
     def n_observed(self) -> int | None: ...
 
-    def sample(self, draws: int, rng: np.random.Generator) -> tuple[
-        _FloatArray, _FloatArray, _FloatArray
-    ]: ...  # fmt: skip
+    def sample(
+        self, draws: int, rng: np.random.Generator
+    ) -> tuple[_FloatArray, _FloatArray, _FloatArray]: ...
 
 
 @dataclass(frozen=True, eq=False)
@@ -342,9 +341,13 @@ class ParametricTokens:
 
     def __post_init__(self) -> None:
         for name in (
-            "prompt_mean", "prompt_sd", "output_mean", "output_sd", "reasoning_mean",
+            "prompt_mean",
+            "prompt_sd",
+            "output_mean",
+            "output_sd",
+            "reasoning_mean",
             "reasoning_sd",
-        ):  # fmt: skip
+        ):
             _non_negative(getattr(self, name), name)
         for part in ("prompt", "output", "reasoning"):
             if getattr(self, f"{part}_mean") == 0 and getattr(self, f"{part}_sd") > 0:

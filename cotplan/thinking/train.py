@@ -93,25 +93,12 @@ def _batches(encoded: list[tuple[list[int], list[int]]], size: int, rng: Any) ->
     return batches
 
 
-def train_adapter(
-    settings: ThinkingSettings,
-    out: Path,
-    *,
-    log: Callable[[str], None] = print,
-    max_seconds: float | None = None,
-    resume: Path | None = None,
-) -> TrainReport:
-    """Train the adapter `settings` describe and write it to `out` (PEFT folder + GGUF).
-
-    `resume` names the folder of an earlier stage: its adapter is trained further instead of
-    a fresh one (the shipped adapter is two stages; docs/thinking-model.md)."""
-    _require_train_extra()
-    import numpy as np
+def _trainable_model(settings: ThinkingSettings, resume: Path | None) -> tuple[Any, Any]:
+    """The base model with a fresh LoRA adapter, or with `resume`'s adapter, ready to train."""
     import torch
     from peft import LoraConfig, PeftModel, get_peft_model
 
-    from cotplan.thinking.export import write_adapter_gguf
-
+    # Seeded before the base loads so that the LoRA initialisation is the same on every run.
     torch.manual_seed(settings.seed)
     model, tokenizer = load_base(settings.threads)
     config = LoraConfig(
@@ -127,31 +114,69 @@ def train_adapter(
     else:
         model = PeftModel.from_pretrained(model, str(resume / "peft"), is_trainable=True)
     model.train()
-    encoded = _encode(training_examples(settings), tokenizer)
-    rng = np.random.default_rng(settings.seed)
-    plan = [b for _ in range(settings.epochs) for b in _batches(encoded, settings.batch_size, rng)]
-    params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(params, lr=settings.learning_rate, weight_decay=0.0)
+    return model, tokenizer
+
+
+def _warmup_cosine(settings: ThinkingSettings, steps: int) -> Callable[[int], float]:
+    """The learning-rate factor at each step: linear warm-up, then a cosine decay to 0."""
 
     def rate(step: int) -> float:
         if step < settings.warmup_steps:
             return (step + 1) / settings.warmup_steps
-        progress = (step - settings.warmup_steps) / max(1, len(plan) - settings.warmup_steps)
+        progress = (step - settings.warmup_steps) / max(1, steps - settings.warmup_steps)
         return 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
 
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, rate)
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    return rate
+
+
+def _tensors(
+    encoded: list[tuple[list[int], list[int]]], batch: list[int], pad: int
+) -> tuple[Any, Any, Any]:
+    """Token ids, labels and attention mask of one batch, right-padded to its longest item."""
+    import torch
+
+    width = max(len(encoded[i][0]) for i in batch)
+    ids = torch.full((len(batch), width), pad, dtype=torch.long)
+    labels = torch.full((len(batch), width), -100, dtype=torch.long)
+    mask = torch.zeros((len(batch), width), dtype=torch.long)
+    for row, index in enumerate(batch):
+        seq, lab = encoded[index]
+        ids[row, : len(seq)] = torch.tensor(seq)
+        labels[row, : len(lab)] = torch.tensor(lab)
+        mask[row, : len(seq)] = 1
+    return ids, labels, mask
+
+
+@dataclass(frozen=True)
+class _Progress:
+    """Where the training loop stopped: its last step, the tokens seen and each step's loss."""
+
+    step: int
+    tokens: int
+    losses: tuple[float, ...]
+    seconds: float
+
+
+def _train_steps(
+    model: Any,
+    encoded: list[tuple[list[int], list[int]]],
+    plan: list[list[int]],
+    *,
+    settings: ThinkingSettings,
+    pad: int,
+    log: Callable[[str], None],
+    max_seconds: float | None,
+) -> _Progress:
+    """Run the batches of `plan` through AdamW, logging every 10 steps, until done or out of
+    time."""
+    import torch
+
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=settings.learning_rate, weight_decay=0.0)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _warmup_cosine(settings, len(plan)))
     start, tokens, losses, step = time.monotonic(), 0, [], 0
     for step, batch in enumerate(plan, start=1):
-        width = max(len(encoded[i][0]) for i in batch)
-        ids = torch.full((len(batch), width), pad, dtype=torch.long)
-        labels = torch.full((len(batch), width), -100, dtype=torch.long)
-        mask = torch.zeros((len(batch), width), dtype=torch.long)
-        for row, index in enumerate(batch):
-            seq, lab = encoded[index]
-            ids[row, : len(seq)] = torch.tensor(seq)
-            labels[row, : len(lab)] = torch.tensor(lab)
-            mask[row, : len(seq)] = 1
+        ids, labels, mask = _tensors(encoded, batch, pad)
         loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
@@ -170,14 +195,45 @@ def train_adapter(
         if max_seconds is not None and elapsed > max_seconds:
             log(f"stopping at the time limit ({max_seconds:.0f} s) after {step} steps")
             break
-    seconds = time.monotonic() - start
+    return _Progress(step, tokens, tuple(losses), time.monotonic() - start)
+
+
+def train_adapter(
+    settings: ThinkingSettings,
+    out: Path,
+    *,
+    log: Callable[[str], None] = print,
+    max_seconds: float | None = None,
+    resume: Path | None = None,
+) -> TrainReport:
+    """Train the adapter `settings` describe and write it to `out` (PEFT folder + GGUF).
+
+    `resume` names the folder of an earlier stage: its adapter is trained further instead of
+    a fresh one (the shipped adapter is two stages; docs/thinking-model.md)."""
+    _require_train_extra()
+    import numpy as np
+
+    from cotplan.thinking.export import write_adapter_gguf
+
+    model, tokenizer = _trainable_model(settings, resume)
+    encoded = _encode(training_examples(settings), tokenizer)
+    rng = np.random.default_rng(settings.seed)
+    plan = [b for _ in range(settings.epochs) for b in _batches(encoded, settings.batch_size, rng)]
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    done = _train_steps(
+        model, encoded, plan, settings=settings, pad=pad, log=log, max_seconds=max_seconds
+    )
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(out / "peft"))
-    report = TrainReport(step, len(encoded), tokens, seconds, tuple(losses))
+    report = TrainReport(done.step, len(encoded), done.tokens, done.seconds, done.losses)
     write_adapter_gguf(model, out / "adapter.gguf", settings)
     (out / "train.json").write_text(
         json.dumps(
-            {"settings": settings.to_dict(), "report": report.to_dict(), "losses": list(losses)},
+            {
+                "settings": settings.to_dict(),
+                "report": report.to_dict(),
+                "losses": list(done.losses),
+            },
             indent=1,
         )
     )

@@ -219,11 +219,16 @@ class StudySettings:
 #: two), "standard" (the numbers in docs/lab.md).
 STUDY_PRESETS: dict[str, StudySettings] = {
     "tiny": StudySettings(
-        sizes=(3, 4, 5), items=16, held_out=12, eps=0.1, caps=(6, 12), n_bootstrap=40,
+        sizes=(3, 4, 5),
+        items=16,
+        held_out=12,
+        eps=0.1,
+        caps=(6, 12),
+        n_bootstrap=40,
         train="tiny",
     ),
     "quick": StudySettings(
         sizes=(4, 6, 8), items=48, held_out=24, caps=(6, 12, 24), n_bootstrap=100, train="quick"
     ),
     "standard": StudySettings(),
-}  # fmt: skip
+}

@@ -295,15 +295,29 @@ def _heldout(
             budget = planner.budget(n, settings.eps)
             tokens = min(budget.tokens, uncapped[n])
             plan_rows.append(
-                {"n": n, "eps": settings.eps, "k_star": budget.k_star, "low": budget.low,
-                 "high": budget.high, "tokens": tokens, "note": budget.note}
-            )  # fmt: skip
+                {
+                    "n": n,
+                    "eps": settings.eps,
+                    "k_star": budget.k_star,
+                    "low": budget.low,
+                    "high": budget.high,
+                    "tokens": tokens,
+                    "note": budget.note,
+                }
+            )
         except InfeasibleTargetError as exc:
             tokens = uncapped[n]
             plan_rows.append(
-                {"n": n, "eps": settings.eps, "k_star": math.inf, "low": math.nan,
-                 "high": math.nan, "tokens": tokens, "note": str(exc)}
-            )  # fmt: skip
+                {
+                    "n": n,
+                    "eps": settings.eps,
+                    "k_star": math.inf,
+                    "low": math.nan,
+                    "high": math.nan,
+                    "tokens": tokens,
+                    "note": str(exc),
+                }
+            )
         k_star[n] = tokens
     answers: dict[str, list[BudgetedAnswer]] = {}
     with warnings.catch_warnings():

@@ -284,8 +284,10 @@ def train_lab_model(
             progress(step, float(np.mean(losses[-50:])))
     seconds = time.perf_counter() - started
     model = LabReasoningModel(network, settings, tokenizer=tokenizer)
-    checks = list(check_sizes or sorted({settings.n_min, (settings.n_min + settings.n_max) // 2,
-                                         settings.n_max}))  # fmt: skip
+    checks = list(
+        check_sizes
+        or sorted({settings.n_min, (settings.n_min + settings.n_max) // 2, settings.n_max})
+    )
     with_trace = {n: model.check(n) for n in checks}
     model.meta = {
         "train_seconds": round(seconds, 1),
