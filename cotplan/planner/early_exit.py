@@ -38,6 +38,10 @@ benchmark do), which chain is tested depends on where the caps' chain stopped, a
 fixed-sequence testing alone does not bound the pair at δ; tests/test_planner_early_exit.py
 checks the pair by simulation instead. Hidden-reasoning APIs cannot be probed: keep the fixed
 cap there.
+
+Elsewhere: the rule itself (`StoppingRule`) and the live probing loop that applies it are
+`cotplan.generate.probing`; a finer grid below the cap is `cotplan.planner.refine`; the rule
+saved as JSON and applied (`exit="certified"`) is `cotplan.planner.exit_plan`.
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from cotplan.errors import InputError
+from cotplan.generate.probing import StoppingRule
 from cotplan.planner.certify import Certification, clopper_pearson_upper
 from cotplan.planner.data import _check_fraction, _validate_frame
 
@@ -85,43 +90,6 @@ _CONFIDENCE = (0.999, 0.99, 0.95, 0.9, 0.8)
 _BOTH = ((5, 0.99), (4, 0.95), (3, 0.9), (2, 0.8))
 _Z95 = 1.6448536269514722  # one-sided 95% normal quantile
 _NEEDED = ("item", "n", "k", "extracted", "correct", "reasoning_tokens", "answer_tokens")
-
-
-@dataclass(frozen=True)
-class StoppingRule:
-    """Stop when the last `agree` probes gave the same answer and (or) the latest probe's
-    probability is at least `min_prob`; a rule with neither never fires (the fixed cap)."""
-
-    agree: int | None = None
-    min_prob: float | None = None
-
-    def __post_init__(self) -> None:
-        if self.agree is not None and (isinstance(self.agree, bool) or self.agree < 1):
-            raise InputError(f"must be an integer ≥ 1, got {self.agree!r}", field="agree")
-        if self.min_prob is not None and not 0.0 < self.min_prob <= 1.0:
-            raise InputError(f"must be in (0, 1], got {self.min_prob!r}", field="min_prob")
-
-    @property
-    def name(self) -> str:
-        parts = []
-        if self.agree is not None:
-            parts.append(f"same answer at {self.agree} probes")
-        if self.min_prob is not None:
-            parts.append(f"p ≥ {self.min_prob:g}")
-        return " and ".join(parts) or "fixed cap (no early exit)"
-
-    def fires(self, run: NDArray[np.int_], prob: NDArray[np.float64]) -> NDArray[np.bool_]:
-        """Where the rule fires, given per probe the length of the run of equal answers ending
-        there (`run`) and the answer's probability (`prob`, NaN where unknown)."""
-        if self.agree is None and self.min_prob is None:
-            return np.zeros(len(run), dtype=bool)
-        out = np.ones(len(run), dtype=bool)
-        if self.agree is not None:
-            out &= run >= self.agree
-        if self.min_prob is not None:
-            # An unknown probability never counts as confident (NaN compares False).
-            out &= np.nan_to_num(prob, nan=-1.0) >= self.min_prob
-        return out
 
 
 def rule_family(family: Family, *, has_prob: bool = True) -> tuple[StoppingRule, ...]:
@@ -305,7 +273,7 @@ def apply_rule(rule: StoppingRule, sequences: Sequence[ProbeSequence]) -> pd.Dat
     """One row per item: where `rule` stopped (`stop_k`), whether that answer is right, the
     probes it took, and the tokens charged (thinking, probe overhead, answer, total)."""
     # A rule that can never fire needs no probes: it is the fixed cap, charged no overhead.
-    probes = rule.agree is not None or rule.min_prob is not None
+    probes = rule.probes
     rows = []
     for s in sequences:
         j = _stop_index(rule, s)
