@@ -38,6 +38,7 @@ import altair as alt
 import torch
 
 import cotplan
+from cotplan.charts.lab_reasoning import budget_law_chart, error_grid_chart
 from cotplan.generate import budgeted_answer
 from cotplan.lab.reasoning import (
     get_lab_family,
@@ -46,7 +47,6 @@ from cotplan.lab.reasoning import (
     reasoning_study,
     solve,
 )
-from cotplan.charts.lab_reasoning import budget_law_chart, error_grid_chart
 from cotplan.lab.reasoning.study import STUDY_PRESETS
 
 alt.renderers.enable("png")  # renders with no network
