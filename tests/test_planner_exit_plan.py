@@ -13,7 +13,13 @@ from cotplan.backends.base import Backend
 from cotplan.errors import InputError
 from cotplan.generate.probing import ExitRule, StoppingRule, probe_answer
 from cotplan.planner.early_exit import certify_early_exit
-from cotplan.planner.exit_plan import ExitPlan, answer_with_exit, load_exit_plan
+from cotplan.planner.exit_plan import (
+    ExitPlan,
+    answer_with_exit,
+    exit_from_calibration,
+    exit_plan_for,
+    load_exit_plan,
+)
 
 PLAN = ExitPlan(
     model="lab-parity-overthink@8861eaa24778",
@@ -108,6 +114,39 @@ def test_a_grid_without_every_probe_is_refused() -> None:
     assert result.rule_at(8) is not None  # a rule that probes, so its probes must be calibrated
     with pytest.raises(InputError, match=r"`frame`.*k = \[12\]"):
         ExitPlan.from_early_exit(result, model="m", every=4, frame=frame)
+
+
+def test_from_a_calibration_says_why_it_made_none() -> None:
+    rows = [
+        {"item": f"i{i}", "n": 8, "k": k, "extracted": "a", "correct": True, "answer_prob": 0.99,
+         "reasoning_tokens": k, "answer_tokens": 1}
+        for i in range(60)
+        for k in (4, 8, 16, 32)
+    ]  # fmt: skip
+    frame = pd.DataFrame(rows)
+    made, note = exit_from_calibration(frame, {8: 32}, 0.1, delta=0.05, model="m", every=16)
+    assert made is not None
+    assert note == ""
+    assert made.sizes[8].ceiling == 32
+    # Probes every 4 tokens would read k = 12, 20, 24, 28, never calibrated.
+    made, note = exit_from_calibration(frame, {8: 32}, 0.1, delta=0.05, model="m", every=4)
+    assert made is None
+    assert "k = [12, 20, 24, 28]" in note
+    assert exit_from_calibration(frame, {}, 0.1, delta=0.05, model="m")[0] is None
+    with pytest.raises(InputError, match="`eps`"):  # bad options still raise
+        exit_from_calibration(frame, {8: 32}, 1.5, delta=0.05, model="m")
+
+
+def test_read_for_a_plan_checks_its_target_and_model(tmp_path: Path) -> None:
+    PLAN.save(tmp_path / "exit.json")
+    plan_path = tmp_path / "plan.json"
+    assert exit_plan_for(None, plan_path, eps=PLAN.eps, model=PLAN.model) == PLAN
+    with pytest.raises(InputError, match="`eps`: certified for ε"):
+        exit_plan_for(None, plan_path, eps=PLAN.eps / 2, model=PLAN.model)
+    with pytest.raises(InputError, match="`model`"):
+        exit_plan_for(None, plan_path, eps=PLAN.eps, model="other")
+    with pytest.raises(InputError, match="`exit_plan`: no exit plan at"):
+        exit_plan_for(tmp_path / "none.json", plan_path, eps=PLAN.eps, model=PLAN.model)
 
 
 @pytest.fixture(scope="module")

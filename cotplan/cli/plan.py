@@ -51,7 +51,7 @@ from cotplan.cli.calibrate import (
 from cotplan.cli.report_folders import check_read, finish_report, start_report
 from cotplan.errors import InputError
 from cotplan.reports import save_chart
-from cotplan.validation import require_number, require_unit
+from cotplan.validation import require_choice, require_number, require_unit
 
 if TYPE_CHECKING:
     from cotplan.backends import Backend
@@ -100,6 +100,12 @@ DeltaOption = Annotated[
 ]
 OutNextToCalibration = Annotated[
     Path | None, typer.Option(help="Report folder (default: the calibration's folder).")
+]
+ExitOption = Annotated[
+    str,
+    typer.Option(
+        "--exit", help="'none' (the fixed cap) or 'certified' (certified early exit under it)."
+    ),
 ]
 
 
@@ -344,9 +350,13 @@ def plan(
         ),
     ] = 2.0,
     out: OutNextToCalibration = None,
+    exit_: ExitOption = "none",
+    probe_every: Annotated[
+        int, typer.Option(help="With --exit certified: probe every this many thinking tokens.")
+    ] = 16,
 ) -> None:
     """Fit the error laws on a calibration, print the chosen law, the certified budgets and
-    k* for the sizes asked; write plan.json for `cotplan run`."""
+    k* for the sizes asked; write plan.json for `cotplan run` (and exit.json with --exit)."""
     from cotplan.charts import chart
     from cotplan.planner.plan_result import plan_from_calibration
 
@@ -364,6 +374,8 @@ def plan(
         n_bootstrap=bootstrap,
         seed=seed,
         reach=reach,
+        exit=exit_,
+        probe_every=probe_every,
     )
     saved = result.plan
     print_spend(result.calibration)
@@ -373,6 +385,10 @@ def plan(
     print_budgets(result.budgets, result.eps)
     print_caps(saved, sorted({*saved.calibrated_sizes, *saved.sizes_}))
     console.print(_made_for(saved))
+    if result.exit_note:
+        console.print(f"[yellow]note:[/] no exit plan written: {result.exit_note}")
+    for line in result.exit_lines():
+        console.print(line)
     with start_report(out, calibration.parent, command="plan") as report:
         written = result.save(report.path, draw=chart)
         # plan.json last: a folder whose plan.json is new holds the new tables too.
@@ -415,11 +431,17 @@ def run(
     timeout: TimeoutOption = DEFAULT_TIMEOUT_S,
     max_retries: MaxRetriesOption = DEFAULT_MAX_RETRIES,
     protocol: ProtocolOption = "auto",
+    exit_: ExitOption = "none",
+    exit_plan: Annotated[
+        Path | None,
+        typer.Option(help="With --exit certified: exit.json (default: beside the plan)."),
+    ] = None,
 ) -> None:
     """Apply the plan that `cotplan plan` wrote on held-out items; judge each size against
     ε and compare with uncapped."""
     from cotplan.backends import connect
     from cotplan.charts import chart
+    from cotplan.planner.exit_plan import EXIT_CHOICES, exit_plan_for
     from cotplan.planner.run import SavedPlan, run_plan
 
     asked = parse_ints(n, "n", low=1)
@@ -431,8 +453,14 @@ def run(
     check_protocol(protocol)
     check_out(out)
     check_int(seed, "seed", low=0)
+    require_choice(exit_, "exit", EXIT_CHOICES)
+    if exit_plan is not None and exit_ != "certified":
+        raise InputError("is read only with --exit certified", field="exit_plan")
     check_read(plan)
     saved = SavedPlan.load(plan)
+    exits = None
+    if exit_ == "certified":
+        exits = exit_plan_for(exit_plan, plan, eps=saved.eps, model=saved.model)
     # The plan must be this model's, before the model (maybe paid, maybe slow) starts.
     notes = _binding_notes(saved, backend, base_url, protocol, allow_other_model)
     items, sizes = _held_out(
@@ -461,8 +489,13 @@ def run(
             uncapped=uncapped,
             concurrency=concurrency,
             progress=progress,
+            exit_plan=exits,
         )
         print_comparison(result)
+        for note in result.exit_notes:
+            console.print(f"[yellow]note:[/] {note}")
+        if result.exit_summary:
+            console.print(result.exit_summary)
         written = result.save(report.path, draw=chart)
         folder = finish_report(report)
     console.print(f"wrote {folder}/" + ", ".join(path.name for path in written))

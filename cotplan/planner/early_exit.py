@@ -420,7 +420,7 @@ def certify_early_exit(
         mine = [s for s in sequences if s.n == n]
         if not mine:
             continue
-        certified, table = _certify_size(mine, chain, n, caps[n], eps, delta)
+        certified, table = _certify_size(mine, chain, n=n, ceiling=caps[n], eps=eps, delta=delta)
         results.append(certified)
         tables.append(table)
     return EarlyExit(
@@ -477,6 +477,7 @@ def _surely_cheaper(rule: _Tested, cap: _Tested) -> bool:
 def _certify_size(
     sequences: list[ProbeSequence],
     chain: tuple[StoppingRule, ...],
+    *,
     n: int,
     ceiling: int,
     eps: float,

@@ -9,6 +9,14 @@ certified rule (a rule that never fires where the cap stays), with ε, δ and th
      "bill_prompt": false,
      "sizes": {"9": {"ceiling": 96, "every": 16, "rule": {"agree": 3, "min_prob": null}}}}
 
+`exit_from_calibration(frame, ceilings, eps, ...)` is the step `cotplan plan --exit certified`
+takes after the plan: certify on the calibration frame with the plan's certified caps as
+ceilings, and return the exit plan, or None and the reason in one line where the calibration
+cannot certify one (no forced answers recorded, or not every multiple of `every` the rules would
+probe). `exit_plan_for(path, plan_path, eps=..., model=...)` reads the exit plan `cotplan run
+--exit certified` applies (default: exit.json beside the plan) and refuses one made for another
+ε or model.
+
 `answer_with_exit(backend, item, plan)` answers one item under the plan's rule for the item's
 size (`cotplan.generate.probing.probe_answer`); a backend whose thinking cannot be probed
 (hidden reasoning, chat-only APIs) raises `CapabilityError`, and the caller keeps the plan's
@@ -18,6 +26,7 @@ fixed cap there.
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -30,13 +39,26 @@ from cotplan.backends.base import Backend
 from cotplan.errors import InputError
 from cotplan.generate.probing import ExitRule, ProbedAnswer, StoppingRule, probe_answer
 from cotplan.io import write_text
-from cotplan.planner.early_exit import EarlyExit
+from cotplan.planner.early_exit import EarlyExit, certify_early_exit
 from cotplan.tasks.item import TaskItem
 from cotplan.tasks.size import item_size
 
-__all__ = ["EXIT_SCHEMA", "ExitPlan", "answer_with_exit", "load_exit_plan"]
+__all__ = [
+    "DEFAULT_PROBE_EVERY",
+    "EXIT_CHOICES",
+    "EXIT_SCHEMA",
+    "ExitPlan",
+    "answer_with_exit",
+    "exit_from_calibration",
+    "exit_plan_for",
+    "load_exit_plan",
+]
 
 EXIT_SCHEMA = 1
+#: What `--exit` takes: the fixed cap alone, or the certified early exit under it.
+EXIT_CHOICES = ("none", "certified")
+#: Probe every this many thinking tokens unless told otherwise (`--probe-every`).
+DEFAULT_PROBE_EVERY = 16
 _KIND = "cotplan-exit"
 _KEYS = {"schema", "kind", "model", "eps", "delta", "bill_prompt", "sizes"}
 
@@ -206,3 +228,59 @@ def answer_with_exit(
         answer_tokens=answer_tokens,
         bill_prompt=plan.bill_prompt,
     )
+
+
+def exit_from_calibration(
+    frame: pd.DataFrame,
+    ceilings: Mapping[int, int],
+    eps: float,
+    *,
+    delta: float,
+    model: str,
+    every: int = DEFAULT_PROBE_EVERY,
+) -> tuple[ExitPlan | None, str]:
+    """Certify an early exit on the calibration `frame` under `ceilings` (a plan's certified
+    caps) and keep its deployable part; (None, why) where this calibration cannot certify one.
+    Only the frame's own shortcomings are a reason: other bad input still raises."""
+    usable = {n: k for n, k in ceilings.items() if k >= 1}
+    if not usable:
+        return None, "no calibrated size has a certified cap to serve as the exit's ceiling"
+    try:
+        result = certify_early_exit(frame, eps, delta=delta, ceilings=usable, every=every)
+        return ExitPlan.from_early_exit(result, model=model, every=every, frame=frame), ""
+    except InputError as exc:
+        if exc.field != "frame":
+            raise
+        return None, str(exc).split(": ", 1)[-1]
+
+
+def exit_plan_for(
+    path: str | os.PathLike[str] | None,
+    plan_path: str | os.PathLike[str],
+    *,
+    eps: float,
+    model: str,
+) -> ExitPlan:
+    """The exit plan at `path` (default: exit.json beside `plan_path`), checked against the
+    plan it runs under: the same ε and, where both record one, the same model."""
+    where = Path(plan_path).parent / "exit.json" if path is None else Path(path)
+    if not where.is_file():
+        raise InputError(
+            f"no exit plan at {where}: write one with `cotplan plan --exit certified`",
+            field="exit_plan",
+        )
+    plan = load_exit_plan(where)
+    if not math.isclose(plan.eps, eps):
+        raise InputError(
+            f"certified for ε = {plan.eps:g}, not the plan's {eps:g}: plan again with "
+            f"`cotplan plan --eps {eps:g} --exit certified`",
+            field="eps",
+            source=str(where),
+        )
+    if plan.model and model and plan.model != model:
+        raise InputError(
+            f"certified for model {plan.model}, not the plan's {model}",
+            field="model",
+            source=str(where),
+        )
+    return plan

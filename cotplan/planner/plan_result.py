@@ -12,7 +12,12 @@ asked and builds the deployable `SavedPlan`. The `PlanResult` it returns holds a
 | constants.csv | the fitted constants with their intervals |
 | laws.csv | the error laws by held-out log-likelihood (when compared) |
 | certified.csv | the certified budget per calibrated size (when any size was calibrated) |
+| exit.json | the certified early exit (`exit="certified"`, where the calibration certifies one) |
 | calibration.png, budget.png | the charts, when a drawer is given (`cotplan.charts.save`) |
+
+With `exit="certified"` the early exit is certified on the same calibration frame after the
+plan, the plan's certified caps as its ceilings (`cotplan.planner.exit_plan`); where the
+calibration cannot certify one, `exit_note` says why and no exit.json is written.
 
 Only files actually written are returned: a chart that does not render is left out.
 """
@@ -30,6 +35,12 @@ import pandas as pd
 from cotplan.errors import InputError
 from cotplan.io import write_csv
 from cotplan.planner.calibrate import load_calibration
+from cotplan.planner.exit_plan import (
+    DEFAULT_PROBE_EVERY,
+    EXIT_CHOICES,
+    ExitPlan,
+    exit_from_calibration,
+)
 from cotplan.planner.fit import BudgetPlanner
 from cotplan.planner.laws import LAW_NAMES
 from cotplan.planner.records import Budget, CertifiedBudget
@@ -65,6 +76,18 @@ class PlanResult:
     certificates: tuple[CertifiedBudget, ...]
     plan: SavedPlan
     calibration: pd.DataFrame
+    exit: ExitPlan | None = None
+    exit_note: str = ""
+
+    def exit_lines(self) -> list[str]:
+        """The certified early exit per size in words (none when no exit plan was made)."""
+        if self.exit is None:
+            return []
+        return [
+            f"certified exit at n = {n}: {rule.rule.name} (probe every {rule.every}, "
+            f"ceiling {rule.ceiling})"
+            for n, rule in sorted(self.exit.sizes.items())
+        ]
 
     def to_frame(self) -> pd.DataFrame:
         """k* per size asked (plan.csv)."""
@@ -92,6 +115,8 @@ class PlanResult:
         out.mkdir(parents=True, exist_ok=True)
         written = [self.plan.save(out / "plan.json")]
         written += [write_csv(frame, out / name) for name, frame in self.tables()]
+        if self.exit is not None:
+            written.append(self.exit.save(out / "exit.json"))
         if draw is None:
             return written
         charts: list[tuple[Any, str]] = [(self.planner, "calibration.png")]
@@ -115,15 +140,19 @@ def plan_from_calibration(
     n_bootstrap: int = 200,
     seed: int = 0,
     reach: float = DEFAULT_REACH,
+    exit: str = "none",
+    probe_every: int = DEFAULT_PROBE_EVERY,
 ) -> PlanResult:
     """Plan for target error `eps` from a calibration CSV (see the module doc).
 
     `sizes` are the sizes to plan k* for (default: the calibrated ones); `law` is "auto"
     (chosen on held-out items) or one of `LAW_NAMES`; `delta` is 1 − the certificates'
     confidence; `alpha` is "fit" or a fixed exponent; `reach` how far `plan.cap(n)` scales
-    beyond the calibrated sizes. Every option is checked before the file is read, and the file
-    before anything is fitted; raises `InputError` naming the option (or the file, line and
-    column), `InfeasibleTargetError` when ε cannot be reached at a size asked.
+    beyond the calibrated sizes; `exit` "none" or "certified" (an early exit probing every
+    `probe_every` thinking tokens, certified after the plan; see the module doc). Every option
+    is checked before the file is read, and the file before anything is fitted; raises
+    `InputError` naming the option (or the file, line and column), `InfeasibleTargetError`
+    when ε cannot be reached at a size asked.
     """
     eps = require_unit(eps, "eps")
     delta = require_unit(delta, "delta")
@@ -132,6 +161,8 @@ def plan_from_calibration(
     seed = require_int(seed, "seed", low=0, high=MAX_SEED)
     reach = require_number(reach, "reach", low=1.0)
     asked = [require_int(n, "n", low=1) for n in sizes]
+    require_choice(exit, "exit", EXIT_CHOICES)
+    probe_every = require_int(probe_every, "probe_every", low=1)
     alpha_value = _alpha(alpha)
     loaded = load_calibration(calibration)  # names a missing file, a folder, a bad line
     source = Path(calibration)
@@ -157,6 +188,12 @@ def plan_from_calibration(
         reach=reach,
         certificates=certificates,
     )
+    exit_plan, exit_note = None, ""
+    if exit == "certified":
+        ceilings = {c.n: c.k for c in certificates if c.k is not None}
+        exit_plan, exit_note = exit_from_calibration(
+            loaded.frame, ceilings, eps, delta=delta, model=plan.model or "", every=probe_every
+        )
     return PlanResult(
         planner=planner,
         eps=eps,
@@ -164,6 +201,8 @@ def plan_from_calibration(
         certificates=certificates,
         plan=plan,
         calibration=loaded.frame,
+        exit=exit_plan,
+        exit_note=exit_note,
     )
 
 

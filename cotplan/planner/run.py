@@ -7,6 +7,13 @@ serves both, and the planned answer is exactly what a call capped at k* returns.
 `PlanRun`, judges each size's held-out error against ε (`check_against_eps`) beside the paired
 comparison with uncapped (`compare_answers`), and `save(folder)` writes its tables.
 
+With `exit_plan` (`cotplan.planner.exit_plan`, `cotplan run --exit certified`) the planned
+policy answers with the certified early exit under the same caps instead, and the fixed cap
+joins the comparison as its own policy; the probes' answer tokens count as reasoning spent (and
+their prompts as prompt tokens where the exit plan bills them). Where an item cannot be probed
+(a backend without visible thinking, a size the exit plan does not cover, a ceiling that is not
+the cap run) the planned policy keeps the fixed cap, and `exit_notes` says where and why.
+
 The plan file is `cotplan.planner.saved_plan`, its binding to a model and protocol
 `cotplan.planner.binding`, the comparisons `cotplan.planner.compare`; their public names are
 importable from here too, where they lived before.
@@ -15,20 +22,22 @@ importable from here too, where they lived before.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, cast
 
 import pandas as pd
 
 from cotplan.backends.base import Backend
-from cotplan.errors import InputError, NotFittedError
+from cotplan.errors import CapabilityError, InputError, NotFittedError
 from cotplan.generate.budgeted import BudgetedAnswer, CoTPrompt, Mode, answers_frame
+from cotplan.generate.probing import ProbedAnswer, probed_frame
 from cotplan.io import write_csv
 from cotplan.planner.binding import backend_model, check_plan_model, check_plan_protocol
 from cotplan.planner.calibrate import _answer_items, _check_items, _stat
 from cotplan.planner.compare import check_against_eps, compare_answers, wilson_interval
+from cotplan.planner.exit_plan import ExitPlan, answer_with_exit
 from cotplan.planner.fit import Budget, BudgetPlanner
 from cotplan.planner.records import PlanCap, SizeChecks
 from cotplan.planner.saved_plan import (
@@ -124,6 +133,27 @@ class PlanRun:
         default_factory=dict, repr=False, compare=False
     )
     by_size: SizeChecks | None = None
+    #: One row per item answered with the certified exit (`probed_frame`), when asked for one.
+    exit: pd.DataFrame | None = None
+    exit_notes: tuple[str, ...] = ()
+
+    @property
+    def exit_summary(self) -> str:
+        """The certified exit's spend in words ("" when the run did not ask for one)."""
+        if self.exit is None:
+            return ""
+        items = len(self.frame[self.frame["policy"] == "planned"])
+        if self.exit.empty:
+            return f"certified exit: none of {items} items probed (fixed cap throughout)"
+        e = self.exit
+        stops = e["stopped_by"].value_counts()
+        how = ", ".join(f"{stops.get(w, 0)} by {w}" for w in ("rule", "ended", "ceiling"))
+        return (
+            f"certified exit on {len(e)} of {items} items: mean thinking "
+            f"{e['thinking_tokens'].mean():.1f} tokens, probe tokens "
+            f"{e['overhead_tokens'].mean():.1f} (counted as spent), total "
+            f"{e['total_tokens'].mean():.1f}; stopped {how}"
+        )
 
     def to_frame(self) -> pd.DataFrame:
         """The comparison table (a copy)."""
@@ -185,6 +215,8 @@ class PlanRun:
         out.append(("run_plan.csv", self.plan))
         if self.by_size is not None:
             out.append(("run_eps.csv", self.by_size.to_frame()))
+        if self.exit is not None:
+            out.append(("run_exit.csv", self.exit))
         return out
 
     def save(self, folder: str | Path, *, draw: Drawer | None = None) -> list[Path]:
@@ -215,14 +247,18 @@ def run_plan(
     confidence: float = 0.95,
     n_bootstrap: int = 2000,
     seed: int = 0,
+    exit_plan: ExitPlan | None = None,
 ) -> PlanRun:
     """Answer held-out `items` at the planned k*(n, ε) and uncapped; compare (see module doc).
 
     `eps` is the target the plan is made for. Planned budgets above `uncapped` are capped
     there (at calibrated sizes the cap is the certified budget where one exists).
     Raises `InfeasibleTargetError` when ε is below what the model reaches at some size.
+    `exit_plan`: answer the planned policy with this certified early exit (see module doc).
     """
     chosen = _check_items(items)
+    if exit_plan is not None and not isinstance(exit_plan, ExitPlan):
+        raise InputError(f"must be an ExitPlan, got {type(exit_plan).__name__}", field="exit_plan")
     # Sent as a real generation cap: one no provider could honour is refused, not sent.
     uncapped = require_int(uncapped, "uncapped", low=1, high=MAX_BUDGET)
     target = float(eps)
@@ -250,6 +286,15 @@ def run_plan(
         planned.append(next(a for a in mine if a.k == cap))
         free.append(next(a for a in mine if a.k == uncapped))
     by_policy = {"planned": tuple(planned), "uncapped": tuple(free)}
+    exit_frame: pd.DataFrame | None = None
+    exit_notes: tuple[str, ...] = ()
+    if exit_plan is not None:
+        exited, probed, exit_notes = _exit_answers(
+            backend, chosen, planned, exit_plan, caps=caps, sizes=sizes
+        )
+        exit_frame = probed_frame(probed) if probed else pd.DataFrame()
+        by_policy = {"planned": exited, "fixed cap": tuple(planned), "uncapped": tuple(free)}
+        planned = list(exited)
     comparison = compare_answers(
         by_policy, baseline="uncapped", confidence=confidence, n_bootstrap=n_bootstrap, seed=seed
     )
@@ -293,6 +338,79 @@ def run_plan(
         cache_hits=_stat(backend, "cache_hits") - hits0,
         answers=by_policy,
         by_size=by_size,
+        exit=exit_frame,
+        exit_notes=exit_notes,
+    )
+
+
+def _exit_answers(
+    backend: Backend,
+    items: Sequence[TaskItem],
+    fixed: Sequence[BudgetedAnswer],
+    plan: ExitPlan,
+    *,
+    caps: Mapping[int, int],
+    sizes: Mapping[str, int],
+) -> tuple[tuple[BudgetedAnswer, ...], list[ProbedAnswer], tuple[str, ...]]:
+    """Each item answered with the certified exit where it applies, else its fixed-cap answer
+    (`fixed`, in the order of `items`); the probed answers; the notes on where it did not."""
+    notes: dict[int, str] = {}
+    probed: list[ProbedAnswer] = []
+    out: list[BudgetedAnswer] = []
+    unprobeable = ""
+    for item, capped in zip(items, fixed, strict=True):
+        n = sizes[item.id]
+        rule = plan.sizes.get(n)
+        if unprobeable or rule is None or rule.ceiling != caps[n]:
+            if not unprobeable and n not in notes:
+                notes[n] = (
+                    f"n = {n}: the exit plan does not cover this size; fixed cap {caps[n]}"
+                    if rule is None
+                    else f"n = {n}: the exit plan's ceiling {rule.ceiling} is not the cap run "
+                    f"({caps[n]}); fixed cap"
+                )
+            out.append(capped)
+            continue
+        try:
+            answer = answer_with_exit(backend, item, plan, n=n)
+        except CapabilityError as exc:
+            # Hidden or chat-only reasoning: no item of this backend can be probed.
+            unprobeable = f"{exc}; every item keeps the fixed cap"
+            out.append(capped)
+            continue
+        probed.append(answer)
+        out.append(_as_budgeted(answer, capped))
+    found = ([unprobeable] if unprobeable else []) + [notes[n] for n in sorted(notes)]
+    return tuple(out), probed, tuple(found)
+
+
+def _as_budgeted(answer: ProbedAnswer, capped: BudgetedAnswer) -> BudgetedAnswer:
+    """A probed answer as a record the comparison reads: the probes' answer tokens count as
+    reasoning spent (they are what probing adds to the thinking), their prompts as prompt
+    tokens where the exit plan bills them; the rest is the item's fixed-cap record."""
+    billed = answer.overhead_tokens - answer.probe_answer_tokens
+    return replace(
+        capped,
+        k=answer.ceiling,
+        extracted=answer.extracted,
+        correct=answer.correct,
+        reasoning="",
+        answer_text=answer.answer_text,
+        truncated=answer.stopped_by == "ceiling",
+        forced=answer.stopped_by != "ended",
+        prompt_tokens=capped.prompt_tokens + billed,
+        reasoning_tokens=answer.thinking_tokens + answer.probe_answer_tokens,
+        answer_tokens=answer.answer_tokens,
+        cost_usd=math.nan,
+        cost_note="answered with probing, which is not priced",
+        answer_prob=answer.answer_prob,
+        cap_held=answer.thinking_tokens <= answer.ceiling,
+        overrun=max(0, answer.thinking_tokens - answer.ceiling),
+        from_cache=False,
+        calls=answer.calls,
+        budget_note=f"certified exit ({answer.rule}): stopped by {answer.stopped_by} at "
+        f"{answer.stop_k} thinking tokens",
+        answer_prompt="",
     )
 
 
