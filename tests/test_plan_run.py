@@ -104,6 +104,11 @@ def test_the_backend_spec_is_checked_before_anything_starts(plan: SavedPlan) -> 
     assert check_plan_model(plan, backend="lab:lab-model") == ""
     with pytest.raises(InputError, match="not 'lab:parity'"):
         check_plan_model(plan, backend="lab:parity")
+    # A real lab model's id carries the "lab-" its spec does not.
+    shipped = replace(plan, model="lab-parity-overthink@8861eaa24778")
+    assert check_plan_model(shipped, backend="lab:parity-overthink") == ""
+    with pytest.raises(InputError, match="not 'lab:parity'"):
+        check_plan_model(shipped, backend="lab:parity")
 
 
 def test_a_plan_that_records_no_model_is_applied_with_a_note(plan: SavedPlan) -> None:

@@ -59,8 +59,9 @@ def check_plan_model(
     if model is None and backend is not None:
         provider, _, rest = backend.partition(":")
         if provider == "lab" and rest:
+            # A lab model's id is "lab-FAMILY@weights" for the spec "lab:FAMILY".
             family = plan.model.partition("@")[0]
-            if family == rest:
+            if family in (rest, f"lab-{rest}"):
                 return ""
             model = backend
         else:
