@@ -25,6 +25,7 @@ from cotplan.cli import (
     monitor,
     notebooks,
     plan,
+    reproduce,
     serve,
     tasks,
 )
@@ -52,6 +53,7 @@ notebooks.register(app)
 lab_reasoning.register(app)
 serve.register(app)
 monitor.register(app)
+reproduce.register(app)
 
 _stderr = Console(stderr=True)
 

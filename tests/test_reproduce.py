@@ -1,0 +1,275 @@
+"""`cotplan reproduce`: plan and estimate first, options checked first, paid runs asked, resume.
+
+Unit tests run a tiny fake step registry through `run_plan` (the real steps take minutes);
+one slow test runs a real step (an exact reference, no model) through the real subprocess
+runner.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import cotplan.cli.reproduce as cli_reproduce
+from cotplan.cli import app, main
+from cotplan.errors import CotplanError, InputError
+from cotplan.provenance import UNKNOWN, git_commit
+from cotplan.reproduce_plan import (
+    LEDGER,
+    ReproductionPlan,
+    Step,
+    is_paid,
+    plan_reproduction,
+    reproduction_steps,
+    run_plan,
+)
+
+runner = CliRunner()
+
+
+class Forbidden(BaseException):
+    """Something tried to start a process or open a connection (BaseException: not swallowed)."""
+
+
+@pytest.fixture
+def nothing_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise Forbidden(f"started or connected: {args!r}")
+
+    monkeypatch.setattr(subprocess, "Popen", refuse)
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+
+
+def _fake_steps() -> list[Step]:
+    return [
+        Step("a", ("fake", "a"), 10, 1.0, "test table"),
+        Step("b", ("fake", "b"), 20, None, "not measured"),
+    ]
+
+
+class FakeRunner:
+    """Writes a report page into the step's --out folder; fails the steps named in `fail`."""
+
+    def __init__(self, fail: tuple[str, ...] = ()) -> None:
+        self.calls: list[list[str]] = []
+        self.fail = fail
+
+    def __call__(self, argv: list[str]) -> int:
+        self.calls.append(argv)
+        if argv[1] in self.fail:
+            return 3
+        out = Path(argv[argv.index("--out") + 1])
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "report.md").write_text(f"# Step {argv[1]}\n\nrows of {argv[1]}\n")
+        return 0
+
+
+def test_dry_run_prints_plan_and_estimate_and_starts_nothing(
+    tmp_path: Path, nothing_starts: None
+) -> None:
+    # openai: with no key and no server: any connection attempt would fail the test.
+    args = ["reproduce", "--preset", "quick", "-b", "openai:gpt-4o-mini", "--out", str(tmp_path)]
+    result = runner.invoke(app, [*args, "--dry-run"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "cotplan experiment report --backend openai:gpt-4o-mini --quick --seed 0" in (
+        result.output
+    )
+    assert "cotplan kstar-lab law lamp --sizes 4,8,12,16 --items 120" in result.output
+    assert "model requests" in result.output
+    assert "benchmarks/results/kstar_lab_law_lamp.txt" in result.output
+    assert "dry run: nothing started" in result.output
+    assert not (tmp_path / LEDGER).exists()
+
+
+def test_the_estimate_sums_requests_and_measured_times(tmp_path: Path) -> None:
+    plan = plan_reproduction("quick", "local", tmp_path, steps=_fake_steps())
+    assert plan.estimate() == (30, 1.0, False)  # step b has no time: the total is a floor
+    assert "at least 1 s" in plan.summary()
+    local = plan_reproduction("quick", "local", tmp_path)
+    requests, seconds, complete = local.estimate()
+    assert requests > 0
+    assert seconds > 0
+    assert complete
+    exact = plan_reproduction("quick", "laplace", tmp_path)
+    assert exact.estimate()[0] == 0  # an exact reference sends no model requests
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        (["--preset", "medium"], "`preset`"),
+        (["-b", "nonsense"], "`backend`"),
+        (["-b", "beta:x"], "`backend`"),
+        (["--seed", "-1"], "`seed`"),
+    ],
+)
+def test_bad_options_are_one_line_errors(
+    args: list[str],
+    field: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    nothing_starts: None,
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["reproduce", *args, "--out", str(tmp_path / "r")])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ")
+    assert field in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "r").exists()
+
+
+def test_out_that_is_a_file_or_another_run_is_refused(tmp_path: Path) -> None:
+    afile = tmp_path / "file"
+    afile.write_text("x")
+    with pytest.raises(InputError, match=r"`out`: .* is not a folder"):
+        plan_reproduction("quick", "local", afile)
+    run_plan(plan_reproduction("quick", "laplace", tmp_path, steps=_fake_steps()), FakeRunner())
+    with pytest.raises(InputError, match=r"`out`: .*preset quick, backend laplace, seed 0"):
+        plan_reproduction("quick", "local", tmp_path, steps=_fake_steps())
+
+
+def test_paid_backends_are_the_ones_that_may_charge() -> None:
+    assert is_paid("openai:gpt-4o-mini")
+    assert not any(is_paid(b) for b in ("local", "local:thinking", "lab:parity", "laplace", "kt"))
+
+
+def test_refusing_the_paid_confirmation_sends_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = FakeRunner()
+    monkeypatch.setattr(cli_reproduce, "run_in_subprocess", fake)
+    args = ["reproduce", "-b", "openai:gpt-4o-mini", "--out", str(tmp_path)]
+    result = runner.invoke(app, args, input="n\n")
+    assert "may charge" in result.output
+    assert result.exit_code == 1
+    assert "not started: no requests sent" in result.output
+    assert fake.calls == []
+    assert not (tmp_path / LEDGER).exists()
+
+
+def test_accepting_it_or_yes_runs_every_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = FakeRunner()
+    monkeypatch.setattr(cli_reproduce, "run_in_subprocess", fake)
+    monkeypatch.setattr("cotplan.cli.reproduce.plan_reproduction", _fake_plan)
+    args = ["reproduce", "-b", "openai:gpt-4o-mini", "--out", str(tmp_path)]
+    result = runner.invoke(app, args, input="y\n")
+    assert result.exit_code == 0, result.output
+    assert [c[1] for c in fake.calls] == ["a", "b"]
+    fake.calls.clear()
+    # A local run never asks; a finished folder skips every step and rewrites the report.
+    result = runner.invoke(app, [*args, "--yes"])
+    assert result.exit_code == 0, result.output
+    assert "may charge" not in result.output
+    assert fake.calls == []
+    assert (tmp_path / "reproduction.html").is_file()
+
+
+def _fake_plan(preset: str, backend: str, out: Path, *, seed: int = 0) -> ReproductionPlan:
+    return plan_reproduction(preset, backend, out, seed=seed, steps=_fake_steps())
+
+
+def test_a_rerun_skips_the_steps_recorded_as_finished(tmp_path: Path) -> None:
+    first = FakeRunner(fail=("b",))
+    with pytest.raises(CotplanError, match=r"step b failed .*run the same command again"):
+        run_plan(plan_reproduction("quick", "local", tmp_path, steps=_fake_steps()), first)
+    assert [c[1] for c in first.calls] == ["a", "b"]
+    ledger = json.loads((tmp_path / LEDGER).read_text())
+    assert list(ledger["steps"]) == ["a"]
+    assert ledger["steps"]["a"]["outputs"]  # the step's files, with their SHA-256
+
+    plan = plan_reproduction("quick", "local", tmp_path, steps=_fake_steps())
+    assert plan.finished == {"a"}
+    assert [r["state"] for r in plan.rows()] == ["done (skipped)", "to run"]
+    second = FakeRunner()
+    run_plan(plan, second)
+    assert [c[1] for c in second.calls] == ["b"]
+    ledger = json.loads((tmp_path / LEDGER).read_text())
+    assert list(ledger["steps"]) == ["a", "b"]
+    assert len(ledger["sessions"]) == 2
+
+    # A finished step whose outputs are gone runs again.
+    (tmp_path / "steps" / "a" / "report.md").unlink()
+    assert plan_reproduction("quick", "local", tmp_path, steps=_fake_steps()).finished == {"b"}
+
+
+def test_the_report_carries_provenance_and_every_command(tmp_path: Path) -> None:
+    clock = iter(f"2026-12-0{i}T00:00:00+00:00" for i in range(1, 10))
+    plan = plan_reproduction("quick", "laplace", tmp_path, seed=7, steps=_fake_steps())
+    md_path, html_path = run_plan(plan, FakeRunner(), clock=lambda: next(clock))
+    md = md_path.read_text()
+    for field in (
+        "| preset | quick |",
+        "| backend | laplace |",
+        "| seed | 7 ",
+        "| started | 2026-12-01",
+        "| ended | 2026-12-0",
+        "| cotplan version |",
+        "| cotplan commit |",
+        "| llama.cpp build (xllamacpp) |",
+        "| embedded model SHA-256 | not used |",  # an exact reference loads no model
+        "| shipped adapter SHA-256 (its record) | smollm2-135m-thinking: ",
+        plan.command_line(plan.steps[0]),
+        plan.command_line(plan.steps[1]),
+        "### Step a",  # each step's own report, its headings one level down
+    ):
+        assert field in md, field
+    assert "<h2>Provenance</h2>" in html_path.read_text()
+
+
+def test_the_local_model_digest_is_the_files(tmp_path: Path) -> None:
+    from cotplan.backends.models import DEFAULT_MODEL, KNOWN_MODELS
+    from cotplan.provenance import provenance
+
+    digest = provenance(local_model=True)["embedded model SHA-256"]
+    assert digest.startswith((KNOWN_MODELS[DEFAULT_MODEL].sha256, "not found"))
+
+
+def test_commit_is_unknown_outside_a_checkout_or_without_git(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    package = tmp_path / "site" / "cotplan"
+    package.mkdir(parents=True)
+    assert git_commit(package) == UNKNOWN
+    (tmp_path / "site" / ".git").mkdir()
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # no git on PATH: still no error
+    assert git_commit(package) == UNKNOWN
+
+
+def test_the_full_preset_lists_the_documented_commands() -> None:
+    names = [s.name for s in reproduction_steps("full")]
+    assert names == [
+        "experiments-martingale",
+        "experiments-entropy",
+        "experiments-falck",
+        "kstar-study",
+        "lamp-law",
+        "lamp-law-long",
+    ]
+    only = [s.args[s.args.index("--only") + 1] for s in reproduction_steps("full")[:3]]
+    assert only == ["martingale,debias,order", "entropy", "falck"]
+
+
+@pytest.mark.slow
+def test_a_real_step_runs_through_the_subprocess_runner(tmp_path: Path) -> None:
+    # The exact reference (no model): the embedded model's cheapest quick step takes minutes.
+    step = Step(
+        "order",
+        ("experiment", "report", "-b", "laplace", "--quick", "--only", "order", "--no-charts"),
+        0,
+        None,
+        "test",
+    )
+    plan = plan_reproduction("quick", "laplace", tmp_path, steps=[step])
+    md_path, _ = run_plan(plan, cli_reproduce.run_in_subprocess)
+    assert (tmp_path / "steps" / "order" / "report.md").is_file()
+    assert "### Reproduction report: Laplace" in md_path.read_text()
+    assert plan_reproduction("quick", "laplace", tmp_path, steps=[step]).finished == {"order"}
