@@ -14,10 +14,16 @@
 # %% [markdown]
 # # Martingale violations and positional bias
 #
-# An exact Bayesian predictor on exchangeable data is a martingale: its prediction does not
-# depend on the order of the observations. The paper (Chlon et al., v1 §3 and §5) claims that
-# positional encodings make transformers violate this by Θ(log n / n), and that the violation has
-# a periodic, position-specific part that can be removed.
+# An exact Bayesian predictor on exchangeable data has two properties that are easy to run
+# together. It is **order invariant**: its prediction depends on the counts seen, not on the
+# order they came in. And its predictions form a **martingale**: under its own predictive,
+# the prediction it expects to make after one more observation is the one it makes now. Either
+# can fail without the other: a clipped maximum-likelihood rule reads counts only, so it is
+# order invariant, yet at its clip the prediction it expects next differs from the one it
+# makes now. The paper (Chlon et al., v1 §3 and §5) claims that positional encodings make
+# transformers violate the martingale property by Θ(log n / n), and that the violation has a
+# periodic, position-specific part that can be removed; order invariance is measured
+# separately (notebook 05 and `cotplan experiment order`).
 #
 # Here we measure the paper's gap Δ̂n on a real model, **beside the exact Bayesian answer on the
 # same sequences**: a perfect Bayesian also changes its prediction by O(1/n) per observation, so

@@ -22,113 +22,194 @@ _HEIGHT = 260
 
 
 def martingale_chart(result: MartingaleResult) -> alt.HConcatChart:
-    """Δ̂n for the predictor and the exact Bayes reference with both fits; the excess beside."""
+    """Δ̂n for the predictor and the exact Bayes reference, each with its own two fits (drawn in
+    its colour, dashed by the form fitted) and its 95% interval; the excess beside."""
     frame = result.to_frame()
+    model = result.predictor
+    bayes = f"{result.reference} (exact Bayes)"
     points = pd.concat(
         [
             pd.DataFrame(
-                {
-                    "n": frame["n"],
-                    "gap": frame["gap"],
-                    "se": frame["gap_se"],
-                    "who": result.predictor,
-                }
+                {"n": frame["n"], "gap": frame["gap"], "se": frame["gap_se"], "who": model}
             ),
             pd.DataFrame(
-                {
-                    "n": frame["n"],
-                    "gap": frame["ref_gap"],
-                    "se": frame["ref_gap_se"],
-                    "who": f"{result.reference} (exact Bayes)",
-                }
+                {"n": frame["n"], "gap": frame["ref_gap"], "se": frame["ref_gap_se"], "who": bayes}
             ),
         ]
     )
     points["low"] = points["gap"] - 1.96 * points["se"]
     points["high"] = points["gap"] + 1.96 * points["se"]
+    ns = result.ns.astype(float)
+    # Each series carries its own fits: a fit drawn in the other series' colour (as it once
+    # was, with no colour given) reads as that series' law.
     fits = pd.concat(
         [
-            pd.DataFrame({"n": frame["n"], "gap": frame["fit_log"], "fit": "A·log n/n + B"}),
-            pd.DataFrame({"n": frame["n"], "gap": frame["fit_inverse"], "fit": "A/n + B"}),
+            pd.DataFrame({"n": frame["n"], "gap": fit.predict(ns), "who": who, "fit": form})
+            for who, pair in (
+                (model, (result.fit_log, result.fit_inverse)),
+                (bayes, (result.ref_fit_log, result.ref_fit_inverse)),
+            )
+            for fit, form in zip(pair, ("A·log n/n + B", "A/n + B"), strict=True)
         ]
     )
+    colour = alt.Color(
+        "who:N",
+        title="sequences scored by",
+        scale=alt.Scale(domain=[model, bayes], range=["#d62728", "#1f77b4"]),
+        legend=alt.Legend(labelLimit=0, orient="bottom", direction="vertical", symbolOpacity=1),
+    )
+    x = alt.X("n:Q", title="n (observations)", scale=alt.Scale(zero=False))
+    y_title = "Δ̂n (nats), 95% interval"
     base = alt.Chart(points)
     dots = base.mark_circle(size=22).encode(
-        x=alt.X("n:Q", title="n", scale=alt.Scale(zero=False)),
-        y=alt.Y("gap:Q", title="Δ̂n (nats)", scale=alt.Scale(type="log")),
-        color=alt.Color("who:N", title=None),
+        x=x, y=alt.Y("gap:Q", title=y_title, scale=alt.Scale(type="log")), color=colour
     )
     bars = (
         base.mark_rule(opacity=0.4)
-        .encode(x="n:Q", y="low:Q", y2="high:Q", color="who:N")
+        .encode(x=x, y=alt.Y("low:Q", title=y_title), y2="high:Q", color=colour)
         .transform_filter("datum.low > 0")
     )
     lines = (
         alt.Chart(fits)
-        .mark_line()
+        .mark_line(strokeWidth=1.5)
         .encode(
-            x="n:Q", y="gap:Q", strokeDash=alt.StrokeDash("fit:N", title="fit to the predictor")
+            x=x,
+            y=alt.Y("gap:Q", title=y_title),
+            color=colour,
+            detail="fit:N",
+            strokeDash=alt.StrokeDash(
+                "fit:N",
+                title="fitted law",
+                scale=alt.Scale(domain=["A·log n/n + B", "A/n + B"], range=[[1, 0], [5, 3]]),
+            ),
         )
     )
     left = (bars + dots + lines).properties(
         width=_WIDTH,
         height=_HEIGHT,
-        title=f"Martingale gap, {result.predictor} ({result.design} design)",
+        title=f"Martingale gap, {model} ({result.design} design)",
     )
     ex = alt.Chart(frame)
-    band = ex.mark_area(opacity=0.25).encode(x="n:Q", y="excess_low:Q", y2="excess_high:Q")
-    line = ex.mark_line(point=True).encode(
-        x=alt.X("n:Q", title="n"), y=alt.Y("excess:Q", title="Δ̂n(model) − Δ̂n(Bayes)")
+    excess_title = "Δ̂n(model) − Δ̂n(Bayes) (nats)"
+    band = ex.mark_area(opacity=0.25).encode(
+        x=alt.X("n:Q", title="n (observations)"),
+        y=alt.Y("excess_low:Q", title=excess_title),
+        y2="excess_high:Q",
     )
-    zero = alt.Chart(pd.DataFrame({"y": [0.0]})).mark_rule(color="gray").encode(y="y:Q")
+    line = ex.mark_line(point=True).encode(
+        x=alt.X("n:Q", title="n (observations)"), y=alt.Y("excess:Q", title=excess_title)
+    )
+    zero = (
+        alt.Chart(pd.DataFrame({"y": [0.0]}))
+        .mark_rule(color="gray")
+        .encode(y=alt.Y("y:Q", title=excess_title))
+    )
     right = (band + line + zero).properties(
         width=_WIDTH, height=_HEIGHT, title="Excess over the exact Bayes reference (95% CI)"
     )
     return alt.hconcat(left, right)
 
 
+#: The debias chart's series, in words (the frame's column names are code, not a legend).
+_DEBIAS_SERIES = {
+    "gap": "measured gap Δ̂n",
+    "trend + harmonics": "fitted trend + positional harmonics",
+    "debiased": "gap − harmonics (debiased)",
+    "residual": "residual after subtraction",
+    "smoothed_residual": "kernel-smoothed residual",
+}
+
+
 def debias_chart(result: DebiasResult) -> alt.VConcatChart:
-    """Gaps with the fitted trend and harmonics, the residual after subtraction, the spectrum."""
+    """Gaps (with their 95% interval where the result has standard errors) with the fitted
+    trend and harmonics, the residual after subtraction, the spectrum. The title says whether
+    the period is significant, not only its p-value."""
     frame = result.to_frame()
     frame["trend + harmonics"] = frame["trend"] + frame["harmonics"]
     long = frame.melt(
         id_vars="position", value_vars=["gap", "trend + harmonics", "debiased"], var_name="series"
     )
-    top = (
+    long["series"] = long["series"].map(_DEBIAS_SERIES)
+    top_order = [_DEBIAS_SERIES[k] for k in ("gap", "trend + harmonics", "debiased")]
+    x = alt.X("position:Q", title="position n")
+    top_y = "gap (nats)"
+    lines = (
         alt.Chart(long)
         .mark_line(point=alt.OverlayMarkDef(size=10))
         .encode(
-            x=alt.X("position:Q", title="position n"),
-            y=alt.Y("value:Q", title="gap (nats)"),
-            color=alt.Color("series:N", title=None),
+            x=x,
+            y=alt.Y("value:Q", title=top_y),
+            color=alt.Color(
+                "series:N",
+                title="curve",
+                sort=top_order,
+                scale=alt.Scale(domain=top_order),
+                legend=alt.Legend(labelLimit=0),
+            ),
         )
-        .properties(
-            width=2 * _WIDTH,
-            height=_HEIGHT,
-            title=f"{result.source}: period {result.period:.1f} (p = {result.p_value:.3g})",
+    )
+    layers: list[alt.Chart] = []
+    if result.standard_errors is not None:
+        se = np.asarray(result.standard_errors, dtype=float)
+        interval = pd.DataFrame(
+            {
+                "position": frame["position"],
+                "low": frame["gap"] - 1.96 * se,
+                "high": frame["gap"] + 1.96 * se,
+            }
         )
+        layers.append(
+            alt.Chart(interval)
+            .mark_area(opacity=0.15, color="gray")
+            .encode(x=x, y=alt.Y("low:Q", title=top_y), y2="high:Q")
+        )
+    verdict = "significant" if result.significant else "not significant"
+    heading = (
+        f"{result.source}: period {result.period:.1f}, {verdict} "
+        f"(p = {result.p_value:.3g}, permutation test, {result.n_permutations} shuffles)"
+    )
+    top = alt.layer(*layers, lines).properties(
+        width=2 * _WIDTH,
+        height=_HEIGHT,
+        title=alt.TitleParams(
+            heading,
+            subtitle="gray band: 95% interval of the measured gap"
+            if result.standard_errors is not None
+            else "no standard errors: no interval to draw",
+        ),
     )
     resid = frame.melt(
         id_vars="position", value_vars=["residual", "smoothed_residual"], var_name="series"
     )
+    resid["series"] = resid["series"].map(_DEBIAS_SERIES)
     middle = (
         alt.Chart(resid)
         .mark_line()
         .encode(
-            x="position:Q",
-            y=alt.Y("value:Q", title="residual"),
-            color=alt.Color("series:N", title=None),
+            x=x,
+            y=alt.Y("value:Q", title="residual (nats)"),
+            color=alt.Color("series:N", title="residual", legend=alt.Legend(labelLimit=0)),
         )
         .properties(width=_WIDTH, height=_HEIGHT, title="After subtraction (kernel-smoothed)")
     )
     spectrum = result.spectrum_frame()
     peak = pd.DataFrame({"period": [result.detected_period]})
+    period_x = alt.X("period:Q", scale=alt.Scale(type="log"), title="period (positions)")
     spec = alt.Chart(spectrum).mark_line().encode(
-        x=alt.X("period:Q", scale=alt.Scale(type="log"), title="period (positions)"),
-        y=alt.Y("power:Q", title="periodogram"),
-    ) + alt.Chart(peak).mark_rule(color="red").encode(x="period:Q")
-    spec = spec.properties(width=_WIDTH, height=_HEIGHT, title="Periodogram of detrended gaps")
-    return alt.vconcat(top, alt.hconcat(middle, spec))
+        x=period_x, y=alt.Y("power:Q", title="periodogram power")
+    ) + alt.Chart(peak).mark_rule(color="red").encode(x=period_x)
+    spec = spec.properties(
+        width=_WIDTH,
+        height=_HEIGHT,
+        title=alt.TitleParams(
+            "Periodogram of detrended gaps",
+            subtitle=f"red: detected period {result.detected_period:.1f}",
+        ),
+    )
+    out: alt.VConcatChart = alt.vconcat(top, alt.hconcat(middle, spec)).resolve_scale(
+        color="independent"
+    )
+    return out
 
 
 def order_chart(result: OrderResult) -> alt.Chart:
@@ -162,39 +243,83 @@ def order_chart(result: OrderResult) -> alt.Chart:
 
 
 def entropy_chart(result: EntropyResult) -> alt.HConcatChart:
-    """Per-position efficiency H/cross-entropy and cumulative code length against n·H."""
+    """Per-position efficiency H / cross-entropy with its 95% band (sampled curves; exact
+    references have none) and the labelled threshold, beside the cumulative efficiency
+    n·H / code length."""
     curves = result.curves
     keep = curves["predictor"].eq(result.predictor) | curves["predictor"].str.endswith("(exact)")
-    shown = curves[keep]
+    shown = curves[keep].copy()
+    # efficiency = H / CE, so a ±1.96 se interval on the cross-entropy maps to one on the
+    # efficiency; where CE − 1.96 se reaches 0 the top is unbounded and is clipped to the
+    # panel so that a few noisy early positions do not flatten the rest.
+    entropy = shown["efficiency"] * shown["cross_entropy"]
+    half = 1.96 * shown["se"]
+    top = float(max(1.05, shown["efficiency"].max()))
+    shown["eff_low"] = entropy / (shown["cross_entropy"] + half)
+    upper = shown["cross_entropy"] - half
+    shown["eff_high"] = np.where(upper > 0, entropy / upper.where(upper > 0, 1.0), top)
+    shown["eff_high"] = shown["eff_high"].clip(upper=top)
+    sampled = shown[~shown["exact"].astype(bool) & (shown["se"] > 0)]
+    colour = alt.Color(
+        "predictor:N",
+        title="curve",
+        # The model's name is long; the default label limit cut it.
+        legend=alt.Legend(labelLimit=0, orient="bottom", direction="vertical", symbolOpacity=1),
+    )
+    x = alt.X("n:Q", title="position n")
+    eff_title = "efficiency H / cross-entropy"
     eff = (
         alt.Chart(shown)
         .mark_line()
         .encode(
-            x=alt.X("n:Q", title="position n"),
-            y=alt.Y("efficiency:Q", title="H / cross-entropy", scale=alt.Scale(zero=False)),
-            color=alt.Color("predictor:N", title=None),
+            x=x,
+            y=alt.Y("efficiency:Q", title=eff_title, scale=alt.Scale(zero=False)),
+            color=colour,
         )
     )
+    band = (
+        alt.Chart(sampled)
+        .mark_area(opacity=0.2)
+        .encode(x=x, y=alt.Y("eff_low:Q", title=eff_title), y2="eff_high:Q", color=colour)
+    )
+    label = f"{result.threshold:g}: the paper's {result.threshold:.0%}-of-optimal threshold"
+    threshold = pd.DataFrame({"y": [result.threshold], "n": [float(shown["n"].min())]})
     rule = (
-        alt.Chart(pd.DataFrame({"y": [result.threshold]}))
+        alt.Chart(threshold)
         .mark_rule(strokeDash=[4, 4], color="gray")
-        .encode(y="y:Q")
+        .encode(y=alt.Y("y:Q", title=eff_title))
+    )
+    rule_text = (
+        alt.Chart(threshold)
+        .mark_text(align="left", baseline="top", dy=3, color="gray", fontSize=10)
+        .encode(x=x, y=alt.Y("y:Q", title=eff_title), text=alt.value(label))
     )
     setting = f"p = {result.p:g}" if result.p is not None else f"p ~ Beta{result.prior}"
-    left = (eff + rule).properties(
-        width=_WIDTH, height=_HEIGHT, title=f"Compression efficiency ({setting})"
+    left = (band + eff + rule + rule_text).properties(
+        width=_WIDTH,
+        height=_HEIGHT,
+        title=alt.TitleParams(
+            f"Compression efficiency per position ({setting})",
+            subtitle="band: 95% interval of the sampled curve; exact references have none",
+        ),
     )
     code = (
         alt.Chart(shown)
         .mark_line()
         .encode(
-            x=alt.X("n:Q", title="n"),
+            x=alt.X("n:Q", title="n (positions so far)"),
             y=alt.Y(
-                "cumulative_efficiency:Q", title="n·H / code length", scale=alt.Scale(zero=False)
+                "cumulative_efficiency:Q",
+                title="n·H / code length of the first n",
+                scale=alt.Scale(zero=False),
             ),
-            color=alt.Color("predictor:N", title=None),
+            color=colour,
         )
-        .properties(width=_WIDTH, height=_HEIGHT, title="Cumulative code length")
+        .properties(
+            width=_WIDTH,
+            height=_HEIGHT,
+            title="Cumulative efficiency: n·H / code length",
+        )
     )
     return alt.hconcat(left, code)
 
