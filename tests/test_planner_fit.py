@@ -514,3 +514,19 @@ def test_noise_after_a_plateau_is_not_called_a_fall() -> None:
     planner = BudgetPlanner().fit(_rise_then_fall(4, accuracy))
     assert planner.status_ == "helps"
     assert planner.peak_budget_ is None
+
+
+def test_alpha_on_its_bound_blames_budgets_only_where_the_floor_was_not_reached() -> None:
+    from types import SimpleNamespace
+    from typing import Any, cast
+
+    from cotplan.planner.evidence import _alpha_at_top
+
+    fit = cast(Any, SimpleNamespace(e0=0.0, sizes=[4, 16], budgets=[0, 40, 80]))
+    reached = _alpha_at_top(fit, (16.0, 80.0, 0.01))
+    assert "already reached its floor by k = 80" in reached
+    assert "calibrate more sizes" in reached
+    assert "larger budgets" not in reached
+    short = _alpha_at_top(fit, (16.0, 80.0, 0.4))
+    assert "fell too little by k = 80" in short
+    assert "calibrate larger budgets there" in short

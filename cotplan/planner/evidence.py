@@ -187,7 +187,32 @@ def growth_test(free: _Fit, flat: _Fit, significance: float) -> BoundaryTest:
     return BoundaryTest("alpha", 0.0, statistic, p_mix, p_naive, verdict)
 
 
-def helps_verdict(fit: PlannerFit, free_alpha: bool, unresolved: bool) -> str:
+def _alpha_at_top(fit: PlannerFit, top_error: tuple[float, float, float] | None) -> str:
+    """Why α sits on its bound, and what would tell more. Larger budgets help only where the
+    error had not yet reached its floor at the largest size; where it had, more sizes would."""
+    head = f"α is at the top of its range ({_ALPHA_MAX:g})"
+    if top_error is not None:
+        n, k, error = top_error
+        if error <= fit.e0 + 0.02:
+            return (
+                f"{head}: the error at n = {n:g} already reached its floor by k = {k:g} "
+                f"(observed {error:.2f}), so the bound comes from the curve's shape over too "
+                "few sizes, not from budgets too small; calibrate more sizes to say how fast "
+                "the budget grows"
+            )
+    return (
+        f"{head}: at n = {fit.sizes[-1]} the error fell too little by k = {fit.budgets[-1]} "
+        "to say how fast the budget grows; calibrate larger budgets there"
+    )
+
+
+def helps_verdict(
+    fit: PlannerFit,
+    free_alpha: bool,
+    unresolved: bool,
+    *,
+    top_error: tuple[float, float, float] | None = None,
+) -> str:
     """What the fit says where reasoning helps: the fall, the peak, the growth with n, the
     planning law."""
     parts = [
@@ -210,11 +235,7 @@ def helps_verdict(fit: PlannerFit, free_alpha: bool, unresolved: bool) -> str:
     elif free_alpha:
         parts.append(f"the budget scale grows as n^{fit.alpha:.2f}")
         if fit.alpha > _ALPHA_MAX - 0.02:
-            parts.append(
-                f"α is at the top of its range ({_ALPHA_MAX:g}): at n = {fit.sizes[-1]} the "
-                f"error fell too little by k = {fit.budgets[-1]} to say how fast the "
-                "budget grows; calibrate larger budgets there"
-            )
+            parts.append(_alpha_at_top(fit, top_error))
         elif fit.alpha < 0.02:
             growth = fit.growth
             parts.append(

@@ -327,7 +327,17 @@ def _helps(fit: PlannerFit, used: _Data, cells: _Cells, pair: _PaperPair, k_max:
         )
         fit = replace(fit, lrt=lrt, growth=growth_test(primary, flat, p.significance))
     fit = _with_laws(fit, used, primary, half)
-    return replace(fit, verdict=helps_verdict(fit, pair.free_alpha, unresolved))
+    verdict = helps_verdict(fit, pair.free_alpha, unresolved, top_error=_top_error(used))
+    return replace(fit, verdict=verdict)
+
+
+def _top_error(data: _Data) -> tuple[float, float, float]:
+    """(n, k, observed error) at the largest size's largest budget: whether the calibration
+    already reached the floor there decides what a bound α can be blamed on."""
+    at_n = data.n == data.n.max()
+    k_top = float(data.k[at_n].max())
+    rows = at_n & (data.k == k_top)
+    return float(data.n.max()), k_top, float(1.0 - data.y[rows].mean())
 
 
 def _bootstrapped(fit: PlannerFit, used: _Data, pair: _PaperPair, k_max: int) -> PlannerFit:
