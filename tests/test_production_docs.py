@@ -45,6 +45,8 @@ def test_every_example_runs_against_the_embedded_model(
                 import litellm
             except ImportError:  # the extra is optional: the other examples still run
                 continue
+            # LiteLLM copies `callbacks` into internal lists on first use: start from none.
+            litellm.logging_callback_manager._reset_all_callbacks()
             monkeypatch.setattr(litellm, "callbacks", [])
         code = found[name].replace("http://127.0.0.1:8080/v1", local_model.base_url)
         namespace: dict[str, Any] = {}

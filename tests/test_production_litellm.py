@@ -120,6 +120,9 @@ def test_through_litellm_against_the_embedded_server(
 ) -> None:
     log = CallLog(tmp_path / "log.sqlite")
     hook = CotplanCallback(make_plan(local_model.model_id), log=log)
+    # LiteLLM copies `callbacks` into internal lists on first use: an earlier test's hook would
+    # otherwise still receive this call's success event.
+    litellm.logging_callback_manager._reset_all_callbacks()
     monkeypatch.setattr(litellm, "callbacks", [hook])
     request = {
         "model": f"openai/{local_model.model_id}",
@@ -133,7 +136,7 @@ def test_through_litellm_against_the_embedded_server(
     async def call() -> Any:
         data = await hook.async_pre_call_hook(UserAPIKeyAuth(), DualCache(), request, "acompletion")
         reply = await litellm.acompletion(**data)
-        for _ in range(200):  # LiteLLM logs success in a task of its own, after returning
+        for _ in range(1200):  # LiteLLM logs success in a task of its own, after returning
             if log.records():
                 break
             await asyncio.sleep(0.05)

@@ -26,15 +26,19 @@ mid-thought by a plain `max_tokens`, with no answer (`cap_bitten` and no `answer
 log). For such models, point LiteLLM's `api_base` at `cotplan serve` instead, which forces the
 answer, and leave this callback out.
 
-Nothing here downloads: set ``LITELLM_LOCAL_MODEL_COST_MAP=True`` where LiteLLM runs, or it
-fetches its price map at import.
+Nothing here downloads: importing this module sets ``LITELLM_LOCAL_MODEL_COST_MAP=True`` (unless
+it is already set) before LiteLLM is imported, since LiteLLM otherwise fetches its price map from
+the network at import; LiteLLM then reads the copy it ships.
 """
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from litellm.integrations.custom_logger import CustomLogger
 
