@@ -171,6 +171,36 @@ def test_request_fields_hold_the_cap_with_room_for_the_answer(tmp_path: Path) ->
     assert hosted == dict(request_fields("anthropic", "Qwen3-8B", plan.cap(4).tokens).params)
 
 
+def test_the_plan_records_who_served_the_calibration_and_gives_its_fields(
+    tmp_path: Path,
+) -> None:
+    frame = pd.read_csv(planted(tmp_path / "d.csv", model="Qwen3-8B"))
+    frame = frame.assign(provider="openrouter", family="count")
+    frame.to_csv(tmp_path / "d.csv", index=False)
+    plan = plan_from_calibration(tmp_path / "d.csv", 0.3, sizes=[4], n_bootstrap=0).plan
+    assert (plan.provider, plan.family) == ("openrouter", "count")
+    loaded = SavedPlan.load(plan.save(tmp_path / "plan.json"))
+    assert (loaded.provider, loaded.family) == ("openrouter", "count")
+    # OpenRouter's own thinking cap, not an OpenAI-compatible server's plain max_tokens.
+    cap = loaded.cap(4).tokens
+    fields = loaded.request_fields(4)
+    assert fields == dict(request_fields("openrouter", "Qwen3-8B", cap).params)
+    assert fields["reasoning"] == {"max_tokens": cap}
+
+
+def test_a_plan_without_a_provider_loads_and_asks_a_compatible_server(
+    result: PlanResult, tmp_path: Path
+) -> None:
+    path = result.plan.save(tmp_path / "plan.json")
+    record = json.loads(path.read_text(encoding="utf-8"))
+    del record["provider"], record["family"]
+    path.write_text(json.dumps(record), encoding="utf-8")
+    old = SavedPlan.load(path)
+    assert (old.provider, old.family) == (None, None)
+    cap = old.cap(4).tokens
+    assert old.request_fields(4) == dict(request_fields("openai-compatible", old.model, cap).params)
+
+
 def test_request_fields_refuse_what_cap_refuses(result: PlanResult) -> None:
     with pytest.raises(InputError, match="`n`: n = 40 is beyond this plan's reach"):
         result.plan.request_fields(40)

@@ -207,6 +207,10 @@ class Backend(abc.ABC):
     #: The name of the rule in `cotplan.backends.budgets.BUDGET_RULES` by which this backend
     #: takes a token budget; the default is a plain `max_tokens` cap on written-out text.
     budget_rule: str = "vllm"
+    #: Who serves the model, as a key of `cotplan.backends.budgets.PROVIDER_RULES` ("openai",
+    #: "vllm", "llama.cpp", ...); None for an in-process model. A plan records it, so that the
+    #: request fields it gives later are the ones this server takes.
+    provider: str | None = None
     #: The endpoint requests go to; None for an in-process model or a provider's own default.
     base_url: str | None = None
     #: `tokenize(text)` returns the model's own token ids (the embedded model's server does).

@@ -79,10 +79,16 @@ CALIBRATION_COLUMNS = (
     "answer_lost",
     "no_answer",
     "usage_trusted",
+    "provider",
 )
 
 #: What a calibration CSV written before a column existed meant by its absence.
-COLUMN_DEFAULTS = {"answer_lost": False, "no_answer": False, "usage_trusted": True}
+COLUMN_DEFAULTS: dict[str, bool | str] = {
+    "answer_lost": False,
+    "no_answer": False,
+    "usage_trusted": True,
+    "provider": "",
+}
 
 Budgets = Sequence[int] | Callable[[int], Sequence[int]] | Literal["paper"] | None
 
@@ -362,7 +368,7 @@ def calibrate(
         mode=mode,
         prompt=prompt,
     )
-    frame = calibration_frame(answers, chosen)
+    frame = calibration_frame(answers, chosen, provider=backend.provider or "")
     notes = _notes(answers, chosen)
     for note in notes:
         if note.startswith("no price"):
@@ -378,13 +384,16 @@ def calibrate(
     )
 
 
-def calibration_frame(answers: Sequence[BudgetedAnswer], items: Sequence[TaskItem]) -> pd.DataFrame:
-    """The tidy frame of `CALIBRATION_COLUMNS` from answers."""
+def calibration_frame(
+    answers: Sequence[BudgetedAnswer], items: Sequence[TaskItem], *, provider: str = ""
+) -> pd.DataFrame:
+    """The tidy frame of `CALIBRATION_COLUMNS` from answers (`provider`: who served them)."""
     source = {item.id: size_source(item) for item in items}
     rows = []
     for a in answers:
         row = a.to_row()
         row["size_source"] = source.get(a.item, "n")
+        row["provider"] = provider
         rows.append({c: row[c] for c in CALIBRATION_COLUMNS})
     return pd.DataFrame(rows, columns=list(CALIBRATION_COLUMNS))
 

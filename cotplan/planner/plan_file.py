@@ -118,7 +118,8 @@ def check_plan_record(record: Mapping[str, Any], source: str, text: str = "") ->
     reach = record.get("reach")
     if reach is not None and not (_number(reach) and math.isfinite(reach) and reach >= 1.0):
         raise fail("reach", f"must be a number ≥ 1, got {reach!r}")
-    for name in ("law", "model", "mode", "protocol", "status_", "verdict_", "calibration"):
+    text_fields = ("law", "model", "mode", "protocol", "provider", "family", "status_", "verdict_")
+    for name in (*text_fields, "calibration"):
         value = record.get(name)
         if value is not None and not isinstance(value, str):
             raise fail(name, f"must be text, got {value!r}")

@@ -76,9 +76,10 @@ class SavedPlan:
     The plan records what it was made from: the `model` of the calibration (and its `mode`
     where the calibration records one: template, chat or hidden, and the reasoning `protocol`
     that wrote and closed the thinking: None where the calibration does not say, or mixes
-    several), the `calibration` file with
-    its SHA-256 and cost, `eps`, `delta`, the chosen `law` with its fitted parameters and
-    bootstrap draws (so `cap` needs no refit), and the certificate per calibrated size.
+    several), the `provider` that served it (whose request fields `request_fields` gives) and
+    the task `family`, the `calibration` file with its SHA-256 and cost, `eps`, `delta`, the
+    chosen `law` with its fitted parameters and bootstrap draws (so `cap` needs no refit), and
+    the certificate per calibrated size.
     `save` writes strict JSON (null, never NaN or Infinity) with a `schema_version`.
     """
 
@@ -92,6 +93,8 @@ class SavedPlan:
     model: str = ""
     mode: str = ""
     protocol: str | None = None
+    provider: str | None = None
+    family: str | None = None
     schema_version: int = 1
     reach: float = DEFAULT_REACH
     confidence: float = 0.95
@@ -164,6 +167,8 @@ class SavedPlan:
             model=_only_value(frame, "model"),
             mode=_only_value(frame, "mode"),
             protocol=_only_value(frame, "protocol") or None,
+            provider=_only_value(frame, "provider") or None,
+            family=_only_value(frame, "family") or None,
             schema_version=SCHEMA_VERSION,
             reach=float(reach),
             confidence=float(planner.confidence),
@@ -349,13 +354,14 @@ class SavedPlan:
         )
 
     def request_fields(
-        self, n: float, *, answer_tokens: int | None = None, provider: str = "openai-compatible"
+        self, n: float, *, answer_tokens: int | None = None, provider: str | None = None
     ) -> dict[str, Any]:
         """The request fields that hold reasoning to `cap(n)` at `provider` for the plan's
         model, with room for the answer (`answer_tokens`, 16 by default) wherever one cap
         covers both: `cotplan.backends.budgets.request_fields`. `provider` is a key of
-        `cotplan.backends.budgets.PROVIDER_RULES` (an OpenAI-compatible server by default:
-        vLLM, llama.cpp, SGLang)."""
+        `cotplan.backends.budgets.PROVIDER_RULES`; by default the one the calibration ran on
+        (the plan's `provider`), else an OpenAI-compatible server (vLLM, llama.cpp, SGLang)."""
+        provider = provider or self.provider or "openai-compatible"
         if not self.model:
             raise InputError(
                 "the plan does not record the model it was made for (written by an older "
@@ -410,6 +416,8 @@ class SavedPlan:
             "model": self.model,
             "mode": self.mode,
             "protocol": self.protocol,
+            "provider": self.provider,
+            "family": self.family,
             "calibration": self.calibration,
             "calibration_sha256": self.calibration_sha256,
             "calibration_cost_usd": self.calibration_cost_usd,
