@@ -137,10 +137,14 @@ def require_unit(value: object, field: str, *, closed_high: bool = False) -> flo
 def require_budget(value: object, field: str, *, high: int = MAX_BUDGET) -> int:
     """`value` as a whole number of tokens in 0..`high` (`MAX_BUDGET` by default): a cap that
     is sent to a provider as it is, so it must be one a provider could honour."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise InputError(f"must be a whole number of tokens, got {value!r}", field=field)
-    if not 0 <= int(value) <= high:
-        raise InputError(f"must be in 0..{high} tokens, got {value!r}", field=field)
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Integral)
+        or not 0 <= int(value) <= high
+    ):
+        raise InputError(
+            f"must be a whole number of tokens in 0..{high}, got {value!r}", field=field
+        )
     return int(value)
 
 

@@ -82,7 +82,7 @@ def test_the_shared_checks_give_plain_values_or_name_the_field(tmp_path: Path) -
         (lambda: require_number(True, "x"), r"`x`: must be a finite number, got True"),
         (lambda: require_number(9, "t", low=0, high=5), r"`t`: must be a number from 0 to 5"),
         (lambda: require_budget(1e300, "k"), r"`k`: must be a whole number of tokens"),
-        (lambda: require_budget(MAX_BUDGET + 1, "k"), rf"`k`: must be in 0..{MAX_BUDGET}"),
+        (lambda: require_budget(MAX_BUDGET + 1, "k"), rf"`k`: must be .* in 0\.\.{MAX_BUDGET}"),
         (lambda: require_choice("x", "law", ["a", "b"]), r"`law`: must be one of a, b, got 'x'"),
         (lambda: require_ints(["4,x"], "n"), r"`n`: must be whole numbers, got 'x'"),
         (lambda: require_ints(["0"], "n", low=1), r"`n`: must be at least 1, got 0"),

@@ -45,6 +45,7 @@ from cotplan.backends.hosted_rules import HOSTED_RULES, BudgetRule, Covers
 from cotplan.backends.server_rules import SERVER_RULES
 from cotplan.errors import InputError
 from cotplan.model_registry import bare_name, family_of
+from cotplan.validation import require_budget
 
 __all__ = [
     "BUDGET_RULES",
@@ -191,9 +192,9 @@ class CapCheck:
 
 
 def _check_k(k: object, name: str) -> int:
-    if isinstance(k, bool) or not isinstance(k, int) or k < 0:
-        raise InputError(f"must be a whole number of tokens ≥ 0, got {k!r}", field=name)
-    return k
+    # Providers differ in the largest cap they take (some far above the CLI's MAX_BUDGET), so
+    # the library refuses only what no provider could: not a whole number, below 0, absurd.
+    return require_budget(k, name, high=10**9)
 
 
 def _nested(dotted: str, value: Any) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from cotplan.generate.prompts import ChatTemplate, CoTPrompt, template_for
 from cotplan.generate.protocols import protocol_for, resolve_protocol
 from cotplan.tasks.item import TaskItem
 from cotplan.tasks.size import item_size
+from cotplan.validation import require_budget
 
 __all__ = [
     "BudgetSetup",
@@ -34,10 +35,9 @@ Mode = Literal["template", "chat", "hidden"]
 
 
 def check_budget(k: object, name: str = "k") -> int:
-    """`k` as a whole number of tokens ≥ 0, or an `InputError` naming `name`."""
-    if isinstance(k, bool) or not isinstance(k, int) or k < 0:
-        raise InputError(f"must be a whole number of tokens ≥ 0, got {k!r}", field=name)
-    return k
+    """`k` as a whole number of tokens (`cotplan.validation.require_budget`), or an
+    `InputError` naming `name`."""
+    return require_budget(k, name, high=10**9)  # as `backends.budgets`: any provider's cap
 
 
 def _server_caps(rule: BudgetRule) -> bool:
