@@ -58,10 +58,27 @@ reproduce.register(app)
 _stderr = Console(stderr=True)
 
 
+def _describe(exc: BaseException) -> str:
+    """One line for an error no check caught, saying what kind of input to look at."""
+    if isinstance(exc, MemoryError):
+        return "not enough memory: an option asks for more items or draws than this machine holds"
+    if isinstance(exc, UnicodeError):
+        return f"a file is not UTF-8 text: {exc}"
+    if isinstance(exc, OverflowError):
+        return f"a number is too large to work with: {exc}"
+    return (
+        f"{exc.strerror or type(exc).__name__}: {exc.filename or exc}"
+        if isinstance(exc, OSError)
+        else str(exc)
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the console script.
 
-    Typer handles usage errors itself (exit 2); cotplan's own errors become one line and exit 2.
+    Typer handles usage errors itself (exit 2); cotplan's own errors become one line and exit 2;
+    a file, encoding, overflow or memory error no check caught becomes one line and exit 1
+    (`COTPLAN_DEBUG=1` shows the traceback instead).
     """
     try:
         with cost.warnings_as_notes():  # warnings print as one `note:` line, never raw
@@ -71,6 +88,14 @@ def main(argv: list[str] | None = None) -> None:
             raise
         _stderr.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
         sys.exit(2)
+    except (OSError, UnicodeError, OverflowError, MemoryError) as exc:
+        # What a file, a folder or an absurd size the user gave can raise below the checks
+        # (a folder where a file goes, bytes that are not UTF-8, a number past what floats or
+        # memory hold): one line that says what failed, not a traceback.
+        if os.environ.get("COTPLAN_DEBUG"):
+            raise
+        _stderr.print(f"[bold red]error:[/] {escape(_describe(exc))}", highlight=False)
+        sys.exit(1)
     except KeyboardInterrupt:
         _interrupted()
         sys.exit(130)

@@ -115,7 +115,7 @@ BaseUrl = Annotated[str | None, Opt("--base-url", help="Endpoint of an OpenAI-co
 Quick = Annotated[
     bool, Opt("--quick/--full", help="Quick preset (seconds) or the paper's full grid.")
 ]
-Seed = Annotated[int, Opt("--seed", help="Seed of every random draw.")]
+Seed = Annotated[int, Opt("--seed", min=0, help="Seed of every random draw.")]
 Out = Annotated[
     Path | None, Opt("--out", "-o", help="Report folder (default: reports/NAME-<time>-...).")
 ]
