@@ -4,8 +4,10 @@
 each record, so every error names the file, the line a user sees in an editor (the header is
 line 1; blank lines count) and the column. Refused: an item, size, budget or outcome that is
 missing or out of range (a budget of 1e300), the same item and budget recorded twice with
-different outcomes, one item at two sizes, and answers of more than one model: a plan fitted on
-a calibration that disagrees with itself would certify nothing it claims.
+different outcomes, one item at two sizes, answers of more than one model, a column given twice,
+and recorded columns out of their range (negative token counts or cost, a probability above 1,
+a protocol or mode cotplan does not know): a plan fitted on a calibration that disagrees with
+itself would certify nothing it claims.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from cotplan.errors import InputError
+from cotplan.model_registry import PROTOCOL_NAMES
 
 __all__ = ["MAX_CALIBRATION_K", "MAX_CALIBRATION_N", "check_calibration_frame", "record_lines"]
 
@@ -70,6 +73,11 @@ def check_calibration_frame(frame: pd.DataFrame, source: str, lines: list[int]) 
     k = _whole_numbers(frame, "k", 0, MAX_CALIBRATION_K, fail)
     correct = _outcomes(frame, fail)
     _same_model(frame, fail, line_of)
+    _recorded_columns(
+        frame,
+        fail,
+        header=lambda field, message: InputError(message, field=field, line=1, source=source),
+    )
     seen_size: dict[str, tuple[int, int]] = {}
     seen_answer: dict[tuple[str, int], tuple[int, float]] = {}
     for row in range(len(frame)):
@@ -139,3 +147,36 @@ def _same_model(frame: pd.DataFrame, fail: _Fail, line_of: Callable[[int], int |
                 f"{model!r} here but {first[1]!r} on line {line_of(first[0])}: a calibration "
                 "holds one model's answers (a plan for a mix fits neither)",
             )
+
+
+#: Columns a calibration records beside the outcome, and the range each must lie in (blank
+#: cells are allowed: an unpriced call has no cost, a backend without logprobs no probability).
+_COUNTS = ("prompt_tokens", "question_tokens", "reasoning_tokens", "answer_tokens", "cost_usd")
+_LABELS = {"protocol": PROTOCOL_NAMES, "mode": ("template", "chat", "hidden")}
+
+
+def _recorded_columns(
+    frame: pd.DataFrame, fail: _Fail, *, header: Callable[[str, str], InputError]
+) -> None:
+    for column in frame.columns:
+        # pandas renames a repeated header `x` to `x.1`: which of the two to trust is unknown.
+        base, dot, suffix = str(column).rpartition(".")
+        if dot and suffix.isdigit() and base in frame.columns:
+            raise header(base, "is a column given twice in the header")
+    for column in (*_COUNTS, "answer_prob"):
+        if column not in frame.columns:
+            continue
+        raw = frame[column]
+        values = pd.to_numeric(raw.astype(object), errors="coerce").to_numpy(dtype=float)
+        high = 1.0 if column == "answer_prob" else math.inf
+        for row, value in enumerate(values):
+            blank = pd.isna(raw.iloc[row]) or not str(raw.iloc[row]).strip()
+            if not blank and not (math.isfinite(value) and 0.0 <= value <= high):
+                wanted = "a probability in [0, 1]" if high == 1.0 else "a number ≥ 0"
+                raise fail(row, column, f"must be {wanted} or blank, got {raw.iloc[row]!r}")
+    for column, known in _LABELS.items():
+        if column not in frame.columns:
+            continue
+        for row, value in enumerate(frame[column]):
+            if not pd.isna(value) and str(value) and str(value) not in known:
+                raise fail(row, column, f"must be one of {', '.join(known)}, got {value!r}")
