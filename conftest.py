@@ -332,6 +332,21 @@ def _refuse_unmarked_model(request: pytest.FixtureRequest) -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
+def _sigint_as_it_was(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Each test ends with Ctrl-C's handler as it found it. A library that sets SIGINT to be
+    ignored (and leaves it so) would make every later Ctrl-C test wait in vain, and every child
+    process inherit the ignoring; the test that changed it is named."""
+    import signal
+
+    before = signal.getsignal(signal.SIGINT)
+    yield
+    after = signal.getsignal(signal.SIGINT)
+    if after is not before:
+        signal.signal(signal.SIGINT, before)
+        request.node.warn(pytest.PytestWarning(f"left SIGINT's handler changed ({after!r})"))
+
+
+@pytest.fixture(autouse=True)
 def _pinned_clock(request: pytest.FixtureRequest) -> Iterator[None]:
     """A test marked `clock(DAY)` runs with the clock at DAY (ticking)."""
     marker = request.node.get_closest_marker("clock")
