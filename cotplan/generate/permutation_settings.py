@@ -16,22 +16,12 @@ from cotplan.errors import InputError
 from cotplan.generate.budgeted import CoTPrompt
 from cotplan.generate.fewshot import DEFAULT_TEMPLATE, FewShotTemplate
 from cotplan.generate.schedules import Schedule, check_schedule
-from cotplan.validation import require_int
+from cotplan.validation import require_int, require_unit
 
 __all__ = ["AveragingSettings"]
 
 Method = Literal["auto", "logprobs", "sampled"]
 IntervalChoice = Literal["auto", "orderings", "cycles"]
-
-
-def _probability(value: object, name: str, *, open_low: bool = True) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise InputError(f"must be a number in (0, 1), got {value!r}", field=name)
-    number = float(value)
-    if not (0.0 < number < 1.0 if open_low else 0.0 < number <= 1.0):
-        interval = "(0, 1)" if open_low else "(0, 1]"
-        raise InputError(f"must be in {interval}, got {value!r}", field=name)
-    return number
 
 
 @dataclass(frozen=True)
@@ -79,9 +69,9 @@ class AveragingSettings:
                 f"must be auto, logprobs or sampled, got {self.method!r}", field="method"
             )
         self._check_sampling()
-        self._set("confidence", _probability(self.confidence, "confidence"))
+        self._set("confidence", require_unit(self.confidence, "confidence"))
         if self.target_width is not None:
-            width = _probability(self.target_width, "target_width", open_low=False)
+            width = require_unit(self.target_width, "target_width", closed_high=True)
             self._set("target_width", width)
         if self.interval not in ("auto", "orderings", "cycles"):
             raise InputError(
