@@ -339,11 +339,15 @@ def _sigint_as_it_was(request: pytest.FixtureRequest) -> Iterator[None]:
     import signal
 
     before = signal.getsignal(signal.SIGINT)
+    blocked = signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, [])
     yield
     after = signal.getsignal(signal.SIGINT)
     if after is not before:
         signal.signal(signal.SIGINT, before)
         request.node.warn(pytest.PytestWarning(f"left SIGINT's handler changed ({after!r})"))
+    if not blocked and signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, []):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        request.node.warn(pytest.PytestWarning("left SIGINT blocked"))
 
 
 @pytest.fixture(autouse=True)

@@ -67,6 +67,11 @@ def _calibrate(url: str, out: Path) -> list[str]:
     ]
 
 
+def _ctrl_c_as_in_a_terminal() -> None:
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _wait_for(condition: Callable[[], bool], seconds: float) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -92,6 +97,9 @@ def test_ctrl_c_stops_calibrate_against_a_hung_endpoint_and_the_rerun_resumes(
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
+                # As a terminal starts it: Ctrl-C neither ignored nor blocked, whatever an
+                # earlier test in this process left behind (children inherit both).
+                preexec_fn=_ctrl_c_as_in_a_terminal,
             )
             # Both workers stuck on a hung request: the run can go no further on its own.
             # (Generous: a cold interpreter imports for seconds on a busy machine.)
