@@ -189,9 +189,14 @@ def test_map_returns_at_once_on_keyboard_interrupt() -> None:
         time.sleep(0.3)
         _thread.interrupt_main()  # what Ctrl-C does to the main thread
 
-    threading.Thread(target=interrupt, daemon=True).start()
-    with pytest.raises(KeyboardInterrupt):
-        backend.map(call, range(10), concurrency=2)
+    # Ctrl-C as Python handles it by default, whatever a library imported earlier set.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        threading.Thread(target=interrupt, daemon=True).start()
+        with pytest.raises(KeyboardInterrupt):
+            backend.map(call, range(10), concurrency=2)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert finished == []  # map returned while both calls still ran: it did not wait for them
     release.set()
     time.sleep(0.2)
