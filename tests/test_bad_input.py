@@ -572,6 +572,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def test_bad_input_gets_one_clear_error_before_any_call_and_writes_nothing(
     case: Case, case_folder: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    check_case(case, case_folder, capsys)
+
+
+def check_case(case: Case, case_folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Run `case` on the command line: one `error:` line naming what it expects, exit 2, no
+    model call, no file written (shared with the planner's corpus, tests/test_bad_input_plan.py)."""
     for name, content in case.files:
         (case_folder / name).write_bytes(content)
     argv = [arg.replace("{dir}", str(case_folder)) for arg in case.argv]

@@ -20,12 +20,10 @@ from test_bad_input import (
     _calibration_csv,
     _plan_json,
     _text,
+    check_case,
     no_model_calls,
     one_line,
-    snapshot,
 )
-
-from cotplan.cli import main
 
 PLAN = ("plan", "--calibration", "{dir}/calibration.csv", "--out", "{dir}/report")
 RUN = ("run", "--plan", "{dir}/plan.json", "--family", "parity", "--n", "4", "--out",
@@ -148,20 +146,7 @@ def case_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_bad_plan_input_gets_one_line_before_any_call_and_writes_nothing(
     case: Case, case_folder: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    for name, content in case.files:
-        (case_folder / name).write_bytes(content)
-    argv = [arg.replace("{dir}", str(case_folder)) for arg in case.argv]
-    before = snapshot(case_folder)
-    with no_model_calls() as attempts, pytest.raises(SystemExit) as exit_info:
-        main(argv)
-    assert attempts == []
-    assert exit_info.value.code == 2
-    err = one_line(capsys.readouterr().err)
-    assert err.startswith("error: "), err
-    for expected in case.expect:
-        assert expected in err, f"{expected!r} not in {err!r}"
-    assert "Traceback" not in err
-    assert snapshot(case_folder) == before, "a bad input wrote, changed or removed files"
+    check_case(case, case_folder, capsys)
 
 
 @pytest.mark.parametrize("api_case", API_CASES, ids=[c.name for c in API_CASES])
