@@ -64,7 +64,7 @@ def test_entropy_quick_on_the_model(predictor: BackendPredictor) -> None:
 def test_falck_quick_on_the_model(predictor: BackendPredictor) -> None:
     r = falck_tests(predictor, **FALCK_QUICK)
     assert r.run.predictions == planned_predictions("falck", FALCK_QUICK)
-    assert len(r.versus_paper()) == 3
+    assert len(r.versus_paper()) == 4  # T1, T2 (bayes_icl's), T3, T2 (cotplan's check)
     assert r.predictor == predictor.name
     # The numbers, not only their count: each setting's T1 lies on its exact null's support,
     # with an ordered band, a p-value, and a flag that agrees with them.

@@ -33,7 +33,8 @@ def test_planned_predictions_match_the_presets() -> None:
     )
     assert planned_predictions("order", quick["order"]) == 64
     assert planned_predictions("entropy", quick["entropy"]) == 8 * 40
-    assert planned_predictions("falck", quick["falck"]) == 8 * (10 + 20) + 8 * 12 * 2
+    # T3: 2 n x 2 contexts per n x 12 steps.
+    assert planned_predictions("falck", quick["falck"]) == 8 * (10 + 20) + 8 * 12 * 2 * 2
     # The paper's grid: as many predictions as the paper's API calls (19,000).
     assert planned_predictions("martingale", PRESETS["full"]["martingale"]) == 100 * 190
 

@@ -346,7 +346,9 @@ def falck_chart(result: FalckResult) -> alt.HConcatChart:
             ),
         )
     )
-    left = (band + dots).properties(width=_WIDTH, height=_HEIGHT, title="T1 vs Bayes bands")
+    left = (band + dots).properties(
+        width=_WIDTH, height=_HEIGHT, title="T1 vs cotplan's exact exchangeable band"
+    )
     t3 = result.t3
     if len(t3):
         long = t3.melt(
@@ -355,6 +357,14 @@ def falck_chart(result: FalckResult) -> alt.HConcatChart:
             var_name="series",
         )
         long = long[long["value"] > 0]
+        long["series"] = long["series"].map(
+            {
+                "iqr": "model",
+                "bayes_iqr": f"Bayes ({result.reference})",
+                "iqr_half_n": "Bayes as if n/2",
+                "iqr_double_n": "Bayes as if 2n",
+            }
+        )
         right = alt.Chart(long).mark_line(point=True).encode(
             x=alt.X("n:Q", scale=alt.Scale(type="log")),
             y=alt.Y("value:Q", scale=alt.Scale(type="log"), title="IQR of path means"),
@@ -362,7 +372,21 @@ def falck_chart(result: FalckResult) -> alt.HConcatChart:
         ) + alt.Chart(t3).mark_area(opacity=0.15).encode(
             x="n:Q", y="bayes_low:Q", y2="bayes_high:Q"
         )
+        if "iqr_context_low" in t3:  # the model's spread: lowest to highest across contexts
+            spread = t3[(t3["iqr_context_low"] > 0) & (t3["iqr_context_high"] > 0)]
+            right = right + alt.Chart(spread).mark_rule(strokeWidth=2).encode(
+                x="n:Q", y="iqr_context_low:Q", y2="iqr_context_high:Q"
+            )
     else:
         right = alt.Chart(pd.DataFrame({"n": [], "value": []})).mark_point()
-    right = right.properties(width=_WIDTH, height=_HEIGHT, title="T3 epistemic uncertainty")
-    return alt.hconcat(left, right)
+    right = right.properties(
+        width=_WIDTH,
+        height=_HEIGHT,
+        title=alt.TitleParams(
+            "T3 epistemic uncertainty",
+            subtitle=f"iqr: median over {result.contexts} context(s) per n, bar: their range",
+        ),
+    )
+    # Each panel its own colours: T1's outside/inside would otherwise swallow T3's series.
+    chart: alt.HConcatChart = alt.hconcat(left, right).resolve_scale(color="independent")
+    return chart

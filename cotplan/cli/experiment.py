@@ -79,9 +79,16 @@ def _open_predictor(
     *,
     timeout: float = DEFAULT_TIMEOUT_S,
     max_retries: int = DEFAULT_MAX_RETRIES,
+    prompt_logprobs: bool = False,
 ) -> Iterator[Predictor]:
     """The predictor `spec` names (`cotplan.experiments.open_predictor`), a model connected so
-    that --timeout and --max-retries reach its client, a lab model's training shown."""
+    that --timeout and --max-retries reach its client, a lab model's training shown.
+
+    `prompt_logprobs` (checked first by `_check_prompt_logprobs`) declares the endpoint a vLLM
+    server, so that `BackendPredictor` reads a sequence's every position from one request."""
+    options = connect_options(spec, timeout, max_retries)
+    if prompt_logprobs:
+        options["prompt_logprobs"] = True
     with contextlib.ExitStack() as stack:
         # The lab's training shows its own bar, closed before the experiment's bars start.
         with progress() as stage:
@@ -91,7 +98,7 @@ def _open_predictor(
                     base_url=base_url,
                     instruction=instruction,
                     concurrency=concurrency,
-                    connect_options=connect_options(spec, timeout, max_retries),
+                    connect_options=options,
                     stage=stage,
                 )
             )
@@ -122,13 +129,71 @@ Out = Annotated[
 Charts = Annotated[bool, Opt("--charts/--no-charts", help="Save PNG charts.")]
 Instruction = Annotated[str, Opt("--instruction", help="Text before the bits in each prompt.")]
 Concurrency = Annotated[int | None, Opt("--concurrency", help="Sequences scored at once.")]
+PromptLogprobs = Annotated[
+    bool,
+    Opt(
+        "--prompt-logprobs",
+        help="Read every position of a sequence from one request (vLLM's prompt_logprobs) "
+        "instead of one request per position. Needs a vLLM server: -b openai:MODEL "
+        "--base-url URL.",
+    ),
+]
+
+#: Why --prompt-logprobs leaves an experiment's requests as they are: it reads a sequence's
+#: positions from one request, and these experiments have no sequence to read that way.
+_NO_PROMPT_SCORING = {
+    "order": "order reads one position per ordering, one request each with or without it",
+    "falck": "falck samples each path bit by bit, and each draw needs the one before it",
+}
 
 
 def _preset(name: str, quick: bool) -> dict[str, Any]:
     return dict(PRESETS["quick" if quick else "full"][name])
 
 
-def _check_first(backend: str, concurrency: int | None, *runs: tuple[str, dict[str, Any]]) -> None:
+def _check_prompt_logprobs(backend: str, base_url: str | None) -> None:
+    """`--prompt-logprobs` only where a server can answer it: a model behind an
+    OpenAI-compatible endpoint named by --base-url (``openai:MODEL`` or a bare model name),
+    whose /v1/completions takes vLLM's ``prompt_logprobs`` field. Refused, before anything
+    starts, for the exact references and lab models (no requests to save), the embedded
+    llama.cpp server, OpenAI's own API and every other provider (none returns prompt scores).
+    The server itself is not asked: one that ignores the field fails the first request."""
+    from cotplan.backends.connect import providers
+    from cotplan.experiments import predictor_kinds
+
+    provider, _, rest = backend.strip().partition(":")
+    kind = provider.lower()
+    if exact_predictor(backend) is not None:
+        why = f"{backend!r} is an exact reference, which makes no model requests"
+    elif kind in {k.name for k in predictor_kinds()}:
+        why = f"{backend!r} is an in-process model, which makes no requests"
+    elif kind == "local":
+        why = "the embedded llama.cpp server does not return prompt_logprobs"
+    elif kind in {p.name for p in providers()} and kind != "openai":
+        why = f"{provider!r} backends do not return prompt_logprobs"
+    elif base_url is None:
+        why = (
+            "without --base-url this is OpenAI's own API, which does not return prompt_logprobs"
+            if kind == "openai"
+            else f"{backend!r} names no endpoint (--base-url)"
+        )
+    elif kind == "openai" or not rest:
+        return
+    else:
+        why = f"{provider!r} backends do not return prompt_logprobs"
+    raise InputError(
+        f"{why}; it needs a vLLM server: -b openai:MODEL --base-url URL",
+        field="prompt_logprobs",
+    )
+
+
+def _check_first(
+    backend: str,
+    concurrency: int | None,
+    *runs: tuple[str, dict[str, Any]],
+    base_url: str | None = None,
+    prompt_logprobs: bool = False,
+) -> None:
     """Validate every option before a model is started or connected to."""
     from cotplan.experiments.report import check_params
 
@@ -137,6 +202,8 @@ def _check_first(backend: str, concurrency: int | None, *runs: tuple[str, dict[s
     exact_predictor(backend)  # a malformed reference spec fails here
     for name, params in runs:
         check_params(name, params)
+    if prompt_logprobs:
+        _check_prompt_logprobs(backend, base_url)
 
 
 @dataclass(frozen=True)
@@ -186,12 +253,17 @@ def _run_experiment(
     concurrency: int | None,
     timeout: float,
     max_retries: int,
+    prompt_logprobs: bool = False,
 ) -> None:
     """Run experiment `name` with its preset and `options` over it; print, then save."""
     experiment = _experiments()[name]
     params = {**_preset(name, quick), **options}
-    _check_first(backend, concurrency, (name, params))
+    _check_first(
+        backend, concurrency, (name, params), base_url=base_url, prompt_logprobs=prompt_logprobs
+    )
     check_timeouts(timeout, max_retries)
+    if prompt_logprobs and name in _NO_PROMPT_SCORING:
+        console.print(f"--prompt-logprobs changes nothing here: {_NO_PROMPT_SCORING[name]}")
     with _start_report(out, name, backend) as report:
         with (
             _open_predictor(
@@ -201,6 +273,7 @@ def _run_experiment(
                 concurrency,
                 timeout=timeout,
                 max_retries=max_retries,
+                prompt_logprobs=prompt_logprobs,
             ) as predictor,
             progress() as st,
         ):
@@ -239,6 +312,7 @@ def martingale(
     concurrency: Concurrency = None,
     timeout: TimeoutOption = DEFAULT_TIMEOUT_S,
     max_retries: MaxRetriesOption = DEFAULT_MAX_RETRIES,
+    prompt_logprobs: PromptLogprobs = False,
 ) -> None:
     """The martingale gap Δ̂n with its A·log n/n + B fit, beside the exact Bayes reference."""
     _run_experiment(
@@ -254,6 +328,7 @@ def martingale(
         concurrency=concurrency,
         timeout=timeout,
         max_retries=max_retries,
+        prompt_logprobs=prompt_logprobs,
     )
 
 
@@ -275,6 +350,7 @@ def debias(
     concurrency: Concurrency = None,
     timeout: TimeoutOption = DEFAULT_TIMEOUT_S,
     max_retries: MaxRetriesOption = DEFAULT_MAX_RETRIES,
+    prompt_logprobs: PromptLogprobs = False,
 ) -> None:
     """Find, fit and remove the periodic positional part of the per-position gaps."""
     from cotplan.experiments import martingale_gap, positional_debias, read_gaps
@@ -282,8 +358,18 @@ def debias(
     params = _preset("debias", quick)
     if source is None:
         mparams = _preset("martingale", quick)
-        _check_first(backend, concurrency, ("martingale", mparams))
+        _check_first(
+            backend,
+            concurrency,
+            ("martingale", mparams),
+            base_url=base_url,
+            prompt_logprobs=prompt_logprobs,
+        )
         check_timeouts(timeout, max_retries)
+    elif prompt_logprobs:
+        raise InputError(
+            "--from reuses saved gaps and makes no model requests", field="prompt_logprobs"
+        )
     with _start_report(out, "debias", "gaps" if source is not None else backend) as report:
         if source is not None:
             result = positional_debias(read_gaps(source), seed=seed, **params)
@@ -297,6 +383,7 @@ def debias(
                     concurrency,
                     timeout=timeout,
                     max_retries=max_retries,
+                    prompt_logprobs=prompt_logprobs,
                 ) as predictor,
                 progress() as st,
             ):
@@ -336,6 +423,7 @@ def order(
     concurrency: Concurrency = None,
     timeout: TimeoutOption = DEFAULT_TIMEOUT_S,
     max_retries: MaxRetriesOption = DEFAULT_MAX_RETRIES,
+    prompt_logprobs: PromptLogprobs = False,
 ) -> None:
     """Spread of P(next = 1) over orderings of one multiset, versus orderings averaged."""
     _run_experiment(
@@ -351,6 +439,7 @@ def order(
         concurrency=concurrency,
         timeout=timeout,
         max_retries=max_retries,
+        prompt_logprobs=prompt_logprobs,
     )
 
 
@@ -370,6 +459,7 @@ def entropy(
     concurrency: Concurrency = None,
     timeout: TimeoutOption = DEFAULT_TIMEOUT_S,
     max_retries: MaxRetriesOption = DEFAULT_MAX_RETRIES,
+    prompt_logprobs: PromptLogprobs = False,
 ) -> None:
     """Cross-entropy per position against H(p), beside Laplace, KT, the MLE and the Bayes limit."""
     options = _given(n_max=n_max, n_sequences=n_sequences)
@@ -388,6 +478,7 @@ def entropy(
         concurrency=concurrency,
         timeout=timeout,
         max_retries=max_retries,
+        prompt_logprobs=prompt_logprobs,
     )
 
 
@@ -400,6 +491,10 @@ def falck(
     n_paths: Annotated[
         int | None, Opt(help="Sampled paths per setting (preset if omitted).")
     ] = None,
+    t3_contexts: Annotated[
+        int | None,
+        Opt(help="Contexts per n for T3 (preset if omitted: 2 quick, 4 full; Falck et al.: 9)."),
+    ] = None,
     seed: Seed = 0,
     out: Out = None,
     charts: Charts = True,
@@ -407,11 +502,12 @@ def falck(
     concurrency: Concurrency = None,
     timeout: TimeoutOption = DEFAULT_TIMEOUT_S,
     max_retries: MaxRetriesOption = DEFAULT_MAX_RETRIES,
+    prompt_logprobs: PromptLogprobs = False,
 ) -> None:
-    """Falck et al.'s T1, T2, T3 martingale checks with bands from the exact Bayes reference."""
+    """Falck et al.'s T1, T2, T3 checks: bayes_icl's definitions beside cotplan's exact bands."""
     _run_experiment(
         "falck",
-        _given(n_paths=n_paths),
+        _given(n_paths=n_paths, t3_contexts=t3_contexts),
         backend=backend,
         base_url=base_url,
         quick=quick,
@@ -422,6 +518,7 @@ def falck(
         concurrency=concurrency,
         timeout=timeout,
         max_retries=max_retries,
+        prompt_logprobs=prompt_logprobs,
     )
 
 
@@ -456,6 +553,7 @@ def report(
         str | None,
         Opt("--p", help="Entropy experiment: Bernoulli p, or 'prior' (p ~ Beta(1,1))."),
     ] = None,
+    prompt_logprobs: PromptLogprobs = False,
 ) -> None:
     """Every headline number of the paper beside what this backend gives, with verdicts."""
     from cotplan.experiments import EXPERIMENTS
@@ -480,6 +578,8 @@ def report(
             for name in chosen
             if name != "debias"
         ),
+        base_url=base_url,
+        prompt_logprobs=prompt_logprobs,
     )
     check_timeouts(timeout, max_retries)
     with _start_report(out, "report", backend) as report_folder:
@@ -491,6 +591,7 @@ def report(
                 concurrency,
                 timeout=timeout,
                 max_retries=max_retries,
+                prompt_logprobs=prompt_logprobs,
             ) as predictor,
             progress() as st,
         ):

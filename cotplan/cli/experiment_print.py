@@ -137,12 +137,12 @@ def entropy_notes(result: Any) -> None:
 
 
 def falck_details(result: Any) -> None:
-    console.print(
-        result.t1t2[["theta", "n", "N", "T1", "T1_low", "T1_high", "T1_outside"]].to_string(
-            index=False
-        )
-    )
-    console.print(result.t3.to_string(index=False))
+    from cotplan.experiments.falck_reference import printed_side_by_side
+
+    console.print("T1 and T2 per setting, bayes_icl's definition beside cotplan's exact band:")
+    console.print(escape(printed_side_by_side(result.to_frame()).to_string(index=False)))
+    console.print(f"T3 per n, the median over {result.contexts} context(s):")
+    console.print(escape(result.t3.to_string(index=False)))
 
 
 def print_spread(spread: Any) -> None:

@@ -14,7 +14,15 @@ compare path statistics with their distribution under exchangeability:
   first lag.)
 - T3: epistemic uncertainty, the IQR across paths of each path's mean, for growing n, against
   the Bayes posterior's and the fractional posteriors' (as if n/2 or 2n observations); a
-  Bayesian's shrinks like n^−1/2.
+  Bayesian's shrinks like n^−1/2. With `t3_contexts` contexts per n (Falck et al. use 9) the
+  spread is the median over contexts, as in their figure, with its range across contexts
+  beside it; the Bayes band is that of the median given the same contexts.
+
+These are cotplan's versions. Falck et al.'s own code (meta-inf/bayes_icl) defines T1 and T2
+differently: trimmed paths, an uncentred ACF pooled over paths, four differences, bands from one
+exact Bayesian at 95% ± 0.1/n. `cotplan.experiments.falck_reference` computes them exactly so,
+on the same paths, and the result reports both side by side (`to_frame()`); the T2 row that
+answers the paper is theirs, cotplan's exact-band T2 is a "cotplan check" row.
 
 T1 and T2 bands hold for ANY exchangeable predictive, not only the Laplace reference: given the
 number of ones on a path, every arrangement of the path is equally likely under exchangeability,
@@ -51,21 +59,26 @@ from cotplan.experiments._common import (
     run_info,
     snapshot,
 )
-from cotplan.experiments._stats import percentile_interval
+from cotplan.experiments.falck_reference import (
+    BS_K_MP,
+    AlarmCount,
+    MpCheck,
+    alarm_count,
+    mp_check,
+    side_by_side,
+)
 from cotplan.experiments.falck_stats import (
     LAGS,
     exact_band,
     exact_p,
-    iqr,
-    loglog,
     null_band,
     outside,
     path_statistics,
     t1_null,
     t2_null,
 )
+from cotplan.experiments.falck_t3 import t3_at, t3_slopes
 from cotplan.experiments.predictors import (
-    BetaBernoulli,
     FloatArray,
     Predictor,
     ProgressFn,
@@ -74,6 +87,7 @@ from cotplan.experiments.predictors import (
 from cotplan.experiments.result import ExperimentResult
 from cotplan.experiments.sequences import Bits, bernoulli_sequences
 from cotplan.experiments.verdicts import (
+    COTPLAN_CHECK,
     NOT_REPRODUCED,
     NOT_TESTABLE,
     REPRODUCED,
@@ -101,6 +115,7 @@ FALCK_QUICK: dict[str, Any] = {
     "n_paths": 8,
     "t3_ns": (20, 50),
     "t3_length": 12,
+    "t3_contexts": 2,
     "n_null": 5000,
 }
 FALCK_FULL: dict[str, Any] = {
@@ -110,6 +125,7 @@ FALCK_FULL: dict[str, Any] = {
     "n_paths": 20,
     "t3_ns": (20, 50, 100, 200, 400),
     "t3_length": 50,
+    "t3_contexts": 4,
     "n_null": 10_000,
 }
 
@@ -131,9 +147,13 @@ class FalckResult(ExperimentResult):
     """T1/T2 per setting with Bayes bands, and T3 spread of path means versus n.
 
     `t1t2` has one row per (θ, n, N): T1 with its band and whether it falls outside, and
-    T2_k with theirs. `t3` has one row per n: the predictor's IQR of path means, the Bayes
-    band, and the fractional posteriors' IQRs. `t3_slope` is the fitted log-log slope of the
-    predictor's IQR against n (Bayes: about −0.5).
+    T2_k with theirs (cotplan's exact band), then the same as bayes_icl defines them
+    (``bayes_icl_*``); `to_frame()` sets the two side by side, one row per statistic. `t3` has
+    one row per n: the predictor's IQR of path means (the median over `contexts` contexts, with
+    the lowest and highest), the Bayes band, the fractional posteriors' IQRs and bayes_icl's T3;
+    `t3_contexts` one row per (n, context). `t3_slope` is the fitted log-log slope of the
+    predictor's IQR against n (Bayes: about −0.5). `bayes_icl_t1`, `bayes_icl_t2` count the
+    statistics beyond bayes_icl's bands beside an exact Bayesian's count.
     """
 
     chart_file: ClassVar[str] = "falck.png"
@@ -149,6 +169,10 @@ class FalckResult(ExperimentResult):
     t3_slope_ci: Interval
     t3_bayes_slope: float
     run: RunInfo
+    contexts: int = 1
+    t3_contexts: pd.DataFrame | None = None
+    bayes_icl_t1: AlarmCount | None = None
+    bayes_icl_t2: AlarmCount | None = None
 
     @property
     def t1_violations(self) -> int:
@@ -193,8 +217,21 @@ class FalckResult(ExperimentResult):
             f"margin ±{margin:g}: more paths (--n-paths) would narrow them"
         )
 
+    def _t3_contexts_note(self) -> str:
+        """T3's contexts per n, their spread, and bayes_icl's T3 beside it."""
+        if not len(self.t3):
+            return ""
+        widest = float((self.t3["iqr_context_high"] - self.t3["iqr_context_low"]).max())
+        out = int(self.t3["bayes_icl_outside"].sum())
+        return (
+            f"; {self.contexts} context(s) per n, the spread their median (range across contexts "
+            f"up to {fmt(widest)} wide); bayes_icl's T3 (trimmed paths, band from the first "
+            f"context's posterior): {out} of {len(self.t3)} medians outside its 95% band"
+        )
+
     def to_frame(self) -> pd.DataFrame:
-        return self.t1t2.copy()
+        """T1 and each T2 difference per setting: bayes_icl's definition beside cotplan's."""
+        return side_by_side(self.t1t2, LAGS)
 
     def paper_rows(self) -> list[ReportRow]:
         settings = len(self.t1t2)
@@ -237,6 +274,14 @@ class FalckResult(ExperimentResult):
         )
         t1_verdict, t1_note = self._violation_verdict("T1", self.t1_violations)
         t2_verdict, t2_note = self._violation_verdict("T2", self.t2_violations)
+        none = AlarmCount(0, 0, 0, math.nan, math.nan, math.nan)
+        theirs_t1, theirs_t2 = self.bayes_icl_t1 or none, self.bayes_icl_t2 or none
+        theirs_verdict, theirs_why = theirs_t2.verdict(T2_MARGIN, self.alpha)
+        theirs_t1_why = theirs_t1.verdict(T1_MARGIN, self.alpha)[1]
+        theirs_band = (
+            f"bayes_icl's bands: 95% of {BS_K_MP} draws from the uniform-prior posterior at the "
+            "context's mean, ± 0.1/n; no correction for the number of statistics"
+        )
         rows = [
             ReportRow(
                 "falck",
@@ -248,20 +293,21 @@ class FalckResult(ExperimentResult):
                 t1_verdict,
                 f"a martingale test, structural, testable on any model: {self.t1_violations} "
                 f"of {settings} settings outside the band ({self.n_paths} paths each, "
-                f"exact null given each path's count of ones){t1_note}",
+                f"exact null given each path's count of ones){t1_note}; as bayes_icl defines "
+                f"it (trimmed paths, mean-matched band): {theirs_t1_why}",
                 measured_text=f"{self.t1_violations}/{settings} outside",
             ),
             ReportRow(
                 "falck",
-                "sampled paths are not exchangeable (T2 autocorrelation)",
+                "sampled paths are not exchangeable (T2 as bayes_icl defines it)",
                 "violation",
-                float(self.t2_violations),
+                float(theirs_t2.alarms),
                 None,
-                band,
-                t2_verdict,
-                f"{self.t2_violations} of {t2_tests} lag differences outside the band "
-                f"({t2_draws:,} permutation draws per setting){coarse}{t2_note}",
-                measured_text=f"{self.t2_violations}/{t2_tests} outside",
+                theirs_band,
+                theirs_verdict,
+                "multi_acf_diff: uncentred ACF pooled over trimmed paths, lags 2..5 − lag 1, "
+                f"the band of the first difference for all four; {theirs_why}",
+                measured_text=f"{theirs_t2.alarms}/{theirs_t2.tests} outside",
             ),
             ReportRow(
                 "falck",
@@ -282,7 +328,21 @@ class FalckResult(ExperimentResult):
                 )
                 + f"; {t3_out} of {len(self.t3)} spreads outside the Bayes band (short paths add "
                 f"sampling spread that does not shrink with n, so the slope has little power)"
-                f"{t3_note}",
+                f"{self._t3_contexts_note()}{t3_note}",
+            ),
+            ReportRow(
+                "falck",
+                "sampled paths are not exchangeable (T2, cotplan's exact band)",
+                "cotplan's own check: centred per-path ACF, lags 2..6 − lag 1",
+                float(self.t2_violations),
+                None,
+                band,
+                COTPLAN_CHECK,
+                f"{self.t2_violations} of {t2_tests} lag differences outside the band "
+                f"({t2_draws:,} permutation draws per setting){coarse}{t2_note}"
+                + ("" if t2_verdict != NOT_TESTABLE else "; undecided"),
+                measured_text=f"{self.t2_violations}/{t2_tests} outside",
+                holds={REPRODUCED: True, NOT_REPRODUCED: False}.get(t2_verdict),
             ),
         ]
         return finish_rows(rows, self.run)
@@ -290,7 +350,9 @@ class FalckResult(ExperimentResult):
     def tables(self) -> list[tuple[str, pd.DataFrame]]:
         return [
             ("falck_t1t2.csv", self.t1t2),
+            ("falck_side_by_side.csv", self.to_frame()),
             ("falck_t3.csv", self.t3),
+            ("falck_t3_contexts.csv", _frame(self.t3_contexts)),
             ("falck_vs_paper.csv", self.versus_paper()),
         ]
 
@@ -306,15 +368,19 @@ def falck_tests(
     t3_ns: Sequence[int] = (20, 50, 100, 200, 400),
     t3_theta: float = 0.3,
     t3_length: int = 50,
+    t3_contexts: int = 1,
     n_null: int = 5000,
     reference: Predictor | None = None,
     alpha: float = 0.05,
     n_boot: int = 1000,
     progress: ProgressFn | None = None,
 ) -> FalckResult:
-    """Run T1 and T2 for every (θ, n, N = ratio·n), and T3 over `t3_ns`.
+    """Run T1 and T2 for every (θ, n, N = ratio·n), and T3 over `t3_ns` with `t3_contexts`
+    contexts per n (the presets: 2 quick, 4 full; Falck et al. used 9).
 
-    The reference (Laplace by default) must be cheap: it is sampled `n_null` times per setting.
+    T1 and T2 come twice from the same paths: cotplan's exact band and bayes_icl's definition
+    (`cotplan.experiments.falck_reference`). The reference (Laplace by default) must be cheap: it
+    is sampled `n_null` times per setting and context.
     """
     _check_arguments(
         thetas=thetas,
@@ -325,6 +391,8 @@ def falck_tests(
         n_null=n_null,
         alpha=alpha,
     )
+    if int(t3_contexts) != t3_contexts or t3_contexts < 1:
+        raise InputError(f"must be a positive integer, got {t3_contexts!r}", field="t3_contexts")
     ref = reference or laplace()
     settings = [
         (float(t), int(n), max(4, round(r * n)), float(r))
@@ -341,6 +409,7 @@ def falck_tests(
     draws_t2_wanted = max(n_null, math.ceil(TAIL_DRAWS * 2 * m_t2 / alpha))
     before = snapshot(predictor)
     rows = []
+    theirs: list[MpCheck] = []
     for (theta, n, length, ratio), stream in zip(settings, streams[: len(settings)], strict=True):
         rng = np.random.default_rng(stream)
         context = bernoulli_sequences(theta, n, 1, rng)[0].tolist()
@@ -354,20 +423,31 @@ def falck_tests(
             "context_ones": int(sum(context)),
         }
         row.update(_t1t2_columns(paths, t2_null(paths, draws_t2, rng), alpha, m_t1, m_t2))
+        theirs.append(mp_check(paths, context, rng))
+        row.update(theirs[-1].columns())
         rows.append(row)
-    t3_rows = []
+    t3_rows, context_rows = [], []
     model_means = []
     for n, stream in zip(t3_ns, streams[len(settings) :], strict=True):
-        rng = np.random.default_rng(stream)
-        context = bernoulli_sequences(t3_theta, int(n), 1, rng)[0].tolist()
-        paths = predictor.sample_paths(context, rng.random((n_paths, t3_length)), progress=progress)
-        model_means.append(paths.mean(axis=1))
-        t3_rows.append(
-            _t3_row(paths, context, ref, rng, n_null=n_null, level=1 - alpha / max(1, len(t3_ns)))
+        t3_row, per_context, means = t3_at(
+            predictor,
+            int(n),
+            theta=t3_theta,
+            contexts=int(t3_contexts),
+            n_paths=n_paths,
+            length=t3_length,
+            ref=ref,
+            rng=np.random.default_rng(stream),
+            n_null=n_null,
+            level=1 - alpha / max(1, len(t3_ns)),
+            progress=progress,
         )
+        t3_rows.append(t3_row)
+        context_rows += per_context
+        model_means.append(means)
     info = run_info(predictor, before)
     t3 = pd.DataFrame(t3_rows)
-    slope, slope_ci, bayes_slope = _t3_slopes(t3, t3_ns, model_means, seed=seed, n_boot=n_boot)
+    slope, slope_ci, bayes_slope = t3_slopes(t3, t3_ns, model_means, seed=seed, n_boot=n_boot)
     return FalckResult(
         predictor=predictor.name,
         reference=ref.name,
@@ -380,6 +460,10 @@ def falck_tests(
         t3_slope_ci=slope_ci,
         t3_bayes_slope=bayes_slope,
         run=info,
+        contexts=int(t3_contexts),
+        t3_contexts=pd.DataFrame(context_rows),
+        bayes_icl_t1=alarm_count(theirs, "T1"),
+        bayes_icl_t2=alarm_count(theirs, "T2"),
     )
 
 
@@ -433,64 +517,5 @@ def _t1t2_columns(
     return row
 
 
-def _t3_row(
-    paths: Bits,
-    context: list[int],
-    ref: Predictor,
-    rng: np.random.Generator,
-    *,
-    n_null: int,
-    level: float,
-) -> dict[str, Any]:
-    """The spread of the model's path means beside the reference's, and beside posteriors that
-    weigh the context half and twice as much."""
-    n_paths, t3_length = paths.shape
-    means = paths.mean(axis=1)
-    null = ref.sample_paths(context, rng.random((n_null * n_paths, t3_length)))
-    null_iqr = iqr(null.reshape(n_null, n_paths, t3_length).mean(axis=2))
-    ones = float(sum(context))
-    row: dict[str, Any] = {
-        "n": len(context),
-        "context_ones": int(ones),
-        "iqr": float(iqr(means)),
-        "bayes_iqr": float(np.mean(null_iqr)),
-    }
-    row["bayes_low"], row["bayes_high"] = null_band(null_iqr, level)
-    row["outside"] = outside(row["iqr"], row["bayes_low"], row["bayes_high"])
-    for label, scale in (("half_n", 0.5), ("double_n", 2.0)):
-        a, b = _prior(ref)
-        frac = BetaBernoulli(a + scale * ones, b + scale * (len(context) - ones))
-        sims = frac.sample_paths([], rng.random((n_null * n_paths, t3_length)))
-        row[f"iqr_{label}"] = float(
-            np.mean(iqr(sims.reshape(n_null, n_paths, t3_length).mean(axis=2)))
-        )
-    return row
-
-
-def _t3_slopes(
-    t3: pd.DataFrame,
-    t3_ns: Sequence[int],
-    model_means: list[FloatArray],
-    *,
-    seed: int,
-    n_boot: int,
-) -> tuple[float, Interval, float]:
-    """The log-log slopes of the model's and the reference's spreads over n, the model's with a
-    bootstrap interval over its paths (NaN with fewer than two n)."""
-    if len(t3_ns) < 2:
-        return math.nan, Interval(math.nan, math.nan), math.nan
-    x = np.log(np.asarray(t3_ns, dtype=float))
-    slope = loglog(x, t3["iqr"].to_numpy())
-    bayes_slope = loglog(x, t3["bayes_iqr"].to_numpy())
-    rng = np.random.default_rng(np.random.SeedSequence([seed, 6]))
-    boot = []
-    for _ in range(n_boot):
-        iqrs = [float(iqr(m[rng.integers(0, m.size, m.size)])) for m in model_means]
-        boot.append(loglog(x, np.asarray(iqrs)))
-    return slope, percentile_interval(np.asarray(boot)), bayes_slope
-
-
-def _prior(ref: Predictor) -> tuple[float, float]:
-    if isinstance(ref, BetaBernoulli):
-        return ref.a, ref.b
-    return 1.0, 1.0
+def _frame(frame: pd.DataFrame | None) -> pd.DataFrame:
+    return pd.DataFrame() if frame is None else frame

@@ -103,8 +103,10 @@ def planned_predictions(experiment: str, params: dict[str, Any]) -> int:
             for n in params.get("ns", (20, 50, 100))
             for r in params.get("ratios", (0.5, 2.0))
         )
-        steps += len(params.get("t3_ns", (20, 50, 100, 200, 400))) * int(
-            params.get("t3_length", 50)
+        steps += (
+            len(params.get("t3_ns", (20, 50, 100, 200, 400)))
+            * int(params.get("t3_length", 50))
+            * int(params.get("t3_contexts", 1))
         )
         return k * steps
     if experiment == "debias":
