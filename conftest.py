@@ -30,12 +30,15 @@
   cannot depend on the calendar) unless `--unpin` is given too; everything else runs at DATE.
   It moves this process's clock only: child processes (notebook kernels, CLI subprocesses)
   keep the real date.
+- **Notebook prose.** An executed notebook also fails when its prose cites a number that none
+  of its outputs shows (`tests/notebook_prose.py` says what counts).
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib.abc
+import importlib.util
 import inspect
 import os
 import re
@@ -153,6 +156,7 @@ _clock: Any = None
 def pytest_configure(config: pytest.Config) -> None:
     global _clock
     _register_hypothesis_profiles()
+    _check_notebook_prose()
     if config.getoption("fast"):
         sys.meta_path.insert(0, _NoTorch())
     when = config.getoption("clock")
@@ -161,6 +165,39 @@ def pytest_configure(config: pytest.Config) -> None:
 
         _clock = time_machine.travel(_moment(when), tick=True)
         _clock.start()
+
+
+def _check_notebook_prose() -> None:
+    """Make each executed notebook also fail when its prose cites a number none of its outputs
+    shows (tests/notebook_prose.py). The outputs exist only inside nbmake's run (the notebooks
+    are stored without them), so the check runs there rather than executing them twice."""
+    from nbmake.nb_result import NotebookError  # type: ignore[import-untyped]
+    from nbmake.nb_run import NotebookRun  # type: ignore[import-untyped]
+
+    spec = importlib.util.spec_from_file_location(
+        "notebook_prose", Path(__file__).parent / "tests" / "notebook_prose.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    prose = importlib.util.module_from_spec(spec)
+    sys.modules["notebook_prose"] = prose  # dataclasses look their module up while it loads
+    spec.loader.exec_module(prose)
+    execute = NotebookRun.execute
+
+    def execute_and_read(run: NotebookRun) -> Any:
+        result = execute(run)
+        if result.error is None:
+            missing = prose.unshown(result.nb, prose.ALLOWED.get(run.filename.name))
+            if missing:
+                lines = [f"cell {c.cell}: {c.text} is in no output: {c.context}" for c in missing]
+                result.error = NotebookError(
+                    summary=f"{run.filename.name}: its prose cites numbers its outputs do not show",
+                    trace="\n".join(lines),
+                    failing_cell_index=missing[0].cell,
+                )
+        return result
+
+    NotebookRun.execute = execute_and_read
 
 
 def _moment(when: str) -> datetime:
