@@ -8,9 +8,6 @@ written as a unit when it ends).
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -26,33 +23,32 @@ from cotplan.cli.calibrate import (
     MaxRetriesOption,
     TimeoutOption,
     check_timeouts,
-    connect_options,
 )
 from cotplan.cli.experiment_print import (
     console,
-    entropy_details,
-    entropy_notes,
-    falck_details,
-    martingale_details,
-    order_details,
     print_ablation,
     print_rows,
     print_run,
     print_spread,
     progress,
 )
-from cotplan.cli.report_folders import finish_report
+from cotplan.cli.experiment_run import (
+    check_first,
+    given,
+    open_predictor_shown,
+    preset,
+    run_experiment,
+    saved,
+    start_report,
+)
 from cotplan.errors import InputError
 from cotplan.experiments import (
     PRESETS,
-    Predictor,
     exact_predictor,
-    open_predictor,
     planned_predictions,
     read_p,
 )
 from cotplan.intervals import compact as fmt
-from cotplan.reports import ReportFolder
 
 __all__ = ["app", "exact_predictor"]
 
@@ -68,52 +64,6 @@ BACKEND_HELP = (
     "'pe:PE[:states][:quick]' with PE one of none, learned, sinusoidal, rope, alibi (trained "
     "on first use, then loaded)."
 )
-
-
-@contextlib.contextmanager
-def _open_predictor(
-    spec: str,
-    base_url: str | None,
-    instruction: str,
-    concurrency: int | None,
-    *,
-    timeout: float = DEFAULT_TIMEOUT_S,
-    max_retries: int = DEFAULT_MAX_RETRIES,
-    prompt_logprobs: bool = False,
-) -> Iterator[Predictor]:
-    """The predictor `spec` names (`cotplan.experiments.open_predictor`), a model connected so
-    that --timeout and --max-retries reach its client, a lab model's training shown.
-
-    `prompt_logprobs` (checked first by `_check_prompt_logprobs`) declares the endpoint a vLLM
-    server, so that `BackendPredictor` reads a sequence's every position from one request."""
-    options = connect_options(spec, timeout, max_retries)
-    if prompt_logprobs:
-        options["prompt_logprobs"] = True
-    with contextlib.ExitStack() as stack:
-        # The lab's training shows its own bar, closed before the experiment's bars start.
-        with progress() as stage:
-            predictor = stack.enter_context(
-                open_predictor(
-                    spec,
-                    base_url=base_url,
-                    instruction=instruction,
-                    concurrency=concurrency,
-                    connect_options=options,
-                    stage=stage,
-                )
-            )
-        yield predictor
-
-
-def _start_report(out: Path | None, name: str, label: str) -> ReportFolder:
-    """The report folder, named as the command starts (`reports/NAME-<time>-<random>-LABEL`)."""
-    return ReportFolder.start(out, kind=name, label=label, command=f"experiment {name}")
-
-
-def _saved(report: ReportFolder, files: list[Path]) -> None:
-    """Move the report's files into place together and say where they went."""
-    folder = finish_report(report)
-    console.print(f"saved {len(files)} files in {escape(str(folder))}")
 
 
 Opt = typer.Option
@@ -139,161 +89,6 @@ PromptLogprobs = Annotated[
     ),
 ]
 
-#: Why --prompt-logprobs leaves an experiment's requests as they are: it reads a sequence's
-#: positions from one request, and these experiments have no sequence to read that way.
-_NO_PROMPT_SCORING = {
-    "order": "order reads one position per ordering, one request each with or without it",
-    "falck": "falck samples each path bit by bit, and each draw needs the one before it",
-}
-
-
-def _preset(name: str, quick: bool) -> dict[str, Any]:
-    return dict(PRESETS["quick" if quick else "full"][name])
-
-
-def _check_prompt_logprobs(backend: str, base_url: str | None) -> None:
-    """`--prompt-logprobs` only where a server can answer it: a model behind an
-    OpenAI-compatible endpoint named by --base-url (``openai:MODEL`` or a bare model name),
-    whose /v1/completions takes vLLM's ``prompt_logprobs`` field. Refused, before anything
-    starts, for the exact references and lab models (no requests to save), the embedded
-    llama.cpp server, OpenAI's own API and every other provider (none returns prompt scores).
-    The server itself is not asked: one that ignores the field fails the first request."""
-    from cotplan.backends.connect import providers
-    from cotplan.experiments import predictor_kinds
-
-    provider, _, rest = backend.strip().partition(":")
-    kind = provider.lower()
-    if exact_predictor(backend) is not None:
-        why = f"{backend!r} is an exact reference, which makes no model requests"
-    elif kind in {k.name for k in predictor_kinds()}:
-        why = f"{backend!r} is an in-process model, which makes no requests"
-    elif kind == "local":
-        why = "the embedded llama.cpp server does not return prompt_logprobs"
-    elif kind in {p.name for p in providers()} and kind != "openai":
-        why = f"{provider!r} backends do not return prompt_logprobs"
-    elif base_url is None:
-        why = (
-            "without --base-url this is OpenAI's own API, which does not return prompt_logprobs"
-            if kind == "openai"
-            else f"{backend!r} names no endpoint (--base-url)"
-        )
-    elif kind == "openai" or not rest:
-        return
-    else:
-        why = f"{provider!r} backends do not return prompt_logprobs"
-    raise InputError(
-        f"{why}; it needs a vLLM server: -b openai:MODEL --base-url URL",
-        field="prompt_logprobs",
-    )
-
-
-def _check_first(
-    backend: str,
-    concurrency: int | None,
-    *runs: tuple[str, dict[str, Any]],
-    base_url: str | None = None,
-    prompt_logprobs: bool = False,
-) -> None:
-    """Validate every option before a model is started or connected to."""
-    from cotplan.experiments.report import check_params
-
-    if concurrency is not None and concurrency < 1:
-        raise InputError(f"must be >= 1, got {concurrency}", field="concurrency")
-    exact_predictor(backend)  # a malformed reference spec fails here
-    for name, params in runs:
-        check_params(name, params)
-    if prompt_logprobs:
-        _check_prompt_logprobs(backend, base_url)
-
-
-@dataclass(frozen=True)
-class _Experiment:
-    """How one experiment command runs: the library call, and what it prints around the verdicts."""
-
-    run: Callable[..., Any]  # martingale_gap, order_variance, ...: (predictor, seed, progress, ...)
-    counts: str  # what the progress bar counts
-    title: str  # heading of the table against the paper
-    details: Callable[[Any], None]  # printed before that table
-    notes: Callable[[Any], None] = lambda result: None  # printed after it
-
-
-def _experiments() -> dict[str, _Experiment]:
-    """The commands that run one experiment on one predictor, by name (imported on first use)."""
-    from cotplan.experiments import entropy_efficiency, falck_tests, martingale_gap, order_variance
-
-    return {
-        "martingale": _Experiment(
-            martingale_gap, "martingale", "Martingale gap vs the paper", martingale_details
-        ),
-        "order": _Experiment(
-            order_variance, "orderings", "Order variance vs the paper", order_details
-        ),
-        "entropy": _Experiment(
-            entropy_efficiency,
-            "positions",
-            "Compression efficiency vs the paper",
-            entropy_details,
-            entropy_notes,
-        ),
-        "falck": _Experiment(falck_tests, "paths", "Falck et al.'s checks", falck_details),
-    }
-
-
-def _run_experiment(
-    name: str,
-    options: dict[str, Any],
-    *,
-    backend: str,
-    base_url: str | None,
-    quick: bool,
-    seed: int,
-    out: Path | None,
-    charts: bool,
-    instruction: str,
-    concurrency: int | None,
-    timeout: float,
-    max_retries: int,
-    prompt_logprobs: bool = False,
-) -> None:
-    """Run experiment `name` with its preset and `options` over it; print, then save."""
-    experiment = _experiments()[name]
-    params = {**_preset(name, quick), **options}
-    _check_first(
-        backend, concurrency, (name, params), base_url=base_url, prompt_logprobs=prompt_logprobs
-    )
-    check_timeouts(timeout, max_retries)
-    if prompt_logprobs and name in _NO_PROMPT_SCORING:
-        console.print(f"--prompt-logprobs changes nothing here: {_NO_PROMPT_SCORING[name]}")
-    with _start_report(out, name, backend) as report:
-        with (
-            _open_predictor(
-                backend,
-                base_url,
-                instruction,
-                concurrency,
-                timeout=timeout,
-                max_retries=max_retries,
-                prompt_logprobs=prompt_logprobs,
-            ) as predictor,
-            progress() as st,
-        ):
-            result = experiment.run(
-                predictor,
-                seed=seed,
-                progress=st(experiment.counts, planned_predictions(name, params)),
-                **params,
-            )
-        experiment.details(result)
-        print_rows(result.versus_paper(), experiment.title)
-        experiment.notes(result)
-        print_run(result.run)
-        _saved(report, save_result(result, report.path, charts=charts))
-
-
-def _given(**options: Any) -> dict[str, Any]:
-    """The options given on the command line (None means: the preset's value)."""
-    return {key: value for key, value in options.items() if value is not None}
-
 
 @app.command()
 def martingale(
@@ -315,9 +110,9 @@ def martingale(
     prompt_logprobs: PromptLogprobs = False,
 ) -> None:
     """The martingale gap Δ̂n with its A·log n/n + B fit, beside the exact Bayes reference."""
-    _run_experiment(
+    run_experiment(
         "martingale",
-        _given(design=design, n_sequences=n_sequences),
+        given(design=design, n_sequences=n_sequences),
         backend=backend,
         base_url=base_url,
         quick=quick,
@@ -355,10 +150,10 @@ def debias(
     """Find, fit and remove the periodic positional part of the per-position gaps."""
     from cotplan.experiments import martingale_gap, positional_debias, read_gaps
 
-    params = _preset("debias", quick)
+    params = preset("debias", quick)
     if source is None:
-        mparams = _preset("martingale", quick)
-        _check_first(
+        mparams = preset("martingale", quick)
+        check_first(
             backend,
             concurrency,
             ("martingale", mparams),
@@ -370,13 +165,13 @@ def debias(
         raise InputError(
             "--from reuses saved gaps and makes no model requests", field="prompt_logprobs"
         )
-    with _start_report(out, "debias", "gaps" if source is not None else backend) as report:
+    with start_report(out, "debias", "gaps" if source is not None else backend) as report:
         if source is not None:
             result = positional_debias(read_gaps(source), seed=seed, **params)
             name = "gaps"
         else:
             with (
-                _open_predictor(
+                open_predictor_shown(
                     backend,
                     base_url,
                     instruction,
@@ -404,7 +199,7 @@ def debias(
             f"{fmt(result.r2_after)}"
         )
         print_rows(result.versus_paper(), "Positional debiasing vs the paper")
-        _saved(report, save_result(result, report.path, charts=charts))
+        saved(report, save_result(result, report.path, charts=charts))
 
 
 @app.command()
@@ -426,9 +221,9 @@ def order(
     prompt_logprobs: PromptLogprobs = False,
 ) -> None:
     """Spread of P(next = 1) over orderings of one multiset, versus orderings averaged."""
-    _run_experiment(
+    run_experiment(
         "order",
-        _given(n_orderings=n_orderings),
+        given(n_orderings=n_orderings),
         backend=backend,
         base_url=base_url,
         quick=quick,
@@ -462,10 +257,10 @@ def entropy(
     prompt_logprobs: PromptLogprobs = False,
 ) -> None:
     """Cross-entropy per position against H(p), beside Laplace, KT, the MLE and the Bayes limit."""
-    options = _given(n_max=n_max, n_sequences=n_sequences)
+    options = given(n_max=n_max, n_sequences=n_sequences)
     if p is not None:
         options["p"] = read_p(p)  # None here means the uniform prior, not the preset
-    _run_experiment(
+    run_experiment(
         "entropy",
         options,
         backend=backend,
@@ -505,9 +300,9 @@ def falck(
     prompt_logprobs: PromptLogprobs = False,
 ) -> None:
     """Falck et al.'s T1, T2, T3 checks: bayes_icl's definitions beside cotplan's exact bands."""
-    _run_experiment(
+    run_experiment(
         "falck",
-        _given(n_paths=n_paths, t3_contexts=t3_contexts),
+        given(n_paths=n_paths, t3_contexts=t3_contexts),
         backend=backend,
         base_url=base_url,
         quick=quick,
@@ -570,7 +365,7 @@ def report(
     overrides: dict[str, dict[str, Any]] = {}
     if p is not None:
         overrides["entropy"] = {"p": read_p(p)}
-    _check_first(
+    check_first(
         backend,
         concurrency,
         *(
@@ -582,9 +377,9 @@ def report(
         prompt_logprobs=prompt_logprobs,
     )
     check_timeouts(timeout, max_retries)
-    with _start_report(out, "report", backend) as report_folder:
+    with start_report(out, "report", backend) as report_folder:
         with (
-            _open_predictor(
+            open_predictor_shown(
                 backend,
                 base_url,
                 instruction,
@@ -609,7 +404,7 @@ def report(
         console.print(escape(result.tally_line()))
         console.print(escape(result.capability()))
         console.print(f"{result.requests} model requests in total")
-        _saved(report_folder, save_result(result, report_folder.path, charts=charts))
+        saved(report_folder, save_result(result, report_folder.path, charts=charts))
 
 
 @app.command("pe-ablation")
@@ -665,7 +460,7 @@ def pe_ablation(
     ablation_variants(chosen, "tokens", ordinary)  # unknown encodings fail before any training
     overrides: dict[str, Any] = {} if steps is None else {"steps": steps}
     preset = "quick" if quick else "full"
-    with _start_report(out, "pe-ablation", preset) as report:
+    with start_report(out, "pe-ablation", preset) as report:
         if seeds > 1:
             with progress() as st:
                 spread = pe_ablation_seeds(
@@ -681,7 +476,7 @@ def pe_ablation(
             print_spread(spread)
             print_rows(spread.versus_paper(), "Across seeds vs the paper (v2)")
             console.print(f"{len(spread.seeds)} seeds in {spread.wall_s:.1f} s")
-            _saved(report, save_result(spread, report.path, charts=charts))
+            saved(report, save_result(spread, report.path, charts=charts))
             return
         with progress() as st:
             result = run_ablation(
@@ -697,4 +492,4 @@ def pe_ablation(
         print_ablation(result)
         print_rows(result.versus_paper(), "Positional-encoding ablation vs the paper (v2)")
         console.print(f"{len(result.variants)} models in {result.wall_s:.1f} s")
-        _saved(report, save_result(result, report.path, charts=charts))
+        saved(report, save_result(result, report.path, charts=charts))

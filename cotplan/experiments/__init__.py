@@ -77,8 +77,10 @@ from cotplan.experiments.sequences import (
     random_orderings,
 )
 from cotplan.experiments.specs import (
+    PROMPT_LOGPROBS_CHANGE_NOTHING,
     PredictorKind,
     PredictorRequest,
+    check_prompt_logprobs,
     exact_predictor,
     open_predictor,
     predictor_kinds,
@@ -113,6 +115,7 @@ __all__ = [
     "PAPER_MARTINGALE",
     "PAPER_ORDER",
     "PRESETS",
+    "PROMPT_LOGPROBS_CHANGE_NOTHING",
     "V2_ORDER_VARIANCE",
     "VERDICTS",
     "BackendPredictor",
@@ -146,6 +149,7 @@ __all__ = [
     "beta_bernoulli_sequences",
     "binary_entropy",
     "check_params",
+    "check_prompt_logprobs",
     "entropy_efficiency",
     "exact_predictor",
     "expected_curve",

@@ -35,8 +35,10 @@ from cotplan.experiments.predictors import (
 
 __all__ = [
     "PREDICTOR_ENTRY_POINTS",
+    "PROMPT_LOGPROBS_CHANGE_NOTHING",
     "PredictorKind",
     "PredictorRequest",
+    "check_prompt_logprobs",
     "exact_predictor",
     "open_predictor",
     "predictor_kinds",
@@ -188,6 +190,50 @@ def open_predictor(
 
     with connect(spec, base_url=base_url, **dict(connect_options or {})) as backend:
         yield BackendPredictor(backend, instruction=instruction, concurrency=concurrency)
+
+
+#: Why prompt_logprobs leaves an experiment's requests as they are: it reads a sequence's
+#: positions from one request, and these experiments have no sequence to read that way.
+PROMPT_LOGPROBS_CHANGE_NOTHING = {
+    "order": "order reads one position per ordering, one request each with or without it",
+    "falck": "falck samples each path bit by bit, and each draw needs the one before it",
+}
+
+
+def check_prompt_logprobs(backend: str, base_url: str | None) -> None:
+    """Refuse `prompt_logprobs` (`--prompt-logprobs`) except where a server can answer it: a
+    model behind an OpenAI-compatible endpoint named by --base-url (``openai:MODEL`` or a bare
+    model name), whose /v1/completions takes vLLM's ``prompt_logprobs`` field. Refused, before
+    anything starts, for the exact references and lab models (no requests to save), the
+    embedded llama.cpp server, OpenAI's own API and every other provider (none returns prompt
+    scores).
+    The server itself is not asked: one that ignores the field fails the first request."""
+    from cotplan.backends.connect import providers
+
+    provider, _, rest = backend.strip().partition(":")
+    kind = provider.lower()
+    if exact_predictor(backend) is not None:
+        why = f"{backend!r} is an exact reference, which makes no model requests"
+    elif kind in {k.name for k in predictor_kinds()}:
+        why = f"{backend!r} is an in-process model, which makes no requests"
+    elif kind == "local":
+        why = "the embedded llama.cpp server does not return prompt_logprobs"
+    elif kind in {p.name for p in providers()} and kind != "openai":
+        why = f"{provider!r} backends do not return prompt_logprobs"
+    elif base_url is None:
+        why = (
+            "without --base-url this is OpenAI's own API, which does not return prompt_logprobs"
+            if kind == "openai"
+            else f"{backend!r} names no endpoint (--base-url)"
+        )
+    elif kind == "openai" or not rest:
+        return
+    else:
+        why = f"{provider!r} backends do not return prompt_logprobs"
+    raise InputError(
+        f"{why}; it needs a vLLM server: -b openai:MODEL --base-url URL",
+        field="prompt_logprobs",
+    )
 
 
 def read_p(text: str) -> float | None:
