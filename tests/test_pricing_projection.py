@@ -171,6 +171,70 @@ def test_percentiles_are_ordered_and_seeded() -> None:
     assert (a["p50_usd"] < a["p90_usd"]).all()
 
 
+def test_percentiles_of_a_million_draws_are_numpys_bit_for_bit() -> None:
+    # The projection's percentiles select each order statistic in a window of the draws
+    # instead of partitioning them all: the figures must be np.percentile's to the last bit,
+    # whatever the arrangement (sorted, partitioned, ties, all equal) and however short.
+    from cotplan.pricing.gamma_sums import _percentiles, _summary
+
+    rng = np.random.default_rng(5)
+    n = 1_000_003
+    cases = {
+        "gamma": rng.gamma(0.3, 10.0, n),
+        "sorted": np.sort(rng.lognormal(0.0, 2.0, n)),
+        "reversed": np.sort(rng.normal(size=n))[::-1].copy(),
+        "partitioned": np.partition(rng.normal(size=n), [n // 10, n // 2, 9 * n // 10]),
+        "ties": np.round(rng.normal(size=n), 1),
+        "mostly zero": np.where(rng.random(n) < 0.95, 0.0, rng.random(n)),
+        "constant": np.full(n, 3.25),
+        "short": rng.normal(size=1_000),
+        # Every 30th draw, where the windows are placed from, far below the rest: the windows
+        # miss and the whole array is partitioned.
+        "misleading": np.where(np.arange(n) % 30 == 0, -1.0, rng.random(n)),
+        "with nan": np.where(np.arange(n) == 7, np.nan, rng.normal(size=n)),
+    }
+    for name, values in cases.items():
+        kept = values.copy()
+        for q in ((10.0, 50.0, 90.0), (10.0, 90.0), (0.0, 37.3, 100.0)):
+            want = [float(x) for x in np.percentile(values, q)]
+            got = list(_percentiles(values, q))
+            assert np.array_equal(got, want, equal_nan=True), (name, q)
+        np.testing.assert_array_equal(values, kept)  # left as it was
+        mean, *ps = _summary(values.copy(), in_place=True)
+        assert np.array_equal(ps, np.percentile(values, (10.0, 50.0, 90.0)), equal_nan=True)
+        assert np.array_equal([mean], [values.mean()], equal_nan=True)
+
+
+def test_gamma_sums_drawn_block_by_block_are_the_whole_array_formula() -> None:
+    # `_SumModel.draw` runs the Wilson-Hilferty transform in cache-sized blocks: every draw must
+    # be what the formula on whole arrays gives, to the last bit (dead and spread-free draws,
+    # and a length that is no multiple of the block, included).
+    from cotplan.pricing.gamma_sums import _SumModel
+
+    rng = np.random.default_rng(8)
+    n = 100_003
+    a = np.where(rng.random(n) < 0.01, 0.0, rng.gamma(4.0, 0.01, n))
+    b = np.where(rng.random(n) < 0.01, 0.0, a * a * rng.uniform(0.1, 3.0, n))
+    model = _SumModel.build(a, b)
+    z = rng.standard_normal(n)
+    for q in (30_000.0, 2.5):
+        out = model.c2 * z
+        out *= 1.0 / math.sqrt(q)
+        out -= model.c1 * (1.0 / q)
+        out += 1.0
+        np.maximum(out, 0.0, out=out)
+        want = out * out
+        want *= out
+        want *= model.a
+        want *= q
+        got = model.draw(q, z, np.random.default_rng(0))
+        if q * model.k_min < 1.0:  # the exact gamma draws replace the skewed ones
+            keep = ~((q * model.k < 1.0) & (model.a > 0))
+            assert keep.sum() < n
+            got, want = got[keep], want[keep]
+        np.testing.assert_array_equal(got, want)
+
+
 def test_sample_size_sets_the_uncertainty_of_the_mean() -> None:
     def width(n: int) -> float:
         tokens = ParametricTokens(1_500, 500, 300, 100, 2_000, 1_500, n_observed=n)
