@@ -8,21 +8,34 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from cotplan.errors import ConfigError
+
 __all__ = ["cache_path", "home", "models_dir"]
 
 
 def home() -> Path:
-    """The user folder (created on first use, private to the user)."""
-    root = Path(os.environ.get("COTPLAN_HOME") or Path.home() / ".cotplan").expanduser()
-    root.mkdir(parents=True, exist_ok=True, mode=0o700)
+    """The user folder (created on first use, private to the user); `ConfigError` naming
+    COTPLAN_HOME when it cannot be a folder (a file is there, or its parent is not writable)."""
+    configured = os.environ.get("COTPLAN_HOME")
+    root = Path(configured or Path.home() / ".cotplan").expanduser()
+    _folder(root, "COTPLAN_HOME" if configured else "the user folder (set COTPLAN_HOME)")
     return root
 
 
 def models_dir() -> Path:
     """Where `cotplan models pull` puts model files."""
     path = home() / "models"
-    path.mkdir(exist_ok=True, mode=0o700)
+    _folder(path, "the models folder in COTPLAN_HOME")
     return path
+
+
+def _folder(path: Path, what: str) -> None:
+    try:
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as exc:
+        # mkdir's own error names the path but not the setting that chose it.
+        reason = "is a file, not a folder" if path.is_file() else f"cannot be made: {exc.strerror}"
+        raise ConfigError(f"{what} {path} {reason}: point COTPLAN_HOME at a folder") from exc
 
 
 def cache_path() -> Path:

@@ -31,6 +31,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "ConnectRequest",
     "Provider",
+    "check_spec",
     "connect",
     "providers",
     "register_provider",
@@ -215,6 +216,18 @@ def _responses(request: ConnectRequest) -> Backend:
 register_provider("local", _local, usage="local, local:PATH")
 register_provider("openai", _openai, usage="openai:MODEL")
 register_provider("openai-responses", _responses, usage="openai-responses:MODEL")
+
+
+def check_spec(spec: str, base_url: str | None = None) -> None:
+    """Refuse a spec whose provider `connect` would not know, without importing any plugin or
+    building anything: the error lists the forms that are known."""
+    provider, _, rest = spec.partition(":")
+    with _lock:
+        known = provider in _REGISTRY
+    if known or any(entry.name == provider for entry in _entry_points()):
+        return
+    if base_url is None or rest:  # a bare model name goes to the OpenAI client with a URL
+        raise _unknown(spec)
 
 
 def _unknown(spec: str) -> InputError:

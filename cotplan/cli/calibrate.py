@@ -182,6 +182,9 @@ def check_backend(spec: str, base_url: str | None = None) -> None:
         return
     if provider == "openai" and not rest:
         raise InputError("name the model: 'openai:MODEL'", field="backend")
+    from cotplan.backends.connect import check_spec
+
+    check_spec(spec, base_url)
 
 
 def check_calibrate_options(

@@ -319,9 +319,10 @@ def _tokens_from_options(
 
 
 def _growth_range(
-    growth: float, low: float | None, high: float | None
+    workload: Any, low: float | None, high: float | None
 ) -> tuple[float, float] | None:
     """--growth-low and --growth-high, both or neither, around --growth."""
+    growth = workload.growth_rate
     if low is None and high is None:
         return None
     if low is None or high is None:
@@ -335,6 +336,7 @@ def _growth_range(
             f"needs low <= --growth <= high, got {low!r}, {growth!r}, {high!r}",
             field="growth_low" if low > growth else "growth_high",
         )
+    workload.check_growth(high, "growth_high")
     return low, high
 
 
@@ -469,7 +471,7 @@ def project(
         volume_cv=volume_cv,
         hour_profile=hour_profile_of(hour_profile),
     )
-    spread = _growth_range(growth, growth_low, growth_high)
+    spread = _growth_range(workload, growth_low, growth_high)
     tokens = _tokens_from_options(
         sample,
         prompt_mean=prompt_mean,
@@ -482,6 +484,8 @@ def project(
     )
     table = price_table(file)
     seller = _provider_option(provider, table)
+    # Read before the projection runs: a bad log is refused before anything is printed.
+    spent = None if actuals is None else _run(lambda: read_actuals(actuals, table))
     levers: dict[str, Any] = {
         "permutations": permutations,
         "cache_hit_rate": cache_hit_rate,
@@ -528,8 +532,7 @@ def project(
             )
         )
         _console.print(growth_table(growth_result.frame, comparison.baseline, limit))
-    if actuals is not None:
-        spent = _run(lambda: read_actuals(actuals, table))
+    if spent is not None:
         base = comparison.projections[comparison.baseline]
         _console.print(actuals_table(forecast_vs_actuals(base, spent), spent.source))
     if len(compared) > 1:

@@ -7,7 +7,6 @@ production in the layers; a JSONL log of provider responses is read by `cotplan.
 from __future__ import annotations
 
 import sqlite3
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,7 @@ from rich.table import Table
 
 from cotplan.cli.cost_tables import money
 from cotplan.errors import CotplanError, InputError
-from cotplan.pricing.actuals import Actuals, actuals_from_calls, actuals_from_jsonl
+from cotplan.pricing.actuals import Actuals, actuals_from_calls, actuals_from_jsonl, utc_time
 
 __all__ = ["actuals_table", "read_actuals"]
 
@@ -38,17 +37,13 @@ def read_actuals(path: Path, table: Any) -> Actuals:
         ) from exc
     if frame.empty:
         raise InputError("the log holds no calls", field="actuals", source=str(path))
-    calls = []
-    for number, (time, usd) in enumerate(zip(frame["time"], frame["cost_usd"], strict=True), 1):
-        try:
-            moment = datetime.fromisoformat(str(time))
-        except ValueError:
-            raise InputError(
-                f"{time!r} is not an ISO 8601 time", field=f"calls[{number}].time", source=str(path)
-            ) from None
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=UTC)
-        calls.append((moment, None if pd.isna(usd) else float(usd)))
+    calls = [
+        (
+            utc_time(time, field=f"calls[{number}].time", source=str(path)),
+            None if pd.isna(usd) else float(usd),
+        )
+        for number, (time, usd) in enumerate(zip(frame["time"], frame["cost_usd"], strict=True), 1)
+    ]
     return actuals_from_calls(calls, source=str(path))
 
 

@@ -119,7 +119,8 @@ def scenario_table(comparison: Any) -> Table:
             f"{rec['total_mean_usd']:,.0f}",
             f"{rec['total_p10_usd']:,.0f}..{rec['total_p90_usd']:,.0f}",
             f"{rec['savings_mean_usd']:,.0f}",
-            f"{rec['savings_pct']:.1f}%",
+            # No share of nothing: a baseline that spends nothing saves no percentage.
+            "–" if rec["savings_pct"] != rec["savings_pct"] else f"{rec['savings_pct']:.1f}%",
             f"{rec['savings_p10_usd']:,.0f}..{rec['savings_p90_usd']:,.0f}",
         )
     return cmp

@@ -11,6 +11,7 @@ from rich.table import Table
 from cotplan.backends import models as model_files
 from cotplan.backends.adapters import KNOWN_ADAPTERS, locate_adapter
 from cotplan.errors import InputError, ModelFileError
+from cotplan.validation import require_positive
 
 __all__ = ["app"]
 
@@ -68,13 +69,16 @@ def train_thinking(
 ) -> None:
     """Train the embedded thinking model's LoRA adapter (needs `pip install 'cotplan[train]'`)."""
     from cotplan.thinking.data import ThinkingSettings
-    from cotplan.thinking.train import install_adapter, train_adapter
+    from cotplan.thinking.train import check_out, install_adapter, train_adapter
 
     low, _, high = rechecks.partition("-")
     if not (low.isdigit() and high.isdigit() and 0 <= int(low) <= int(high)):
         raise InputError(f"must read FEWEST-MOST, e.g. 2-3, got {rechecks!r}", field="rechecks")
     if resume is not None and not (resume / "peft").is_dir():
         raise InputError(f"no trained adapter (peft/) in {resume}", field="resume")
+    if max_seconds is not None:
+        require_positive(max_seconds, "max_seconds")
+    check_out(out)
     settings = ThinkingSettings(
         examples=examples,
         seed=seed,

@@ -97,6 +97,16 @@ def _print(report: object) -> None:
     from cotplan.production.monitor import MonitorReport
 
     assert isinstance(report, MonitorReport)
+    if report.calls == 0:
+        # A gateway just started has logged nothing yet: normal, so no error and no empty
+        # tables that would read as a plan with no sizes.
+        others = (
+            f" of the plan's model ({report.other_models} for others)"
+            if report.other_models
+            else ""
+        )
+        _console.print(f"no calls logged yet{others} in {report.log}: nothing to compare")
+        return
     _console.print(f"{report.calls} calls in {report.log}")
     # Two narrow tables rather than one wide one: each fits an 80-column terminal.
     caps = Table(title="the cap, by size", box=box.SIMPLE_HEAD)

@@ -1,6 +1,8 @@
 """`cotplan serve`: an OpenAI-compatible gateway on 127.0.0.1 that applies a plan's cap.
 
-Parses and checks every option, then runs `cotplan.production.gateway.serve` until Ctrl-C.
+Parses and checks every option, then runs the gateway (`cotplan.production.gateway.Gateway`)
+until Ctrl-C; `--exit certified` applies the certified early exit (exit.json beside the plan,
+or `--exit-plan`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import typer
 from rich.console import Console
 
 from cotplan.errors import InputError, MissingKeyError
+from cotplan.validation import require_choice
 
 __all__ = ["register", "serve"]
 
@@ -42,39 +45,53 @@ def serve(
         typer.Option(help="Apply the plan to models it was not made for (not certified)."),
     ] = False,
     timeout: Annotated[float, typer.Option(help="Seconds each upstream request may take.")] = 120.0,
+    exit_: Annotated[
+        str,
+        typer.Option(
+            "--exit",
+            help="'none' (the fixed cap) or 'certified' (the certified early exit under it, "
+            "from the exit.json `cotplan plan --exit certified` wrote).",
+        ),
+    ] = "none",
+    exit_plan: Annotated[
+        Path | None,
+        typer.Option(help="With --exit certified: exit.json (default: beside the plan)."),
+    ] = None,
 ) -> None:
     """Serve /v1/chat/completions on 127.0.0.1 with the plan's reasoning cap applied.
 
     Point any OpenAI SDK's base_url at http://127.0.0.1:PORT/v1 and pass each call's item
-    size in the body's `size` field (or the X-Cotplan-Size header).
+    size in the body's `size` field (or the X-Cotplan-Size header). With --exit certified,
+    each call stops thinking where the certified rule fires, never past the cap.
     """
     from cotplan.backends.keys import find_key
+    from cotplan.cli.calibrate import check_timeouts
     from cotplan.planner import SavedPlan
-    from cotplan.production.gateway import check_port, check_upstream
-    from cotplan.production.gateway import serve as run_gateway
+    from cotplan.planner.exit_plan import EXIT_CHOICES, exit_plan_for
+    from cotplan.production.gateway import Gateway, check_port, check_upstream
     from cotplan.production.log import CallLog
 
     # Every option is checked before anything starts listening.
+    require_choice(exit_, "exit", EXIT_CHOICES)
+    if exit_plan is not None and exit_ != "certified":
+        raise InputError("is read only with --exit certified", field="exit_plan")
     saved = SavedPlan.load(plan)
+    exits = None
+    if exit_ == "certified":
+        exits = exit_plan_for(exit_plan, plan, eps=saved.eps, model=saved.model)
     upstream = check_upstream(upstream)
     port = check_port(port)
-    if timeout <= 0:
-        raise InputError(f"must be positive, got {timeout!r}", field="timeout")
-    if log is not None and log.is_dir():
-        raise InputError(f"is a folder, not a file: {log}", field="log")
+    check_timeouts(timeout, max_retries=0)  # the gateway's own retries are not an option
+    call_log = CallLog(log)
+    call_log.check()  # a log that cannot take rows would fail each call after it was paid for
     key = None
     if api_key_env is not None:
         key = find_key(api_key_env)
         if not key:
             raise MissingKeyError(api_key_env, "the upstream")
-    call_log = CallLog(log)
-    model = saved.model or "(no model recorded)"
-    _console.print(
-        f"serving the plan for {model} (ε = {saved.eps:g}) on http://127.0.0.1:{port}/v1 "
-        f"→ {upstream}; call log: {call_log.path}",
-        highlight=False,
-    )
-    run_gateway(
+    # Built before the banner: a plan the gateway refuses (a certified exit where the
+    # provider hides the reasoning, ...) is refused before anything is said to be served.
+    gateway = Gateway(
         saved,
         upstream,
         port=port,
@@ -82,7 +99,22 @@ def serve(
         log=call_log,
         allow_other_model=allow_other_model,
         timeout=timeout,
+        exit="certified" if exits is not None else "none",
+        exit_plan=exits,
     )
+    model = saved.model or "(no model recorded)"
+    _console.print(
+        f"serving the plan for {model} (ε = {saved.eps:g}) on http://127.0.0.1:{port}/v1 "
+        f"→ {upstream}; call log: {call_log.path}",
+        highlight=False,
+    )
+    if exits is not None:
+        sizes = ", ".join(
+            f"n = {n}: {rule.rule.name} under {rule.ceiling}, probes every {rule.every}"
+            for n, rule in sorted(exits.sizes.items())
+        )
+        _console.print(f"certified early exit ({sizes})", highlight=False)
+    gateway.run()
 
 
 def register(app: typer.Typer) -> None:

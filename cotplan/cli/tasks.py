@@ -87,6 +87,24 @@ def family_items(
     return make_tasks(family, n=n, count=count, seed=seed)
 
 
+def _check_backend(spec: str) -> None:
+    """`--backend` of `tasks make`: a spec `connect` knows and, for the lab, a lab family. The
+    items are made for it, so a typo would silently make the built-in questions instead.
+    (`cotplan.cli.calibrate.check_backend` also locates model files, which making items does
+    not need, and importing it here would close an import cycle.)"""
+    from cotplan.backends.connect import check_spec
+
+    check_spec(spec)
+    provider, _, family = spec.partition(":")
+    if provider == "lab":
+        from cotplan.lab.reasoning.tasks import get_lab_family
+
+        try:
+            get_lab_family(family)
+        except InputError as exc:
+            raise InputError(str(exc).split(": ", 1)[-1], field="backend") from exc
+
+
 @app.command("make")
 def make_command(
     *,
@@ -123,6 +141,8 @@ def make_command(
         raise InputError("give at least one size, e.g. --n 4", field="n")
     if out is not None and out.is_dir():
         raise InputError(f"{out} is a folder; name a file in it, e.g. tasks.jsonl", field="out")
+    if backend is not None:
+        _check_backend(backend)
     items = [
         item
         for size in n

@@ -26,7 +26,13 @@ import pandas as pd
 from cotplan.errors import InputError
 from cotplan.pricing.table import PriceTable, price_table
 
-__all__ = ["Actuals", "actuals_from_calls", "actuals_from_jsonl", "forecast_vs_actuals"]
+__all__ = [
+    "Actuals",
+    "actuals_from_calls",
+    "actuals_from_jsonl",
+    "forecast_vs_actuals",
+    "utc_time",
+]
 
 _COLUMNS = ["label", "calls", "usd", "unpriced_calls", "first", "last"]
 
@@ -54,6 +60,32 @@ def _utc(moment: datetime) -> datetime:
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
+def utc_time(
+    value: object, *, field: str, line: int | None = None, source: str | None = None
+) -> datetime:
+    """`value` (ISO 8601 text, naive meaning UTC, or a datetime) as an aware UTC datetime;
+    an `InputError` naming `field` (and `line`, `source`) when it is none, or when it lies
+    so near year 1 or 9999 that its UTC time has no date."""
+    if isinstance(value, datetime):
+        moment = value
+    else:
+        try:
+            moment = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+        except ValueError:
+            raise InputError(
+                f"{value!r} is not an ISO 8601 time", field=field, line=line, source=source
+            ) from None
+    try:
+        return _utc(moment)
+    except OverflowError:
+        raise InputError(
+            f"{value!s} falls outside the years 1 to 9999 in UTC",
+            field=field,
+            line=line,
+            source=source,
+        ) from None
+
+
 def actuals_from_calls(
     calls: Iterable[tuple[datetime, float | None]], *, source: str = "calls"
 ) -> Actuals:
@@ -76,25 +108,38 @@ def actuals_from_calls(
     return Actuals(pd.DataFrame(rows, columns=_COLUMNS), source)
 
 
-def _line_time(body: dict[str, Any], path: Path, line: int) -> datetime | None:
-    """A line's own ``time`` (ISO 8601), or None to let `cost_of` read ``created``."""
-    value = body.get("time")
-    if value is None:
-        return None
+def _reason(exc: InputError) -> str:
+    """`exc`'s message without its field prefix, to be raised again with the file and line."""
+    text = str(exc)
+    prefix = f"`{exc.field}`: "
+    return text[len(prefix) :] if exc.field and text.startswith(prefix) else text
+
+
+def _priced_line(
+    body: dict[str, Any], table: PriceTable, path: Path, line: int
+) -> tuple[datetime, float]:
+    """One response's time (its own ``time``, else the provider's timestamp) and cost."""
+    from cotplan.pricing.usage import cost_of, read_usage
+
     try:
-        return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    except ValueError:
-        raise InputError(
-            f"{value!r} is not an ISO 8601 time", field="time", line=line, source=str(path)
-        ) from None
+        stamp = body.get("time")
+        at = read_usage(body).created if stamp is None else stamp
+        if at is None:
+            raise InputError(
+                "no time: add `created` (Unix seconds) or `time` (ISO 8601)", field="time"
+            )
+        # Checked in UTC here, so pricing below never meets a time it cannot convert.
+        moment = utc_time(at, field="time" if stamp is not None else "created")
+        cost = cost_of(body, at=moment, table=table)
+    except InputError as exc:
+        raise InputError(_reason(exc), field=exc.field, line=line, source=str(path)) from exc
+    return moment, float(cost.usd)
 
 
 def actuals_from_jsonl(path: str | os.PathLike[str], *, table: PriceTable | None = None) -> Actuals:
     """Month totals of a JSONL file of provider responses, each priced by `cost_of` at the time
     it was made. Errors name the file, the line and the field; an unknown model is an error
     (a log's model names are the user's to fix, not to skip)."""
-    from cotplan.pricing.usage import cost_of
-
     file = Path(path).expanduser()
     try:
         lines = file.read_text(encoding="utf-8-sig").splitlines()
@@ -113,21 +158,7 @@ def actuals_from_jsonl(path: str | os.PathLike[str], *, table: PriceTable | None
             raise InputError(
                 "must be a JSON object (one response a line)", line=number, source=str(file)
             )
-        at = _line_time(body, file, number)
-        try:
-            cost = cost_of(body, at=at, table=chosen)
-        except InputError as exc:
-            raise InputError(str(exc), field=exc.field, line=number, source=str(file)) from exc
-        if at is None:
-            if body.get("created") is None:
-                raise InputError(
-                    "no time: add `created` (Unix seconds) or `time` (ISO 8601)",
-                    field="time",
-                    line=number,
-                    source=str(file),
-                )
-            at = datetime.fromtimestamp(float(body["created"]), tz=UTC)
-        calls.append((at, float(cost.usd)))
+        calls.append(_priced_line(body, chosen, file, number))
     if not calls:
         raise InputError("the log holds no calls", field="actuals", source=str(file))
     return actuals_from_calls(calls, source=str(file))

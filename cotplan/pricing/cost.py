@@ -181,7 +181,10 @@ def _moment(on: Any, at: Any) -> tuple[date | None, datetime | None]:
             f"must be a datetime (a date goes in `on`), got {type(at).__name__}", field="at"
         )
     moment = at if at.tzinfo else at.replace(tzinfo=UTC)
-    day = moment.astimezone(UTC).date()
+    try:
+        day = moment.astimezone(UTC).date()
+    except OverflowError:  # a time within hours of year 1 or 9999, its UTC day out of range
+        raise InputError(f"{moment.isoformat()} has no date in UTC", field="at") from None
     if on is not None and on != day:
         raise InputError(f"{moment.isoformat()} falls on {day} UTC, not on `on` ({on})", field="at")
     return day, moment

@@ -164,7 +164,12 @@ def _created(body: Mapping[str, Any]) -> datetime | None:
     for name in ("created_at", "created", "createTime", "create_time"):
         value = body.get(name)
         if isinstance(value, int | float) and not isinstance(value, bool):
-            return datetime.fromtimestamp(value, tz=UTC)
+            try:
+                return datetime.fromtimestamp(value, tz=UTC)
+            except (ValueError, OverflowError, OSError):  # NaN, or a year past 1..9999
+                raise InputError(
+                    f"{value!r} is not a time in the years 1 to 9999 (Unix seconds)", field=name
+                ) from None
         if isinstance(value, datetime):
             return value if value.tzinfo else value.replace(tzinfo=UTC)
         if isinstance(value, str) and value:

@@ -24,6 +24,10 @@ from cotplan.errors import InputError
 from cotplan.pricing.hours import HourProfile
 
 __all__ = [
+    "MAX_QUERIES_PER_DAY",
+    "MAX_TOKENS_PER_CALL",
+    "MAX_TOKEN_CV",
+    "MAX_VOLUME_CV",
     "EmpiricalTokens",
     "ParametricTokens",
     "TokenDistribution",
@@ -31,6 +35,18 @@ __all__ = [
 ]
 
 _FloatArray = np.ndarray[Any, np.dtype[np.float64]]
+
+# Bounds on a projection's inputs: far beyond any real service (the busiest answer about 1e10
+# queries a day) or context window (about 1e7 tokens), yet low enough that every figure a
+# projection prints (queries x tokens x price, compounded over 600 months) stays finite.
+#: The most queries a day a projection takes, at the start or after growth.
+MAX_QUERIES_PER_DAY = 1e12
+#: The most tokens of one kind (prompt, answer, reasoning) one call may take.
+MAX_TOKENS_PER_CALL = 1e8
+#: The largest spread of tokens per call, as a multiple of the mean (its CV).
+MAX_TOKEN_CV = 1000.0
+#: The largest coefficient of variation of the volume itself.
+MAX_VOLUME_CV = 10.0
 
 # ---------------------------------------------------------------------------------------------
 # Validation helpers (one place per entry point; messages name the parameter)
@@ -83,7 +99,20 @@ def _token_array(values: Any, name: str) -> _FloatArray:
     if (array < 0).any():
         index = int(np.argmax(array < 0))
         raise InputError(f"must not be negative; position {index} is {array[index]:g}", field=name)
+    if (array > MAX_TOKENS_PER_CALL).any():
+        index = int(np.argmax(array > MAX_TOKENS_PER_CALL))
+        raise InputError(
+            f"must be at most {MAX_TOKENS_PER_CALL:g} tokens a call; position {index} is "
+            f"{array[index]:g}",
+            field=name,
+        )
     return array
+
+
+def _power_of_ten(log_value: float) -> str:
+    """e**`log_value` written as 1.2e+45, even where the number itself overflows a float."""
+    exponent = math.floor(log_value / math.log(10))
+    return f"{10 ** (log_value / math.log(10) - exponent):.1f}e+{exponent}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -113,15 +142,7 @@ class Workload:
     hour_profile: HourProfile | None = None
 
     def __post_init__(self) -> None:
-        if (self.queries_per_day is None) == (self.queries_per_month is None):
-            raise InputError(
-                "give exactly one of `queries_per_day` and `queries_per_month`",
-                field="queries_per_day",
-            )
-        for name in ("queries_per_day", "queries_per_month"):
-            value = getattr(self, name)
-            if value is not None:
-                _non_negative(value, name)
+        self._check_volume()
         growth = _real(self.growth_rate, "growth_rate")
         if growth <= -1.0:
             raise InputError(f"must be above -1 (-100%), got {growth!r}", field="growth_rate")
@@ -136,10 +157,66 @@ class Workload:
             )
         if self.start is not None and not isinstance(self.start, date):
             raise InputError(f"must be a date, got {self.start!r}", field="start")
-        _non_negative(self.volume_cv, "volume_cv")
+        self._check_calendar()
+        cv = _non_negative(self.volume_cv, "volume_cv")
+        if cv > MAX_VOLUME_CV:
+            raise InputError(
+                f"must be at most {MAX_VOLUME_CV:g} ({100 * MAX_VOLUME_CV:g}%), got "
+                f"{self.volume_cv!r}",
+                field="volume_cv",
+            )
+        self.check_growth(growth, "growth_rate")
         if self.hour_profile is not None and not isinstance(self.hour_profile, HourProfile):
             raise InputError(
                 f"must be an HourProfile or None, got {self.hour_profile!r}", field="hour_profile"
+            )
+
+    def _check_volume(self) -> None:
+        if (self.queries_per_day is None) == (self.queries_per_month is None):
+            raise InputError(
+                "give exactly one of `queries_per_day` and `queries_per_month`",
+                field="queries_per_day",
+            )
+        # A month of 31 days: a monthly volume may be as busy as the busiest daily one.
+        for name, most in (
+            ("queries_per_day", MAX_QUERIES_PER_DAY),
+            ("queries_per_month", 31 * MAX_QUERIES_PER_DAY),
+        ):
+            value = getattr(self, name)
+            if value is not None and _non_negative(value, name) > most:
+                raise InputError(f"must be at most {most:g}, got {value!r}", field=name)
+
+    def _check_calendar(self) -> None:
+        # Python's dates end in 9999: a horizon past it has months no date can name.
+        first = self.first_day
+        last = first.year * 12 + first.month - 1 + self.horizon_months - 1
+        if last // 12 > date.max.year:
+            raise InputError(
+                f"{self.horizon_months} months from {first:%Y-%m} run past 9999-12, the last "
+                "month a date can hold",
+                field="start" if self.start is not None else "horizon_months",
+            )
+
+    def check_growth(self, rate: float, field: str) -> None:
+        """Refuse a growth `rate` (per `growth_per`) that, compounded over the horizon, takes
+        the volume past `MAX_QUERIES_PER_DAY` (`field` names the option in the error)."""
+        first = (
+            31.0 * float(self.queries_per_day)
+            if self.queries_per_day is not None
+            else float(self.queries_per_month or 0.0)
+        )
+        if first <= 0 or rate <= 0:
+            return
+        per_month = math.log1p(rate) / (12.0 if self.growth_per == "year" else 1.0)
+        # In logarithms: the compounded volume itself may be past what a float holds.
+        peak = math.log(first) + (self.horizon_months - 1) * per_month
+        if peak > math.log(31 * MAX_QUERIES_PER_DAY):
+            raise InputError(
+                f"{rate:g} a {self.growth_per} takes the volume to about {_power_of_ten(peak)} "
+                f"queries a month by month {self.horizon_months}, past the "
+                f"{31 * MAX_QUERIES_PER_DAY:g} ({MAX_QUERIES_PER_DAY:g} a day) a projection "
+                "takes: give a lower rate or fewer months",
+                field=field,
             )
 
     @property
@@ -322,6 +399,24 @@ def _lognormal(rng: np.random.Generator, mean: float, sd: float, draws: int) -> 
     return rng.lognormal(math.log(mean) - sigma2 / 2.0, math.sqrt(sigma2), size=draws)
 
 
+def _check_spread(mean: float, sd: float, part: str) -> None:
+    if mean > MAX_TOKENS_PER_CALL:
+        raise InputError(
+            f"must be at most {MAX_TOKENS_PER_CALL:g} tokens a call, got {mean!r}",
+            field=f"{part}_mean",
+        )
+    if mean == 0 and sd > 0:
+        raise InputError(
+            "a zero mean needs a zero spread (token counts are never negative)",
+            field=f"{part}_sd",
+        )
+    if sd > MAX_TOKEN_CV * mean:
+        raise InputError(
+            f"must be at most {MAX_TOKEN_CV:g} times {part}_mean ({mean!r}), got {sd!r}",
+            field=f"{part}_sd",
+        )
+
+
 @dataclass(frozen=True)
 class ParametricTokens:
     """Tokens per call as mean and standard deviation (independent lognormals).
@@ -350,11 +445,7 @@ class ParametricTokens:
         ):
             _non_negative(getattr(self, name), name)
         for part in ("prompt", "output", "reasoning"):
-            if getattr(self, f"{part}_mean") == 0 and getattr(self, f"{part}_sd") > 0:
-                raise InputError(
-                    "a zero mean needs a zero spread (token counts are never negative)",
-                    field=f"{part}_sd",
-                )
+            _check_spread(getattr(self, f"{part}_mean"), getattr(self, f"{part}_sd"), part)
         if self.n_observed is not None:
             _positive_int(self.n_observed, "n_observed")
 

@@ -1,5 +1,6 @@
 """Shipping a plan's cap: a team's own client wrapped (`capped`), the gateway behind
-`cotplan serve` (`cotplan.production.gateway`), and the call log both write
+`cotplan serve` (`cotplan.production.gateway`), both with the certified early exit on request
+(`exit="certified"`, `cotplan.production.exiting`), and the call log both write
 (`cotplan.production.log`), the monitor that reads it against the plan
 (`cotplan.production.monitor`, with the sequential error test of
 `cotplan.production.sequential`), and the LiteLLM callback (`cotplan.production.litellm_hook`,

@@ -4,24 +4,30 @@
 field (a JSON-ready dict, so that it crosses `cotplan serve` unchanged) and `report_of` reads it
 back. The rest are the small pieces `cotplan.production.wrapper` uses: a call's checked
 arguments (`CallArgs`), the provider behind a client's address, the messages checked, the
-protocol's instruction added as `budgeted_answer` adds it, and the usage and list price of the
-requests made.
+protocol's instruction added as `budgeted_answer` adds it, the usage and list price of the
+requests made, and the chat reply a written-out (template-mode) call assembles (`chat_reply`).
 """
 
 from __future__ import annotations
 
 import math
+import time
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from openai.types.chat import ChatCompletion
+
 from cotplan.backends.base import Completion, Usage
 from cotplan.errors import InputError
+from cotplan.generate.probing import ExitRule
 from cotplan.generate.prompts import ChatTemplate, CoTPrompt
 from cotplan.messages import Message
 from cotplan.planner import SavedPlan
 from cotplan.planner.records import PlanCap
+from cotplan.tasks.item import AnswerKind
 
 __all__ = [
     "DEFAULT_ANSWER_TOKENS",
@@ -31,6 +37,7 @@ __all__ = [
     "CapReport",
     "answer_room",
     "cap_at",
+    "chat_reply",
     "check_messages",
     "cost_of_requests",
     "joiner",
@@ -99,6 +106,11 @@ class CallArgs:
     #: Streamed (`stream=True`), and whether the caller asked for the usage chunk at the end.
     stream: bool = False
     include_usage: bool = False
+    #: The certified early exit at this size (`capped(..., exit="certified")`; None: the fixed
+    #: cap), whether the backend bills probing's prompts again, and how its answers are read.
+    exit_rule: ExitRule | None = None
+    bill_prompt: bool = False
+    answer_kind: AnswerKind = "text"
 
 
 @dataclass(frozen=True)
@@ -110,6 +122,14 @@ class CapReport:
     `answer_tokens` and `prompt_tokens` come from the usage of every request made (`requests`);
     `cap_bitten`: the cap stopped the reasoning; `answer_forced`: the answer was asked for
     after such a cut; `cost_usd`: list price (NaN, with `note`, when the model has no price).
+
+    Under the certified early exit (`capped(..., exit="certified")`) `exit_rule` names the rule
+    ("" for a call under the fixed cap), `stopped_by` says what stopped the thinking ("rule",
+    "ended": the model closed it, "ceiling": the cap), `stop_k` at how many thinking tokens,
+    and `probes` how many answers were probed. `probe_tokens` is what probing added to the
+    counts above: the answer tokens of every probe before the one that became the answer (in
+    `reasoning_tokens`) and, where the exit plan bills them (`bill_prompt`), the prompts it
+    sent again (in `prompt_tokens`); `probe_prompt_tokens` are those prompts, billed or not.
     """
 
     size: float
@@ -126,6 +146,12 @@ class CapReport:
     cost_usd: float
     requests: int
     note: str = ""
+    exit_rule: str = ""
+    stopped_by: str = ""
+    stop_k: int | None = None
+    probes: int = 0
+    probe_tokens: int = 0
+    probe_prompt_tokens: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (null for a missing cost)."""
@@ -159,6 +185,35 @@ def usage_body(report: CapReport) -> dict[str, Any]:
         "total_tokens": report.prompt_tokens + completion,
         "completion_tokens_details": {"reasoning_tokens": report.reasoning_tokens},
     }
+
+
+def chat_reply(
+    call: CallArgs, *, content: str, reasoning: str, finish_reason: str | None, report: CapReport
+) -> ChatCompletion:
+    """The chat completion a written-out call answers with: the answer as `content`, the
+    thinking as `reasoning_content` (as llama.cpp's and DeepSeek's parsers return it), the usage
+    of every request and the `cotplan` report."""
+    return ChatCompletion.model_validate(
+        {
+            "id": f"chatcmpl-cotplan-{uuid.uuid4().hex}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": call.model,
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": finish_reason or "stop",
+                    "message": {
+                        "role": "assistant",
+                        "content": content.strip(),
+                        "reasoning_content": reasoning,
+                    },
+                }
+            ],
+            "usage": usage_body(report),
+            "cotplan": report.to_dict(),
+        }
+    )
 
 
 def provider_of(base_url: object) -> str:

@@ -7,6 +7,11 @@ log. The item size n of a call comes in the body's ``size`` field (`extra_body={
 the Python SDK) or the ``X-Cotplan-Size`` header. The reply is the usual chat completion with
 the thinking in `message.reasoning_content` and the extra ``cotplan`` field (`CapReport`).
 
+With ``exit="certified"`` (`cotplan serve --exit certified`) each call is answered under the
+certified early exit where the exit plan (exit.json beside the plan, or `exit_plan`)
+certifies one, as `capped(..., exit="certified")` answers it (`cotplan.production.exiting`):
+probe tokens count in the usage and the log, and the ``cotplan`` field says where it stopped.
+
 Also served: ``GET /v1/models`` (the plan's model) and ``GET /health``.
 
 Errors come back in OpenAI's shape, ``{"error": {"message", "type", "param", "code"}}``: 400
@@ -49,6 +54,7 @@ from starlette.routing import Route
 
 from cotplan.errors import CotplanError, InputError, LocalServerError
 from cotplan.planner import SavedPlan
+from cotplan.planner.exit_plan import ExitPlan
 from cotplan.production.log import CallLog
 from cotplan.production.streaming import CappedStream
 from cotplan.production.wrapper import CappedClient, capped
@@ -193,6 +199,8 @@ def _capped_client(
     log: CallLog | str | Path | None,
     allow_other_model: bool,
     timeout: float,
+    exit: str,
+    exit_plan: ExitPlan | str | Path | None,
 ) -> CappedClient:
     client = openai.OpenAI(
         base_url=check_upstream(upstream),
@@ -200,7 +208,15 @@ def _capped_client(
         api_key=api_key or "no-key-needed",
         timeout=timeout,
     )
-    return capped(client, plan, log=log, allow_other_model=allow_other_model, via="gateway")
+    return capped(
+        client,
+        plan,
+        log=log,
+        allow_other_model=allow_other_model,
+        via="gateway",
+        exit=exit,
+        exit_plan=exit_plan,
+    )
 
 
 class Gateway:
@@ -209,7 +225,7 @@ class Gateway:
         with Gateway("plan.json", "http://127.0.0.1:8080/v1") as gateway:
             openai.OpenAI(base_url=gateway.base_url, api_key="-").chat.completions.create(...)
 
-    The arguments are those of `serve`.
+    The arguments are those of `serve` (`exit="certified"`: the certified early exit).
     """
 
     def __init__(
@@ -223,6 +239,8 @@ class Gateway:
         allow_other_model: bool = False,
         timeout: float = 120.0,
         start_timeout: float = 10.0,
+        exit: str = "none",
+        exit_plan: ExitPlan | str | Path | None = None,
     ) -> None:
         self.port = check_port(port)
         self.client = _capped_client(
@@ -232,6 +250,8 @@ class Gateway:
             log=log,
             allow_other_model=allow_other_model,
             timeout=timeout,
+            exit=exit,
+            exit_plan=exit_plan,
         )
         self.start_timeout = start_timeout
         self._server: uvicorn.Server | None = None
@@ -300,11 +320,14 @@ def serve(
     log: CallLog | str | Path | None = None,
     allow_other_model: bool = False,
     timeout: float = 120.0,
+    exit: str = "none",
+    exit_plan: ExitPlan | str | Path | None = None,
 ) -> None:
     """Serve until interrupted (what `cotplan serve` runs). `plan` is a `SavedPlan` or a path;
     `upstream` the OpenAI-compatible base URL the calls go to; `api_key` the upstream's key
     (None: none needed); `log` the call log (None: the default file); `allow_other_model`
-    applies the plan to a model it was not made for; `timeout` bounds each upstream request."""
+    applies the plan to a model it was not made for; `timeout` bounds each upstream request;
+    `exit` and `exit_plan` as in `capped` (the certified early exit)."""
     gateway = Gateway(
         plan,
         upstream,
@@ -313,5 +336,7 @@ def serve(
         log=log,
         allow_other_model=allow_other_model,
         timeout=timeout,
+        exit=exit,
+        exit_plan=exit_plan,
     )
     gateway.run()

@@ -31,6 +31,16 @@ outcome              TEXT     ``complete``; for a streamed call, ``stopped`` whe
                               closed the stream before its end, ``error`` when the upstream
                               failed mid-stream (the row then holds what was seen; see
                               `cotplan.production.streaming`); ``complete`` in older rows
+exit_rule            TEXT     the certified early exit's rule (`capped(..., exit="certified")`,
+                              `cotplan serve --exit certified`); "" when the call kept the fixed
+                              cap (and in rows written before schema 4)
+stopped_by           TEXT     under the exit, what stopped the thinking: ``rule`` (the rule
+                              fired), ``ended`` (the model closed it) or ``ceiling`` (the cap);
+                              "" otherwise
+stop_k               INTEGER  under the exit, the thinking tokens where it stopped; NULL otherwise
+probe_tokens         INTEGER  what probing added to the counts above: the earlier probes' answer
+                              tokens (in reasoning_tokens) and, where the exit plan bills them,
+                              the prompts probing sent again (in prompt_tokens); 0 otherwise
 ===================  =======  =====================================================================
 
 Changes to the schema are numbered migration functions (`_MIGRATIONS`), applied in order to any
@@ -40,6 +50,7 @@ older file, so a log written by an older cotplan keeps its rows.
 from __future__ import annotations
 
 import math
+import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
@@ -74,10 +85,16 @@ class LogRecord:
     via: str
     call_id: str = ""
     outcome: str = "complete"
+    exit_rule: str = ""
+    stopped_by: str = ""
+    stop_k: int | None = None
+    probe_tokens: int = 0
 
 
 #: The columns of the `calls` table after the id, in order.
 LOG_COLUMNS: tuple[str, ...] = tuple(LogRecord.__dataclass_fields__)
+#: The columns every schema has (version 1's): a `calls` table without them is someone else's.
+_FIRST_COLUMNS = LOG_COLUMNS[: LOG_COLUMNS.index("call_id")]
 
 
 def _v1(db: sqlite3.Connection) -> None:
@@ -113,8 +130,16 @@ def _v3(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE calls ADD COLUMN outcome TEXT NOT NULL DEFAULT 'complete'")
 
 
+def _v4(db: sqlite3.Connection) -> None:
+    # The certified early exit: whether it applied, where it stopped, what probing cost.
+    db.execute("ALTER TABLE calls ADD COLUMN exit_rule TEXT NOT NULL DEFAULT ''")
+    db.execute("ALTER TABLE calls ADD COLUMN stopped_by TEXT NOT NULL DEFAULT ''")
+    db.execute("ALTER TABLE calls ADD COLUMN stop_k INTEGER")
+    db.execute("ALTER TABLE calls ADD COLUMN probe_tokens INTEGER NOT NULL DEFAULT 0")
+
+
 #: Migration n + 1 takes a file at `user_version` n to n + 1.
-_MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3)
+_MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3, _v4)
 
 
 def default_log_path() -> Path:
@@ -158,6 +183,9 @@ class CallLog:
                 f"the call log was written by a newer cotplan (schema {version}, this one "
                 f"knows {len(_MIGRATIONS)}); upgrade cotplan or log to another file"
             )
+        if version == 0 and db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+            # Tables but no schema version: another program's database, not ours to add to.
+            raise CacheError("the file is a SQLite database but not a cotplan call log")
         for number, migrate in enumerate(_MIGRATIONS[version:], start=version + 1):
             migrate(db)
             db.execute(f"PRAGMA user_version = {number}")
@@ -176,15 +204,82 @@ class CallLog:
         with self._lock, self._connect() as db:
             db.execute(f"INSERT INTO calls ({names}) VALUES ({marks})", row)
 
+    @contextmanager
+    def _reading(self) -> Iterator[tuple[sqlite3.Connection, list[str]]]:
+        """The file opened read-only, with the columns of its `calls` table (none for an empty
+        database): reading never migrates, creates or changes anything in it."""
+        uri = f"{self.path.resolve().as_uri()}?mode=ro"
+        try:
+            with closing(sqlite3.connect(uri, uri=True, timeout=30.0)) as db:
+                yield db, self._columns(db)
+        except sqlite3.Error as exc:
+            raise CacheError(f"the call log {self.path} cannot be read: {exc}") from exc
+
+    def _columns(self, db: sqlite3.Connection) -> list[str]:
+        version = int(db.execute("PRAGMA user_version").fetchone()[0])
+        if version > len(_MIGRATIONS):
+            raise CacheError(
+                f"the call log {self.path} was written by a newer cotplan (schema {version}, "
+                f"this one knows {len(_MIGRATIONS)}); upgrade cotplan"
+            )
+        columns = [str(row[1]) for row in db.execute("PRAGMA table_info(calls)")]
+        tables = int(db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0])
+        if not columns and (tables or version):
+            raise CacheError(
+                f"{self.path} is a SQLite database but not a cotplan call log (it has no "
+                "`calls` table)"
+            )
+        missing = [name for name in _FIRST_COLUMNS if columns and name not in columns]
+        if missing:
+            raise CacheError(
+                f"{self.path} is not a cotplan call log (its `calls` table has no "
+                f"`{missing[0]}` column)"
+            )
+        return columns
+
+    def check(self) -> None:
+        """Refuse, before any call is answered, a log that could not take its rows: a folder,
+        a file in a folder that is missing or not writable, or a file that is not a call log
+        (another SQLite database, text, a newer schema). Writes nothing."""
+        problem = self._unwritable()
+        if problem is not None:
+            raise InputError(f"{self.path} {problem}", field="log")
+        if self.path.exists():
+            try:
+                with self._reading():
+                    pass
+            except CacheError as exc:
+                raise InputError(str(exc), field="log") from exc
+
+    def _unwritable(self) -> str | None:
+        folder = self.path.parent
+        if self.path.is_dir():
+            return "is a folder; name a file in it, e.g. production.sqlite"
+        if not folder.is_dir():
+            return f"cannot be created: the folder {folder} does not exist"
+        # SQLite writes a journal beside the file, so the folder must be writable too.
+        if not os.access(folder, os.W_OK | os.X_OK):
+            return f"cannot be written: the folder {folder} is not writable"
+        if self.path.exists() and not os.access(self.path, os.R_OK | os.W_OK):
+            return "is not writable"
+        return None
+
     def records(self) -> list[LogRecord]:
-        """Every row, in call order."""
+        """Every row, in call order (read-only: see `_reading`). An older schema's missing
+        columns read as their defaults."""
         if not self.path.exists():
             return []
-        with self._lock, self._connect() as db:
-            rows = db.execute(f"SELECT {', '.join(LOG_COLUMNS)} FROM calls ORDER BY id").fetchall()
+        with self._lock, self._reading() as (db, columns):
+            present = [name for name in LOG_COLUMNS if name in columns]
+            rows = (
+                db.execute(f"SELECT {', '.join(present)} FROM calls ORDER BY id").fetchall()
+                if columns
+                else []
+            )
+        defaults = {name: LogRecord.__dataclass_fields__[name].default for name in LOG_COLUMNS}
         out = []
         for row in rows:
-            values = dict(zip(LOG_COLUMNS, row, strict=True))
+            values = {**defaults, **dict(zip(present, row, strict=True))}
             values["cap_bitten"] = bool(values["cap_bitten"])
             values["answer_forced"] = bool(values["answer_forced"])
             values["cost_usd"] = math.nan if values["cost_usd"] is None else values["cost_usd"]

@@ -52,14 +52,16 @@ class TwoPhase:
     call: CallArgs
 
     @property
-    def _rendered(self) -> str:
+    def rendered(self) -> str:
+        """The chat written out with the protocol's instruction, the assistant turn open."""
         assert self.call.template is not None  # template mode is chosen only with one
         return self.call.template.render(
             with_instruction(self.call.messages, self.call.words.instruction)
         )
 
     @property
-    def _common(self) -> dict[str, Any]:
+    def common(self) -> dict[str, Any]:
+        """The arguments every text completion of the call carries."""
         passed = ("seed", "extra_body", "extra_headers", "timeout", "user")
         extra = {name: self.call.rest[name] for name in passed if name in self.call.rest}
         return {"model": self.call.model, "temperature": self.call.temperature, **extra}
@@ -73,10 +75,10 @@ class TwoPhase:
         # A native thinker says it has finished by closing its thinking; it may write
         # "Answer:" inside its thoughts, so only the close ends the phase.
         return {
-            "prompt": self._rendered + words.lead,
+            "prompt": self.rendered + words.lead,
             "max_tokens": self.call.cap.tokens,
             "stop": [words.thinking_stop, self.call.template.end],
-            **self._common,
+            **self.common,
         }
 
     def answer_request(self, thinking: str, *, cut: bool) -> dict[str, Any]:
@@ -87,16 +89,16 @@ class TwoPhase:
             # A native thinker at k = 0 gets an empty thinking block, as Qwen3 writes one when
             # thinking is off (the same text `budgeted_answer` writes).
             empty = words.lead + words.close if words.close else ""
-            prompt = self._rendered + empty + words.marker
+            prompt = self.rendered + empty + words.marker
         else:
             close = closing(words, thinking, cut=cut)
-            prompt = self._rendered + words.lead + thinking + close + words.marker
+            prompt = self.rendered + words.lead + thinking + close + words.marker
         stop = ["\n", self.call.template.end, *stop_list(self.call.rest.get("stop"))]
         return {
             "prompt": prompt,
             "max_tokens": self.call.answer_tokens,
             "stop": stop,
-            **self._common,
+            **self.common,
         }
 
     def report(self, thinking: Usage | None, answer: Usage | None, *, cut: bool) -> CapReport:

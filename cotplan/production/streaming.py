@@ -15,6 +15,9 @@ counts come from the upstream's usage as they do unstreamed:
   `content` is. All chunks carry one id.
 - ``hidden`` (the provider's cap): the upstream's chunks are passed on as they come (a retry
   for an answer the cap ate is streamed after them, under the first id).
+- the certified early exit (`cotplan.production.exiting`): its short requests are made
+  unstreamed (`Call`: each probe is read whole); each chunk of thinking is handed on when its
+  request returns.
 
 The last chunk carries the usage of every request (as an unstreamed reply's `usage`) and the
 extra `cotplan` field (`report_of` reads it): the chunk with the `finish_reason`, or, when the
@@ -47,7 +50,17 @@ from cotplan.backends.base import Usage
 from cotplan.production.calls import CallArgs, CapReport, usage_body, usage_of
 from cotplan.production.phases import OneRequest, TwoPhase
 
-__all__ = ["NEXT", "AsyncCappedStream", "CappedStream", "StreamSteps", "stream_steps"]
+__all__ = [
+    "NEXT",
+    "AsyncCappedStream",
+    "Call",
+    "CappedStream",
+    "Chunks",
+    "Finish",
+    "StreamSteps",
+    "Trim",
+    "stream_steps",
+]
 
 #: What a streamed call's steps are told at their end: the report, the reply's id, and the
 #: outcome (``complete``, ``stopped`` or ``error``).
@@ -62,15 +75,25 @@ class _Open:
     arguments: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class Call:
+    """Make an upstream request unstreamed and send its whole response (the certified early
+    exit's short requests, `cotplan.production.exiting`: it must read each probe whole)."""
+
+    endpoint: str
+    arguments: dict[str, Any]
+
+
 class _Next:
     """Send the upstream's next chunk, or None when its stream has ended."""
 
 
 NEXT: Final = _Next()
 
-_Event = _Open | _Next | ChatCompletionChunk
+_Event = _Open | Call | _Next | ChatCompletionChunk
 #: A streamed call as a generator: it yields `_Open` (the stream opens that request and sends
-#: None), `NEXT` (it sends the upstream's next chunk, None at its end) or a chunk to hand on.
+#: None), `Call` (it makes that request and sends the response), `NEXT` (it sends the
+#: upstream's next chunk, None at its end) or a chunk to hand on.
 StreamSteps = Generator[_Event, Any, None]
 
 
@@ -100,7 +123,7 @@ class _Phase:
         return self.usage or Usage(completion_tokens=self.pieces)
 
 
-class _Trim:
+class Trim:
     """Hands on streamed text without its leading and trailing whitespace: what it hands on
     adds up to the whole text `.strip()`ed, as an unstreamed reply's `content` is."""
 
@@ -121,7 +144,7 @@ class _Trim:
 
 
 @dataclass(frozen=True)
-class _Chunks:
+class Chunks:
     """Chunks of one streamed reply: its id, time and model."""
 
     id: str
@@ -179,8 +202,8 @@ def _relay_text(
 
 def _template_steps(call: CallArgs, finish: Finish) -> StreamSteps:
     phases = TwoPhase(call)
-    chunks = _Chunks(f"chatcmpl-cotplan-{uuid.uuid4().hex}", int(time.time()), call.model)
-    thinking, answer, trim = _Phase(), _Phase(), _Trim()
+    chunks = Chunks(f"chatcmpl-cotplan-{uuid.uuid4().hex}", int(time.time()), call.model)
+    thinking, answer, trim = _Phase(), _Phase(), Trim()
 
     def report() -> CapReport:
         cut = thinking.finish_reason == "length"
@@ -257,7 +280,7 @@ def _hidden_steps(call: CallArgs, provider: str, finish: Finish) -> StreamSteps:
             forced = True
             yield from _relay_chat(one.retry_request(), retry, first.id)
             last = retry
-        chunks = _Chunks(first.id or f"chatcmpl-{uuid.uuid4().hex}", int(time.time()), call.model)
+        chunks = Chunks(first.id or f"chatcmpl-{uuid.uuid4().hex}", int(time.time()), call.model)
         yield from chunks.last(
             last.finish_reason or "stop", report(), include_usage=call.include_usage
         )
@@ -286,6 +309,7 @@ class _Driver:
         self._steps = steps
         self._ready: deque[ChatCompletionChunk] = deque()
         self._event: _Event | _Done = _DONE
+        self._called = False  # a `Call` was made
 
     def _send(self, value: Any) -> _Event | _Done:
         try:
@@ -306,8 +330,11 @@ class _Driver:
             self._event = _DONE
 
     def _waiting(self) -> bool:
-        """Whether the steps wait on the upstream (primed: the first request is open)."""
-        return isinstance(self._event, _Next | _Done)
+        """Whether the steps wait on the upstream (primed: the first request is open, or the
+        first `Call` made)."""
+        return isinstance(self._event, _Next | _Done) or (
+            self._called and isinstance(self._event, Call)
+        )
 
 
 class CappedStream(_Driver):
@@ -332,6 +359,12 @@ class CappedStream(_Driver):
                     else self._client.chat.completions.create
                 )
                 self._upstream = create(**event.arguments)
+            elif isinstance(event, Call):
+                self._called = True
+                if event.endpoint == "completions":
+                    value = self._client.completions.create(**event.arguments)
+                else:
+                    value = self._client.chat.completions.create(**event.arguments)
             elif isinstance(event, _Next):
                 assert self._upstream is not None
                 value = next(self._upstream, None)
@@ -403,6 +436,12 @@ class AsyncCappedStream(_Driver):
                 else:
                     upstream = await self._client.chat.completions.create(**event.arguments)
                 self._upstream = upstream
+            elif isinstance(event, Call):
+                self._called = True
+                if event.endpoint == "completions":
+                    value = await self._client.completions.create(**event.arguments)
+                else:
+                    value = await self._client.chat.completions.create(**event.arguments)
             elif isinstance(event, _Next):
                 assert self._upstream is not None
                 value = await anext(self._upstream, None)

@@ -27,6 +27,13 @@ How the cap is applied depends on how the model thinks (`mode`, chosen once per 
   request with the budget rule's fields (`cotplan.backends.budgets.budget_params`); when the cap
   left no answer, one more request asks for the answer alone (as `budgeted_answer` does).
 
+With ``exit="certified"`` (`capped(client, plan, exit="certified")`, where `cotplan plan --exit
+certified` wrote an exit.json beside the plan) a ``template``-mode call at a size the exit plan
+certifies thinks in chunks, probes the answer at each checkpoint and stops where the certified
+rule fires, never past the cap: the requests `cotplan run --exit certified` makes, with probe
+tokens counted as spent (`cotplan.production.exiting`). ``hidden`` mode cannot be probed and
+is refused.
+
 Every reply carries what happened in an extra top-level field `cotplan` (a dict, so it also
 travels as JSON through `cotplan serve`; `report_of(reply)` reads it back as a `CapReport`);
 the usual fields keep their meaning, with the reasoning tokens in
@@ -51,8 +58,6 @@ code written against the client already handles them.
 
 from __future__ import annotations
 
-import time
-import uuid
 from collections.abc import Callable, Generator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -68,6 +73,7 @@ from cotplan.generate.protocols import resolve_protocol
 from cotplan.messages import Message
 from cotplan.planner import SavedPlan
 from cotplan.planner.binding import check_plan_model, check_plan_protocol
+from cotplan.planner.exit_plan import ExitPlan
 from cotplan.production.calls import (
     TEMPLATE_ARGS,
     ApplyMode,
@@ -75,12 +81,19 @@ from cotplan.production.calls import (
     CapReport,
     answer_room,
     cap_at,
+    chat_reply,
     check_messages,
     provider_of,
     report_of,
     stop_list,
-    usage_body,
     usage_of,
+)
+from cotplan.production.exiting import (
+    answer_kind_of,
+    exit_at,
+    exit_steps,
+    exit_stream_steps,
+    load_exits,
 )
 from cotplan.production.log import CallLog, LogRecord
 from cotplan.production.phases import OneRequest, TwoPhase
@@ -205,6 +218,7 @@ class _Capper:
         provider: str | None,
         log: CallLog | None,
         via: str,
+        exits: ExitPlan | None = None,
     ) -> None:
         self.plan = plan
         self.size = size
@@ -213,6 +227,14 @@ class _Capper:
         self.provider = provider or provider_of(self.client.base_url)
         self.log = log
         self.via = via
+        #: The certified early exit applied where it is certified (None: the fixed cap).
+        self.exits = exits
+        if exits is not None and plan.model:
+            try:  # refused now rather than at the first call
+                self._mode(plan.model, exit_checked=True)
+            except InputError as exc:
+                if exc.field == "exit":
+                    raise
 
     def __repr__(self) -> str:
         url = str(self.client.base_url)
@@ -229,7 +251,12 @@ class _Capper:
 
     def _steps(self, call: CallArgs) -> _Steps:
         """The call as a generator of requests (see `_Steps`); logs the call at its end."""
-        steps = self._two_phase(call) if call.mode == "template" else self._one_request(call)
+        if call.exit_rule is not None:
+            steps = exit_steps(call)
+        elif call.mode == "template":
+            steps = self._two_phase(call)
+        else:
+            steps = self._one_request(call)
         reply, report = yield from steps
         self._log_call(call.model, report, str(reply.id), "complete")
         return reply, report
@@ -238,6 +265,8 @@ class _Capper:
         def finish(report: CapReport, call_id: str, outcome: str) -> None:
             self._log_call(call.model, report, call_id, outcome)
 
+        if call.exit_rule is not None:
+            return exit_stream_steps(call, finish)
         return stream_steps(call, provider=self.provider, finish=finish)
 
     def _log_call(self, model: str, report: CapReport, call_id: str, outcome: str) -> None:
@@ -260,6 +289,10 @@ class _Capper:
                 via=self.via,
                 call_id=call_id,
                 outcome=outcome,
+                exit_rule=report.exit_rule,
+                stopped_by=report.stopped_by,
+                stop_k=report.stop_k,
+                probe_tokens=report.probe_tokens,
             )
         )
 
@@ -286,7 +319,8 @@ class _Capper:
         )
         size = self._size(args.pop("size", None), messages)
         cap = cap_at(self.plan, size)
-        mode = self._mode(model)
+        mode = self._mode(model, exit_checked=self.exits is not None)
+        exit_rule, exit_note = (None, "") if self.exits is None else exit_at(self.exits, cap)
         stream, include_usage = _stream_arguments(args)
         if args.get("n") not in (None, 1):
             raise InputError(f"must be 1 (one answer per call), got {args['n']!r}", field="n")
@@ -316,9 +350,12 @@ class _Capper:
             answer_tokens=answer_tokens,
             temperature=float(temperature),
             rest=args,
-            note="; ".join(part for part in (note, protocol_note, cap.note) if part),
+            note="; ".join(part for part in (note, protocol_note, cap.note, exit_note) if part),
             stream=stream,
             include_usage=include_usage,
+            exit_rule=exit_rule,
+            bill_prompt=self.exits.bill_prompt if self.exits is not None else False,
+            answer_kind=answer_kind_of(self.plan),
         )
 
     def _size(self, given: object, messages: list[Message]) -> float:
@@ -334,9 +371,18 @@ class _Capper:
             raise InputError(f"must be a positive number, got {size!r}", field="size")
         return float(size)
 
-    def _mode(self, model: str) -> ApplyMode:
+    def _mode(self, model: str, *, exit_checked: bool = False) -> ApplyMode:
+        """How `model` is capped here; with `exit_checked`, only a mode the certified exit can
+        probe (the thinking written out as text)."""
         rule = rule_for_model(self.provider, model)
         if rule.covers == "reasoning+output":
+            if exit_checked:
+                raise InputError(
+                    f"certified cannot apply to {model!r} at {self.provider}: the provider "
+                    "caps its hidden reasoning in one request, so there is no thinking to "
+                    "probe; use exit='none' (the fixed cap)",
+                    field="exit",
+                )
             return "hidden"
         if template_for(model) is not None and self.provider == "openai-compatible":
             return "template"
@@ -361,26 +407,12 @@ class _Capper:
         second = yield ("completions", phases.answer_request(thinking, cut=cut))
         report = phases.report(thinking_usage, usage_of(second.usage), cut=cut)
         answer_choice = second.choices[0]
-        reply = ChatCompletion.model_validate(
-            {
-                "id": f"chatcmpl-cotplan-{uuid.uuid4().hex}",
-                "object": "chat.completion",
-                "created": int(time.time()),
-                "model": call.model,
-                "choices": [
-                    {
-                        "index": 0,
-                        "finish_reason": answer_choice.finish_reason or "stop",
-                        "message": {
-                            "role": "assistant",
-                            "content": answer_choice.text.strip(),
-                            "reasoning_content": thinking,
-                        },
-                    }
-                ],
-                "usage": usage_body(report),
-                "cotplan": report.to_dict(),
-            }
+        reply = chat_reply(
+            call,
+            content=answer_choice.text,
+            reasoning=thinking,
+            finish_reason=answer_choice.finish_reason,
+            report=report,
         )
         return reply, report
 
@@ -451,6 +483,8 @@ def capped(
     provider: str | None = ...,
     log: CallLog | str | Path | Literal[False] | None = ...,
     via: str = ...,
+    exit: str = ...,
+    exit_plan: ExitPlan | str | Path | None = ...,
 ) -> CappedClient: ...
 
 
@@ -465,6 +499,8 @@ def capped(
     provider: str | None = ...,
     log: CallLog | str | Path | Literal[False] | None = ...,
     via: str = ...,
+    exit: str = ...,
+    exit_plan: ExitPlan | str | Path | None = ...,
 ) -> AsyncCappedClient: ...
 
 
@@ -478,6 +514,8 @@ def capped(
     provider: str | None = None,
     log: CallLog | str | Path | Literal[False] | None = None,
     via: str = "wrapper",
+    exit: str = "none",
+    exit_plan: ExitPlan | str | Path | None = None,
 ) -> CappedClient | AsyncCappedClient:
     """`client` with `plan`'s reasoning cap applied to each chat completion (see the module).
 
@@ -488,16 +526,24 @@ def capped(
     from the client's `base_url` (`provider_of`). `log` is the call log (a `CallLog` or a path;
     None: the default file, `cotplan.production.log.default_log_path`; False: no log).
     An `openai.AsyncOpenAI` client gives an `AsyncCappedClient`, whose `create` is awaited.
+
+    `exit="certified"` answers under the certified early exit where the exit plan certifies
+    one (`cotplan.production.exiting`): `exit_plan` is an `ExitPlan` or the path of an
+    exit.json, by default the one beside `plan`'s file (`cotplan plan --exit certified` writes
+    it). Refused (`InputError` naming `exit_plan` or `exit`) without an exit plan for this
+    plan's ε and model, or where the provider caps hidden reasoning itself.
     """
     if not isinstance(client, openai.OpenAI | openai.AsyncOpenAI):
         raise InputError(
             f"must be an openai.OpenAI or AsyncOpenAI client, got {type(client).__name__}",
             field="client",
         )
-    if isinstance(plan, str | Path):
-        plan = SavedPlan.load(Path(plan))
+    plan_path = Path(plan) if isinstance(plan, str | Path) else None
+    if plan_path is not None:
+        plan = SavedPlan.load(plan_path)
     if not isinstance(plan, SavedPlan):
         raise InputError(f"must be a SavedPlan or a path, got {type(plan).__name__}", field="plan")
+    exits = load_exits(exit, exit_plan, plan, plan_path)
     if (
         size is not None
         and not callable(size)
@@ -523,6 +569,7 @@ def capped(
         "provider": provider,
         "log": call_log,
         "via": via,
+        "exits": exits,
     }
     if isinstance(client, openai.AsyncOpenAI):
         return AsyncCappedClient(client, plan, **options)

@@ -13,10 +13,11 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from cotplan.errors import InputError
 from cotplan.generate.prompts import CHAT_TEMPLATES
 from cotplan.tasks import make_tasks
 from cotplan.thinking.traces import make_trace
-from cotplan.validation import require_int
+from cotplan.validation import require_int, require_positive
 
 __all__ = ["DEFAULT_MIX", "Example", "ThinkingSettings", "render_prompt", "training_examples"]
 
@@ -68,6 +69,12 @@ class ThinkingSettings:
         require_int(self.batch_size, "batch_size", low=1)
         require_int(self.epochs, "epochs", low=1)
         require_int(self.threads, "threads", low=1)
+        # AdamW on LoRA weights diverges far below 1; 0, a negative, NaN or inf trains nothing.
+        if require_positive(self.learning_rate, "learning_rate") > 1.0:
+            raise InputError(
+                f"must be more than 0 and at most 1, got {self.learning_rate!r}",
+                field="learning_rate",
+            )
 
     def to_dict(self) -> dict[str, object]:
         out = asdict(self)

@@ -24,8 +24,9 @@ from typing import Any
 from cotplan.backends.models import DEFAULT_MODEL, locate
 from cotplan.errors import InputError
 from cotplan.thinking.data import Example, ThinkingSettings, training_examples
+from cotplan.validation import require_folder_target
 
-__all__ = ["TrainReport", "load_base", "train_adapter"]
+__all__ = ["TrainReport", "check_out", "load_base", "train_adapter"]
 
 
 def _require_train_extra() -> None:
@@ -198,6 +199,25 @@ def _train_steps(
     return _Progress(step, tokens, tuple(losses), time.monotonic() - start)
 
 
+#: What a trained adapter's folder holds; a folder holding any of them is not trained into.
+_ADAPTER_FILES = ("peft", "adapter.gguf", "train.json")
+
+
+def check_out(out: Path | str, field: str = "out") -> Path:
+    """A folder a new adapter can be written to: creatable or writable, not a file, and not
+    one that already holds an adapter (training would replace it only at the very end, after
+    minutes of work; an earlier stage's record would be lost)."""
+    folder = require_folder_target(out, field)
+    assert folder is not None
+    held = [name for name in _ADAPTER_FILES if (folder / name).exists()]
+    if held:
+        raise InputError(
+            f"{folder} already holds a trained adapter ({', '.join(held)}): give a new folder",
+            field=field,
+        )
+    return folder
+
+
 def train_adapter(
     settings: ThinkingSettings,
     out: Path,
@@ -210,6 +230,7 @@ def train_adapter(
 
     `resume` names the folder of an earlier stage: its adapter is trained further instead of
     a fresh one (the shipped adapter is two stages; docs/thinking-model.md)."""
+    out = check_out(out)  # before torch loads: a bad folder costs nothing
     _require_train_extra()
     import numpy as np
 
