@@ -167,7 +167,7 @@ def test_a_sqrt_n_log_law_reads_as_one_inside_the_domain_and_out() -> None:
                              "p_correct": math.exp(-loss), "loss": loss, "wrong": 0.0})  # fmt: skip
     frame = pd.DataFrame(rows)
     vocab = default_tokenizer().vocab_size
-    _, _, exponents, eps_form = _curve_rows(frame, (0.5, 0.4, 0.1), 40, 0, vocab)
+    _, _, exponents, eps_form, _ = _curve_rows(frame, (0.5, 0.4, 0.1), 40, 0, vocab)
     for eps in (0.5, 0.4, 0.1):
         row = exponents[(exponents["measure"] == "B") & (exponents["eps"] == eps)].iloc[0]
         assert row["beta"] == pytest.approx(0.5, abs=0.05)

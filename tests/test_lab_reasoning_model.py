@@ -249,6 +249,10 @@ def test_the_logloss_study_measures_b_of_k_on_the_lamp(tmp_path: Path) -> None:
     assert set(budgets["measure"]) == {"B", "error"}
     assert not budgets["in_domain"].any()  # n < 16: the theorem's domain is empty
     assert "inside the theorem's domain: none" in study.verdict()
+    assert study.premise_text() in study.verdict()
+    assert set(study.premise["n"]) == {4, 5}
+    # Both readings of k* are there wherever the curve has a relative gap to read.
+    assert (budgets["k_robust"].isna() == budgets["k"].isna()).all()
     assert (study.exponents["sizes_in_domain"] == 0).all()
     # Form in ε: a smaller target never needs fewer tokens, and log(1/ε) predicts more.
     form = study.eps_form.dropna(subset=["ratio"])
@@ -272,6 +276,9 @@ def test_the_cli_law_command_prints_the_law(tmp_path: Path) -> None:
     assert "law:" in result.output
     assert "k*(n, ε) on B" in result.output
     assert "n = 3: empty" in " ".join(result.output.split())  # rich wraps long lines
+    words = " ".join(result.output.split())
+    assert "the theorem's premise: B falls fastest first" in words
+    assert "robust (k_robust: its running median of three budgets does)" in words
     assert (tmp_path / "logloss_curve.csv").stat().st_size > 0
 
 

@@ -12,12 +12,19 @@ measures exactly that on a lab backend:
   it is that of the most probable candidate;
 - B_opt is the model's B with its full trace (the largest budget); ε(k) = (B(k) − B_opt) /
   (B(0) − B_opt), and likewise for the 0/1 error;
-- k*(n, ε) = the smallest budget from which the relative gap stays ≤ ε, with item-bootstrap
+- k*(n, ε), read two ways (`cotplan.lab.reasoning.kstar_reading`): raw, the smallest budget
+  from which the relative gap stays ≤ ε, and robust, the smallest from which its running
+  median of three budgets does (one budget's spike cannot set it); both with item-bootstrap
   intervals (items resampled within each size, B(0) and B_opt recomputed per resample);
-- per ε, the n-exponent of k* (slope of log k* on log n) with its interval, and whether
-  (n, ε) lies in the theorem's domain.
+- per ε and reading, the n-exponent of k* (slope of log k* on log n) with its interval, and
+  whether (n, ε) lies in the theorem's domain;
+- per size, the theorem's premise on the shape of the curve (`cotplan.lab.reasoning.premise`:
+  B falls fastest first), tested with t intervals over the items (the 0/1 error's curve gets
+  the same shape test); the law's verdict (`law_verdict`) reads "outside the theorem's
+  premise" wherever it fails at a size the exponent is read over.
 
-`LogLossStudy.to_frame()` is the curve per (n, k); `budgets` and `exponents` hold the law.
+`LogLossStudy.to_frame()` is the curve per (n, k); `budgets`, `exponents`, `eps_form` and
+`premise` hold the law.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -36,6 +43,13 @@ from cotplan.errors import InputError
 from cotplan.generate.budgeted import DEFAULT_PROMPT
 from cotplan.intervals import percentile_interval
 from cotplan.lab.reasoning.backend import LabBackend
+from cotplan.lab.reasoning.kstar_reading import raw_first_budget, robust_first_budget
+from cotplan.lab.reasoning.premise import (
+    OUTSIDE_PREMISE,
+    law_verdict,
+    premise_summary,
+    premise_test,
+)
 from cotplan.lab.reasoning.study import _slope
 from cotplan.lab.reasoning.tasks import (
     distinct_questions,
@@ -52,6 +66,7 @@ __all__ = [
     "answer_candidates",
     "eps_form_word",
     "in_domain",
+    "law_verdict",
     "logloss_study",
     "n_form",
     "relative_budgets",
@@ -95,10 +110,8 @@ def _transcript(item: TaskItem, trace: str, k: int) -> list[dict[str, str]]:
     ]
 
 
-def _first_budget(ks: np.ndarray, gap: np.ndarray, eps: float) -> float:
-    envelope = np.maximum.accumulate(gap[::-1])[::-1]
-    ok = np.flatnonzero(envelope <= eps + 1e-12)
-    return float(ks[ok[0]]) if len(ok) else math.inf
+#: The two readings of k* off the relative gap (`cotplan.lab.reasoning.kstar_reading`).
+READINGS = {"raw": raw_first_budget, "robust": robust_first_budget}
 
 
 def _relative(values: np.ndarray) -> np.ndarray:
@@ -112,14 +125,19 @@ def _relative(values: np.ndarray) -> np.ndarray:
 
 
 def relative_budgets(
-    ks: Sequence[float] | np.ndarray, values: np.ndarray, eps_grid: Sequence[float]
+    ks: Sequence[float] | np.ndarray,
+    values: np.ndarray,
+    eps_grid: Sequence[float],
+    reading: str = "raw",
 ) -> list[float]:
     """k*(ε) for each ε: the smallest budget from which the relative gap of the curve
-    `values` (over `ks`, the first budget 0, the last the full trace) stays ≤ ε."""
+    `values` (over `ks`, the first budget 0, the last the full trace) stays ≤ ε; `reading`
+    "robust" reads its running median of three budgets instead (`READINGS`)."""
     gap = _relative(np.asarray(values, dtype=float))
     if np.isnan(gap).all():
         return [math.nan for _ in eps_grid]
-    return [_first_budget(np.asarray(ks, dtype=float), gap, eps) for eps in eps_grid]
+    first = READINGS[reading]
+    return [first(np.asarray(ks, dtype=float), gap, eps) for eps in eps_grid]
 
 
 @dataclass(frozen=True)
@@ -137,6 +155,8 @@ class LogLossStudy:
     #: Per measure and size: k*(small ε) / k*(large ε) with its interval, against the ratio
     #: log(1/ε) predicts; the pair over the whole grid and the pair inside the domain.
     eps_form: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
+    #: Per measure and size: the theorem's premise on the curve's shape (`premise_test`).
+    premise: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
     seconds: float = 0.0
 
     def to_frame(self) -> pd.DataFrame:
@@ -155,48 +175,66 @@ class LogLossStudy:
             write_csv(self.budgets, out / "logloss_budgets.csv"),
             write_csv(self.exponents, out / "logloss_exponents.csv"),
             write_csv(self.eps_form, out / "logloss_eps_form.csv"),
+            write_csv(self.premise, out / "logloss_premise.csv"),
         ]
 
+    def premise_text(self) -> str:
+        """Where the theorem's premise on the curve's shape holds, fails or is not testable,
+        per measure (`cotplan.lab.reasoning.premise.premise_summary`)."""
+        return premise_summary(self.premise)
+
     def verdict(self) -> str:
-        """The law in words, per measure: its form in n (over every size, and over the sizes
-        where ε lies in the theorem's domain) and its form in ε, each with its interval."""
-        parts = []
+        """The law in words: the premise test first, then per measure and reading (raw k*,
+        and robust k*: `cotplan.lab.reasoning.kstar_reading`) its form in n over every size
+        and, with the law's verdict (`law_verdict`), over the sizes where ε lies in the
+        theorem's domain, and its form in ε, each with its interval."""
+        parts = [self.premise_text()]
         for measure in ("B", "error"):
-            rows = self.exponents[self.exponents["measure"] == measure]
-            finite = rows[np.isfinite(rows["beta"])]
-            if finite.empty:
-                parts.append(f"{measure}: no exponent (k* reached fewer than two sizes)")
-                continue
-            text = ", ".join(
-                f"ε = {r.eps:g}: n^{r.beta:.2f} [{r.low:.2f}, {r.high:.2f}] "
-                f"({n_form(r.low, r.high)})"
-                for r in finite.itertuples()
-            )
-            parts.append(f"{measure}: k* grows as {text}")
-            domain = finite[np.isfinite(finite["beta_domain"])]
-            if not domain.empty:
-                text = ", ".join(
-                    f"ε = {r.eps:g} over {r.sizes_in_domain} sizes: n^{r.beta_domain:.2f} "
-                    f"[{r.low_domain:.2f}, {r.high_domain:.2f}] "
-                    f"({n_form(r.low_domain, r.high_domain)})"
-                    for r in domain.itertuples()
-                )
-                parts.append(f"{measure} inside the domain: {text}")
-            form = self.eps_form
-            if not form.empty:
-                mine = form[(form["measure"] == measure) & np.isfinite(form["ratio"])]
-                top = mine[mine["n"] == mine["n"].max()] if not mine.empty else mine
-                for r in top.itertuples():
-                    where = "inside the domain" if r.in_domain else "over the grid"
-                    parts.append(
-                        f"{measure} in ε at n = {r.n} ({where}): k*(ε = {r.eps_small:g}) / "
-                        f"k*(ε = {r.eps_large:g}) = {r.ratio:.2f} [{r.low:.2f}, {r.high:.2f}]; "
-                        f"log(1/ε) predicts {r.predicted:.2f} ({eps_form_word(r)})"
-                    )
+            for reading in READINGS:
+                label = measure if reading == "raw" else f"{measure} (robust k*)"
+                parts += self._reading_text(measure, reading, label)
         inside = self.budgets[self.budgets["in_domain"] & (self.budgets["measure"] == "B")]
         cells = ", ".join(f"(n = {r.n}, ε = {r.eps:g})" for r in inside.itertuples())
         parts.append(f"inside the theorem's domain: {cells or 'none of the tested (n, ε)'}")
         return "; ".join(parts)
+
+    def _reading_text(self, measure: str, reading: str, label: str) -> list[str]:
+        exponents = self.exponents
+        rows = exponents[(exponents["measure"] == measure) & (exponents["reading"] == reading)]
+        finite = rows[np.isfinite(rows["beta"])]
+        if finite.empty:
+            return [f"{label}: no exponent (k* reached fewer than two sizes)"]
+        text = ", ".join(
+            f"ε = {r.eps:g}: n^{r.beta:.2f} [{r.low:.2f}, {r.high:.2f}] ({n_form(r.low, r.high)})"
+            for r in finite.itertuples()
+        )
+        parts = [f"{label}: k* grows as {text}"]
+        domain = finite[np.isfinite(finite["beta_domain"])]
+        if not domain.empty:
+            text = ", ".join(
+                f"ε = {r.eps:g} over {r.sizes_in_domain} sizes: n^{r.beta_domain:.2f} "
+                f"[{r.low_domain:.2f}, {r.high_domain:.2f}] "
+                f"({n_form(r.low_domain, r.high_domain)}; {r.law_domain})"
+                for r in domain.itertuples()
+            )
+            parts.append(f"{label} inside the domain: {text}")
+        form = self.eps_form
+        if not form.empty:
+            mine = form[
+                (form["measure"] == measure)
+                & (form["reading"] == reading)
+                & np.isfinite(form["ratio"])
+            ]
+            top = mine[mine["n"] == mine["n"].max()] if not mine.empty else mine
+            for r in top.itertuples():
+                where = "inside the domain" if r.in_domain else "over the grid"
+                outside = f"; {OUTSIDE_PREMISE}" if r.premise == "fails" else ""
+                parts.append(
+                    f"{label} in ε at n = {r.n} ({where}): k*(ε = {r.eps_small:g}) / "
+                    f"k*(ε = {r.eps_large:g}) = {r.ratio:.2f} [{r.low:.2f}, {r.high:.2f}]; "
+                    f"log(1/ε) predicts {r.predicted:.2f} ({eps_form_word(r)}{outside})"
+                )
+        return parts
 
 
 #: How far an n-exponent may sit from 1/2 or 1 and still count as that law: k* is read on
@@ -241,72 +279,113 @@ def _interval(values: np.ndarray) -> tuple[float, float]:
     return interval.low, interval.high
 
 
+class LawTables(NamedTuple):
+    """What `_curve_rows` reads off the per-item answers (see `LogLossStudy`)."""
+
+    curve: pd.DataFrame
+    budgets: pd.DataFrame
+    exponents: pd.DataFrame
+    eps_form: pd.DataFrame
+    premise: pd.DataFrame
+
+
+def _bounds(draws: list[np.ndarray], j: int) -> tuple[float, float]:
+    if not draws:
+        return math.nan, math.nan
+    column = np.array([d[j] for d in draws])
+    return float(np.percentile(column, 2.5)), float(np.percentile(column, 97.5))
+
+
 def _curve_rows(
     frame: pd.DataFrame, eps_grid: Sequence[float], n_bootstrap: int, seed: int, vocab: int
-) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+) -> LawTables:
     rng = np.random.default_rng(seed)
     curve_rows: list[dict[str, Any]] = []
     budget_rows: list[dict[str, Any]] = []
-    draws: dict[tuple[str, float], list[list[float]]] = {}
+    premise_rows: list[dict[str, Any]] = []
+    premise_of: dict[tuple[str, int], str] = {}
+    draws: dict[tuple[str, str, float], list[list[float]]] = {}
     sizes = sorted(int(n) for n in frame["n"].unique())
-    point_k: dict[tuple[str, float], list[float]] = {}
+    point_k: dict[tuple[str, str, float], list[float]] = {}
     for n in sizes:
         group = frame[frame["n"] == n]
         loss = group.pivot_table(index="item", columns="k", values="loss", aggfunc="mean")
         wrong = group.pivot_table(index="item", columns="k", values="wrong", aggfunc="mean")
         ks = loss.columns.to_numpy(dtype=float)
         loss_m, wrong_m = loss.to_numpy(float), wrong.to_numpy(float)
-        b_point, e_point = loss_m.mean(axis=0), wrong_m.mean(axis=0)
-        boot_b: list[np.ndarray] = []
-        boot_k: dict[str, list[list[float]]] = {"B": [], "error": []}
-        for _ in range(n_bootstrap):
+        points = {"B": loss_m.mean(axis=0), "error": wrong_m.mean(axis=0)}
+        boot: dict[str, list[np.ndarray]] = {"B": [], "error": []}
+        for _ in range(n_bootstrap):  # the only draws: every reading uses the same resamples
             rows = rng.integers(0, len(loss_m), size=len(loss_m))
-            b, e = loss_m[rows].mean(axis=0), wrong_m[rows].mean(axis=0)
-            boot_b.append(b)
-            boot_k["B"].append(relative_budgets(ks, b, eps_grid))
-            boot_k["error"].append(relative_budgets(ks, e, eps_grid))
-        b_draws = np.array(boot_b) if boot_b else np.empty((0, len(ks)))
+            boot["B"].append(loss_m[rows].mean(axis=0))
+            boot["error"].append(wrong_m[rows].mean(axis=0))
+        b_point, e_point = points["B"], points["error"]
         gap_b, gap_e = _relative(b_point), _relative(e_point)
         for j, k in enumerate(ks):
+            b_low, b_high = _bounds(boot["B"], j)
             curve_rows.append(
                 {
                     "n": n,
                     "k": int(k),
                     "items": len(loss_m),
                     "B": float(b_point[j]),
-                    "B_low": float(np.percentile(b_draws[:, j], 2.5)) if len(b_draws) else math.nan,
-                    "B_high": float(np.percentile(b_draws[:, j], 97.5))
-                    if len(b_draws)
-                    else math.nan,
+                    "B_low": b_low,
+                    "B_high": b_high,
                     "B_gap": float(gap_b[j]),
                     "error": float(e_point[j]),
                     "error_gap": float(gap_e[j]),
                     "mechanism": mechanism_error(str(group["family"].iloc[0]), n, int(k)),
                 }
             )
-        for measure, values in (("B", b_point), ("error", e_point)):
-            point = relative_budgets(ks, values, eps_grid)
-            matrix = np.array(boot_k[measure], dtype=float).reshape(-1, len(eps_grid))
+        for measure, values in points.items():
+            shape = premise_test(ks, loss_m if measure == "B" else wrong_m)
+            premise_of[(measure, n)] = shape.verdict
+            premise_rows.append({"measure": measure, "n": n, **shape.as_row()})
+            read: dict[str, tuple[list[float], np.ndarray]] = {}
+            for reading in READINGS:
+                point = relative_budgets(ks, values, eps_grid, reading)
+                per_draw = [relative_budgets(ks, b, eps_grid, reading) for b in boot[measure]]
+                read[reading] = (point, np.array(per_draw, dtype=float).reshape(-1, len(eps_grid)))
             for i, eps in enumerate(eps_grid):
-                column = matrix[:, i]
-                low, high = _interval(column)
-                point_k.setdefault((measure, eps), []).append(point[i])
-                draws.setdefault((measure, eps), []).append(list(column))
-                budget_rows.append(
-                    {
-                        "measure": measure,
-                        "n": n,
-                        "eps": float(eps),
-                        "k": point[i],
-                        "low": low,
-                        "high": high,
-                        "full_trace": int(ks[-1]),
-                        "B0_minus_Bopt": float(values[0] - values[-1]),
-                    }
+                row: dict[str, Any] = {"measure": measure, "n": n, "eps": float(eps)}
+                for reading, (point, matrix) in read.items():
+                    low, high = _interval(matrix[:, i])
+                    key = "k" if reading == "raw" else f"k_{reading}"
+                    prefix = "" if reading == "raw" else f"{reading}_"
+                    row.update({key: point[i], f"{prefix}low": low, f"{prefix}high": high})
+                    point_k.setdefault((measure, reading, eps), []).append(point[i])
+                    draws.setdefault((measure, reading, eps), []).append(list(matrix[:, i]))
+                row.update(
+                    full_trace=int(ks[-1]),
+                    B0_minus_Bopt=float(values[0] - values[-1]),
+                    premise=shape.verdict,
                 )
+                budget_rows.append(row)
+    exponents = _exponent_rows(sizes, point_k, draws, premise_of, vocab)
+    eps_form = _eps_forms(sizes, eps_grid, point_k, draws, premise_of, vocab)
+    return LawTables(
+        pd.DataFrame(curve_rows),
+        pd.DataFrame(budget_rows),
+        exponents,
+        eps_form,
+        pd.DataFrame(premise_rows),
+    )
+
+
+def _exponent_rows(
+    sizes: Sequence[int],
+    point_k: dict[tuple[str, str, float], list[float]],
+    draws: dict[tuple[str, str, float], list[list[float]]],
+    premise_of: dict[tuple[str, int], str],
+    vocab: int,
+) -> pd.DataFrame:
+    """Per measure, reading and ε: the n-exponent of k* over every size and over the sizes
+    in the theorem's domain, each with its interval and the law's verdict (`law_verdict`)."""
     exponent_rows = []
-    for (measure, eps), ks_point in point_k.items():
-        per_draw = np.array(draws[(measure, eps)], dtype=float)  # sizes × resamples
+    for (measure, reading, eps), ks_point in sorted(
+        point_k.items(), key=lambda kv: (kv[0][0] != "B", kv[0][1] != "raw", -kv[0][2])
+    ):
+        per_draw = np.array(draws[(measure, reading, eps)], dtype=float)  # sizes × resamples
         betas = [_slope(sizes, list(per_draw[:, r])) for r in range(per_draw.shape[1])]
         low, high = _interval(np.array(betas, dtype=float))
         # The same slope over only the sizes where (n, ε) lies in the theorem's domain.
@@ -316,26 +395,52 @@ def _curve_rows(
             _slope(sub_sizes, list(per_draw[inside, r])) for r in range(per_draw.shape[1])
         ]
         low_d, high_d = _interval(np.array(domain_betas, dtype=float))
+        used = [n for n, k in zip(sizes, ks_point, strict=True) if math.isfinite(k) and k > 0]
+        used_d = [sizes[i] for i in inside if math.isfinite(ks_point[i]) and ks_point[i] > 0]
         exponent_rows.append(
             {
                 "measure": measure,
+                "reading": reading,
                 "eps": float(eps),
                 "beta": _slope(sizes, ks_point),
                 "low": low,
                 "high": high,
-                "sizes_reached": int(sum(math.isfinite(k) and k > 0 for k in ks_point)),
+                "sizes_reached": len(used),
+                "law": law_verdict(low, high, [premise_of[(measure, n)] for n in used]),
                 "beta_domain": _slope(sub_sizes, [ks_point[i] for i in inside]),
                 "low_domain": low_d,
                 "high_domain": high_d,
                 "sizes_in_domain": len(inside),
+                "law_domain": law_verdict(
+                    low_d, high_d, [premise_of[(measure, n)] for n in used_d]
+                ),
             }
         )
-    return (
-        pd.DataFrame(curve_rows),
-        pd.DataFrame(budget_rows),
-        pd.DataFrame(exponent_rows),
-        _eps_form(sizes, eps_grid, point_k, draws, vocab),
-    )
+    return pd.DataFrame(exponent_rows)
+
+
+def _eps_forms(
+    sizes: Sequence[int],
+    eps_grid: Sequence[float],
+    point_k: dict[tuple[str, str, float], list[float]],
+    draws: dict[tuple[str, str, float], list[list[float]]],
+    premise_of: dict[tuple[str, int], str],
+    vocab: int,
+) -> pd.DataFrame:
+    """`_eps_form` per reading, with the premise verdict at each size."""
+    forms = []
+    for reading in READINGS:
+        mine_k = {(m, e): v for (m, r, e), v in point_k.items() if r == reading}
+        mine_draws = {(m, e): v for (m, r, e), v in draws.items() if r == reading}
+        form = _eps_form(sizes, eps_grid, mine_k, mine_draws, vocab)
+        forms.append(form.assign(reading=reading))
+    eps_form = pd.concat(forms, ignore_index=True)
+    if not eps_form.empty:
+        eps_form["premise"] = [
+            premise_of[(m, int(n))] for m, n in zip(eps_form["measure"], eps_form["n"], strict=True)
+        ]
+        eps_form = eps_form[["measure", "reading", *eps_form.columns.drop(["measure", "reading"])]]
+    return eps_form
 
 
 def _eps_form(
@@ -454,7 +559,8 @@ def logloss_study(
     answers = pd.DataFrame(rows)
     grid_eps = tuple(sorted({float(e) for e in eps_grid}, reverse=True))
     vocab = backend.tokenizer.vocab_size
-    curve, budgets, exponents, eps_form = _curve_rows(answers, grid_eps, n_bootstrap, seed, vocab)
+    tables = _curve_rows(answers, grid_eps, n_bootstrap, seed, vocab)
+    budgets = tables.budgets
     budgets["in_domain"] = [
         in_domain(int(n), float(e), vocab)
         for n, e in zip(budgets["n"], budgets["eps"], strict=True)
@@ -465,9 +571,10 @@ def logloss_study(
         vocab=vocab,
         eps_grid=grid_eps,
         answers=answers,
-        curve=curve,
+        curve=tables.curve,
         budgets=budgets,
-        exponents=exponents,
-        eps_form=eps_form,
+        exponents=tables.exponents,
+        eps_form=tables.eps_form,
+        premise=tables.premise,
         seconds=time.perf_counter() - started,
     )
