@@ -4,7 +4,7 @@ For each thread count: 20 one-token `next_token_probs` requests and one 64-token
 `--busy N` starts N busy-looping processes first, as other work on a shared machine would.
 This is why `LocalModel` leaves one core free by default.
 
-    .venv/bin/python benchmarks/local_threads.py [--busy 1] [--threads 1,2]
+    .venv/bin/python benchmarks/local_threads.py [--busy 1] [--threads 1,2] [--model thinking]
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ def _burn() -> None:
         pass
 
 
-def measure(threads: int) -> tuple[float, float]:
-    with LocalModel(threads=threads, parallel=1) as model:
+def measure(threads: int, model_name: str) -> tuple[float, float]:
+    with LocalModel(model_name, threads=threads, parallel=1) as model:
         backend = model.backend(cache=None)
         backend.generate("warm up", max_tokens=2)
         started = time.perf_counter()
@@ -43,17 +43,20 @@ def main(outcome: Outcome) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--busy", type=int, default=0, help="busy processes to start first")
     parser.add_argument("--threads", default="1,2", help="thread counts to compare")
+    parser.add_argument("--model", default="smollm2-135m-instruct", help="e.g. thinking")
     args = parser.parse_args()
     outcome.note("no target: the table is the measurement behind LocalModel's default threads")
     burners = [multiprocessing.Process(target=_burn, daemon=True) for _ in range(args.busy)]
     for burner in burners:
         burner.start()
     try:
-        table = Table(title=f"llama.cpp threads, {args.busy} busy process(es) alongside")
+        table = Table(
+            title=f"llama.cpp threads, {args.model}, {args.busy} busy process(es) alongside"
+        )
         for column in ("threads", "20 next_token_probs (s)", "64-token generation (s)"):
             table.add_column(column, justify="right")
         for threads in (int(t) for t in args.threads.split(",")):
-            probs_s, generate_s = measure(threads)
+            probs_s, generate_s = measure(threads, args.model)
             table.add_row(str(threads), f"{probs_s:.2f}", f"{generate_s:.2f}")
         Console().print(table)
     finally:

@@ -232,6 +232,9 @@ law.budgets.round(2)
 # (n^1.85 [0.74, 2.00] at ε = 0.5), and those on the 0/1 error are wider still. The exponent
 # to quote is the full run's, 120 items at seven sizes: n^1.07 [0.91, 1.30] at ε = 0.5, linear
 # with √n excluded (benchmarks/results/kstar_lab_law_lamp_long.txt; docs/lab-reasoning.md).
+# That run also tests the theorem's premise on B(k), that it falls fastest first: on this
+# model B falls slowest first at every size, so the law is read outside the theorem's
+# premise, and the run's verdict says so rather than "not reproduced".
 
 # %%
 from cotplan.lab.reasoning.logloss import in_domain
