@@ -2,10 +2,11 @@
 
 The documented reproduction is several `cotplan` commands (docs/experiments.md,
 docs/lab-reasoning.md). A `ReproductionPlan` lists them with their command lines, the model
-requests each makes at most and a wall-time estimate measured in a stored transcript
-(`MEASURED`). `run_plan` runs the steps in order through a runner the caller supplies (the CLI
-starts each command as a subprocess, tests pass a fake), records every finished step and its
-output files' SHA-256 in the folder's ledger (`reproduce.json`) and writes the combined report,
+requests each makes at most and a wall-time estimate from stored transcripts
+(`SECONDS_PER_PREDICTION`, `OVERHEAD`, `MEASURED`). `run_plan` runs the steps in order through
+a runner the caller supplies (the CLI starts each command as a subprocess, tests pass a fake),
+records every finished step and its output files' SHA-256 in the folder's ledger
+(`reproduce.json`) and writes the combined report,
 `reproduction.md` and `reproduction.html`, with its provenance (`cotplan.provenance`).
 
 A rerun with the same folder skips every step the ledger records as finished whose outputs are
@@ -15,6 +16,7 @@ it had already made without sending them again.
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import html
 import json
@@ -26,18 +28,27 @@ from pathlib import Path
 from typing import Any
 
 from cotplan.errors import CotplanError, InputError
-from cotplan.experiments import PRESETS, exact_predictor, planned_predictions
+from cotplan.experiments import (
+    PRESETS,
+    PROMPT_LOGPROBS_CHANGE_NOTHING,
+    check_prompt_logprobs,
+    exact_predictor,
+    planned_predictions,
+)
 from cotplan.io import write_text
 from cotplan.provenance import lab_weight_digests, provenance
 
 __all__ = [
     "LEDGER",
     "MEASURED",
+    "OVERHEAD",
     "REPRODUCE_PRESETS",
+    "SECONDS_PER_PREDICTION",
     "ReproductionPlan",
     "Step",
     "is_paid",
     "plan_reproduction",
+    "planned_requests",
     "reproduction_steps",
     "run_plan",
 ]
@@ -47,20 +58,50 @@ REPRODUCE_PRESETS = ("quick", "full")
 #: report folder already has one).
 LEDGER = "reproduce.json"
 
-#: Wall seconds of each step on the embedded model, and the transcript that printed them. All
-#: were measured on 2 cores shared with other work, with a fresh call cache, so they are upper
-#: rather than typical figures; a warm cache makes a rerun much faster.
-MEASURED: dict[str, tuple[float, str]] = {
-    # The sum of the four runs' wall_s in the report_runs.csv that transcript prints.
-    "experiments": (121.0, "benchmarks/results/experiments_report_quick_local_fresh.txt"),
-    # "about 47 min after the start", the transcript's own closing note.
+_QUICK = "benchmarks/results/reproduce_quick_local.md"
+_FULL_RUNS = "benchmarks/results/experiments_csv/report_full_local_{}_runs.csv"
+
+#: Wall seconds per prediction of each experiment on the embedded model, by preset, and the
+#: transcript whose runs table (wall_s over predictions) gives it; a step's estimate is this
+#: times `planned_predictions` for today's preset, so a preset that grows (Falck's T3 over
+#: several contexts per n) grows its estimate. All were measured on 2 cores shared with other
+#: work with a fresh call cache (the hits in those tables came from the runs' own repeated
+#: prompts), so they are upper rather than typical figures; a warm cache is much faster.
+SECONDS_PER_PREDICTION: dict[str, dict[str, tuple[float, str]]] = {
+    "quick": {  # `cotplan reproduce --preset quick`: its experiment step's report_runs.csv
+        "martingale": (24.387 / 320, _QUICK),
+        "order": (56.423 / 64, _QUICK),
+        "entropy": (21.681 / 312, _QUICK),
+        "falck": (47.586 / 624, _QUICK),
+    },
+    "full": {  # the full report's three parts, each run's own report_runs.csv
+        "martingale": (2492.937 / 19000, _FULL_RUNS.format("martingale_debias_order")),
+        "order": (296.847 / 1500, _FULL_RUNS.format("martingale_debias_order")),
+        "entropy": (582.103 / 19900, _FULL_RUNS.format("entropy")),
+        # T3 then on 1 context per n; its longer contexts may make 4 slower per prediction.
+        "falck": (1000.387 / 30500, _FULL_RUNS.format("falck")),
+    },
+}
+
+#: Wall seconds of an experiment step besides its predictions (starting the model, the
+#: bootstraps, debiasing, charts), and the transcript that shows them.
+OVERHEAD: dict[str, tuple[float, str]] = {
+    # The step's 178 s (20:26:44 to 20:29:42 in its Steps table) less its runs' 150.1 s.
+    "experiments": (27.9, _QUICK),
+    # "about 47 min after the start" (2,820 s) less its runs' 2,789.8 s.
     "experiments-martingale": (
-        2820.0,
+        30.0,
         "benchmarks/results/experiments_report_full_local_martingale_debias_order.txt",
     ),
-    "experiments-entropy": (592.0, "benchmarks/results/experiments_report_full_local_entropy.txt"),
-    # Its first run's time (27,407 requests in 1,000.4 s), stated in the rerun's transcript.
-    "experiments-falck": (1000.4, "benchmarks/results/experiments_report_full_local_falck.txt"),
+    # 592 s wall less the run's 582.1 s.
+    "experiments-entropy": (9.9, "benchmarks/results/experiments_report_full_local_entropy.txt"),
+    # The rerun with every prediction answered from the first run's cache: 26 s wall.
+    "experiments-falck": (26.0, "benchmarks/results/experiments_report_full_local_falck.txt"),
+}
+
+#: Wall seconds of each lab step (no model requests; the lab's models are in-process), and the
+#: transcript that printed them, measured as above.
+MEASURED: dict[str, tuple[float, str]] = {
     "lamp-law": (32.0, "benchmarks/results/kstar_lab_law_lamp.txt"),
     "lamp-law-long": (263.0, "benchmarks/results/kstar_lab_law_lamp_long.txt"),
     "kstar-study": (666.0, "benchmarks/results/kstar_lab_study_standard.txt"),
@@ -104,22 +145,76 @@ def _check_backend(backend: str) -> None:
         )
 
 
+def _check_endpoint(backend: str, base_url: str | None, prompt_logprobs: bool) -> None:
+    """Refuse --base-url but for openai:MODEL, and --prompt-logprobs where no server answers
+    it (`check_prompt_logprobs`), before anything starts."""
+    if base_url is not None and backend.partition(":")[0] != "openai":
+        raise InputError(
+            f"names an OpenAI-compatible server, for -b openai:MODEL; {backend!r} takes none",
+            field="base_url",
+        )
+    if prompt_logprobs:
+        check_prompt_logprobs(backend, base_url)
+
+
+def planned_requests(
+    experiment: str, params: dict[str, Any], *, prompt_logprobs: bool = False
+) -> int:
+    """The model requests an experiment makes at most: one per prediction, or with vLLM's
+    prompt_logprobs one per sequence where it scores sequences (martingale, entropy), unchanged
+    where it has none (`PROMPT_LOGPROBS_CHANGE_NOTHING`); debias reuses the martingale's."""
+    predictions = planned_predictions(experiment, params)
+    if not prompt_logprobs or experiment in PROMPT_LOGPROBS_CHANGE_NOTHING or not predictions:
+        return predictions
+    if experiment == "martingale" and params.get("design", "nested") != "nested":
+        return predictions // 2  # a fresh sequence per n, scored at its two last positions
+    return int(params.get("n_sequences", 100))
+
+
+def _local_estimate(name: str, preset: str, experiments: Sequence[str]) -> tuple[float, str]:
+    """An experiment step's seconds on the embedded model (today's planned predictions times the
+    measured seconds per prediction, plus its overhead) and their sources."""
+    seconds, source = OVERHEAD[name]
+    parts, sources = [], [source]
+    for experiment in experiments:
+        count = planned_predictions(experiment, PRESETS[preset][experiment])
+        if count:
+            rate, measured_in = SECONDS_PER_PREDICTION[preset][experiment]
+            seconds += count * rate
+            parts.append(f"{experiment} {count:,} predictions × {rate:.3g} s")
+            sources.append(measured_in)
+    besides = f"{OVERHEAD[name][0]:.0f} s besides"
+    return seconds, f"{', '.join(parts)} + {besides} ({'; '.join(dict.fromkeys(sources))})"
+
+
 def _experiment_step(
-    name: str, only: Sequence[str], preset: str, *, backend: str, seed: int
+    name: str,
+    only: Sequence[str],
+    preset: str,
+    *,
+    backend: str,
+    seed: int,
+    base_url: str | None = None,
+    prompt_logprobs: bool = False,
 ) -> Step:
     args = ["experiment", "report", "--backend", backend, f"--{preset}", "--seed", str(seed)]
     if only:
         args += ["--only", ",".join(only)]
+    if base_url is not None:
+        args += ["--base-url", base_url]
+    if prompt_logprobs:
+        args.append("--prompt-logprobs")
+    if exact_predictor(backend) is not None:
+        return Step(name, tuple(args), 0, None, "exact reference: no model, seconds")
     experiments = only or tuple(PRESETS[preset])
-    exact = exact_predictor(backend) is not None
-    requests = 0 if exact else sum(planned_predictions(e, PRESETS[preset][e]) for e in experiments)
-    if exact:
-        seconds, basis = None, "exact reference: no model, seconds"
-    elif backend == "local":
-        seconds, basis = MEASURED[name]
-    else:
-        seconds, basis = None, f"not measured on {backend}"
-    return Step(name, tuple(args), requests, seconds, basis)
+    requests = sum(
+        planned_requests(e, PRESETS[preset][e], prompt_logprobs=prompt_logprobs)
+        for e in experiments
+    )
+    if backend == "local":
+        seconds, basis = _local_estimate(name, preset, experiments)
+        return Step(name, tuple(args), requests, seconds, basis)
+    return Step(name, tuple(args), requests, None, f"not measured on {backend}")
 
 
 def _lab_step(name: str, args: Sequence[str], weights: Sequence[str]) -> Step:
@@ -127,33 +222,44 @@ def _lab_step(name: str, args: Sequence[str], weights: Sequence[str]) -> Step:
     return Step(name, tuple(args), 0, seconds, basis, tuple(weights))
 
 
-def reproduction_steps(preset: str, backend: str = "local", seed: int = 0) -> tuple[Step, ...]:
+def reproduction_steps(
+    preset: str,
+    backend: str = "local",
+    seed: int = 0,
+    *,
+    base_url: str | None = None,
+    prompt_logprobs: bool = False,
+) -> tuple[Step, ...]:
     """The commands the docs' numbers come from, for `preset` ("quick" or "full").
 
     quick: the quick experiment report and the lamp's law (docs/lab-reasoning.md). full: the
     full report in the three parts the docs quote (each its own transcript), the lab k* study
     of five families and the lamp's law on the standard and the long model. Lab steps run on
-    the lab's own models, whatever `backend` is.
+    the lab's own models, whatever `backend` is; `base_url` and `prompt_logprobs` reach every
+    experiment step (checked here first).
     """
     if preset not in REPRODUCE_PRESETS:
         raise InputError(
             f"must be one of {', '.join(REPRODUCE_PRESETS)}, got {preset!r}", field="preset"
         )
     _check_backend(backend)
+    _check_endpoint(backend, base_url, prompt_logprobs)
+    endpoint: dict[str, Any] = {"base_url": base_url, "prompt_logprobs": prompt_logprobs}
     lamp = _lab_step(
         "lamp-law",
         ["kstar-lab", "law", "lamp", "--sizes", "4,8,12,16", "--items", "120"],
         ["lab-lamp-standard"],
     )
     if preset == "quick":
-        return (_experiment_step("experiments", (), "quick", backend=backend, seed=seed), lamp)
+        quick = _experiment_step("experiments", (), "quick", backend=backend, seed=seed, **endpoint)
+        return (quick, lamp)
     parts = {
         "experiments-martingale": ("martingale", "debias", "order"),
         "experiments-entropy": ("entropy",),
         "experiments-falck": ("falck",),
     }
     steps = [
-        _experiment_step(name, only, "full", backend=backend, seed=seed)
+        _experiment_step(name, only, "full", backend=backend, seed=seed, **endpoint)
         for name, only in parts.items()
     ]
     study = ["kstar-lab", "study", *_STUDY_FAMILIES, "--preset", "standard"]
@@ -175,6 +281,8 @@ class ReproductionPlan:
     out: Path
     steps: tuple[Step, ...]
     finished: frozenset[str] = field(default_factory=frozenset)
+    base_url: str | None = None  # the OpenAI-compatible server of the experiment steps
+    prompt_logprobs: bool = False  # vLLM's one request per sequence in the experiment steps
 
     @property
     def paid(self) -> bool:
@@ -228,6 +336,8 @@ def plan_reproduction(
     out: Path,
     *,
     seed: int = 0,
+    base_url: str | None = None,
+    prompt_logprobs: bool = False,
     steps: Sequence[Step] | None = None,
 ) -> ReproductionPlan:
     """The plan for `out`, with the steps its ledger records as finished (checks every option).
@@ -236,10 +346,14 @@ def plan_reproduction(
     """
     if not isinstance(seed, int) or seed < 0:
         raise InputError(f"must be an integer >= 0, got {seed!r}", field="seed")
-    chosen = tuple(steps) if steps is not None else reproduction_steps(preset, backend, seed)
+    endpoint: dict[str, Any] = {"base_url": base_url, "prompt_logprobs": prompt_logprobs}
+    if steps is None:
+        chosen = reproduction_steps(preset, backend, seed, **endpoint)
+    else:
+        chosen = tuple(steps)
     if out.exists() and not out.is_dir():
         raise InputError(f"{out} exists and is not a folder", field="out")
-    plan = ReproductionPlan(preset, backend, seed, out, chosen)
+    plan = ReproductionPlan(preset, backend, seed, out, chosen, **endpoint)
     ledger = _read_ledger(out)
     if ledger is None:
         return plan
@@ -254,7 +368,7 @@ def plan_reproduction(
     done = frozenset(
         s.name for s in chosen if _is_finished(ledger.get("steps", {}).get(s.name), plan, s)
     )
-    return ReproductionPlan(preset, backend, seed, out, chosen, done)
+    return ReproductionPlan(preset, backend, seed, out, chosen, done, **endpoint)
 
 
 def _describe(options: dict[str, Any]) -> str:
@@ -369,6 +483,10 @@ def report_fields(plan: ReproductionPlan, ledger: dict[str, Any]) -> dict[str, s
         "started": str(ledger.get("started", "")),
         "ended": str(ledger.get("ended", "")),
         "runs (a resume adds one)": str(len(ledger.get("sessions", []))),
+        "base URL": plan.base_url or "none",
+        "prompt_logprobs": (
+            "yes: one request per sequence (martingale, entropy)" if plan.prompt_logprobs else "no"
+        ),
         **provenance(local_model=local),
     }
     for name, digest in lab_weight_digests(weights).items():
@@ -381,42 +499,43 @@ def write_report(plan: ReproductionPlan, ledger: dict[str, Any]) -> list[Path]:
     command and outputs, and each experiment step's own report page."""
     fields = report_fields(plan, ledger)
     title = f"Reproduction ({plan.preset}, {plan.backend})"
-    md = [f"# {title}", "", "## Provenance", "", "| field | value |", "|---|---|"]
-    md += [f"| {k} | {_cell(v)} |" for k, v in fields.items()]
-    md += [
-        "",
-        "## Steps",
-        "",
-        "| step | command | started | finished | files |",
-        "|---|---|---|---|---|",
-    ]
+    header = ["step", "command", "started", "finished", "files"]
+    step_rows = []
+    for step in plan.steps:
+        entry = ledger["steps"].get(step.name, {})
+        times = [str(entry.get(k, "")) for k in ("started", "finished")]
+        files = str(len(entry.get("outputs", {})))
+        step_rows.append([step.name, plan.command_line(step), *times, files])
+    md = [f"# {title}", "", "## Provenance", "", *_md_table([["field", "value"], *fields.items()])]
+    md += ["", "## Steps", "", *_md_table([header, *step_rows])]
     page = [
         f"<h1>{html.escape(title)}</h1>",
         "<h2>Provenance</h2>",
         _html_table(["field", "value"], list(fields.items())),
-    ]
-    step_rows = []
-    for step in plan.steps:
-        entry = ledger["steps"].get(step.name, {})
-        row = (
-            step.name,
-            plan.command_line(step),
-            entry.get("started", ""),
-            entry.get("finished", ""),
-            str(len(entry.get("outputs", {}))),
-        )
-        step_rows.append(row)
-        md.append("| " + " | ".join(_cell(c) for c in row) + " |")
-    page += [
         "<h2>Steps</h2>",
-        _html_table(["step", "command", "started", "finished", "files"], step_rows),
+        _html_table(header, step_rows),
     ]
     for step in plan.steps:
-        inner = plan.out / "steps" / step.name / "report.md"
-        if inner.is_file():
-            text = inner.read_text()
+        folder = plan.out / "steps" / step.name
+        if (folder / "report.md").is_file():
+            text = (folder / "report.md").read_text()
             md += ["", f"## {step.name}", "", _demoted(text)]
             page += [f"<h2>{html.escape(step.name)}</h2>", f"<pre>{html.escape(text)}</pre>"]
+        elif folder.is_dir():  # a lab step writes tables, no page: its small ones, in full
+            md += ["", f"## {step.name}"]
+            page.append(f"<h2>{html.escape(step.name)}</h2>")
+            larger = []
+            for path in sorted(folder.glob("*.csv")):
+                rows = [[_short(c) for c in row] for row in csv.reader(path.open(newline=""))]
+                if 1 < len(rows) <= _TABLE_ROWS + 1:
+                    md += ["", f"### {path.name}", "", *_md_table(rows)]
+                    page += [f"<h3>{html.escape(path.name)}</h3>", _html_table(rows[0], rows[1:])]
+                else:
+                    larger.append(f"{path.name} ({max(len(rows) - 1, 0):,} rows)")
+            if larger:
+                line = f"Also in the step's folder: {', '.join(larger)}."
+                md += ["", line]
+                page.append(f"<p>{html.escape(line)}</p>")
     md_path = write_text(plan.out / "reproduction.md", "\n".join(md) + "\n", private=False)
     body = "\n".join(page)
     html_path = write_text(
@@ -432,6 +551,23 @@ def _demoted(markdown: str) -> str:
     return "\n".join(
         "##" + line if line.startswith("#") else line for line in markdown.splitlines()
     )
+
+
+#: The most rows of a lab step's table the report shows in full (larger ones are named).
+_TABLE_ROWS = 40
+
+
+def _short(cell: str) -> str:
+    """A table's cell as the report shows it: a float to 4 significant digits."""
+    try:
+        return f"{float(cell):.4g}" if "." in cell or "e" in cell else cell
+    except ValueError:
+        return cell
+
+
+def _md_table(rows: Sequence[Sequence[str]]) -> list[str]:
+    lines = ["| " + " | ".join(_cell(c) for c in rows[0]) + " |", "|---" * len(rows[0]) + "|"]
+    return lines + ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows[1:]]
 
 
 def _cell(value: str) -> str:

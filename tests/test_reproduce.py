@@ -2,32 +2,44 @@
 
 Unit tests run a tiny fake step registry through `run_plan` (the real steps take minutes);
 one slow test runs a real step (an exact reference, no model) through the real subprocess
-runner.
+runner, another the quick experiment step with --prompt-logprobs on the loopback vLLM double of
+test_prompt_logprobs.py, counting the requests it receives against the estimate.
 """
 
 from __future__ import annotations
 
+import csv
 import json
 import socket
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
+import test_prompt_logprobs as double
+from test_prompt_logprobs import vllm  # noqa: F401  (the loopback vLLM double, a fixture)
 from typer.testing import CliRunner
 
 import cotplan.cli.reproduce as cli_reproduce
 from cotplan.cli import app, main
 from cotplan.errors import CotplanError, InputError
+from cotplan.experiments import PRESETS, planned_predictions
 from cotplan.provenance import UNKNOWN, git_commit
 from cotplan.reproduce_plan import (
     LEDGER,
+    MEASURED,
+    OVERHEAD,
+    SECONDS_PER_PREDICTION,
     ReproductionPlan,
     Step,
     is_paid,
     plan_reproduction,
+    planned_requests,
     reproduction_steps,
     run_plan,
 )
+
+ROOT = Path(__file__).resolve().parents[1]
 
 runner = CliRunner()
 
@@ -99,6 +111,85 @@ def test_the_estimate_sums_requests_and_measured_times(tmp_path: Path) -> None:
     assert exact.estimate()[0] == 0  # an exact reference sends no model requests
 
 
+@pytest.mark.parametrize("preset", ["quick", "full"])
+def test_the_estimate_is_todays_planned_predictions_times_measured_rates(preset: str) -> None:
+    for step in reproduction_steps(preset):
+        if step.name in MEASURED:  # a lab step: no requests, its measured time
+            assert (step.requests, step.seconds) == (0, MEASURED[step.name][0])
+            continue
+        chosen = (
+            step.args[step.args.index("--only") + 1].split(",")
+            if "--only" in step.args
+            else PRESETS[preset]
+        )
+        counts = {e: planned_predictions(e, PRESETS[preset][e]) for e in chosen}
+        assert counts.pop("debias", 0) == 0  # it reuses the martingale's gaps
+        assert step.requests == sum(counts.values())
+        expected = OVERHEAD[step.name][0] + sum(
+            n * SECONDS_PER_PREDICTION[preset][e][0] for e, n in counts.items()
+        )
+        assert step.seconds == pytest.approx(expected)
+    falck = "experiments" if preset == "quick" else "experiments-falck"
+    step = next(s for s in reproduction_steps(preset) if s.name == falck)
+    # Falck's T3 over several contexts per n: 624 planned predictions quick, 45,500 full.
+    assert f"falck {624 if preset == 'quick' else 45_500:,} predictions" in step.basis
+
+
+def test_a_grown_preset_grows_its_estimate(monkeypatch: pytest.MonkeyPatch) -> None:
+    before = reproduction_steps("quick")[0]
+    falck = PRESETS["quick"]["falck"]
+    monkeypatch.setitem(falck, "t3_contexts", falck["t3_contexts"] + 1)
+    after = reproduction_steps("quick")[0]
+    added = falck["n_paths"] * len(falck["t3_ns"]) * falck["t3_length"]
+    assert after.requests == before.requests + added
+    assert after.seconds is not None
+    assert before.seconds is not None
+    rate = SECONDS_PER_PREDICTION["quick"]["falck"][0]
+    assert after.seconds - before.seconds == pytest.approx(added * rate)
+
+
+def _runs_row(path: Path, experiment: str) -> dict[str, str]:
+    """The experiment's row of the report_runs table a transcript prints (or the CSV is)."""
+    lines = path.read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("experiment,predictor,"))
+    table = csv.DictReader(lines[start:])
+    return next(row for row in table if row["experiment"] == experiment)
+
+
+def test_every_rate_is_its_transcripts_wall_time_over_its_predictions() -> None:
+    for preset, rates in SECONDS_PER_PREDICTION.items():
+        for experiment, (rate, source) in rates.items():
+            row = _runs_row(ROOT / source, experiment)
+            measured = float(row["wall_s"]) / int(row["predictions"])
+            assert rate == pytest.approx(measured, rel=1e-3), (preset, experiment)
+    for seconds, source in (*OVERHEAD.values(), *MEASURED.values()):
+        assert seconds > 0
+        assert (ROOT / source).is_file(), source
+
+
+def test_prompt_logprobs_drops_the_requests_to_one_per_sequence() -> None:
+    url = "http://127.0.0.1:9/v1"
+    quick = PRESETS["quick"]
+    assert planned_requests("martingale", quick["martingale"], prompt_logprobs=True) == 10
+    assert planned_requests("entropy", quick["entropy"], prompt_logprobs=True) == 8
+    assert planned_requests("debias", quick["debias"], prompt_logprobs=True) == 0
+    for unchanged in ("order", "falck"):
+        assert planned_requests(unchanged, quick[unchanged], prompt_logprobs=True) == (
+            planned_predictions(unchanged, quick[unchanged])
+        )
+    independent = {**quick["martingale"], "design": "independent"}
+    assert planned_requests("martingale", independent, prompt_logprobs=True) == 10 * 16
+    for preset, with_it, without in (("quick", 706, 1328), ("full", 47_200, 86_000)):
+        plain = reproduction_steps(preset, "openai:m", base_url=url)
+        scored = reproduction_steps(preset, "openai:m", base_url=url, prompt_logprobs=True)
+        assert sum(s.requests for s in plain) == without
+        assert sum(s.requests for s in scored) == with_it
+        for step in scored:
+            if step.args[0] == "experiment":
+                assert step.args[-3:] == ("--base-url", url, "--prompt-logprobs")
+                assert step.seconds is None  # not measured on a server
+
+
 @pytest.mark.parametrize(
     ("args", "field"),
     [
@@ -106,6 +197,10 @@ def test_the_estimate_sums_requests_and_measured_times(tmp_path: Path) -> None:
         (["-b", "nonsense"], "`backend`"),
         (["-b", "beta:x"], "`backend`"),
         (["--seed", "-1"], "`seed`"),
+        (["-b", "local", "--prompt-logprobs"], "`prompt_logprobs`: the embedded llama.cpp"),
+        (["-b", "laplace", "--prompt-logprobs"], "`prompt_logprobs`: 'laplace' is an exact"),
+        (["-b", "openai:gpt-4o-mini", "--prompt-logprobs"], "OpenAI's own API"),
+        (["-b", "local", "--base-url", "http://127.0.0.1:9/v1"], "`base_url`"),
     ],
 )
 def test_bad_options_are_one_line_errors(
@@ -118,7 +213,7 @@ def test_bad_options_are_one_line_errors(
     with pytest.raises(SystemExit) as exited:
         main(["reproduce", *args, "--out", str(tmp_path / "r")])
     assert exited.value.code == 2
-    err = capsys.readouterr().err
+    err = " ".join(capsys.readouterr().err.split())  # unfolded
     assert err.startswith("error: ")
     assert field in err
     assert "Traceback" not in err
@@ -173,8 +268,8 @@ def test_accepting_it_or_yes_runs_every_step(
     assert (tmp_path / "reproduction.html").is_file()
 
 
-def _fake_plan(preset: str, backend: str, out: Path, *, seed: int = 0) -> ReproductionPlan:
-    return plan_reproduction(preset, backend, out, seed=seed, steps=_fake_steps())
+def _fake_plan(preset: str, backend: str, out: Path, **options: Any) -> ReproductionPlan:
+    return plan_reproduction(preset, backend, out, steps=_fake_steps(), **options)
 
 
 def test_a_rerun_skips_the_steps_recorded_as_finished(tmp_path: Path) -> None:
@@ -225,6 +320,22 @@ def test_the_report_carries_provenance_and_every_command(tmp_path: Path) -> None
     assert "<h2>Provenance</h2>" in html_path.read_text()
 
 
+def test_a_step_without_a_page_shows_its_small_tables(tmp_path: Path) -> None:
+    def lab(argv: list[str]) -> int:  # writes tables, no report.md, as the lab's law does
+        out = Path(argv[argv.index("--out") + 1])
+        out.mkdir(parents=True)
+        (out / "law.csv").write_text("eps,beta,law\n0.5,0.92065553,outside the premise\n")
+        (out / "answers.csv").write_text("item\n" + "".join(f"{i}\n" for i in range(50)))
+        return 0
+
+    plan = plan_reproduction("quick", "laplace", tmp_path, steps=[Step("law", ("x",), 0, 1.0, "")])
+    md_path, html_path = run_plan(plan, lab)
+    md = md_path.read_text()
+    assert "### law.csv\n\n| eps | beta | law |\n|---|---|---|\n| 0.5 | 0.9207 | outside" in md
+    assert "Also in the step's folder: answers.csv (50 rows)." in md
+    assert "<h3>law.csv</h3>" in html_path.read_text()
+
+
 def test_the_local_model_digest_is_the_files(tmp_path: Path) -> None:
     from cotplan.backends.models import DEFAULT_MODEL, KNOWN_MODELS
     from cotplan.provenance import provenance
@@ -273,3 +384,46 @@ def test_a_real_step_runs_through_the_subprocess_runner(tmp_path: Path) -> None:
     assert (tmp_path / "steps" / "order" / "report.md").is_file()
     assert "### Reproduction report: Laplace" in md_path.read_text()
     assert plan_reproduction("quick", "laplace", tmp_path, steps=[step]).finished == {"order"}
+
+
+@pytest.fixture
+def bare_vllm(
+    vllm: tuple[str, type[double._VLLM]],  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> tuple[str, type[double._VLLM]]:
+    """test_prompt_logprobs.py's vLLM double, its bits after no instruction (the reproduction
+    passes none)."""
+    monkeypatch.setattr(double, "INSTRUCTION", "")
+    return vllm
+
+
+@pytest.mark.slow
+def test_prompt_logprobs_reaches_the_experiments_and_the_estimate_holds(
+    bare_vllm: tuple[str, type[double._VLLM]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url, handler = bare_vllm
+    ran: list[list[str]] = []
+
+    def in_process(argv: list[str]) -> int:
+        ran.append(argv)
+        if argv[0] != "experiment":  # the lab step: its models, not the server's
+            return FakeRunner()(["lab", argv[-1], "--out", argv[-1]])
+        return runner.invoke(app, [*argv, "--no-charts"]).exit_code
+
+    monkeypatch.setattr(cli_reproduce, "run_in_subprocess", in_process)
+    args = ["reproduce", "-b", "openai:test-model", "--base-url", url, "--prompt-logprobs"]
+    result = runner.invoke(app, [*args, "--yes", "--out", str(tmp_path)], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "--prompt-logprobs: martingale, debias and entropy read each sequence" in result.output
+    assert [a[0] for a in ran] == ["experiment", "kstar-lab"]
+    assert ran[0][-5:-2] == ["--base-url", url, "--prompt-logprobs"]
+    # One request per sequence for martingale (10) and entropy (8); order and falck unchanged.
+    assert len(handler.scored) == 10 + 8
+    plan = plan_reproduction(
+        "quick", "openai:test-model", tmp_path, base_url=url, prompt_logprobs=True
+    )
+    assert len(handler.scored) + len(handler.plain) == plan.steps[0].requests == 706
+    assert plan.finished == {"experiments", "lamp-law"}
+    md = (tmp_path / "reproduction.md").read_text()
+    assert f"| base URL | {url} |" in md
+    assert "| prompt_logprobs | yes: one request per sequence" in md

@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from cotplan.experiments import PROMPT_LOGPROBS_CHANGE_NOTHING
 from cotplan.reports import reports_root
 from cotplan.reproduce_plan import ReproductionPlan, plan_reproduction, run_plan
 
@@ -58,6 +59,13 @@ def _print_plan(plan: ReproductionPlan) -> None:
     for row in rows:
         console.print(f"  {escape(row['step'])}: {escape(row['from'])}", highlight=False)
     console.print(escape(plan.summary()), highlight=False)
+    if plan.prompt_logprobs:
+        unchanged = "; ".join(PROMPT_LOGPROBS_CHANGE_NOTHING.values())
+        console.print(
+            "--prompt-logprobs: martingale, debias and entropy read each sequence in one "
+            f"request; the rest are unchanged ({escape(unchanged)})",
+            highlight=False,
+        )
     console.print(f"report folder: {escape(str(plan.out))}", highlight=False)
 
 
@@ -75,6 +83,23 @@ def reproduce_command(
             "exact reference (laplace, kt, ...). Lab steps use the lab's own models.",
         ),
     ] = "local",
+    base_url: Annotated[
+        str | None,
+        Opt(
+            "--base-url",
+            help="Endpoint of the OpenAI-compatible server of -b openai:MODEL, passed to every "
+            "experiment step.",
+        ),
+    ] = None,
+    prompt_logprobs: Annotated[
+        bool,
+        Opt(
+            "--prompt-logprobs",
+            help="Every experiment step reads a sequence's positions from one request (vLLM's "
+            "prompt_logprobs): martingale and entropy make one request per sequence, order and "
+            "falck as many as without. Needs a vLLM server: -b openai:MODEL --base-url URL.",
+        ),
+    ] = False,
     out: Annotated[
         Path | None,
         Opt(
@@ -91,7 +116,14 @@ def reproduce_command(
     ] = False,
 ) -> None:
     """Run the documented reproduction: plan and estimate first, resumable, one report."""
-    plan = plan_reproduction(preset, backend, out or _default_out(preset, backend), seed=seed)
+    plan = plan_reproduction(
+        preset,
+        backend,
+        out or _default_out(preset, backend),
+        seed=seed,
+        base_url=base_url,
+        prompt_logprobs=prompt_logprobs,
+    )
     _print_plan(plan)
     if dry_run:
         console.print("dry run: nothing started, no requests sent")
