@@ -82,7 +82,7 @@ def test_capability_line_counts_rows_in_words() -> None:
         for verdict in ("reproduced", "not comparable (model)", "not testable", "not testable")
     ]
     line = capability_line(rows, SMOL, "model")
-    assert "structural claims (1 row:" in line
+    assert "the excess-risk rate; 1 row decided here)" in line
     assert "(1 row not comparable)" in line
     # A not-testable row may need another command rather than more data (claim 4's row).
     assert "2 rows not testable here" in line

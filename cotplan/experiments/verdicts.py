@@ -316,8 +316,9 @@ def capability_line(rows: Sequence[ReportRow], predictor: str, kind: str) -> str
             "estimators, the exact references and the paper's arithmetic."
         )
     return (
-        f"{predictor} can test the paper's structural claims ({_rows(testable)}: the form of the "
-        "gap, a period, martingale violations, Bayes in expectation, the excess-risk rate) but "
+        f"{predictor} can test the paper's structural claims (the form of the gap, a period, "
+        "martingale violations, Bayes in expectation, the excess-risk rate; "
+        f"{_rows(testable)} decided here) but "
         f"not the paper's model's magnitudes ({_rows(counts[NOT_COMPARABLE_MODEL])} not "
         f"comparable); {_rows(counts[NOT_TESTABLE])} not testable here (each says what would "
         "make it testable: more data than this preset, or another command)."
