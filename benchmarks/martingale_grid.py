@@ -21,7 +21,7 @@ import numpy as np
 from _outcome import Outcome
 from rich.console import Console
 
-from cotplan.backends.connect import connect
+from cotplan.backends.registry import connect
 from cotplan.experiments import (
     MARTINGALE_FULL,
     MARTINGALE_QUICK,

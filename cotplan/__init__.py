@@ -16,66 +16,148 @@ The public names, re-exported from the modules that define them:
   log against the plan, with an anytime-valid alarm)
 - workflows: `run_demo`, `demo_setup`, `project_run_costs` (what `cotplan demo` runs)
 - intervals: `Interval`, `percentile_interval`
+
+The names are imported on first use (PEP 562), so that `import cotplan` (and every command,
+and the embedded model's server process) does not pay for openai, scipy and pandas before it
+needs them.
 """
 
-from cotplan.backends import (
-    Backend,
-    CallCache,
-    Completion,
-    LocalModel,
-    NextTokenProbs,
-    OpenAICompatibleBackend,
-    Usage,
-    connect,
-)
-from cotplan.errors import CotplanError, InfeasibleTargetError
-from cotplan.generate.budgeted import BudgetedAnswer, budgeted_answer, budgeted_answers
-from cotplan.generate.fewshot import Example, FewShotTemplate, load_examples
-from cotplan.generate.permutation import AnswerDistribution, permutation_average
-from cotplan.intervals import Interval, percentile_interval
-from cotplan.planner import (
-    AdaptiveCertificate,
-    BoundaryTest,
-    Budget,
-    BudgetPlanner,
-    Certification,
-    CertifiedBudget,
-    LawComparison,
-    LawFit,
-    PlanReport,
-    PlanResult,
-    SavedPlan,
-    adaptive_certify,
-    plan_from_calibration,
-)
-from cotplan.planner.calibrate import Calibration, calibrate
-from cotplan.planner.records import PlanCap
-from cotplan.planner.run import PlanRun, run_plan
-from cotplan.pricing import (
-    CallCost,
-    Comparison,
-    EmpiricalTokens,
-    FixedCap,
-    ParametricTokens,
-    PlannerCap,
-    Projection,
-    Scenario,
-    StalePriceWarning,
-    Uncapped,
-    Workload,
-    call_cost,
-    compare_scenarios,
-    cost_of,
-    cost_of_completion,
-    cost_of_text,
-    prices,
-    project_costs,
-)
-from cotplan.production.monitor import MonitorReport, monitor
-from cotplan.production.wrapper import capped
-from cotplan.tasks import TaskItem, drop_seen, list_families, load_tasks, make_tasks, save_tasks
-from cotplan.tokens import count_tokens
-from cotplan.workflow import demo_setup, project_run_costs, run_demo
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from cotplan.backends import (
+        Backend,
+        CallCache,
+        Completion,
+        LocalModel,
+        NextTokenProbs,
+        OpenAICompatibleBackend,
+        Usage,
+        connect,
+    )
+    from cotplan.errors import CotplanError, InfeasibleTargetError
+    from cotplan.generate.budgeted import BudgetedAnswer, budgeted_answer, budgeted_answers
+    from cotplan.generate.fewshot import Example, FewShotTemplate, load_examples
+    from cotplan.generate.permutation import AnswerDistribution, permutation_average
+    from cotplan.intervals import Interval, percentile_interval
+    from cotplan.planner import (
+        AdaptiveCertificate,
+        BoundaryTest,
+        Budget,
+        BudgetPlanner,
+        Certification,
+        CertifiedBudget,
+        LawComparison,
+        LawFit,
+        PlanReport,
+        PlanResult,
+        SavedPlan,
+        adaptive_certify,
+        plan_from_calibration,
+    )
+    from cotplan.planner.calibrate import Calibration, calibrate
+    from cotplan.planner.records import PlanCap
+    from cotplan.planner.run import PlanRun, run_plan
+    from cotplan.pricing import (
+        CallCost,
+        Comparison,
+        EmpiricalTokens,
+        FixedCap,
+        ParametricTokens,
+        PlannerCap,
+        Projection,
+        Scenario,
+        StalePriceWarning,
+        Uncapped,
+        Workload,
+        call_cost,
+        compare_scenarios,
+        cost_of,
+        cost_of_completion,
+        cost_of_text,
+        prices,
+        project_costs,
+    )
+    from cotplan.production.monitor import MonitorReport, monitor
+    from cotplan.production.wrapper import capped
+    from cotplan.tasks import TaskItem, drop_seen, list_families, load_tasks, make_tasks, save_tasks
+    from cotplan.tokens import count_tokens
+    from cotplan.workflow import demo_setup, project_run_costs, run_demo
+
+_PUBLIC = {  # name: the module that defines it, imported on first use
+    "AdaptiveCertificate": "cotplan.planner",
+    "AnswerDistribution": "cotplan.generate.permutation",
+    "Backend": "cotplan.backends",
+    "BoundaryTest": "cotplan.planner",
+    "Budget": "cotplan.planner",
+    "BudgetPlanner": "cotplan.planner",
+    "BudgetedAnswer": "cotplan.generate.budgeted",
+    "Calibration": "cotplan.planner.calibrate",
+    "CallCache": "cotplan.backends",
+    "CallCost": "cotplan.pricing",
+    "Certification": "cotplan.planner",
+    "CertifiedBudget": "cotplan.planner",
+    "Comparison": "cotplan.pricing",
+    "Completion": "cotplan.backends",
+    "CotplanError": "cotplan.errors",
+    "EmpiricalTokens": "cotplan.pricing",
+    "Example": "cotplan.generate.fewshot",
+    "FewShotTemplate": "cotplan.generate.fewshot",
+    "FixedCap": "cotplan.pricing",
+    "InfeasibleTargetError": "cotplan.errors",
+    "Interval": "cotplan.intervals",
+    "LawComparison": "cotplan.planner",
+    "LawFit": "cotplan.planner",
+    "LocalModel": "cotplan.backends",
+    "MonitorReport": "cotplan.production.monitor",
+    "NextTokenProbs": "cotplan.backends",
+    "OpenAICompatibleBackend": "cotplan.backends",
+    "ParametricTokens": "cotplan.pricing",
+    "PlanCap": "cotplan.planner.records",
+    "PlanReport": "cotplan.planner",
+    "PlanResult": "cotplan.planner",
+    "PlanRun": "cotplan.planner.run",
+    "PlannerCap": "cotplan.pricing",
+    "Projection": "cotplan.pricing",
+    "SavedPlan": "cotplan.planner",
+    "Scenario": "cotplan.pricing",
+    "StalePriceWarning": "cotplan.pricing",
+    "TaskItem": "cotplan.tasks",
+    "Uncapped": "cotplan.pricing",
+    "Usage": "cotplan.backends",
+    "Workload": "cotplan.pricing",
+    "adaptive_certify": "cotplan.planner",
+    "budgeted_answer": "cotplan.generate.budgeted",
+    "budgeted_answers": "cotplan.generate.budgeted",
+    "calibrate": "cotplan.planner.calibrate",
+    "call_cost": "cotplan.pricing",
+    "capped": "cotplan.production.wrapper",
+    "compare_scenarios": "cotplan.pricing",
+    "connect": "cotplan.backends",
+    "cost_of": "cotplan.pricing",
+    "cost_of_completion": "cotplan.pricing",
+    "cost_of_text": "cotplan.pricing",
+    "count_tokens": "cotplan.tokens",
+    "demo_setup": "cotplan.workflow",
+    "drop_seen": "cotplan.tasks",
+    "list_families": "cotplan.tasks",
+    "load_examples": "cotplan.generate.fewshot",
+    "load_tasks": "cotplan.tasks",
+    "make_tasks": "cotplan.tasks",
+    "monitor": "cotplan.production.monitor",
+    "percentile_interval": "cotplan.intervals",
+    "permutation_average": "cotplan.generate.permutation",
+    "plan_from_calibration": "cotplan.planner",
+    "prices": "cotplan.pricing",
+    "project_costs": "cotplan.pricing",
+    "project_run_costs": "cotplan.workflow",
+    "run_demo": "cotplan.workflow",
+    "run_plan": "cotplan.planner.run",
+    "save_tasks": "cotplan.tasks",
+}
 
 __all__ = [
     "AdaptiveCertificate",
@@ -149,3 +231,16 @@ __all__ = [
     "save_tasks",
 ]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'cotplan' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -20,8 +20,8 @@ from cotplan.backends.budgets import (
     request_fields,
     rule_for_model,
 )
-from cotplan.backends.connect import ConnectRequest, connect, providers, register_provider
 from cotplan.backends.openai_compat import OpenAICompatibleBackend, is_reasoning_model
+from cotplan.backends.registry import ConnectRequest, connect, providers, register_provider
 from cotplan.errors import InputError, UnknownModelError
 from cotplan.generate.budgeted import CHAT_TEMPLATES, budgeted_answer, template_for
 from cotplan.model_registry import MODEL_FAMILIES, family_of
@@ -185,7 +185,7 @@ def test_request_fields_refuses_an_unknown_provider() -> None:
 
 def test_connect_resolves_a_registered_provider(monkeypatch: pytest.MonkeyPatch) -> None:
     # The package's `connect` attribute is the function; the module holds the registry.
-    module = importlib.import_module("cotplan.backends.connect")
+    module = importlib.import_module("cotplan.backends.registry")
 
     seen: list[ConnectRequest] = []
 
@@ -213,13 +213,13 @@ def test_the_lab_registers_itself_and_bare_names_go_to_the_openai_client() -> No
 
 
 def test_plugins_are_found_by_their_entry_points(monkeypatch: pytest.MonkeyPatch) -> None:
-    module = importlib.import_module("cotplan.backends.connect")
+    module = importlib.import_module("cotplan.backends.registry")
     declared = importlib.metadata.entry_points(group="cotplan.backends")
     assert {entry.name: entry.value for entry in declared}["lab"] == "cotplan.lab"
     # The lab is found through its entry point, not by a name written into connect.
     assert '"cotplan.lab"' not in inspect.getsource(module)
     plugin = importlib.metadata.EntryPoint(
-        name="plug", value="cotplan.backends.connect:_openai", group="cotplan.backends"
+        name="plug", value="cotplan.backends.registry:_openai", group="cotplan.backends"
     )
     monkeypatch.setattr(module, "_REGISTRY", dict(module._REGISTRY))
     monkeypatch.setattr(module, "_entry_points", lambda name=None: [plugin])

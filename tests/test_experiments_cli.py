@@ -7,8 +7,8 @@ import pytest
 from typer.testing import CliRunner
 
 from cotplan.cli import app, main
-from cotplan.cli.experiment import exact_predictor
 from cotplan.errors import InputError
+from cotplan.experiments import exact_predictor
 
 runner = CliRunner()
 

@@ -29,8 +29,8 @@ import openai
 import pytest
 
 from cotplan.backends.budgets import request_fields
-from cotplan.backends.connect import serve_under
 from cotplan.backends.local import LocalBackend, LocalModel
+from cotplan.backends.registry import serve_under
 from cotplan.errors import InputError
 from cotplan.generate import budgeted_answer
 from cotplan.generate.budget_setup import driven_as

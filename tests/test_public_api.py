@@ -61,3 +61,32 @@ def test_importing_cotplan_does_not_import_altair() -> None:
     code = "import sys, cotplan; print('altair' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_commands_start_without_the_clients_and_the_statistics() -> None:
+    # Each of these takes a second or more to import; a bad option (and `import cotplan`) must
+    # not wait for them. The public names load them on first use.
+    code = (
+        "import sys, cotplan, cotplan.cli\n"
+        "heavy = ('openai', 'scipy', 'altair', 'torch')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+        "cotplan.BudgetPlanner\n"
+        "print('scipy' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    lines = out.stdout.split("\n")
+    assert lines[0] == "[]", f"imported at start: {lines[0]}"
+    assert lines[1] == "True"  # the lazy name still gives the real class, with what it needs
+
+
+def test_every_public_name_resolves_to_what_its_module_defines() -> None:
+    import importlib
+
+    import cotplan
+    import cotplan.experiments
+
+    for package in (cotplan, cotplan.experiments):
+        public = package._PUBLIC  # type: ignore[attr-defined]
+        for name in package.__all__:
+            module = importlib.import_module(public[name])
+            assert getattr(package, name) is getattr(module, name), f"{package.__name__}.{name}"

@@ -254,7 +254,7 @@ def test_accepting_it_or_yes_runs_every_step(
 ) -> None:
     fake = FakeRunner()
     monkeypatch.setattr(cli_reproduce, "run_in_subprocess", fake)
-    monkeypatch.setattr("cotplan.cli.reproduce.plan_reproduction", _fake_plan)
+    monkeypatch.setattr("cotplan.reproduce_plan.plan_reproduction", _fake_plan)
     args = ["reproduce", "-b", "openai:gpt-4o-mini", "--out", str(tmp_path)]
     result = runner.invoke(app, args, input="y\n")
     assert result.exit_code == 0, result.output

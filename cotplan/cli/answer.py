@@ -278,7 +278,7 @@ def register(app: typer.Typer) -> None:
         max_retries: MaxRetriesOption = DEFAULT_MAX_RETRIES,
     ) -> None:
         """Answer --query from the few-shot EXAMPLES, averaged over orderings of the examples."""
-        from cotplan.backends.connect import connect
+        from cotplan.backends.registry import connect
         from cotplan.cli.calibrate import check_timeouts, connect_options
         from cotplan.generate.fewshot import FewShotTemplate, load_examples
         from cotplan.generate.permutation import permutation_average

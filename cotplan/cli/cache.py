@@ -16,7 +16,6 @@ from rich.table import Table
 
 from cotplan import paths
 from cotplan.backends.cache import CallCache, check_clear_filters
-from cotplan.backends.openai_compat import check_recorded_row
 
 __all__ = ["app"]
 
@@ -79,6 +78,8 @@ def verify(
     cache = _open()
     if cache is None:
         return
+    from cotplan.backends.openai_compat import check_recorded_row  # the openai client: slow
+
     report = cache.verify(check_recorded_row, discard=discard)
     console = _console()
     for row in report.damaged[:_SHOWN]:

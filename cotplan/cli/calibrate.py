@@ -182,7 +182,7 @@ def check_backend(spec: str, base_url: str | None = None) -> None:
         return
     if provider == "openai" and not rest:
         raise InputError("name the model: 'openai:MODEL'", field="backend")
-    from cotplan.backends.connect import check_spec
+    from cotplan.backends.registry import check_spec
 
     check_spec(spec, base_url)
 

@@ -12,7 +12,6 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
-import pandas as pd
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -292,6 +291,8 @@ def _tokens_from_options(
     reasoning_sd: float,
     n_observed: int | None,
 ) -> Any:
+    import pandas as pd
+
     from cotplan.pricing.projection import EmpiricalTokens, ParametricTokens
 
     if sample is not None:

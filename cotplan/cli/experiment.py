@@ -14,8 +14,6 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-# Registers the lab's predictor kind (pe:) until an entry point declares it; loads no torch.
-import cotplan.lab  # noqa: F401
 from cotplan.charts import save as save_result
 from cotplan.cli.calibrate import (
     DEFAULT_MAX_RETRIES,
@@ -42,15 +40,9 @@ from cotplan.cli.experiment_run import (
     start_report,
 )
 from cotplan.errors import InputError
-from cotplan.experiments import (
-    PRESETS,
-    exact_predictor,
-    planned_predictions,
-    read_p,
-)
 from cotplan.intervals import compact as fmt
 
-__all__ = ["app", "exact_predictor"]
+__all__ = ["app"]
 
 app = typer.Typer(
     help="Reproduce the paper's experiments on a model or an exact reference.",
@@ -148,7 +140,12 @@ def debias(
     prompt_logprobs: PromptLogprobs = False,
 ) -> None:
     """Find, fit and remove the periodic positional part of the per-position gaps."""
-    from cotplan.experiments import martingale_gap, positional_debias, read_gaps
+    from cotplan.experiments import (
+        martingale_gap,
+        planned_predictions,
+        positional_debias,
+        read_gaps,
+    )
 
     params = preset("debias", quick)
     if source is None:
@@ -257,6 +254,8 @@ def entropy(
     prompt_logprobs: PromptLogprobs = False,
 ) -> None:
     """Cross-entropy per position against H(p), beside Laplace, KT, the MLE and the Bayes limit."""
+    from cotplan.experiments import read_p
+
     options = given(n_max=n_max, n_sequences=n_sequences)
     if p is not None:
         options["p"] = read_p(p)  # None here means the uniform prior, not the preset
@@ -351,7 +350,7 @@ def report(
     prompt_logprobs: PromptLogprobs = False,
 ) -> None:
     """Every headline number of the paper beside what this backend gives, with verdicts."""
-    from cotplan.experiments import EXPERIMENTS
+    from cotplan.experiments import EXPERIMENTS, PRESETS, read_p
     from cotplan.reproduction import check_lab_options, reproduction_report
 
     chosen = tuple(e.strip() for e in only.split(",") if e.strip()) if only else EXPERIMENTS

@@ -8,7 +8,7 @@ import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 
@@ -32,16 +32,13 @@ from cotplan.cli.experiment_print import (
 )
 from cotplan.cli.report_folders import finish_report
 from cotplan.errors import InputError
-from cotplan.experiments import (
-    PRESETS,
-    PROMPT_LOGPROBS_CHANGE_NOTHING,
-    Predictor,
-    check_prompt_logprobs,
-    exact_predictor,
-    open_predictor,
-    planned_predictions,
-)
 from cotplan.reports import ReportFolder
+
+if TYPE_CHECKING:
+    from cotplan.experiments import Predictor
+
+# The experiments (scipy, pandas) are imported by the functions that run them, so that every
+# other command starts without them.
 
 __all__ = [
     "Experiment",
@@ -72,6 +69,9 @@ def open_predictor_shown(
 
     `prompt_logprobs` (checked first by `check_prompt_logprobs`) declares the endpoint a vLLM
     server, so that `BackendPredictor` reads a sequence's every position from one request."""
+    import cotplan.lab  # noqa: F401  (registers the lab's predictor kind pe:; loads no torch)
+    from cotplan.experiments import open_predictor
+
     options = connect_options(spec, timeout, max_retries)
     if prompt_logprobs:
         options["prompt_logprobs"] = True
@@ -103,6 +103,8 @@ def saved(report: ReportFolder, files: list[Path]) -> None:
 
 
 def preset(name: str, quick: bool) -> dict[str, Any]:
+    from cotplan.experiments import PRESETS
+
     return dict(PRESETS["quick" if quick else "full"][name])
 
 
@@ -114,6 +116,7 @@ def check_first(
     prompt_logprobs: bool = False,
 ) -> None:
     """Validate every option before a model is started or connected to."""
+    from cotplan.experiments import check_prompt_logprobs, exact_predictor
     from cotplan.experiments.report import check_params
 
     if concurrency is not None and concurrency < 1:
@@ -175,6 +178,8 @@ def run_experiment(
     prompt_logprobs: bool = False,
 ) -> None:
     """Run experiment `name` with its preset and `options` over it; print, then save."""
+    from cotplan.experiments import PROMPT_LOGPROBS_CHANGE_NOTHING, planned_predictions
+
     experiment = experiments()[name]
     params = {**preset(name, quick), **options}
     check_first(

@@ -12,7 +12,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -21,7 +21,9 @@ from rich.table import Table
 
 from cotplan.experiments import PROMPT_LOGPROBS_CHANGE_NOTHING
 from cotplan.reports import reports_root
-from cotplan.reproduce_plan import ReproductionPlan, plan_reproduction, run_plan
+
+if TYPE_CHECKING:
+    from cotplan.reproduce_plan import ReproductionPlan
 
 __all__ = ["register", "reproduce_command", "run_in_subprocess"]
 
@@ -116,6 +118,9 @@ def reproduce_command(
     ] = False,
 ) -> None:
     """Run the documented reproduction: plan and estimate first, resumable, one report."""
+    # Imported here: planning reads every experiment module (scipy), which no other command needs.
+    from cotplan.reproduce_plan import plan_reproduction, run_plan
+
     plan = plan_reproduction(
         preset,
         backend,

@@ -92,7 +92,7 @@ def _check_backend(spec: str) -> None:
     items are made for it, so a typo would silently make the built-in questions instead.
     (`cotplan.cli.calibrate.check_backend` also locates model files, which making items does
     not need, and importing it here would close an import cycle.)"""
-    from cotplan.backends.connect import check_spec
+    from cotplan.backends.registry import check_spec
 
     check_spec(spec)
     provider, _, family = spec.partition(":")

@@ -186,7 +186,7 @@ def open_predictor(
         else:
             yield kind.make(request)
         return
-    from cotplan.backends.connect import connect
+    from cotplan.backends.registry import connect
 
     with connect(spec, base_url=base_url, **dict(connect_options or {})) as backend:
         yield BackendPredictor(backend, instruction=instruction, concurrency=concurrency)
@@ -208,7 +208,7 @@ def check_prompt_logprobs(backend: str, base_url: str | None) -> None:
     embedded llama.cpp server, OpenAI's own API and every other provider (none returns prompt
     scores).
     The server itself is not asked: one that ignores the field fails the first request."""
-    from cotplan.backends.connect import providers
+    from cotplan.backends.registry import providers
 
     provider, _, rest = backend.strip().partition(":")
     kind = provider.lower()

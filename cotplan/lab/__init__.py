@@ -19,7 +19,7 @@ import importlib
 from typing import Any
 
 from cotplan.backends.base import Backend
-from cotplan.backends.connect import ConnectRequest, register_provider
+from cotplan.backends.registry import ConnectRequest, register_provider
 from cotplan.experiments.predictors import Predictor
 from cotplan.experiments.specs import PredictorRequest, register_predictor
 from cotplan.lab._torch import require_torch, torch_available
