@@ -1,4 +1,9 @@
-"""The quick presets on the real embedded model (SmolLM2-135M under llama.cpp)."""
+"""The quick presets on the real embedded model (SmolLM2-135M under llama.cpp).
+
+The quick report runs every experiment once, with the same presets the experiments' own
+functions take; the tests below read its results rather than running each experiment again
+(the model's answers are the same either way: one slot, prompts evaluated a token at a time).
+"""
 
 from __future__ import annotations
 
@@ -9,13 +14,11 @@ from cotplan.experiments import (
     ENTROPY_QUICK,
     FALCK_QUICK,
     MARTINGALE_QUICK,
-    ORDER_QUICK,
+    PRESETS,
     BackendPredictor,
-    entropy_efficiency,
-    falck_tests,
-    martingale_gap,
-    order_variance,
+    ReproductionReport,
     planned_predictions,
+    reproduction_report,
 )
 
 pytestmark = pytest.mark.model
@@ -26,14 +29,20 @@ def predictor(local_backend) -> BackendPredictor:  # type: ignore[no-untyped-def
     return BackendPredictor(local_backend)
 
 
+@pytest.fixture(scope="module")
+def quick_report(predictor: BackendPredictor) -> ReproductionReport:
+    assert PRESETS["quick"]["martingale"] is MARTINGALE_QUICK  # what the tests below read
+    return reproduction_report(predictor, "quick")
+
+
 def test_prompt_format_matches_the_tokenizer(predictor: BackendPredictor) -> None:
     # SmolLM2 splits digits and spaces: bits are written "0 1 1 " and read as "0"/"1".
     assert predictor.resolved_style == "space-separated"
     assert predictor.prompt([0, 1, 1]) == ("0 1 1 ", ("0", "1"))
 
 
-def test_martingale_quick_on_the_model(predictor: BackendPredictor) -> None:
-    r = martingale_gap(predictor, **MARTINGALE_QUICK)
+def test_martingale_quick_on_the_model(quick_report: ReproductionReport) -> None:
+    r = quick_report.results["martingale"]
     assert r.run.requests + r.run.cache_hits == planned_predictions("martingale", MARTINGALE_QUICK)
     assert r.run.mean_covered_mass > 0.5
     assert np.all(np.isfinite(r.gap))
@@ -42,16 +51,18 @@ def test_martingale_quick_on_the_model(predictor: BackendPredictor) -> None:
     assert len(r.versus_paper()) == 4
 
 
-def test_order_quick_on_the_model(predictor: BackendPredictor) -> None:
-    r = order_variance(predictor, **ORDER_QUICK)
+def test_order_quick_on_the_model(quick_report: ReproductionReport) -> None:
+    r = quick_report.results["order"]
     assert r.run.predictions == 64
     # A transformer with positional encodings is not exchangeable: orderings disagree.
     assert r.sigma > 0
     assert not r.exchangeable
 
 
-def test_entropy_quick_on_the_model(predictor: BackendPredictor) -> None:
-    r = entropy_efficiency(predictor, **ENTROPY_QUICK)
+def test_entropy_quick_on_the_model(
+    predictor: BackendPredictor, quick_report: ReproductionReport
+) -> None:
+    r = quick_report.results["entropy"]
     # Every prefix but the empty one (a bare prompt cannot be empty: position 1 gets 1/2).
     n_seq, n_max = ENTROPY_QUICK["n_sequences"], ENTROPY_QUICK["n_max"]
     assert r.run.predictions == n_seq * (n_max - 1)
@@ -61,8 +72,10 @@ def test_entropy_quick_on_the_model(predictor: BackendPredictor) -> None:
     assert len(mine) == 40
 
 
-def test_falck_quick_on_the_model(predictor: BackendPredictor) -> None:
-    r = falck_tests(predictor, **FALCK_QUICK)
+def test_falck_quick_on_the_model(
+    predictor: BackendPredictor, quick_report: ReproductionReport
+) -> None:
+    r = quick_report.results["falck"]
     assert r.run.predictions == planned_predictions("falck", FALCK_QUICK)
     assert len(r.versus_paper()) == 4  # T1, T2 (bayes_icl's), T3, T2 (cotplan's check)
     assert r.predictor == predictor.name
@@ -85,13 +98,13 @@ def test_falck_quick_on_the_model(predictor: BackendPredictor) -> None:
 
 @pytest.mark.slow  # three quick reports, one of them on the model: about a minute idle
 def test_planted_and_exact_predictors_do_not_outscore_the_model(
-    predictor: BackendPredictor,
+    quick_report: ReproductionReport,
 ) -> None:
     """On claims about models, a 12-line recency predictor and exact Laplace must not score more
     "reproduced" rows than a real model: before the verdicts were separated, recency did."""
-    from cotplan.experiments import Recency, laplace, reproduction_report
+    from cotplan.experiments import Recency, laplace
 
-    model = reproduction_report(predictor, "quick")
+    model = quick_report
     claims = model.model_claims()
     assert model.kind == "model"
     # The model tests structural claims for real: some rows reach a verdict either way. Since
