@@ -47,8 +47,9 @@ app = typer.Typer(
 Preset = Annotated[
     str,
     typer.Option(
-        help="Preset: tiny, quick, standard, wide (the lamp on sizes to 64, solving n ≤ 32) or "
-        "long (the lamp solved to n = 64; wide-late and wide-top are its training stages)."
+        help="Preset: tiny, quick, standard (sizes to 16; to 25 for blocks), wide (the lamp on "
+        "sizes to 64, solving n ≤ 32) or long (the lamp solved to n = 64; wide-late and "
+        "wide-top are its training stages)."
     ),
 ]
 Threads = Annotated[int, typer.Option(help="torch threads (1 on a shared machine).")]
@@ -186,7 +187,9 @@ def _parse_eps(text: str) -> list[float]:
 
 @app.command("train")
 def train_command(
-    family: Annotated[str, typer.Argument(help="A lab family: parity, sum, state, lamp, ...")],
+    family: Annotated[
+        str, typer.Argument(help="A lab family: parity, sum, state, lamp, blocks, ...")
+    ],
     *,
     preset: Preset = "standard",
     threads: Threads = 1,
@@ -315,7 +318,7 @@ _DOMAIN_COLUMNS = (
 
 @app.command("law")
 def law_command(
-    family: Annotated[str, typer.Argument(help="A lab family: lamp, parity, ...")],
+    family: Annotated[str, typer.Argument(help="A lab family: lamp, parity, blocks, ...")],
     *,
     sizes: Annotated[str, typer.Option(help="Sizes n, comma-separated.")] = "4,8,16",
     items: Annotated[int, typer.Option(help="Items per size.")] = 120,

@@ -19,9 +19,15 @@ of n steps of exactly three tokens: the label, the input it reads, and the state
   ``Majority: [1] 1 [2] 1 [3] 0``  ->  the same trace, answer ``1``. Ties (even n, exactly
   n/2 ones) are not drawn: the Bayes predictor is indifferent there, so there is no exact
   answer.
+- ``lab-blocks``: parity's questions and answers, reasoned through blocks of b = ceil(√n)
+  inputs: one step per block (the label of its last input, its count of ones, the running
+  parity), so the trace has ceil(n / b) ≈ √n steps (`block_trace` says why a transformer can
+  write it and what limits it).
+  ``Parity: [1] 1 [2] 0 [3] 1 [4] 1 [5] 0``  ->  ``[3] 2 0 [5] 1 1``, answer ``1``.
 
-A full answer takes 3n + 2 tokens: the trace, ``Answer:`` and the answer. A trace cut after
-j complete steps leaves the state after j inputs; the rest must be done without writing it down.
+A full answer takes 3n + 2 tokens (3·ceil(n / ceil(√n)) + 2 for ``lab-blocks``): the trace,
+``Answer:`` and the answer. A trace cut after j complete steps leaves the state after j inputs
+(j blocks); the rest must be done without writing it down.
 `cotplan.lab.reasoning.tasks.blind_error` gives the error of the best guess that uses the
 written state and nothing else (the "known mechanism" reference); an optimal model that also
 reads the unread inputs can only do better.
@@ -47,6 +53,8 @@ __all__ = [
     "STEP_TOKENS",
     "LabExample",
     "LabFamilyInfo",
+    "block_size",
+    "block_trace",
     "check_size",
     "distinct_questions",
     "get_lab_family",
@@ -108,17 +116,31 @@ class LabFamilyInfo:
     n_max: int
     choices: tuple[str, ...] | None
     truncated: str
-    #: The family whose question and answer this one shares (an over-thinker's base), or None.
+    #: The family whose question and answer this one shares (an over-thinker's base, the
+    #: blocks' parity), or None.
     base: str | None = None
+    #: The trace goes on with a redundant verification pass after the answer (`Check:`).
+    check_pass: bool = False
+    #: One trace step per block of ceil(√n) inputs instead of one per input (`block_trace`).
+    by_blocks: bool = False
 
     @property
     def overthinks(self) -> bool:
         """Whether the trace goes on with a redundant verification pass after the answer."""
-        return self.base is not None
+        return self.check_pass
+
+    def trace_steps(self, n: int) -> int:
+        """Steps of the trace that settles the answer at size n: n, or ceil(n / ceil(√n))
+        for a family that reasons by blocks."""
+        return -(-n // block_size(n)) if self.by_blocks else n
+
+    def trace_tokens(self, n: int) -> int:
+        """Tokens of the trace that settles the answer at size n (three a step)."""
+        return STEP_TOKENS * self.trace_steps(n)
 
     def max_trace(self, n: int) -> int:
         """The longest trace at size n (the over-thinker's check pass re-reads up to 2n inputs)."""
-        return 3 * n + (1 + 6 * n if self.overthinks else 0)
+        return self.trace_tokens(n) + (1 + 6 * n if self.overthinks else 0)
 
 
 Inputs = list[str]
@@ -204,6 +226,45 @@ def _run(family: str, inputs: Sequence[str]) -> tuple[list[str], list[str], str]
 def laplace_percent(ones: int, n: int) -> int:
     """P(next bit = 1) after `ones` in n under a uniform prior, in percent, rounded half up."""
     return math.floor(100 * (ones + 1) / (n + 2) + 0.5)
+
+
+def block_size(n: int) -> int:
+    """b = ceil(√n): the inputs one step of a blocks trace reads."""
+    return math.isqrt(max(int(n), 1) - 1) + 1
+
+
+def block_trace(bits: Sequence[str]) -> tuple[list[str], str]:
+    """(the trace, the answer) of the parity of `bits` reasoned by blocks (``lab-blocks``).
+
+    The n bits are cut into blocks of b = ceil(√n) (the last one may be shorter); one step per
+    block writes the label of its last input, its count of ones and the running parity:
+    ``[1] 1 [2] 0 [3] 1 [4] 1 [5] 0`` (b = 3) -> ``[3] 2 0 [5] 1 1``, answer ``1``.
+
+    Why the trace may be sublinear: one step aggregates b inputs. A count of ones over a span
+    of positions is what one attention head does in one pass (it averages the span's bits, as
+    the bits model averages all n of them without reasoning), so a transformer can write a
+    step from the question and the step before it, and the trace takes 3 · ceil(n / b) ≈ 3√n
+    tokens instead of parity's 3n. The block's parity is then the count's, and the running
+    parity one lookup from the step before. The answer still needs the whole input: it is
+    the parity of all n bits, and a trace cut before its last step leaves a coin flip.
+
+    What limits it: each step's head must find a span of b positions (between the label of
+    the step before and its own) and count up to b ones in it exactly; b grows as √n, so the
+    span to attend over and the count to read off get longer with n, and a small model may
+    count wrong at large n, where the trace, not the answer, fails first. b = √n balances
+    the number of steps against the work of each: the same mechanism allows any block size,
+    down to one step (b = n), which is the count of all n ones at once, the hardest step.
+    """
+    n = len(bits)
+    b = block_size(n)
+    trace: list[str] = []
+    parity = 0
+    for start in range(0, n, b):
+        end = min(start + b, n)
+        count = sum(int(x) for x in bits[start:end])
+        parity = (parity + count) % 2
+        trace += [f"[{end}]", str(count), str(parity)]
+    return trace, str(parity)
 
 
 @dataclass(frozen=True)
@@ -333,6 +394,26 @@ _FAMILIES: dict[str, _Family] = {
                 "a trace cut before its last parity step leaves a coin flip; cut anywhere in the "
                 "verification pass, the answer is already written",
                 base="lab-parity",
+                check_pass=True,
+            ),
+            _draw_bits,
+        ),
+        _Family(
+            LabFamilyInfo(
+                "lab-blocks",
+                "blocks",
+                "Parity:",
+                "Parity questions reasoned by blocks of b = ceil(√n) bits: one step per block "
+                "writes the label of its last input, its count of ones and the running parity, "
+                "so the trace has ceil(n / b) ≈ √n steps where parity's has n.",
+                "bits",
+                "binary",
+                1,
+                MAX_N,
+                None,
+                "a trace cut before its last block leaves the parity of a prefix: a coin flip",
+                base="lab-parity",
+                by_blocks=True,
             ),
             _draw_bits,
         ),
@@ -373,6 +454,8 @@ def lab_example(family: str, rng: np.random.Generator, n: int) -> LabExample:
     n = check_size(info, n)
     inputs = _FAMILIES[info.name].draw(rng, n)
     labelled, trace, answer = _run(info.base or info.name, inputs)
+    if info.by_blocks:
+        trace, answer = block_trace(inputs)
     if not info.overthinks:
         return LabExample(info.name, n, (info.header, *labelled), tuple(trace), answer)
     # Redundant work of random length: re-read inputs 1, 2, .. (wrapping) and restate the
@@ -386,8 +469,20 @@ def lab_example(family: str, rng: np.random.Generator, n: int) -> LabExample:
     return LabExample(info.name, n, (info.header, *labelled), tuple(trace + check), answer, settled)
 
 
-def solve(prompt: str) -> LabExample:
-    """The trace and answer of a lab question (its text, as in `TaskItem.prompt`)."""
+def solve(prompt: str, family: str | None = None) -> LabExample:
+    """The trace and answer of a lab question (its text, as in `TaskItem.prompt`).
+
+    Families that share a header ask the same questions; the question is read as the base
+    family's unless `family` names one that reasons by blocks (``lab-blocks``), whose trace it
+    then is. (An over-thinker's check pass is random: its question gives its base's trace.)
+    """
+    if family is not None and get_lab_family(family).by_blocks:
+        blocks = get_lab_family(family)
+        base = solve(prompt)
+        if base.family != blocks.base:
+            raise InputError(f"not a {blocks.name} question (a {base.family} one)", field="prompt")
+        trace, answer = block_trace(base.question[2::2])
+        return LabExample(blocks.name, base.n, base.question, tuple(trace), answer)
     words = str(prompt).split()
     # An over-thinker shares its base's header: a question is the base family's.
     info = next(

@@ -490,15 +490,17 @@ def _eps_form(
 
 
 def budget_grid(family: str, n: int, max_points: int = 60) -> list[int]:
-    """Budgets for B(k): 0 to the full trace that settles the answer (3n) and a little past
-    it, every s-th one where that is more than `max_points`, plus 3n − 1 and 3n.
+    """Budgets for B(k): 0 to the full trace that settles the answer (3n; 3·ceil(n/ceil(√n))
+    for a family that reasons by blocks) and a little past it, every s-th one where that is
+    more than `max_points`, plus 3n − 1 and 3n.
 
     An over-thinker's grid goes on through its check pass to its longest trace, with every
     budget of the pass's first steps: that is where a cap cuts it, and where its forced answer
     is least sure.
     """
-    full = 3 * n
-    end = get_lab_family(family).max_trace(n) if get_lab_family(family).overthinks else full + 2
+    info = get_lab_family(family)
+    full = info.trace_tokens(n)
+    end = info.max_trace(n) if info.overthinks else full + 2
     stride = max(1, math.ceil((end + 1) / max_points))
     budgets = {*range(0, end + 1, stride), full - 1, full, full + 2, end}
     if end > full + 2:

@@ -167,9 +167,22 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
 }
 
-#: Where a family's preset departs from `PRESETS` (none today; the lookup is kept so a family
-#: can need more steps without a new preset name).
-FAMILY_PRESETS: dict[tuple[str, str], dict[str, Any]] = {}
+#: Where a family's preset departs from `PRESETS`: a family that needs other sizes or more
+#: steps keeps the preset's name.
+FAMILY_PRESETS: dict[tuple[str, str], dict[str, Any]] = {
+    # The blocks trace has ceil(n / ceil(√n)) steps: sizes to 25 give 1 to 5 steps, so k* can
+    # be read over n = 9 to 25 (3 to 5 steps). Its steps count a block's ones, which took
+    # longer to learn than a per-input step: in trial runs, 3,000 steps on sizes 1-36 wrote
+    # the trace exactly 0.56 of the time at n = 4 and 0.05 at n = 36 (the blocks' counts were
+    # the wrong tokens), 6,000 on sizes 1-25 solved n ≤ 9 but not 16 (docs/lab-reasoning.md).
+    ("lab-blocks", "standard"): {
+        "n_min": 1,
+        "n_max": 25,
+        "steps": 15000,
+        "batch_size": 32,
+        "bucket": True,
+    },
+}
 
 
 def settings_for(family: str, preset: str | TrainSettings = "standard") -> TrainSettings:

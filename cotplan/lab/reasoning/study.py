@@ -162,7 +162,8 @@ def _grid_frame(
     table["fitted"] = [
         float(planner.predict_error(n, k)) for n, k in zip(table["n"], table["k"], strict=True)
     ]
-    table["trace_tokens"] = STEP_TOKENS * table["n"]
+    info = get_lab_family(str(items[0].family))
+    table["trace_tokens"] = [info.trace_tokens(int(n)) for n in table["n"]]
     return table[
         ["n", "k", "answers", "wrong", "error", "low", "high", "blind", "fitted", "trace_tokens"]
     ]
@@ -427,7 +428,7 @@ def reasoning_study(
     empirical["planner_k"] = [
         _planned(planner, n, eps) for n, eps in zip(empirical["n"], empirical["eps"], strict=True)
     ]
-    empirical["trace_tokens"] = STEP_TOKENS * empirical["n"] + 2
+    empirical["trace_tokens"] = [info.trace_tokens(int(n)) + 2 for n in empirical["n"]]
     sqrt_c = _sqrt_law_c(empirical)
     empirical["sqrt_law_k"] = [
         sqrt_c * math.sqrt(n) * math.log(1 / eps)

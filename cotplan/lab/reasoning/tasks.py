@@ -138,16 +138,21 @@ def blind_error(item: TaskItem, k: int) -> float:
     """Error of the best guess that knows only what a trace cut at `k` tokens wrote.
 
     After j = k // 3 complete steps (a cut inside a step adds nothing: its first two tokens
-    repeat the question) the state after j inputs is known; the unread inputs are guessed from
-    their distribution. k ≥ 3n (a complete trace) gives 0. This is the reference mechanism:
+    repeat the question) the state after j inputs (j blocks for ``lab-blocks``) is known; the
+    unread inputs are guessed from their distribution. A complete trace (k ≥ 3n; k ≥ the
+    blocks trace) gives 0. This is the reference mechanism:
     an optimal model that also reads the unread inputs without writing can only do better (a
     trained one may do worse where it guesses badly).
     """
     if not isinstance(item.prompt, str):
         raise InputError("must be a lab item (a text prompt)", field="item")
+    k = require_int(k, "k", low=0)
+    if str(item.family) in lab_families and lab_families[str(item.family)].by_blocks:
+        # A blocks trace cut before its last step leaves the parity of a prefix.
+        blocks = solve(item.prompt, str(item.family))
+        return 0.0 if int(k) >= len(blocks.trace) else 0.5
     example = solve(item.prompt)
     n = example.n
-    k = require_int(k, "k", low=0)
     j = min(int(k) // 3, n)
     m = n - j
     if m == 0:
@@ -198,14 +203,15 @@ def mechanism_error(family: str, n: int, k: int) -> float:
     The error-versus-k reference curve of the mechanism: the best guess from what a trace cut
     at k tokens wrote, averaged over the family's own question distribution (ties excluded
     where the family never draws them). For ``lab-lamp`` it falls gradually with every step;
-    for parity, cups and the over-thinker it is a step at the last input.
+    for parity, cups and the over-thinker it is a step at the last input, for ``lab-blocks``
+    at the last block.
     """
     info = get_lab_family(family)
     n = check_size(info, n)
     k = require_int(k, "k", low=0)
     name = info.base or info.name
-    j = min(int(k) // 3, n)
-    m = n - j
+    j = min(int(k) // 3, info.trace_steps(n))
+    m = info.trace_steps(n) - j
     if m == 0:
         return 0.0
     if name == "lab-parity":
