@@ -362,7 +362,7 @@ def _curve_rows(
                 )
                 budget_rows.append(row)
     exponents = _exponent_rows(sizes, point_k, draws, premise_of, vocab)
-    eps_form = _eps_forms(sizes, eps_grid, point_k, draws, premise_of, vocab)
+    eps_form = _eps_forms(sizes, eps_grid, point_k, draws, premise_of, vocab=vocab)
     return LawTables(
         pd.DataFrame(curve_rows),
         pd.DataFrame(budget_rows),
@@ -425,6 +425,7 @@ def _eps_forms(
     point_k: dict[tuple[str, str, float], list[float]],
     draws: dict[tuple[str, str, float], list[list[float]]],
     premise_of: dict[tuple[str, int], str],
+    *,
     vocab: int,
 ) -> pd.DataFrame:
     """`_eps_form` per reading, with the premise verdict at each size."""
