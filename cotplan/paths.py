@@ -10,7 +10,7 @@ from pathlib import Path
 
 from cotplan.errors import ConfigError
 
-__all__ = ["cache_path", "home", "models_dir"]
+__all__ = ["cache_path", "home", "models_dir", "subfolder"]
 
 
 def home() -> Path:
@@ -24,8 +24,14 @@ def home() -> Path:
 
 def models_dir() -> Path:
     """Where `cotplan models pull` puts model files."""
-    path = home() / "models"
-    _folder(path, "the models folder in COTPLAN_HOME")
+    return subfolder("models")
+
+
+def subfolder(name: str) -> Path:
+    """`home()/name`, made on first use; `ConfigError` naming COTPLAN_HOME when something
+    else (a file) is in its place."""
+    path = home() / name
+    _folder(path, f"the {name} folder in COTPLAN_HOME")
     return path
 
 

@@ -244,6 +244,20 @@ def test_the_user_folder_on_a_file_raises_a_config_error(
         paths.models_dir()
 
 
+@pytest.mark.parametrize("name", ["lab", "logs"])
+def test_a_file_in_place_of_a_folder_in_cotplan_home_names_it(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cotplan.backends.local import LocalModel
+    from cotplan.lab.store import lab_dir
+
+    monkeypatch.setenv("COTPLAN_HOME", str(tmp_path))
+    (tmp_path / name).write_text("x")
+    make = lab_dir if name == "lab" else LocalModel().start  # logs: before any server starts
+    with pytest.raises(ConfigError, match=rf"the {name} folder in COTPLAN_HOME .* is a file"):
+        make()
+
+
 # The checks that need a writable-looking folder to be locked: root may write anywhere, so the
 # lock is os.access saying no for that one folder.
 

@@ -158,8 +158,7 @@ class LocalModel:
         if _port_in_use(port):
             raise LocalServerError(f"port {port} on 127.0.0.1 is already in use; pick another")
         self.port = port
-        logs = paths.home() / "logs"
-        logs.mkdir(exist_ok=True)
+        logs = paths.subfolder("logs")
         self._log_path = logs / f"llama-server-{port}.log"
         command = [
             sys.executable,

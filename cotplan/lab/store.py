@@ -29,9 +29,7 @@ _KIND = re.compile(r"^[a-z][a-z0-9_-]{0,40}$")
 
 def lab_dir() -> Path:
     """Where the lab keeps trained models (``<home>/lab``)."""
-    path = paths.home() / "lab"
-    path.mkdir(exist_ok=True, mode=0o700)
-    return path
+    return paths.subfolder("lab")
 
 
 def model_key(settings: Mapping[str, Any]) -> str:
