@@ -164,20 +164,16 @@ def test_the_suite_fails_an_executed_notebook_whose_prose_its_outputs_do_not_sho
     # Starting a kernel installs Python's own Ctrl-C handler in this process: put back the one
     # the test found, so that no later test inherits another.
     handler = signal.getsignal(signal.SIGINT)
-    try:
-        _wrong_then_right_prose(NotebookRun, tmp_path)
-    finally:
-        signal.signal(signal.SIGINT, handler)
-
-
-def _wrong_then_right_prose(notebook_run: Any, tmp_path: Path) -> None:
     path = tmp_path / "wrong_prose.ipynb"
     nb = _new_notebook()
     nb.cells = [_new_markdown("The mean came out at 0.777."), _new_code("print(0.5)")]
-    nbformat.write(nb, str(path))
-    result = notebook_run(path, 120).execute()  # as nbmake runs each notebook in the suite
-    assert result.error is not None
-    assert "0.777" in result.error.trace
-    nb.cells[0].source = "The mean came out at 0.5."
-    nbformat.write(nb, str(path))
-    assert notebook_run(path, 120).execute().error is None
+    try:
+        nbformat.write(nb, str(path))
+        result = NotebookRun(path, 120).execute()  # as nbmake runs each notebook in the suite
+        assert result.error is not None
+        assert "0.777" in result.error.trace
+        nb.cells[0].source = "The mean came out at 0.5."
+        nbformat.write(nb, str(path))
+        assert NotebookRun(path, 120).execute().error is None
+    finally:
+        signal.signal(signal.SIGINT, handler)
