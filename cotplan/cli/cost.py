@@ -12,6 +12,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
+import pandas as pd
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -291,8 +292,6 @@ def _tokens_from_options(
     reasoning_sd: float,
     n_observed: int | None,
 ) -> Any:
-    import pandas as pd
-
     from cotplan.pricing.projection import EmpiricalTokens, ParametricTokens
 
     if sample is not None:
