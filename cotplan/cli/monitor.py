@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich import box
@@ -16,6 +16,9 @@ from rich.console import Console
 from rich.table import Table
 
 from cotplan.errors import InputError
+
+if TYPE_CHECKING:
+    from cotplan.production.monitor import SizeLine
 
 __all__ = ["monitor", "register"]
 
@@ -58,9 +61,14 @@ def monitor(
         float | None,
         typer.Option(help="False-alarm probability of the test (default: the plan's δ)."),
     ] = None,
+    exit_plan: Annotated[
+        Path | None,
+        typer.Option(help="The exit plan the calls ran under (default: exit.json by the plan)."),
+    ] = None,
 ) -> None:
-    """Spend, cap bites and forced answers by size against the plan's calibration; with
-    --labels, an anytime-valid test that the error still meets ε (alarm: exit status 1)."""
+    """Spend, cap bites and forced answers by size against the plan's calibration, and where
+    the certified early exit stopped; with --labels, an anytime-valid test that the error still
+    meets ε (alarm: exit status 1)."""
     from cotplan.planner import SavedPlan
     from cotplan.production.monitor import load_labels
     from cotplan.production.monitor import monitor as run_monitor
@@ -68,6 +76,9 @@ def monitor(
 
     _existing(log, "log")
     _existing(calibration, "calibration")
+    _existing(exit_plan, "exit_plan")
+    if exit_plan is not None and plan is None:
+        raise InputError("is replayed on the plan's calibration: give --plan", field="exit_plan")
     saved = SavedPlan.load(plan) if plan is not None else None
     if eps is not None or delta is not None:
         error_test([], 0.5 if eps is None else eps, 0.05 if delta is None else delta)
@@ -82,6 +93,7 @@ def monitor(
         calibration=calibration,
         eps=eps,
         delta=delta,
+        exit_plan=exit_plan,
     )
     _print(report)
     if report.alarm:
@@ -107,7 +119,31 @@ def _print(report: object) -> None:
         )
         _console.print(f"no calls logged yet{others} in {report.log}: nothing to compare")
         return
-    _console.print(f"{report.calls} calls in {report.log}")
+    under = f" ({report.exit_calls} under the certified exit)" if report.exit_calls else ""
+    _console.print(f"{report.calls} calls in {report.log}{under}")
+    fixed = [line for line in report.sizes if not line.exit_rule]
+    if fixed:
+        _print_fixed(fixed)
+    exits = [line for line in report.sizes if line.exit_rule]
+    if exits:
+        _print_exits(exits)
+    _console.print(
+        f"spend {_money(report.spend_usd)} (projected {_money(report.projected_usd)}); "
+        f"reasoning tokens {report.reasoning_tokens} (projected "
+        f"{_number(report.projected_reasoning_tokens, 0)})"
+    )
+    for note in report.notes:
+        _console.print(f"note: {note}")
+    if report.test is not None:
+        style = "bold red" if report.test.alarm else "green"
+        _console.print(f"[{style}]{report.test.verdict}[/]")
+
+
+def _wrong(line: SizeLine) -> str:
+    return f"{line.label_errors}/{line.labelled}" if line.labelled else "–"
+
+
+def _print_fixed(lines: list[SizeLine]) -> None:
     # Two narrow tables rather than one wide one: each fits an 80-column terminal.
     caps = Table(title="the cap, by size", box=box.SIMPLE_HEAD)
     spend = Table(title="spend per call, by size", box=box.SIMPLE_HEAD)
@@ -115,7 +151,7 @@ def _print(report: object) -> None:
         caps.add_column(name, justify="left" if name == "basis" else "right")
     for name in ("n", "cap", "reasoning", "calib.", "spend", "projected"):
         spend.add_column(name, justify="right")
-    for line in report.sizes:
+    for line in lines:
         size = f"{line.size:g}"
         caps.add_row(
             size,
@@ -126,7 +162,7 @@ def _print(report: object) -> None:
             _number(line.predicted_bitten),
             _number(line.answer_forced),
             _number(line.predicted_forced),
-            f"{line.label_errors}/{line.labelled}" if line.labelled else "–",
+            _wrong(line),
         )
         spend.add_row(
             size,
@@ -138,13 +174,42 @@ def _print(report: object) -> None:
         )
     _console.print(caps)
     _console.print(spend)
-    _console.print(
-        f"spend {_money(report.spend_usd)} (projected {_money(report.projected_usd)}); "
-        f"reasoning tokens {report.reasoning_tokens} (projected "
-        f"{_number(report.projected_reasoning_tokens, 0)})"
-    )
-    for note in report.notes:
-        _console.print(f"note: {note}")
-    if report.test is not None:
-        style = "bold red" if report.test.alarm else "green"
-        _console.print(f"[{style}]{report.test.verdict}[/]")
+
+
+def _print_exits(lines: list[SizeLine]) -> None:
+    # "bit" is the share that ran to the ceiling, beside the exit replayed on the calibration,
+    # never beside the fixed cap's bite rate (see cotplan.production.monitor).
+    stops = Table(title="the certified exit: where it stopped, by size", box=box.SIMPLE_HEAD)
+    spend = Table(title="the certified exit: spend per call, by size", box=box.SIMPLE_HEAD)
+    for name in ("n", "ceiling", "calls", "rule", "ended", "at cap", "bit", "calib.", "wrong"):
+        stops.add_column(name, justify="right")
+    # Its replayed reasoning is the replayed stop k plus probe answers: no column for it.
+    for name in ("n", "stop k", "calib.", "probes", "calib.", "share", "reasoning", "spend"):
+        spend.add_column(name, justify="right")
+    for line in lines:
+        size = f"{line.size:g}"
+        stops.add_row(
+            size,
+            str(line.cap),
+            str(line.calls),
+            str(line.by_rule),
+            str(line.by_end),
+            str(line.by_ceiling),
+            _number(line.cap_bitten),
+            _number(line.predicted_bitten),
+            _wrong(line),
+        )
+        spend.add_row(
+            size,
+            _number(line.stop_k, 1),
+            _number(line.predicted_stop_k, 1),
+            _number(line.probe_tokens / line.calls, 1),
+            _number(line.predicted_probe_tokens, 1),
+            _number(line.probe_share),
+            _number(line.reasoning_tokens, 1),
+            _money(line.cost_usd / line.calls),
+        )
+    _console.print(stops)
+    for size, rule in dict.fromkeys((f"{line.size:g}", line.exit_rule) for line in lines):
+        _console.print(f"  rule at n = {size}: {rule}")
+    _console.print(spend)

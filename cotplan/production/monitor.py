@@ -13,6 +13,25 @@ LiteLLM callback write (`cotplan.production.log`) and says, by size and cap:
   new label without raising false alarms: the alarm fires with probability at most δ while the
   error is at most ε.
 
+Calls under the certified early exit (`exit="certified"`: the log's `exit_rule` is set) get
+lines of their own, apart from the fixed-cap calls at the same size and cap, and the
+fixed-cap lines read exactly as before. The calibration's bite rate is that of the fixed cap:
+an exit call the rule stopped early never ran to the cap, so counting it as "not bitten" would
+make the fixed cap look safer than it is, and its forced answer is the rule's, not the cap's.
+So the bite and forced rates of a fixed-cap line are over fixed-cap calls only, against the
+calibration's answers at that cap; an exit line says how many calls the rule stopped, how many
+the model ended itself and how many ran to the ceiling (the cap: a bite), the mean thinking
+where they stopped (`stop_k`, against the ceiling) and what probing added (`probe_tokens`, and
+its share of the reasoning spend), each beside a replay of the same exit on the calibration's
+items (`cotplan.planner.early_exit.probe_sequences`, as `certify_early_exit` replays it), where
+the exit plan is found (`exit_plan`, `--exit-plan`; by default exit.json beside the plan) and
+its rule and ceiling at that size are the ones the calls ran. Probing is already in the log's
+counts (the earlier probes' answers in `reasoning_tokens`, billed re-sent prompts in
+`prompt_tokens`, every request in `cost_usd`), so spend is read as logged; no projected cost
+is given for exit calls (the calibration priced the fixed cap's answers, not probed calls).
+Labels of exit calls go into the one error test with the rest: the certified exit carries the
+plan's ε guarantee, as the fixed cap does.
+
 The labels file is a CSV with a header holding `call_id` (the reply's `id`, which the log keeps)
 and `correct` (1/0, true/false, yes/no), one labelled call a row, in the order the labels were
 made. Which calls get labelled must not depend on their answers (draw them at random), or the
@@ -27,12 +46,16 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from cotplan.errors import CacheError, CotplanError, InputError
+from cotplan.generate.probing import ExitRule
 from cotplan.planner import SavedPlan
+from cotplan.planner.early_exit import probe_sequences
+from cotplan.planner.exit_plan import ExitPlan, exit_plan_for
 from cotplan.production.log import CallLog, LogRecord
 from cotplan.production.sequential import ErrorTest, error_test
 
@@ -63,6 +86,14 @@ class SizeLine:
     calibration's mean cost per answer times `calls`. `labelled` and `label_errors` count the
     labelled calls here; `error_bound` is the plan's certified bound at this size (NaN when not
     certified).
+
+    Under the certified early exit (`exit_rule`, the rule's name; "" for the fixed cap) the
+    line holds only that rule's calls: `cap_bitten` is then the share that ran to the ceiling,
+    `by_rule`, `by_end` and `by_ceiling` count the calls the rule stopped, the model ended and
+    the ceiling stopped (of those that ran to the end), `stop_k` is the mean thinking where they
+    stopped, `probe_tokens` the total probing added (all calls) and `probe_share` its share of
+    the reasoning spend (the thinking to `stop_k` plus `probe_tokens`). Their `predicted_*`
+    come from the exit replayed on the calibration; `projected_cost_usd` stays NaN.
     """
 
     size: float
@@ -81,6 +112,15 @@ class SizeLine:
     labelled: int = 0
     label_errors: int = 0
     error_bound: float = math.nan
+    exit_rule: str = ""
+    by_rule: int = 0
+    by_end: int = 0
+    by_ceiling: int = 0
+    stop_k: float = math.nan
+    probe_tokens: int = 0
+    probe_share: float = math.nan
+    predicted_stop_k: float = math.nan
+    predicted_probe_tokens: float = math.nan
 
 
 @dataclass(frozen=True)
@@ -91,7 +131,8 @@ class MonitorReport:
     rest); `sizes` one `SizeLine` per size and cap; `spend_usd` / `projected_usd` and
     `reasoning_tokens` / `projected_reasoning_tokens` the totals (projections NaN unless every
     size has one); `test` the sequential error test on the labels (None without labels);
-    `alarm` True when that test fired; `notes` what could not be compared and why.
+    `alarm` True when that test fired; `exit_calls` how many calls ran under the certified
+    early exit; `notes` what could not be compared and why.
     """
 
     log: str
@@ -108,6 +149,11 @@ class MonitorReport:
     @property
     def alarm(self) -> bool:
         return self.test is not None and self.test.alarm
+
+    @property
+    def exit_calls(self) -> int:
+        """The calls made under the certified early exit."""
+        return sum(line.calls for line in self.sizes if line.exit_rule)
 
     def to_frame(self) -> pd.DataFrame:
         """One row per size and cap (the `SizeLine` fields)."""
@@ -234,26 +280,106 @@ def _error_bound(plan: SavedPlan | None, size: float) -> float:
     return cap.error_bound if cap.certified else math.nan
 
 
+def _replay(frame: pd.DataFrame, size: float, rule: ExitRule, bill: bool) -> dict[str, float]:
+    """The exit at `size` replayed on the calibration's items: what an exit line's calls are
+    read against. An item stops as live probing stops it: where its thinking ended before the
+    checkpoint, else where the rule fired, else at the ceiling."""
+    sequences = probe_sequences(
+        frame, {int(size): rule.ceiling}, every=rule.every, bill_prompt=bill
+    )
+    if not sequences:
+        return {}
+    ceiling, forced, thinking, answers, probes = [], [], [], [], []
+    for s in sequences:
+        fires = rule.rule.fires(s.run, s.prob)
+        stop = fires | s.ended
+        stop[-1] = True
+        j = int(np.argmax(stop))
+        # A rule that never fires probes only at the ceiling, and that probe is the answer.
+        paid = j if rule.rule.probes else 0
+        ceiling.append(not s.ended[j] and not fires[j])
+        forced.append(not s.ended[j])
+        thinking.append(float(s.reasoning[j]))
+        answers.append(float(s.answer[:paid].sum()))
+        probes.append(float(s.answer[:paid].sum() + s.prompt[:paid].sum()))
+    return {
+        "predicted_bitten": float(np.mean(ceiling)),
+        "predicted_forced": float(np.mean(forced)),
+        # The log's reasoning_tokens hold the thinking and the earlier probes' answers.
+        "predicted_reasoning_tokens": float(np.mean(thinking) + np.mean(answers)),
+        "predicted_stop_k": float(np.mean(thinking)),
+        "predicted_probe_tokens": float(np.mean(probes)),
+    }
+
+
+def _exit_predicted(
+    frame: pd.DataFrame | None, exits: ExitPlan | None, key: tuple[float, int, str]
+) -> tuple[dict[str, float], str]:
+    """The replayed exit for one exit line, or nothing and why (in a note; "" for no note)."""
+    size, cap, name = key
+    if frame is None or exits is None:
+        return {}, ""
+    rule = exits.sizes.get(int(size)) if float(size).is_integer() else None
+    if rule is None:
+        return {}, f"no exit predictions at n = {size:g}: the exit plan has no rule there"
+    if rule.rule.name != name or rule.ceiling != cap:
+        return {}, (
+            f"no exit predictions at n = {size:g}: the exit plan's rule there ({rule.rule.name}, "
+            f"ceiling {rule.ceiling}) is not the one the calls ran ({name}, cap {cap})"
+        )
+    try:
+        return _replay(frame, size, rule, exits.bill_prompt), ""
+    except InputError as exc:
+        return {}, f"no exit predictions at n = {size:g}: {exc}"
+
+
+def _exit_fields(rows: Sequence[LogRecord], whole: Sequence[LogRecord]) -> dict[str, Any]:
+    """An exit line's own counts (see `SizeLine`)."""
+    stopped = [r for r in rows if r.stop_k is not None]
+    # stop_k is the thinking alone, and probe_tokens all probing added (answers and billed
+    # prompts): their sum is the reasoning spend however the exit plan bills prompts.
+    spend = sum(r.stop_k or 0 for r in stopped) + sum(r.probe_tokens for r in stopped)
+    return {
+        "exit_rule": rows[0].exit_rule,
+        "by_rule": sum(r.stopped_by == "rule" for r in whole),
+        "by_end": sum(r.stopped_by == "ended" for r in whole),
+        "by_ceiling": sum(r.stopped_by == "ceiling" for r in whole),
+        "stop_k": float(np.mean([r.stop_k for r in stopped])) if stopped else math.nan,
+        "probe_tokens": sum(r.probe_tokens for r in rows),
+        "probe_share": sum(r.probe_tokens for r in stopped) / spend if spend else math.nan,
+    }
+
+
 def _size_lines(
     records: Sequence[LogRecord],
     labels: dict[str, bool],
     plan: SavedPlan | None,
+    *,
     frame: pd.DataFrame | None,
+    exits: ExitPlan | None,
+    notes: list[str],
 ) -> tuple[SizeLine, ...]:
-    groups: dict[tuple[float, int], list[LogRecord]] = {}
+    groups: dict[tuple[float, int, str], list[LogRecord]] = {}
     for record in records:
-        groups.setdefault((record.size, record.cap), []).append(record)
+        # Exit calls apart: the calibration's bite rate is the fixed cap's (see the module).
+        groups.setdefault((record.size, record.cap, record.exit_rule), []).append(record)
     lines = []
-    for (size, cap), rows in sorted(groups.items()):
+    for key, rows in sorted(groups.items()):
+        size, cap, rule = key
         priced = [r.cost_usd for r in rows if not math.isnan(r.cost_usd)]
-        predicted = _predicted(frame, size, cap)
-        if "projected_cost_usd" in predicted:
-            predicted["projected_cost_usd"] *= len(rows)
+        if rule:
+            predicted, why = _exit_predicted(frame, exits, key)
+            notes.extend([why] if why else [])
+        else:
+            predicted = _predicted(frame, size, cap)
+            if "projected_cost_usd" in predicted:
+                predicted["projected_cost_usd"] *= len(rows)
         marked = [labels[r.call_id] for r in rows if r.call_id in labels]
         # A stream the caller stopped (or that failed) ended before the cap could bite or the
         # answer be forced: counting it would make those rates look lower than they are. Its
         # tokens were still paid for, so spend counts every call.
         whole = [r for r in rows if r.outcome == "complete"] or rows
+        extra: dict[str, Any] = {**predicted, **(_exit_fields(rows, whole) if rule else {})}
         lines.append(
             SizeLine(
                 size=size,
@@ -262,16 +388,53 @@ def _size_lines(
                 calls=len(rows),
                 cap_bitten=float(np.mean([r.cap_bitten for r in whole])),
                 answer_forced=float(np.mean([r.answer_forced for r in whole])),
+                # Under the exit these already hold the earlier probes' answers, and cost_usd
+                # every request probing made: nothing is added for probing here.
                 reasoning_tokens=float(np.mean([r.reasoning_tokens for r in whole])),
                 cost_usd=float(sum(priced)),
                 unpriced=len(rows) - len(priced),
                 labelled=len(marked),
                 label_errors=sum(not ok for ok in marked),
                 error_bound=_error_bound(plan, size),
-                **predicted,
+                **extra,
             )
         )
     return tuple(lines)
+
+
+def _exit_plan(
+    given: ExitPlan | str | Path | None, plan: SavedPlan | None, plan_path: Path | None
+) -> ExitPlan | None:
+    """The exit plan named (`exit_plan`), checked against the plan; None when none was."""
+    if given is None:
+        return None
+    if not isinstance(given, ExitPlan | str | Path):
+        raise InputError(
+            f"must be an ExitPlan or a path, got {type(given).__name__}", field="exit_plan"
+        )
+    if plan is None:
+        raise InputError("is replayed on the plan's calibration: give the plan", field="exit_plan")
+    if not isinstance(given, ExitPlan):
+        home = plan_path or Path("plan.json")
+        return exit_plan_for(Path(given), home, eps=plan.eps, model=plan.model)
+    other_model = given.model and plan.model and given.model != plan.model
+    if not math.isclose(given.eps, plan.eps) or other_model:
+        raise InputError(
+            f"certified for ε = {given.eps:g} and model {given.model or '(any)'}, not the "
+            f"plan's ε = {plan.eps:g} and model {plan.model or '(any)'}",
+            field="exit_plan",
+        )
+    return given
+
+
+def _exit_beside(plan: SavedPlan, plan_path: Path | None) -> ExitPlan | str:
+    """The exit.json beside the plan file, or why there is none to replay."""
+    if plan_path is None or not (plan_path.parent / "exit.json").is_file():
+        return "no exit predictions: no exit.json beside the plan (--exit-plan)"
+    try:
+        return exit_plan_for(None, plan_path, eps=plan.eps, model=plan.model)
+    except InputError as exc:
+        return f"no exit predictions: {exc}"
 
 
 def monitor(
@@ -282,12 +445,15 @@ def monitor(
     calibration: str | Path | None = None,
     eps: float | None = None,
     delta: float | None = None,
+    exit_plan: ExitPlan | str | Path | None = None,
 ) -> MonitorReport:
     """Read the call log at `log` against `plan` (a `SavedPlan` or its path) and `labels` (a
     labels file or `Label`s); see the module. `calibration` overrides where the plan's
     calibration CSV is looked for (by default its recorded path, then beside the plan file).
     `eps` and `delta` of the error test default to the plan's; without a plan, labels need
-    `eps` (δ then defaults to 0.05)."""
+    `eps` (δ then defaults to 0.05). `exit_plan` (an `ExitPlan` or the path of an exit.json;
+    by default the exit.json beside the plan, read only when the log has exit calls) is
+    replayed on the calibration for the exit lines' predictions."""
     plan_path = Path(plan) if isinstance(plan, str | Path) else None
     saved = SavedPlan.load(plan_path) if plan_path is not None else plan
     if saved is not None and not isinstance(saved, SavedPlan):
@@ -296,6 +462,7 @@ def monitor(
     level = delta if delta is not None else (saved.delta if saved is not None else 0.05)
     if labels is not None and target is None:
         raise InputError("labels are tested against ε: give a plan or eps", field="eps")
+    exits = _exit_plan(exit_plan, saved, plan_path)
     given = [] if labels is None else labels
     marks = load_labels(given) if isinstance(given, str | Path) else list(given)
     records = _read_log(Path(log))
@@ -322,12 +489,29 @@ def monitor(
             notes.append(found)
         else:
             frame = found
-    lines = _size_lines(records, {m.call_id: m.correct for m in marks}, saved, frame)
+    if frame is not None and any(r.exit_rule for r in records):
+        assert saved is not None
+        notes.append("no projected spend for exit calls: the calibration priced the fixed cap")
+        if exits is None:
+            beside = _exit_beside(saved, plan_path)
+            if isinstance(beside, str):
+                notes.append(beside)
+            else:
+                exits = beside
+    lines = _size_lines(
+        records,
+        {m.call_id: m.correct for m in marks},
+        saved,
+        frame=frame,
+        exits=exits,
+        notes=notes,
+    )
     projected = [line.projected_cost_usd for line in lines]
     tokens = [line.predicted_reasoning_tokens * line.calls for line in lines]
     test = None
     if marks:
         assert target is not None
+        # Every label, exit calls' too: the certified exit is held to the same ε.
         test = error_test([not m.correct for m in marks], target, level)
     return MonitorReport(
         log=str(log),
@@ -336,6 +520,7 @@ def monitor(
         sizes=lines,
         spend_usd=float(sum(line.cost_usd for line in lines)),
         projected_usd=float(sum(projected)) if projected else math.nan,
+        # Probe answers are already in each row's reasoning_tokens: not added again.
         reasoning_tokens=int(sum(r.reasoning_tokens for r in records)),
         projected_reasoning_tokens=float(sum(tokens)) if tokens else math.nan,
         test=test,
