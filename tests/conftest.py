@@ -29,7 +29,9 @@ def local_model(cotplan_home: Path) -> Iterator[object]:
     """The running embedded server (a `cotplan.LocalModel`)."""
     from cotplan.backends.local import LocalModel
 
-    with LocalModel() as model:
+    # Pinned, not the machine's default, so every machine runs the suite the same way; two
+    # single-thread replicas are that default on the 2-core CI machine.
+    with LocalModel(threads=1, replicas=2) as model:
         yield model
 
 
@@ -51,7 +53,7 @@ def thinking_model(cotplan_home: Path) -> Iterator[object]:
     `local_model`: a second llama.cpp process, loaded once."""
     from cotplan.backends.local import LocalModel
 
-    with LocalModel("thinking") as model:
+    with LocalModel("thinking", threads=1, replicas=2) as model:
         yield model
 
 

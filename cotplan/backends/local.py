@@ -13,16 +13,19 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
+import itertools
 import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import httpx2 as httpx
+import openai
 
 from cotplan import paths
 from cotplan.backends.adapters import locate_adapter
@@ -87,10 +90,19 @@ class LocalModel:
         the result then depends on which requests shared it (`benchmarks/local_parallel.py`
         prints how often repeated runs differ, and the throughput of each setting).
     threads:
-        CPU threads for llama.cpp. None (the default) leaves one core free: when another
-        process competes for the cores, a descheduled llama.cpp worker stalls every step and
-        using all cores becomes many times slower than leaving one free
+        CPU threads for each llama.cpp process. None (the default) leaves one core free: when
+        another process competes for the cores, a descheduled llama.cpp worker stalls every
+        step and using all cores becomes many times slower than leaving one free
         (`benchmarks/local_threads.py --busy 1` prints the comparison).
+    replicas:
+        llama.cpp processes serving the same model, each on its own loopback port; a backend
+        sends each of its worker threads to one of them, so an item's requests share one
+        prompt cache. None (the default) runs one per core where a core left free would leave
+        a single thread (machines of 2 cores or fewer) and one elsewhere: single-thread
+        processes use both cores of a small machine without the stall above, and each answer
+        is a function of its prompt alone, so results do not depend on the count
+        (`benchmarks/local_replicas.py` prints both). With `port` given there is one, since
+        clients outside cotplan reach only that port.
     start_timeout:
         Seconds to wait for the model to load and the port to answer.
     reproducible:
@@ -114,6 +126,7 @@ class LocalModel:
         n_ctx: int = 4096,
         parallel: int = 1,
         threads: int | None = None,
+        replicas: int | None = None,
         start_timeout: float = 120.0,
         reproducible: bool = True,
         adapter: str | os.PathLike[str] | None = None,
@@ -128,7 +141,13 @@ class LocalModel:
         self.port = port
         self.n_ctx = n_ctx
         self.parallel = parallel
-        self.threads = max(1, (os.cpu_count() or 2) - 1) if threads is None else threads
+        cores = os.cpu_count() or 2
+        self.threads = max(1, cores - 1) if threads is None else threads
+        if replicas is None:
+            small = threads is None and self.threads == 1 and port is None
+            replicas = cores if small and reproducible and parallel == 1 else 1
+        require_int(replicas, "replicas", low=1, high=64)
+        self.replicas = replicas
         self.start_timeout = start_timeout
         self.reproducible = reproducible
         self.adapter = None if adapter is None else Path(adapter)
@@ -136,6 +155,7 @@ class LocalModel:
         self.model_id = ""
         self._process: subprocess.Popen[bytes] | None = None
         self._log_path: Path | None = None
+        self._others: list[LocalModel] = []
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -145,14 +165,49 @@ class LocalModel:
 
     @property
     def base_url(self) -> str:
+        """The first replica's URL: the one to give clients outside cotplan."""
         if self.port is None:
             raise LocalServerError("the local model is not started")
         return f"http://127.0.0.1:{self.port}/v1"
 
+    @property
+    def base_urls(self) -> list[str]:
+        """Every replica's URL, the first being `base_url`."""
+        return [self.base_url, *(other.base_url for other in self._others)]
+
+    @property
+    def log_paths(self) -> list[Path]:
+        """Every started replica's llama.cpp log (its timing lines say what it evaluated)."""
+        replicas = [self, *self._others]
+        return [r._log_path for r in replicas if r._log_path is not None]
+
     def start(self) -> LocalModel:
-        """Load the model and wait until the server answers; idempotent."""
-        if self.running:
-            return self
+        """Load the model and wait until every replica answers; idempotent."""
+        if not self.running:
+            self._start_one()
+        try:
+            while len(self._others) < self.replicas - 1:
+                other = self._replica()
+                self._others.append(other)
+                other.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _replica(self) -> LocalModel:
+        return LocalModel(
+            self.model,
+            n_ctx=self.n_ctx,
+            parallel=self.parallel,
+            threads=self.threads,
+            replicas=1,
+            start_timeout=self.start_timeout,
+            reproducible=self.reproducible,
+            adapter=self.adapter,
+        )
+
+    def _start_one(self) -> None:
         serve_args = self._model_args()
         port = self.port or _free_port()
         if _port_in_use(port):
@@ -181,7 +236,6 @@ class LocalModel:
                 command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
             )
         self._wait_ready()
-        return self
 
     def _model_args(self) -> list[str]:
         """The server's model arguments: the GGUF file, and for an adapter its file (and a
@@ -236,7 +290,10 @@ class LocalModel:
         return " | ".join((keep or text)[-lines:]) or "(empty log)"
 
     def stop(self) -> None:
-        """Stop the server and wait for it to exit; idempotent."""
+        """Stop every replica and wait for them to exit; idempotent."""
+        others, self._others = self._others, []
+        for other in others:
+            other.stop()
         process, self._process = self._process, None
         if process is None or process.poll() is not None:
             return
@@ -303,7 +360,9 @@ class LocalModel:
             raise ServerUnreachableError(f"tokenize failed on {self.base_url}: {exc}") from exc
 
     def raise_if_dead(self) -> None:
-        """Turn a dead child process into a clear `LocalServerError`."""
+        """Turn a dead child process (any replica's) into a clear `LocalServerError`."""
+        for other in self._others:
+            other.raise_if_dead()
         process = self._process
         if process is not None and process.poll() is not None:
             self._process = None
@@ -328,9 +387,13 @@ class LocalBackend(OpenAICompatibleBackend):
         base_url: str | None = None,
     ) -> None:
         self.server = server
+        # A given base_url (a fault proxy, say) takes every request; otherwise each worker
+        # thread keeps to one replica, so an item's thinking and its forced answers share
+        # that replica's prompt cache.
+        urls = [base_url] if base_url is not None else server.base_urls
         super().__init__(
             server.model_id,
-            base_url=base_url or server.base_url,
+            base_url=urls[0],
             cache=cache,
             # The weights' checksum, not the port, identifies this model in the cache.
             cache_namespace=f"local:{server.model_id}",
@@ -339,9 +402,21 @@ class LocalBackend(OpenAICompatibleBackend):
             max_top_logprobs=20,
             max_retries=max_retries,
             timeout=timeout,
-            concurrency=server.parallel,
+            concurrency=server.parallel * len(urls),
             provider="llama.cpp",
         )
+        self._replica_clients = [self._client] + [
+            self._client.with_options(base_url=url) for url in urls[1:]
+        ]
+        self._threads_seen = itertools.count()
+        self._replica_of_thread = threading.local()
+
+    def _client_for_this_thread(self) -> openai.OpenAI:
+        index = getattr(self._replica_of_thread, "index", None)
+        if index is None:
+            index = next(self._threads_seen) % len(self._replica_clients)
+            self._replica_of_thread.index = index
+        return self._replica_clients[index]
 
     def tokenize(self, text: str) -> list[int]:
         return self.server.tokenize(text)

@@ -425,13 +425,19 @@ class OpenAICompatibleBackend(Backend):
                 time.sleep(min(0.25 * 2**attempt, 4.0))
         raise AssertionError("unreachable")
 
+    def _client_for_this_thread(self) -> openai.OpenAI:
+        """The SDK client this thread's requests go through (one per replica for the
+        embedded model, `cotplan.backends.local`)."""
+        return self._client
+
     def _send(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
         self._wire.attempts = 0  # this thread's attempts at this call, counted by the hook
         try:
+            client = self._client_for_this_thread()
             if operation == "completions":
-                response: Any = self._client.completions.create(**params)
+                response: Any = client.completions.create(**params)
             else:
-                response = self._client.chat.completions.create(**params)
+                response = client.chat.completions.create(**params)
         except openai.OpenAIError as exc:
             raise translate_sdk_error(
                 exc, where=self._where, attempts=self._wire.attempts, secrets=(self._key,)
