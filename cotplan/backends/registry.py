@@ -266,7 +266,7 @@ def connect(
     - ``"MODEL"`` with `base_url`: the same as ``openai:MODEL``.
     - ``"lab:FAMILY"``: the lab reasoning model of a lab family (``lab:parity``, ``lab:sum``,
       ``lab:state``, ``lab:bits``), in-process; needs the `lab` extra, and trains the model on
-      first use (options `preset`, `retrain`; see `cotplan.lab.reasoning`).
+      first use (options `preset`, `retrain`, `seed`; see `cotplan.lab.reasoning`).
     - ``"NAME:..."`` for any provider a plugin declares (entry points in the group
       ``cotplan.backends``) or code adds with `register_provider`.
 

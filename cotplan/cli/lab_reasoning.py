@@ -9,7 +9,8 @@
 - ``cotplan kstar-lab law FAMILY``: the law on the paper's terms (B(k), relative ε, the
   theorem's domain; `cotplan.lab.reasoning.logloss`).
 
-Every option is checked before a model is loaded or trained.
+Every option is checked before a model is loaded or trained. ``--seed`` picks the model's
+training seed (train, study, law): seed 0 is the shipped model, another is trained on first use.
 
 Register with ``lab_reasoning.register(app)`` (adds the ``kstar-lab`` group).
 """
@@ -53,6 +54,13 @@ Preset = Annotated[
     ),
 ]
 Threads = Annotated[int, typer.Option(help="torch threads (1 on a shared machine).")]
+Seed = Annotated[
+    int,
+    typer.Option(
+        help="Training seed of the model (0: the shipped weights). Another seed is stored "
+        "apart, and every curriculum stage it starts from is trained with it when missing."
+    ),
+]
 
 
 def _frame_table(frame: pd.DataFrame, title: str, digits: int = 2) -> Table:
@@ -192,6 +200,7 @@ def train_command(
     ],
     *,
     preset: Preset = "standard",
+    seed: Seed = 0,
     threads: Threads = 1,
     export: Annotated[
         Path | None,
@@ -216,7 +225,9 @@ def train_command(
     from cotplan.lab.reasoning.shipped import ship
     from cotplan.lab.reasoning.train import load_or_train, settings_for
 
-    settings = settings_for(family, preset)  # validates the family and the preset
+    settings = settings_for(family, preset, seed=seed)  # validates the family, preset, seed
+    if export is not None and settings.seed != 0:
+        raise InputError(f"only seed 0's weights ship; drop --export for seed {seed}", field="seed")
     checks = _trained_sizes(check_sizes, settings, "check_sizes") if check_sizes.strip() else None
     _check_threads(threads)
     _check_folder(export, "export")
@@ -240,7 +251,7 @@ def train_command(
             console.print(f"step {step}: loss {loss:.4f}")
 
     model = load_or_train(
-        settings.family, preset, retrain=True, progress=progress, check_sizes=checks
+        settings.family, preset, seed=seed, retrain=True, progress=progress, check_sizes=checks
     )
     console.print(f"{model.family} ({model.key[:12]}): {model.meta}")
     if export is not None:
@@ -251,12 +262,19 @@ def train_command(
 @app.command("study")
 def study_command(
     families: Annotated[list[str] | None, typer.Argument(help="Families (default: all).")] = None,
+    *,
     preset: Preset = "standard",
+    seed: Seed = 0,
     out: Annotated[Path | None, typer.Option(help="Report folder.")] = None,
     threads: Threads = 1,
     charts: Annotated[bool, typer.Option(help="Save PNG charts.")] = True,
 ) -> None:
-    """Test k* = Θ(√n·log(1/ε)) on lab models: grid, constants, law, oracle, held-out."""
+    """Test k* = Θ(√n·log(1/ε)) on lab models: grid, constants, law, oracle, held-out.
+
+    `--seed` is the models' training seed; the items and bootstraps keep the study's own seed.
+    """
+    import dataclasses
+
     from cotplan.charts import save as save_result
     from cotplan.lab.reasoning.study import STUDY_PRESETS, reasoning_study, study_report_rows
     from cotplan.lab.reasoning.tasks import get_lab_family, lab_families
@@ -267,8 +285,10 @@ def study_command(
         raise InputError(
             f"unknown preset {preset!r}; choose from {', '.join(STUDY_PRESETS)}", field="preset"
         )
+    studies_settings = {}
     for name in names:
-        trained = settings_for(name, STUDY_PRESETS[preset].train)
+        trained = settings_for(name, STUDY_PRESETS[preset].train, seed=seed)
+        studies_settings[name] = dataclasses.replace(STUDY_PRESETS[preset], train=trained)
         outside = [
             n for n in STUDY_PRESETS[preset].sizes if not trained.n_min <= n <= trained.n_max
         ]
@@ -284,7 +304,7 @@ def study_command(
     studies = []
     with start_report(out, kind="kstar-lab", command="kstar-lab study") as report:
         for name in names:
-            study = reasoning_study(name, preset)
+            study = reasoning_study(name, studies_settings[name])
             studies.append(study)
             print_study(study)
             save_result(study, report.path / name, charts=charts)
@@ -326,6 +346,7 @@ def law_command(
         str, typer.Option(help="Relative targets ε, comma-separated.")
     ] = "0.5,0.4,0.3,0.2,0.1,0.05",
     preset: Preset = "standard",
+    seed: Seed = 0,
     bootstrap: Annotated[int, typer.Option(help="Item-bootstrap resamples.")] = 200,
     out: Annotated[Path | None, typer.Option(help="Folder for the tables (CSV).")] = None,
     threads: Threads = 1,
@@ -335,7 +356,7 @@ def law_command(
     from cotplan.lab.reasoning.logloss import logloss_study
     from cotplan.lab.reasoning.train import settings_for
 
-    settings = settings_for(family, preset)
+    settings = settings_for(family, preset, seed=seed)
     ns = _trained_sizes(sizes, settings, "sizes")
     targets = _parse_eps(eps)
     require_int(items, "items", low=1, high=100_000)
@@ -344,7 +365,7 @@ def law_command(
     _check_folder(out, "out")
     _set_threads(threads)
     started = time.perf_counter()
-    backend = LabBackend.for_family(settings.family, preset)
+    backend = LabBackend.for_family(settings.family, preset, seed=seed)
     study = logloss_study(backend, sizes=ns, items=items, eps_grid=targets, n_bootstrap=bootstrap)
     curve = study.to_frame()
     step = curve.groupby("n")["k"].transform(lambda k: max(1, len(k) // 8))

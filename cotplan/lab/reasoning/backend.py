@@ -178,10 +178,17 @@ class LabBackend(Backend):
 
     @classmethod
     def for_family(
-        cls, family: str, preset: str | TrainSettings = "standard", *, retrain: bool = False
+        cls,
+        family: str,
+        preset: str | TrainSettings = "standard",
+        *,
+        seed: int | None = None,
+        retrain: bool = False,
     ) -> LabBackend:
-        """The backend of `family`'s model trained with `preset` (loaded, or trained now)."""
-        return cls(load_or_train(family, preset, retrain=retrain))
+        """The backend of `family`'s model trained with `preset` and training `seed` (None:
+        the preset's, 0) (loaded, or trained now). Its model name carries the store key, so
+        another seed's model has another name."""
+        return cls(load_or_train(family, preset, seed=seed, retrain=retrain))
 
     # -- Backend ------------------------------------------------------------------------------
 
@@ -313,16 +320,18 @@ def lab_backend(
     family: str,
     *,
     preset: str | TrainSettings = "standard",
+    seed: int | None = None,
     retrain: bool = False,
     **options: Any,
 ) -> LabBackend:
-    """`cotplan.connect("lab:FAMILY")`: the backend of a lab family's model."""
+    """`cotplan.connect("lab:FAMILY")`: the backend of a lab family's model (`seed`: its
+    training seed)."""
     if options:
         raise InputError(
             f"unknown option(s) {', '.join(sorted(options))} for a lab backend "
-            "(known: preset, retrain)",
+            "(known: preset, seed, retrain)",
             field="options",
         )
     if not family:
         raise InputError("name the lab family: 'lab:parity', 'lab:sum', ...", field="backend")
-    return LabBackend.for_family(family, preset, retrain=retrain)
+    return LabBackend.for_family(family, preset, seed=seed, retrain=retrain)

@@ -185,20 +185,30 @@ FAMILY_PRESETS: dict[tuple[str, str], dict[str, Any]] = {
 }
 
 
-def settings_for(family: str, preset: str | TrainSettings = "standard") -> TrainSettings:
-    """The `TrainSettings` of a preset name (or the settings themselves, checked)."""
+def settings_for(
+    family: str, preset: str | TrainSettings = "standard", *, seed: int | None = None
+) -> TrainSettings:
+    """The `TrainSettings` of a preset name (or the settings themselves, checked).
+
+    `seed` is the training seed (`TrainSettings.seed`); None keeps the preset's (0) or the
+    settings' own. It is part of the store key, so each seed's model is stored apart, and a
+    curriculum preset trains its start stage with the same seed (`train.load_or_train`).
+    """
+    if seed is not None:
+        seed = require_int(seed, "seed", low=0)
     if isinstance(preset, TrainSettings):
         if get_lab_family(family).name != preset.family:
             raise InputError(f"settings are for {preset.family}, not {family}", field="settings")
-        return preset
+        return preset if seed is None or seed == preset.seed else preset.replace(seed=seed)
     if preset not in PRESETS:
         raise InputError(
             f"unknown preset {preset!r}; choose from {', '.join(PRESETS)}", field="preset"
         )
     name = get_lab_family(family).name
-    return TrainSettings(
-        family=name, **{**PRESETS[preset], **FAMILY_PRESETS.get((name, preset), {})}
-    )
+    values = {**PRESETS[preset], **FAMILY_PRESETS.get((name, preset), {})}
+    if seed is not None:
+        values["seed"] = seed
+    return TrainSettings(family=name, **values)
 
 
 @dataclass(frozen=True)

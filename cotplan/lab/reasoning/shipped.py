@@ -12,7 +12,9 @@ exists and still fits:
 - its key differs from the key of today's settings (the code, data format or vocabulary moved
   on since it was trained): the file is **stale**; a `StaleWeightsWarning` says so and None is
   returned, so `load_or_train` falls back to the user folder or trains;
-- its bytes do not match the recorded SHA-256: the file is damaged, a `ModelFileError`.
+- its bytes do not match the recorded SHA-256: the file is damaged, a `ModelFileError`;
+- the settings ask for another training seed than the file's (the files are seed 0's): not
+  stale, another model; None is returned without a warning.
 
 `ship(model, preset, folder)` writes the pair (``cotplan kstar-lab train --export DIR``).
 """
@@ -99,7 +101,7 @@ def shipped_state(
     from cotplan.lab.store import model_key
 
     shipped = shipped_weights(settings.family, preset, folder)
-    if shipped is None:
+    if shipped is None or settings.seed != shipped.settings.get("seed", 0):
         return None
     key = model_key(settings.to_dict())
     if shipped.key != key:
@@ -136,6 +138,11 @@ def ship(model: Any, preset: str, folder: Path | None = None) -> Path:
 
     if not isinstance(preset, str):
         raise InputError(f"must be a preset name, got {preset!r}", field="preset")
+    if model.settings.seed != 0:
+        # One file per family and preset: the shipped weights are the default seed's.
+        raise InputError(
+            f"only seed 0's weights ship, this model has seed {model.settings.seed}", field="seed"
+        )
     if settings_for(model.family, preset) != model.settings:
         raise InputError(
             f"the model was not trained with the {preset!r} preset's settings", field="preset"

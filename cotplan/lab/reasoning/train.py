@@ -11,8 +11,10 @@ Presets (`PRESETS`): ``"tiny"`` (n = 2..5, a few hundred steps: seconds, for tes
 ``"wide"`` (n up to 64, for the families that allow it: the theorem's domain; it solves
 n ≤ 32), ``"long"`` (the lamp solved to n = 64, through the stages ``"wide-late"`` and
 ``"wide-top"``).
-Training is seeded (`TrainSettings.seed`) and uses the threads torch is allowed; call
-`torch.set_num_threads(1)` first on a shared machine.
+Training is seeded (`TrainSettings.seed`; ``load_or_train(family, preset, seed=1)``) and uses
+the threads torch is allowed; call `torch.set_num_threads(1)` first on a shared machine. The
+seed is part of the store key, a curriculum stage starts from its start stage trained with the
+same seed, and the shipped weights are seed 0's only.
 """
 
 from __future__ import annotations
@@ -308,7 +310,9 @@ def _start_from(network: Any, settings: TrainSettings) -> None:
     """
     if settings.init == preset_name(settings):
         raise InputError(f"a preset cannot start from itself ({settings.init!r})", field="init")
-    base = load_or_train(settings.family, settings.init)
+    # The start stage has this model's seed: another seed's curriculum never passes through
+    # seed 0's (shipped or stored) weights, so its stages are as independent as its last one.
+    base = load_or_train(settings.family, settings.init, seed=settings.seed)
     if (
         base.settings.d_model,
         base.settings.n_layers,
@@ -361,10 +365,10 @@ def time_training(settings: TrainSettings, steps: int = 20) -> float:
 
 
 def preset_name(settings: TrainSettings) -> str | None:
-    """The name of the preset whose settings these are, or None."""
+    """The name of the preset whose settings these are (with any seed), or None."""
     for name in PRESETS:
         try:
-            if settings_for(settings.family, name) == settings:
+            if settings_for(settings.family, name, seed=settings.seed) == settings:
                 return name
         except InputError:  # a preset the family's sizes do not allow ("wide")
             continue
@@ -386,19 +390,23 @@ def load_or_train(
     family: str,
     preset: str | TrainSettings = "standard",
     *,
+    seed: int | None = None,
     retrain: bool = False,
     progress: Callable[[int, float], None] | None = None,
     check_sizes: Sequence[int] | None = None,
 ) -> LabReasoningModel:
     """The model for `family` trained with `preset`: the weights that ship with cotplan
     (`cotplan.lab.reasoning.shipped`), else the user folder's, else trained now (and saved in
-    the user folder). `retrain` trains again whatever exists (shipped files stay as they are);
+    the user folder). `seed` is the training seed (None: the preset's, 0, or the settings'
+    own); the shipped weights are seed 0's, so another seed is loaded from the user folder or
+    trained, its curriculum stages too. `retrain` trains again whatever exists (shipped files
+    stay as they are; a curriculum's start stages are loaded when they exist);
     `check_sizes` are the sizes training's accuracy check measures (`train_lab_model`).
     """
     from cotplan.lab import store
     from cotplan.lab.reasoning.shipped import shipped_state
 
-    settings = settings_for(family, preset)
+    settings = settings_for(family, preset, seed=seed)
     key = settings.to_dict()
     if not retrain:
         name = preset_name(settings)
