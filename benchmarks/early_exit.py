@@ -22,8 +22,8 @@ up to the stop, probe overhead (answer tokens of the probes before the stop; wit
 On the embedded thinking model (`--backend local:thinking`) the family is `count` at sizes
 2..9 pooled as ONE size (--pool), so easy and hard items share one cap, as a family whose
 difficulty varies by item does: 5 calibration and 3 held-out items a size (40 + 24) by
-default, ε = 0.25, probes every 16 tokens, a grid of every 16 tokens to 160 then 192, 256 and
-an uncapped 320. Before certifying, the fixed cap is refined where the error crosses ε
+default, ε = 0.25, probes every 16 tokens (--every), a grid of every --every tokens to 160 then 192,
+256 and an uncapped 320. Before certifying, the fixed cap is refined where the error crosses ε
 (`cotplan.planner.refine`, 3 budgets between the last failing budget and the cap; only answer
 requests are paid), and the certified early exit runs LIVE on the held-out items
 (`cotplan.generate.probing.probe_answer`: thinking in chunks, probing at each checkpoint),
@@ -39,6 +39,8 @@ step (3n) for every item of a size, so it is a note here, not a target.
     .venv/bin/python benchmarks/early_exit.py                  # lab:parity-overthink, full
     .venv/bin/python benchmarks/early_exit.py --quick          # fewer items, ε = 0.1
     .venv/bin/python benchmarks/early_exit.py --backend local:thinking   # count, n = 2..9 pooled
+    .venv/bin/python benchmarks/early_exit.py --backend local:thinking \
+        --sizes 2,3,4,5,6,7,8 --pool --count 20 --held-out 8 --eps 0.1 [--every 8]
 """
 
 from __future__ import annotations
@@ -73,7 +75,11 @@ from cotplan.tasks import TaskItem, make_tasks
 GOAL_ORACLE_RATIO, GOAL_CAP_SAVING = 1.15, 0.25
 FIXED, EXIT, ORACLE = "certified fixed cap", "certified early exit", "stable oracle (per item)"
 LIVE = "certified early exit, live"
-THINKING_GRID = [*range(16, 161, 16), 192, 256]
+
+
+def thinking_grid(every: int) -> list[int]:
+    """Budgets every `every` tokens to 160 (a probe needs its budget answered), then 192, 256."""
+    return [*range(every, 161, every), 192, 256]
 
 
 def parse_args() -> argparse.Namespace:
@@ -123,7 +129,7 @@ def parse_args() -> argparse.Namespace:
         args.every = args.every or 16
         args.uncapped = args.uncapped or 320
         args.refine = 3 if args.refine is None else args.refine
-        args.budgets = ",".join(map(str, [*THINKING_GRID, args.uncapped]))
+        args.budgets = ",".join(map(str, [*thinking_grid(args.every), args.uncapped]))
     return args
 
 
