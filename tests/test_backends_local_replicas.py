@@ -24,6 +24,19 @@ def _generate(backend: LocalBackend, prompt: str) -> tuple[str, list[float]]:
     return completion.text, [t.logprob for t in completion.logprobs]
 
 
+@pytest.mark.model
+def test_a_second_replica_starts_only_when_a_second_thread_needs_it() -> None:
+    with LocalModel(threads=1, replicas=2) as model:
+        backend = model.backend(cache=None)
+        backend.generate("Hello", max_tokens=2)
+        assert len(model.base_urls) == 1
+        backend.map(lambda p: backend.generate(p, max_tokens=2), ["a", "b", "c"], concurrency=2)
+        assert len(model.base_urls) == 2
+        assert model.replica_url(1) == model.base_urls[1]
+        with pytest.raises(InputError, match="index"):
+            model.replica_url(2)
+
+
 def test_defaults_follow_the_cores_and_the_port(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("os.cpu_count", lambda: 2)
     assert (LocalModel().threads, LocalModel().replicas) == (1, 2)
@@ -49,9 +62,9 @@ def test_bad_replicas_name_the_field(bad: object) -> None:
 def test_each_thread_keeps_to_one_replica_and_answers_do_not_depend_on_which(
     local_model: LocalModel,
 ) -> None:
-    assert len(local_model.base_urls) == 2
-    assert len(set(local_model.base_urls)) == 2
     backend = local_model.backend(cache=None)
+    local_model.replica_url(1)  # started now if no earlier test needed it
+    assert len(set(local_model.base_urls)) == 2
     logs = local_model.log_paths
     before = [_answered(log) for log in logs]
     # This thread is the backend's first: every request goes to the first replica.
@@ -72,6 +85,7 @@ def test_a_dead_replica_is_reported_by_the_thread_it_serves() -> None:
     with LocalModel(threads=1, replicas=2) as model:
         backend = model.backend(cache=None, max_retries=0)
         assert backend.generate("Hello", max_tokens=2).text  # this thread: the first replica
+        model.replica_url(1)
         second = model._others[0]._process
         assert second is not None
         second.kill()

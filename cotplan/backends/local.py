@@ -96,13 +96,13 @@ class LocalModel:
         (`benchmarks/local_threads.py --busy 1` prints the comparison).
     replicas:
         llama.cpp processes serving the same model, each on its own loopback port; a backend
-        sends each of its worker threads to one of them, so an item's requests share one
-        prompt cache. None (the default) runs one per core where a core left free would leave
-        a single thread (machines of 2 cores or fewer) and one elsewhere: single-thread
-        processes use both cores of a small machine without the stall above, and each answer
-        is a function of its prompt alone, so results do not depend on the count
-        (`benchmarks/local_replicas.py` prints both). With `port` given there is one, since
-        clients outside cotplan reach only that port.
+        sends each of its worker threads to one of them (started when a thread first needs
+        it), so an item's requests share one prompt cache. None (the default) runs one per
+        core where a core left free would leave a single thread (machines of 2 cores or
+        fewer) and one elsewhere: single-thread processes use both cores of a small machine
+        without the stall above, and each answer is a function of its prompt alone, so
+        results do not depend on the count (`benchmarks/local_replicas.py` prints both). With
+        `port` given there is one, since clients outside cotplan reach only that port.
     start_timeout:
         Seconds to wait for the model to load and the port to answer.
     reproducible:
@@ -156,6 +156,7 @@ class LocalModel:
         self._process: subprocess.Popen[bytes] | None = None
         self._log_path: Path | None = None
         self._others: list[LocalModel] = []
+        self._starting = threading.Lock()
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -172,7 +173,7 @@ class LocalModel:
 
     @property
     def base_urls(self) -> list[str]:
-        """Every replica's URL, the first being `base_url`."""
+        """The started replicas' URLs, the first being `base_url`."""
         return [self.base_url, *(other.base_url for other in self._others)]
 
     @property
@@ -182,18 +183,26 @@ class LocalModel:
         return [r._log_path for r in replicas if r._log_path is not None]
 
     def start(self) -> LocalModel:
-        """Load the model and wait until every replica answers; idempotent."""
+        """Load the model and wait until the first replica answers; idempotent. The others
+        start when a backend thread first needs one (`replica_url`), so a process that never
+        sends two requests at once never pays for a second server."""
         if not self.running:
             self._start_one()
-        try:
-            while len(self._others) < self.replicas - 1:
-                other = self._replica()
-                self._others.append(other)
-                other.start()
-        except BaseException:
-            self.stop()
-            raise
         return self
+
+    def replica_url(self, index: int) -> str:
+        """Replica `index`'s URL (0 is `base_url`), starting it and those before it if needed."""
+        index = require_int(index, "index", low=0, high=self.replicas - 1)
+        if index == 0:
+            return self.base_url
+        with self._starting:
+            if not self.running:
+                raise LocalServerError("the local model is not started")
+            while len(self._others) < index:
+                other = self._replica()
+                other.start()
+                self._others.append(other)
+            return self._others[index - 1].base_url
 
     def _replica(self) -> LocalModel:
         return LocalModel(
@@ -390,10 +399,10 @@ class LocalBackend(OpenAICompatibleBackend):
         # A given base_url (a fault proxy, say) takes every request; otherwise each worker
         # thread keeps to one replica, so an item's thinking and its forced answers share
         # that replica's prompt cache.
-        urls = [base_url] if base_url is not None else server.base_urls
+        replicas = 1 if base_url is not None else server.replicas
         super().__init__(
             server.model_id,
-            base_url=urls[0],
+            base_url=base_url or server.base_url,
             cache=cache,
             # The weights' checksum, not the port, identifies this model in the cache.
             cache_namespace=f"local:{server.model_id}",
@@ -402,12 +411,11 @@ class LocalBackend(OpenAICompatibleBackend):
             max_top_logprobs=20,
             max_retries=max_retries,
             timeout=timeout,
-            concurrency=server.parallel * len(urls),
+            concurrency=server.parallel * replicas,
             provider="llama.cpp",
         )
-        self._replica_clients = [self._client] + [
-            self._client.with_options(base_url=url) for url in urls[1:]
-        ]
+        self._replica_clients: list[openai.OpenAI | None] = [self._client]
+        self._replica_clients += [None] * (replicas - 1)
         self._threads_seen = itertools.count()
         self._replica_of_thread = threading.local()
 
@@ -416,7 +424,13 @@ class LocalBackend(OpenAICompatibleBackend):
         if index is None:
             index = next(self._threads_seen) % len(self._replica_clients)
             self._replica_of_thread.index = index
-        return self._replica_clients[index]
+        client = self._replica_clients[index]
+        if client is None:
+            # Two threads with one index may both get here first: replica_url starts the
+            # replica once under its lock, and either thread's client then serves.
+            url = self.server.replica_url(index)
+            client = self._replica_clients[index] = self._client.with_options(base_url=url)
+        return client
 
     def tokenize(self, text: str) -> list[int]:
         return self.server.tokenize(text)
