@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx2
 import openai
+import pytest
 
 from cotplan.planner import SavedPlan
 from cotplan.planner.records import Budget
@@ -189,3 +190,14 @@ def chat_chunks(
         choice({}, finish),
         {**base, "choices": [], "usage": usage},
     ]
+
+
+def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    """Run the cotplan CLI in-process: its exit code and what it printed."""
+    from cotplan.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(args)
+    out = capsys.readouterr()
+    code = exit_info.value.code
+    return int(code) if isinstance(code, int) else 0, out.out + out.err

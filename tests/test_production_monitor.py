@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from production_support import PLAIN, make_plan, record
+from production_support import PLAIN, make_plan, record, run_cli
 
 from cotplan.errors import InputError
 from cotplan.production import CallLog
@@ -191,16 +191,6 @@ def test_a_file_that_is_no_log_is_named(tmp_path: Path) -> None:
 
 
 # -- the command line -------------------------------------------------------------------------
-
-
-def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    from cotplan.cli import main
-
-    with pytest.raises(SystemExit) as exit_info:
-        main(args)
-    out = capsys.readouterr()
-    code = exit_info.value.code
-    return int(code) if isinstance(code, int) else 0, out.out + out.err
 
 
 def test_monitor_prints_the_table_and_exits_1_on_the_alarm(

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from production_support import PLAIN, make_plan, record
+from production_support import PLAIN, make_plan, record, run_cli
 
 from cotplan.errors import InputError
 from cotplan.generate.probing import ExitRule, StoppingRule
@@ -212,16 +212,6 @@ def test_an_exit_plan_for_another_epsilon_or_without_a_plan_is_refused(tmp_path:
 
 
 # -- the command line -------------------------------------------------------------------------
-
-
-def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    from cotplan.cli import main
-
-    with pytest.raises(SystemExit) as exit_info:
-        main(args)
-    out = capsys.readouterr()
-    code = exit_info.value.code
-    return int(code) if isinstance(code, int) else 0, out.out + out.err
 
 
 #: What `cotplan monitor LOG --plan PLAN --labels LABELS` printed for tests/
