@@ -146,8 +146,7 @@ class LocalModel:
         if replicas is None:
             small = threads is None and self.threads == 1 and port is None
             replicas = cores if small and reproducible and parallel == 1 else 1
-        require_int(replicas, "replicas", low=1, high=64)
-        self.replicas = replicas
+        self.replicas = require_int(replicas, "replicas", low=1, high=64)
         self.start_timeout = start_timeout
         self.reproducible = reproducible
         self.adapter = None if adapter is None else Path(adapter)

@@ -190,21 +190,19 @@ def _openai(request: ConnectRequest) -> Backend:
     if api != "chat":
         raise InputError(f"must be 'chat' or 'responses', got {api!r}", field="api")
     request = replace(request, options=options)
-    return OpenAICompatibleBackend(
-        request.name,
-        base_url=request.base_url,
-        api_key=request.api_key,
-        api_key_env=request.api_key_env or "OPENAI_API_KEY",
-        cache=resolve_cache(request.cache),
-        **request.options,
-    )
+    return OpenAICompatibleBackend(request.name, **_client_options(request))
 
 
 def _responses(request: ConnectRequest) -> Backend:
     if not request.name:
         raise _unknown(request.spec)
-    return OpenAIResponsesBackend(
-        request.name,
+    return OpenAIResponsesBackend(request.name, **_client_options(request))
+
+
+def _client_options(request: ConnectRequest) -> dict[str, Any]:
+    """What both OpenAI clients (chat and Responses) are built from: endpoint, key, cache and
+    the spec's own options."""
+    return dict(
         base_url=request.base_url,
         api_key=request.api_key,
         api_key_env=request.api_key_env or "OPENAI_API_KEY",
