@@ -13,11 +13,11 @@ processes first, as other work on a shared machine would. This is the measuremen
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import time
 
 import pandas as pd
 from _outcome import Outcome
+from local_threads import busy_processes
 from rich.console import Console
 from rich.table import Table
 
@@ -27,11 +27,6 @@ from cotplan.tasks.families import make_tasks
 
 BUDGETS = [0, 16, 32, 64, 128]
 COMPARED = ["item", "k", "extracted", "correct", "reasoning_tokens", "answer_tokens", "answer_prob"]
-
-
-def _burn() -> None:
-    while True:
-        pass
 
 
 def measure(replicas: int, items_per_size: int) -> tuple[float, pd.DataFrame]:
@@ -55,10 +50,7 @@ def main(outcome: Outcome) -> None:
     parser.add_argument("--busy", type=int, default=0, help="busy processes to start first")
     args = parser.parse_args()
     counts = [int(r) for r in args.replicas.split(",")]
-    burners = [multiprocessing.Process(target=_burn, daemon=True) for _ in range(args.busy)]
-    for burner in burners:
-        burner.start()
-    try:
+    with busy_processes(args.busy):
         table = Table(
             title=f"thinking model, count n = 3 and 6, {2 * args.items} items x "
             f"{len(BUDGETS)} budgets, {args.busy} busy process(es) alongside"
@@ -71,9 +63,6 @@ def main(outcome: Outcome) -> None:
             frames.append(frame)
             table.add_row(str(replicas), f"{seconds:.1f}", f"{60 * 2 * args.items / seconds:.1f}")
         Console().print(table)
-    finally:
-        for burner in burners:
-            burner.terminate()
     same = all(frame.equals(frames[0]) for frame in frames[1:])
     outcome.check("every replica count gives the same calibration, token for token", same)
 

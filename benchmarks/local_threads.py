@@ -10,8 +10,10 @@ This is why `LocalModel` leaves one core free by default.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import multiprocessing
 import time
+from collections.abc import Iterator
 
 from _outcome import Outcome
 from rich.console import Console
@@ -23,6 +25,19 @@ from cotplan.backends.local import LocalModel
 def _burn() -> None:
     while True:
         pass
+
+
+@contextlib.contextmanager
+def busy_processes(count: int) -> Iterator[None]:
+    """`count` busy-looping processes for the duration, as other work on a shared machine."""
+    burners = [multiprocessing.Process(target=_burn, daemon=True) for _ in range(count)]
+    for burner in burners:
+        burner.start()
+    try:
+        yield
+    finally:
+        for burner in burners:
+            burner.terminate()
 
 
 def measure(threads: int, model_name: str) -> tuple[float, float]:
@@ -46,10 +61,7 @@ def main(outcome: Outcome) -> None:
     parser.add_argument("--model", default="smollm2-135m-instruct", help="e.g. thinking")
     args = parser.parse_args()
     outcome.note("no target: the table is the measurement behind LocalModel's default threads")
-    burners = [multiprocessing.Process(target=_burn, daemon=True) for _ in range(args.busy)]
-    for burner in burners:
-        burner.start()
-    try:
+    with busy_processes(args.busy):
         table = Table(
             title=f"llama.cpp threads, {args.model}, {args.busy} busy process(es) alongside"
         )
@@ -59,9 +71,6 @@ def main(outcome: Outcome) -> None:
             probs_s, generate_s = measure(threads, args.model)
             table.add_row(str(threads), f"{probs_s:.2f}", f"{generate_s:.2f}")
         Console().print(table)
-    finally:
-        for burner in burners:
-            burner.terminate()
 
 
 if __name__ == "__main__":
