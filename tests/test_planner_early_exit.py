@@ -167,6 +167,36 @@ def test_thinking_that_ends_on_its_own_stops_there() -> None:
     assert apply_rule(StoppingRule(agree=5), [s]).iloc[0]["stop_k"] == 8
 
 
+def test_a_probability_missing_after_the_thinking_ended_keeps_the_confidence_rules() -> None:
+    # Item x closes its thinking after 7 tokens: from k = 8 on, its answer is the model's own,
+    # with no probability (a lab model's, say). No rule reads it, so "auto" keeps "both".
+    frame = _frame(150, seed=11)
+    ended = pd.DataFrame(
+        {
+            "item": "x",
+            "n": 8,
+            "k": GRID,
+            "extracted": ["b", "b", *["a"] * (len(GRID) - 2)],
+            "correct": [False, False, *[True] * (len(GRID) - 2)],
+            "answer_prob": [0.6, 0.7, *[math.nan] * (len(GRID) - 2)],
+            "reasoning_tokens": np.minimum(GRID, 7),
+            "answer_tokens": ANSWER_TOKENS,
+            "prompt_tokens": 10,
+            "question_tokens": 5,
+        }
+    )
+    result = certify_early_exit(pd.concat([frame, ended]), 0.1, delta=0.1, ceilings={8: 64})
+    assert result.table["rule"].iloc[0] == rule_family("both")[0].name
+    # A probability missing where the rule must read it (a forced answer) still takes the
+    # confidence rules away, and asking for them is refused, naming the field.
+    forced = frame.copy()
+    forced.loc[forced["k"] == 8, "answer_prob"] = math.nan
+    result = certify_early_exit(forced, 0.1, delta=0.1, ceilings={8: 64})
+    assert result.table["rule"].iloc[0] == rule_family("agreement")[0].name
+    with pytest.raises(InputError, match=r"`family`.*answer_prob"):
+        certify_early_exit(forced, 0.1, ceilings={8: 64}, family="confidence")
+
+
 def test_bill_prompt_charges_each_earlier_probe_its_answer_prompt() -> None:
     frame = _frame(1, seed=3).query("k <= 12")
     (plain,) = probe_sequences(frame, {8: 12})

@@ -249,6 +249,18 @@ def _probe_prompt(rows: pd.DataFrame) -> NDArray[np.float64]:
     return np.asarray(prompt, dtype=float)
 
 
+def _probes_have_prob(sequences: Sequence[ProbeSequence]) -> bool:
+    """Whether every probe a rule can read has its `answer_prob`. Where the thinking ended on
+    its own, or at the ceiling, the item stops whatever the rule says, so a probability missing
+    there (the model's own answer after it closed its thinking) takes no rule away."""
+    for s in sequences:
+        forced = np.flatnonzero(s.ended)
+        last = int(forced[0]) if len(forced) else len(s.k) - 1
+        if np.isnan(s.prob[:last]).any():
+            return False
+    return True
+
+
 def _stop_index(rule: StoppingRule, probes: ProbeSequence) -> int:
     stop = rule.fires(probes.run, probes.prob) | probes.ended
     stop[-1] = True  # the ceiling
@@ -410,9 +422,7 @@ def certify_early_exit(
     frame = _check_frame(frame)
     caps = fixed_caps(frame, eps, delta) if ceilings is None else dict(ceilings)
     sequences = probe_sequences(frame, caps, every=every, bill_prompt=bill_prompt)
-    has_prob = "answer_prob" in frame.columns and bool(
-        pd.to_numeric(frame["answer_prob"], errors="coerce").notna().all()
-    )
+    has_prob = "answer_prob" in frame.columns and _probes_have_prob(sequences)
     chain = rule_family(family, has_prob=has_prob)
     results: list[CertifiedRule] = []
     tables: list[pd.DataFrame] = []
