@@ -19,7 +19,7 @@ from cotplan.generate.budget_setup import Mode
 from cotplan.tasks import make_tasks
 
 SPEC = KNOWN_ADAPTERS["smollm2-135m-thinking"]
-ITEMS = make_tasks("count", n=3, count=3, seed=5)
+ITEMS = make_tasks("count", n=3, count=2, seed=5)
 
 
 def _raw(model: LocalModel) -> openai.OpenAI:
