@@ -15,7 +15,8 @@ seeds the n-exponent of k* per ε with its interval, and whether each seed reads
     .venv/bin/python benchmarks/lab_seeds.py                 # seeds 0,1,2: the documented run
     .venv/bin/python benchmarks/lab_seeds.py --seeds 0,1 --sizes 16,40,64 --items 40
 
-Seeds run side by side, one process and one torch thread each (--jobs, default 2).
+Seeds run side by side, one process and one torch thread each (--jobs, default 2). A seed not
+yet trained is refused unless --train is given.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import pandas as pd
 from _outcome import Outcome
 
 from cotplan.lab.reasoning.logloss import LogLossStudy, n_form
+from cotplan.lab.reasoning.train import is_trained
 
 SIZES = "16,24,32,40,48,56,64"
 EPS = "0.5,0.45,0.4,0.36,0.3,0.2,0.1,0.05"
@@ -48,6 +50,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--bootstrap", type=int, default=200, help="item-bootstrap resamples")
     parser.add_argument("--jobs", type=int, default=2, help="seeds measured at once")
     parser.add_argument("--out", type=Path, default=None, help="folder for each seed's CSVs")
+    parser.add_argument("--train", action="store_true", help="train the seeds not yet trained")
     args = parser.parse_args()
     args.seed_list = [int(s) for s in args.seeds.split(",")]
     args.size_list = [int(n) for n in args.sizes.split(",")]
@@ -56,6 +59,12 @@ def parse_args() -> argparse.Namespace:
         parser.error(f"--seeds must be distinct non-negative integers, got {args.seeds}")
     if SHOWN_EPS not in args.eps_list:
         parser.error(f"--eps must include {SHOWN_EPS}: the per-seed tables show k* there")
+    missing = [s for s in args.seed_list if not is_trained("lamp", "long", seed=s)]
+    if missing and not args.train:
+        parser.error(
+            f"seeds {missing} are not trained; `cotplan kstar-lab train lamp --preset long "
+            "--seed S` trains one (about 2 h of one thread), or give --train"
+        )
     return args
 
 

@@ -229,8 +229,11 @@ def test_seed_1_of_the_tiny_preset_is_its_own_model_stored_apart(
     from cotplan.lab.reasoning.backend import LabBackend
     from cotplan.lab.reasoning.shipped import shipped_state
 
+    assert train_module.is_trained("parity", "tiny")  # the shipped seed 0
+    assert not train_module.is_trained("parity", "tiny", seed=1)
     argv = ["train", "parity", "--preset", "tiny", "--seed", "1", "--check-sizes", "3"]
     result = CliRunner().invoke(app, argv, env={"COLUMNS": "200"})
+    assert train_module.is_trained("parity", "tiny", seed=1)
     assert result.exit_code == 0, result.output
     seed_1_key = model_key(settings_for("parity", "tiny", seed=1).to_dict())
     assert f"({seed_1_key[:12]})" in result.output

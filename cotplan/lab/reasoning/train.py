@@ -52,6 +52,7 @@ __all__ = [
     "PRESETS",
     "LabReasoningModel",
     "TrainSettings",
+    "is_trained",
     "load_or_train",
     "preset_name",
     "settings_for",
@@ -384,6 +385,21 @@ def _restore(
     network = TinyTransformer(settings.model_config(tokenizer))
     network.load_state_dict(dict(state))
     return LabReasoningModel(network, settings, meta, tokenizer)
+
+
+def is_trained(
+    family: str, preset: str | TrainSettings = "standard", *, seed: int | None = None
+) -> bool:
+    """Whether `load_or_train` would load this model (shipped, or in the user folder) rather
+    than train it: a caller about to start hours of training can ask first."""
+    from cotplan.lab import store
+    from cotplan.lab.reasoning.shipped import shipped_state
+
+    settings = settings_for(family, preset, seed=seed)
+    name = preset_name(settings)
+    if name is not None and shipped_state(settings, name) is not None:
+        return True
+    return store.load(_STORE_KIND, settings.to_dict()) is not None
 
 
 def load_or_train(
