@@ -68,21 +68,23 @@ def parse_args() -> argparse.Namespace:
     return args
 
 
-def measure_seed(seed: int, args: argparse.Namespace) -> LogLossStudy:
-    """One seed's law, as `cotplan kstar-lab law lamp --preset long --seed S` measures it."""
+def measure_seed(seed: int, args: argparse.Namespace) -> tuple[LogLossStudy, dict[str, Any]]:
+    """One seed's law, as `cotplan kstar-lab law lamp --preset long --seed S` measures it, and
+    its model's training record (its own check: accuracy and exact traces by size)."""
     from cotplan.lab.reasoning.backend import LabBackend
     from cotplan.lab.reasoning.logloss import logloss_study
     from cotplan.lab.reasoning.train import one_thread
 
     with one_thread():
         backend = LabBackend.for_family("lamp", "long", seed=seed)
-        return logloss_study(
+        study = logloss_study(
             backend,
             sizes=args.size_list,
             items=args.items,
             eps_grid=args.eps_list,
             n_bootstrap=args.bootstrap,
         )
+        return study, dict(backend.lab.meta)
 
 
 def _interval(value: Any, low: Any, high: Any) -> str:
@@ -92,6 +94,19 @@ def _interval(value: Any, low: Any, high: Any) -> str:
     if not (math.isfinite(low) and math.isfinite(high)):
         return f"{value:.0f}"
     return f"{value:.0f} [{low:.0f}, {high:.0f}]"
+
+
+def _check_line(meta: dict[str, Any]) -> str:
+    """The model's training check by size: full-trace accuracy and exact traces."""
+    accuracy = meta.get("accuracy_full_trace", {})
+    exact = meta.get("trace_exact", {})
+    sizes = sorted(accuracy, key=int)
+    if not sizes:
+        return "not recorded"
+    return ", ".join(
+        f"n = {n}: accuracy {accuracy[n]:.2f}, trace exact {exact.get(n, math.nan):.2f}"
+        for n in sizes
+    )
 
 
 def seed_table(seed: int, study: LogLossStudy) -> pd.DataFrame:
@@ -191,12 +206,14 @@ def main(outcome: Outcome) -> None:
     )
     with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         futures = {seed: pool.submit(measure_seed, seed, args) for seed in args.seed_list}
-        studies = {seed: future.result() for seed, future in futures.items()}
+        results = {seed: future.result() for seed, future in futures.items()}
+    studies = {seed: study for seed, (study, _) in results.items()}
     models = [study.model for study in studies.values()]
     outcome.check("each seed is its own model", len(set(models)) == len(models), ", ".join(models))
     pd.set_option("display.width", 200)
     for seed, study in studies.items():
         print(f"\nseed {seed}: {study.model}, {study.seconds:.0f} s")
+        print(f"  training's own check: {_check_line(results[seed][1])}")
         print(seed_table(seed, study).drop(columns="seed").to_string(index=False))
         if args.out is not None:
             study.save(args.out / f"seed_{seed}")
