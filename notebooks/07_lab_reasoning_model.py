@@ -234,7 +234,10 @@ law.budgets.round(2)
 # with √n excluded (benchmarks/results/kstar_lab_law_lamp_long.txt; docs/lab-reasoning.md).
 # That run also tests the theorem's premise on B(k), that it falls fastest first: on this
 # model B falls slowest first at every size, so the law is read outside the theorem's
-# premise, and the run's verdict says so rather than "not reproduced".
+# premise, and the run's verdict says so rather than "not reproduced". It is one seed's model:
+# the same recipe with two other training seeds gave models that do not write the trace at the
+# largest sizes, and their exponents cannot tell √n from linear (docs/lab-reasoning.md, "Three
+# seeds"), so the linear law is this model's, not yet the recipe's.
 
 # %%
 from cotplan.lab.reasoning.logloss import in_domain
