@@ -254,8 +254,8 @@ def _probes_have_prob(sequences: Sequence[ProbeSequence]) -> bool:
     its own, or at the ceiling, the item stops whatever the rule says, so a probability missing
     there (the model's own answer after it closed its thinking) takes no rule away."""
     for s in sequences:
-        forced = np.flatnonzero(s.ended)
-        last = int(forced[0]) if len(forced) else len(s.k) - 1
+        ended = np.flatnonzero(s.ended)
+        last = int(ended[0]) if len(ended) else len(s.k) - 1
         if np.isnan(s.prob[:last]).any():
             return False
     return True
