@@ -395,9 +395,8 @@ def report(
         f"held-out items, {gap:.1f} budget tokens earlier on those (right answers before the "
         "probes said so)"
     )
-    share_cap, share_exit, done = seeded_splits(
-        held_calibration_pool(frame, held), frame["item"].nunique(), args
-    )
+    answered = held_calibration_pool(frame, held)
+    share_cap, share_exit, done = seeded_splits(answered, frame["item"].nunique(), args)
     print(
         f"seeded re-calibrations ({done} of {args.splits} certified a cap; coarse grid): "
         f"held-out error above ε = {args.eps:g} in {share_cap:.3f} (fixed cap) and "
@@ -405,7 +404,7 @@ def report(
     )
     # A split judges its rule on the items it left out, not on the true error: with few of
     # them, a rule whose true error is just below ε exceeds it on them by chance alone.
-    rest = len(held_calibration_pool(frame, held)["item"].unique()) - frame["item"].nunique()
+    rest = answered["item"].nunique() - frame["item"].nunique()
     chance = float(binom.sf(math.floor(args.eps * rest), rest, args.eps))
     print(
         f"(each split judges on {rest} held-out items: a true error of exactly ε shows above ε "

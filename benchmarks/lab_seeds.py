@@ -109,10 +109,15 @@ def _check_line(meta: dict[str, Any]) -> str:
     )
 
 
+def _shown_budgets(study: LogLossStudy) -> pd.DataFrame:
+    """The study's k* rows on B at the shown ε, one per size."""
+    budgets = study.budgets
+    return budgets[(budgets["measure"] == "B") & (budgets["eps"] == SHOWN_EPS)]
+
+
 def seed_table(seed: int, study: LogLossStudy) -> pd.DataFrame:
     """Per size: the full trace, raw and robust k* on B at ε = 0.5, and the premise on B."""
-    budgets = study.budgets
-    shown = budgets[(budgets["measure"] == "B") & (budgets["eps"] == SHOWN_EPS)]
+    shown = _shown_budgets(study)
     premise = study.premise[study.premise["measure"] == "B"].set_index("n")["premise"]
     return pd.DataFrame(
         {
@@ -159,8 +164,7 @@ def spread_table(studies: dict[int, LogLossStudy]) -> pd.DataFrame:
     """Per size: raw and robust k*(ε = 0.5) of every seed, and their range across seeds."""
     rows = []
     for seed, study in studies.items():
-        b = study.budgets
-        shown = b[(b["measure"] == "B") & (b["eps"] == SHOWN_EPS)]
+        shown = _shown_budgets(study)
         rows += [
             {"n": r.n, "seed": seed, "raw": r.k, "robust": r.k_robust} for r in shown.itertuples()
         ]
