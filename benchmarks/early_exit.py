@@ -31,6 +31,11 @@ beside its offline replay from the same items' long runs. The share of seeded ca
 whose held-out error exceeded ε comes from --splits random calibration/held-out splits of all
 the items answered (seeded), certified and judged on the coarse grid.
 
+Where the stable oracle stops before the certified exit, the script prints how sure the model
+was there (a right answer at probability near 0.5 is a coin flip that landed right) and the
+cheapest probe rule whose error on the held-out items is at most ε, picked on those very items
+(`print_hindsight_best`): the part of the oracle gap no certificate over these signals closes.
+
 Issue 29's goals, judged here without --quick: the early exit never spends more total tokens
 than the fixed cap and stays within 1.15 times the stable oracle. Its third goal, 25% below the
 fixed cap, is stated for a family whose difficulty varies by item; parity settles at the same
@@ -198,6 +203,68 @@ def pooled(frame: pd.DataFrame, args: argparse.Namespace) -> pd.DataFrame:
     if not args.pool:
         return frame
     return frame.assign(n=max(ints(args.sizes)))
+
+
+def print_oracle_luck(held: pd.DataFrame, earlier: pd.DataFrame) -> None:
+    """How sure the model was where the oracle stopped before the exit. A forced answer that is
+    right with probability near 0.5 was a coin flip that landed right: the oracle keeps it in
+    hindsight, and a rule that stopped on such answers would be wrong about half the time."""
+    if earlier.empty or "answer_prob" not in held.columns:
+        return
+    at_stop = held.merge(
+        earlier[["item", "stop_k_y"]], left_on=["item", "k"], right_on=["item", "stop_k_y"]
+    )
+    probs = pd.to_numeric(at_stop["answer_prob"], errors="coerce").dropna()
+    if probs.empty:
+        return
+    unsure = int((probs < 0.9).sum())
+    reading = (
+        "mostly unsure answers that happened to be right"
+        if unsure > len(probs) / 2
+        else "mostly sure answers the rule did not yet trust"
+    )
+    print(
+        f"at those oracle stops the right answer's probability was median {probs.median():.2f} "
+        f"(quartiles {probs.quantile(0.25):.2f} to {probs.quantile(0.75):.2f}); {unsure} of "
+        f"{len(probs)} below 0.9: {reading}"
+    )
+
+
+#: Rules swept on the held-out items in hindsight: every agreement count and probability
+#: threshold the certified chains use, and lower ones no chain would certify.
+HINDSIGHT_AGREE = (1, 2, 3, 4, 5)
+HINDSIGHT_PROB = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 0.999)
+
+
+def print_hindsight_best(
+    held: pd.DataFrame, caps: dict[int, int], oracle_total: float, args: argparse.Namespace
+) -> None:
+    """The cheapest probe rule whose error on the held-out items is at most ε, picked on those
+    very items: no certificate can do better with this family of signals, so its distance
+    from the oracle is the part of the gap a black-box rule cannot close on this model."""
+    sequences = probe_sequences(held, caps, every=args.every, bill_prompt=args.bill_prompt)
+    rules = [StoppingRule(agree=r) for r in HINDSIGHT_AGREE]
+    if "answer_prob" in held.columns and held["answer_prob"].notna().any():
+        rules += [StoppingRule(min_prob=p) for p in HINDSIGHT_PROB]
+        rules += [StoppingRule(agree=2, min_prob=p) for p in HINDSIGHT_PROB]
+    best: tuple[float, str, float] | None = None
+    for rule in rules:
+        stops = apply_rule(rule, sequences)
+        error = 1.0 - float(stops["correct"].mean())
+        total = float(stops["total_tokens"].mean())
+        if error <= args.eps and (best is None or total < best[0]):
+            best = (total, rule.name, error)
+    if best is None:
+        print(
+            "in hindsight no probe rule swept keeps the held-out error at or below "
+            f"ε = {args.eps:g}"
+        )
+        return
+    total, name, error = best
+    print(
+        f"cheapest probe rule in hindsight (picked on these held-out items, error {error:.3f} "
+        f"≤ ε): {name}, {total:.1f} tokens = {total / oracle_total:.2f} × the stable oracle"
+    )
 
 
 def held_out_methods(
@@ -395,6 +462,8 @@ def report(
         f"held-out items, {gap:.1f} budget tokens earlier on those (right answers before the "
         "probes said so)"
     )
+    print_oracle_luck(held, earlier)
+    print_hindsight_best(held, caps, float(oracle["total"]), args)
     answered = held_calibration_pool(frame, held)
     share_cap, share_exit, done = seeded_splits(answered, frame["item"].nunique(), args)
     print(
