@@ -5,9 +5,9 @@ docs/lab-reasoning.md). A `ReproductionPlan` lists them with their command lines
 requests each makes at most and a wall-time estimate from stored transcripts
 (`SECONDS_PER_PREDICTION`, `OVERHEAD`, `MEASURED`). `run_plan` runs the steps in order through
 a runner the caller supplies (the CLI starts each command as a subprocess, tests pass a fake),
-records every finished step and its output files' SHA-256 in the folder's ledger
-(`reproduce.json`) and writes the combined report,
-`reproduction.md` and `reproduction.html`, with its provenance (`cotplan.provenance`).
+records every finished step, the cotplan commit it ran and its output files' SHA-256 in the
+folder's ledger (`reproduce.json`) and writes the combined report, `reproduction.md` and
+`reproduction.html`, with its provenance (`cotplan.provenance`).
 
 A rerun with the same folder skips every step the ledger records as finished whose outputs are
 still there; a step that was killed midway runs again, and the call cache answers the requests
@@ -36,7 +36,7 @@ from cotplan.experiments import (
     planned_predictions,
 )
 from cotplan.io import write_text
-from cotplan.provenance import lab_weight_digests, provenance
+from cotplan.provenance import git_commit, lab_weight_digests, provenance
 
 __all__ = [
     "LEDGER",
@@ -59,14 +59,15 @@ REPRODUCE_PRESETS = ("quick", "full")
 LEDGER = "reproduce.json"
 
 _QUICK = "benchmarks/results/reproduce_quick_local.md"
-_FULL_RUNS = "benchmarks/results/experiments_csv/report_full_local_{}_runs.csv"
+_FULL = "benchmarks/results/reproduce_full_local.md"
+_FULL_RUNS = "benchmarks/results/experiments_csv/reproduce_full_local_experiments-{}_runs.csv"
 
 #: Wall seconds per prediction of each experiment on the embedded model, by preset, and the
-#: transcript whose runs table (wall_s over predictions) gives it; a step's estimate is this
-#: times `planned_predictions` for today's preset, so a preset that grows (Falck's T3 over
-#: several contexts per n) grows its estimate. All were measured on 2 cores shared with other
-#: work with a fresh call cache (the hits in those tables came from the runs' own repeated
-#: prompts), so they are upper rather than typical figures; a warm cache is much faster.
+#: table (a runs table: wall_s over predictions) that gives it; a step's estimate is this
+#: times `planned_predictions` for today's preset, so a preset that grows grows its estimate.
+#: Each comes from a `cotplan reproduce` run of its preset on 2 cores shared with other work,
+#: with the call cache as it was (its hits in the runs tables), so they are upper rather than
+#: typical figures for a fresh cache on an idle machine.
 SECONDS_PER_PREDICTION: dict[str, dict[str, tuple[float, str]]] = {
     "quick": {  # `cotplan reproduce --preset quick`: its experiment step's report_runs.csv
         "martingale": (24.387 / 320, _QUICK),
@@ -74,37 +75,33 @@ SECONDS_PER_PREDICTION: dict[str, dict[str, tuple[float, str]]] = {
         "entropy": (21.681 / 312, _QUICK),
         "falck": (47.586 / 624, _QUICK),
     },
-    "full": {  # the full report's three parts, each run's own report_runs.csv
-        "martingale": (2492.937 / 19000, _FULL_RUNS.format("martingale_debias_order")),
-        "order": (296.847 / 1500, _FULL_RUNS.format("martingale_debias_order")),
-        "entropy": (582.103 / 19900, _FULL_RUNS.format("entropy")),
-        # T3 then on 1 context per n; its longer contexts may make 4 slower per prediction.
-        "falck": (1000.387 / 30500, _FULL_RUNS.format("falck")),
+    "full": {  # `cotplan reproduce --preset full`: each experiment step's report_runs.csv
+        "martingale": (592.849 / 19000, _FULL_RUNS.format("martingale")),
+        "order": (426.105 / 1500, _FULL_RUNS.format("martingale")),
+        "entropy": (534.515 / 19900, _FULL_RUNS.format("entropy")),
+        "falck": (1557.421 / 45500, _FULL_RUNS.format("falck")),
     },
 }
 
 #: Wall seconds of an experiment step besides its predictions (starting the model, the
-#: bootstraps, debiasing, charts), and the transcript that shows them.
+#: bootstraps, debiasing, charts): the step's time in its report's Steps table less its runs'.
 OVERHEAD: dict[str, tuple[float, str]] = {
     # The step's 178 s (20:26:44 to 20:29:42 in its Steps table) less its runs' 150.1 s.
     "experiments": (27.9, _QUICK),
-    # "about 47 min after the start" (2,820 s) less its runs' 2,789.8 s.
-    "experiments-martingale": (
-        30.0,
-        "benchmarks/results/experiments_report_full_local_martingale_debias_order.txt",
-    ),
-    # 592 s wall less the run's 582.1 s.
-    "experiments-entropy": (9.9, "benchmarks/results/experiments_report_full_local_entropy.txt"),
-    # The rerun with every prediction answered from the first run's cache: 26 s wall.
-    "experiments-falck": (26.0, "benchmarks/results/experiments_report_full_local_falck.txt"),
+    # 1,037 s (04:15:54 to 04:33:11) less its runs' 1,019.0 s.
+    "experiments-martingale": (18.0, _FULL),
+    # 548 s (04:33:11 to 04:42:19) less its run's 534.5 s.
+    "experiments-entropy": (13.5, _FULL),
+    # 1,569 s (04:42:19 to 05:08:28) less its run's 1,557.4 s.
+    "experiments-falck": (11.6, _FULL),
 }
 
-#: Wall seconds of each lab step (no model requests; the lab's models are in-process), and the
-#: transcript that printed them, measured as above.
+#: Wall seconds of each lab step (no model requests; the lab's models are in-process), from
+#: the full reproduction's Steps table: the whole `cotplan` process, start to end.
 MEASURED: dict[str, tuple[float, str]] = {
-    "lamp-law": (32.0, "benchmarks/results/kstar_lab_law_lamp.txt"),
-    "lamp-law-long": (263.0, "benchmarks/results/kstar_lab_law_lamp_long.txt"),
-    "kstar-study": (666.0, "benchmarks/results/kstar_lab_study_standard.txt"),
+    "lamp-law": (52.0, _FULL),  # 05:19:55 to 05:20:47
+    "lamp-law-long": (439.0, _FULL),  # 05:20:47 to 05:28:06
+    "kstar-study": (687.0, _FULL),  # 05:08:28 to 05:19:55
 }
 
 _LAMP_LONG_SIZES = "16,24,32,40,48,56,64"
@@ -324,8 +321,8 @@ class ReproductionPlan:
         left = len(self.pending())
         time = f"about {_duration(seconds)}" if complete else f"at least {_duration(seconds)}"
         return (
-            f"{left} of {len(self.steps)} steps to run: {time} (measured on 2 shared "
-            f"cores with a fresh call cache) and at most {requests:,} model requests; requests "
+            f"{left} of {len(self.steps)} steps to run: {time} (as measured on 2 shared "
+            f"cores) and at most {requests:,} model requests; requests "
             "already in the call cache are answered from it, not sent again."
         )
 
@@ -428,11 +425,14 @@ def run_plan(
     *,
     clock: Callable[[], str] = _now,
     echo: Callable[[str], None] = lambda line: None,
+    commit: Callable[[], str] = git_commit,
 ) -> list[Path]:
     """Run the plan's pending steps in order, recording each as it finishes; write the report.
 
     A step that exits non-zero stops the run with a `CotplanError` naming it; the steps before
-    it stay recorded, so the same command resumes from it.
+    it stay recorded, so the same command resumes from it. Each step records the cotplan
+    commit it started from (`commit`): the checkout may move during a long run or between a
+    kill and the resume, and the report must name the code each step ran.
     """
     ledger = _read_ledger(plan.out) or {
         "preset": plan.preset,
@@ -448,7 +448,7 @@ def run_plan(
             echo(f"{step.name}: finished in an earlier run, skipped")
             continue
         echo(f"{step.name}: {plan.command_line(step)}")
-        started = clock()
+        started, ran_at = clock(), commit()
         status = run_step(plan.argv(step))
         if status != 0:
             _write_ledger(plan.out, ledger)
@@ -460,6 +460,7 @@ def run_plan(
             "command": plan.command_line(step),
             "started": started,
             "finished": clock(),
+            "commit": ran_at,
             "outputs": _digests(plan.out / "steps" / step.name, plan.out),
         }
         _write_ledger(plan.out, ledger)
@@ -489,9 +490,21 @@ def report_fields(plan: ReproductionPlan, ledger: dict[str, Any]) -> dict[str, s
         ),
         **provenance(local_model=local),
     }
+    fields["cotplan commit"] = _steps_commit(ledger, fields["cotplan commit"])
     for name, digest in lab_weight_digests(weights).items():
         fields[f"lab weights {name} SHA-256"] = digest
     return fields
+
+
+def _steps_commit(ledger: dict[str, Any], now: str) -> str:
+    """The commit every recorded step ran, or a pointer to the Steps table where they differ;
+    a ledger from before steps recorded theirs gives today's checkout, labelled as such."""
+    commits = {str(e.get("commit", "")) for e in ledger.get("steps", {}).values()}
+    if not commits or "" in commits:
+        return f"{now} (read when the report was written, not recorded by the steps)"
+    if len(commits) == 1:
+        return commits.pop()
+    return "differs between steps: see each step's commit in Steps"
 
 
 def write_report(plan: ReproductionPlan, ledger: dict[str, Any]) -> list[Path]:
@@ -499,11 +512,11 @@ def write_report(plan: ReproductionPlan, ledger: dict[str, Any]) -> list[Path]:
     command and outputs, and each experiment step's own report page."""
     fields = report_fields(plan, ledger)
     title = f"Reproduction ({plan.preset}, {plan.backend})"
-    header = ["step", "command", "started", "finished", "files"]
+    header = ["step", "command", "started", "finished", "commit", "files"]
     step_rows = []
     for step in plan.steps:
         entry = ledger["steps"].get(step.name, {})
-        times = [str(entry.get(k, "")) for k in ("started", "finished")]
+        times = [str(entry.get(k, "")) for k in ("started", "finished", "commit")]
         files = str(len(entry.get("outputs", {})))
         step_rows.append([step.name, plan.command_line(step), *times, files])
     md = [f"# {title}", "", "## Provenance", "", *_md_table([["field", "value"], *fields.items()])]

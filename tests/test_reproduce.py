@@ -93,7 +93,7 @@ def test_dry_run_prints_plan_and_estimate_and_starts_nothing(
     )
     assert "cotplan kstar-lab law lamp --sizes 4,8,12,16 --items 120" in result.output
     assert "model requests" in result.output
-    assert "benchmarks/results/kstar_lab_law_lamp.txt" in result.output
+    assert "lamp-law: benchmarks/results/reproduce_full_local.md" in result.output
     assert "dry run: nothing started" in result.output
     assert not (tmp_path / LEDGER).exists()
 
@@ -318,6 +318,33 @@ def test_the_report_carries_provenance_and_every_command(tmp_path: Path) -> None
     ):
         assert field in md, field
     assert "<h2>Provenance</h2>" in html_path.read_text()
+
+
+def test_each_step_records_the_commit_it_ran(tmp_path: Path) -> None:
+    # The checkout moved between the two steps (a commit during a long run, or a pull before
+    # the resume): the report must not name the commit it was written at for both.
+    commits = iter(["aaa111", "bbb222"])
+    plan = plan_reproduction("quick", "laplace", tmp_path, steps=_fake_steps())
+    md_path, _ = run_plan(plan, FakeRunner(), commit=lambda: next(commits))
+    ledger = json.loads((tmp_path / LEDGER).read_text())
+    assert [e["commit"] for e in ledger["steps"].values()] == ["aaa111", "bbb222"]
+    md = md_path.read_text()
+    assert "| cotplan commit | differs between steps: see each step's commit in Steps |" in md
+    assert "| aaa111 |" in md
+    assert "| bbb222 |" in md
+
+    again = plan_reproduction("quick", "laplace", tmp_path / "same", steps=_fake_steps())
+    md = run_plan(again, FakeRunner(), commit=lambda: "ccc333")[0].read_text()
+    assert "| cotplan commit | ccc333 |" in md
+
+    # A ledger written before steps recorded their commit: today's, labelled as read late.
+    for entry in ledger["steps"].values():
+        del entry["commit"]
+    (tmp_path / LEDGER).write_text(json.dumps(ledger))
+    old = plan_reproduction("quick", "laplace", tmp_path, steps=_fake_steps())
+    assert old.finished == {"a", "b"}
+    md = run_plan(old, FakeRunner())[0].read_text()
+    assert "(read when the report was written, not recorded by the steps) |" in md
 
 
 def test_a_step_without_a_page_shows_its_small_tables(tmp_path: Path) -> None:
