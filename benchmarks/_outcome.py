@@ -13,6 +13,7 @@ a check inside the benchmark failed, so a script or CI step cannot read MISSED a
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import sys
@@ -25,6 +26,8 @@ __all__ = ["RESULTS", "Outcome"]
 
 RESULTS = Path(__file__).resolve().parent / "results"
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+#: The longest argument slug a transcript name keeps whole (a longer one is cut and hashed).
+_SLUG_LENGTH = 80
 
 
 class _Tee:
@@ -122,7 +125,12 @@ def _slug(arguments: list[str]) -> str:
     # Paths in the arguments are named by their last part only (no machine's folders).
     words = [(Path(a).name if os.sep in a else a).lstrip("-") for a in arguments]
     slug = re.sub(r"[^A-Za-z0-9._=]+", "-", "_".join(words)).strip("-_")
-    return "_" + slug[:80]
+    if len(slug) <= _SLUG_LENGTH:
+        return "_" + slug
+    # Cut, two runs whose arguments differ only at the end would share a transcript and the
+    # second would overwrite the first: a digest of the whole slug keeps them apart.
+    digest = hashlib.sha256(slug.encode()).hexdigest()[:8]
+    return "_" + slug[: _SLUG_LENGTH - 9] + "-" + digest
 
 
 def _shown(path: Path) -> str:

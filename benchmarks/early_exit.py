@@ -106,7 +106,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--eps", type=float, default=None, help="target error (0.03; quick 0.1)")
     parser.add_argument("--delta", type=float, default=0.05)
     parser.add_argument("--every", type=int, default=None, help="probe every this many tokens")
-    parser.add_argument("--family", default="auto", help="agreement, confidence, both, auto")
+    parser.add_argument("--family", default="auto", help="agreement, confidence, both, auto, all")
     parser.add_argument("--bill-prompt", action="store_true", help="probes re-bill the prompt")
     parser.add_argument("--uncapped", type=int, default=None)
     parser.add_argument("--refine", type=int, default=None, help="budgets added below the cap")

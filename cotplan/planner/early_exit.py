@@ -18,6 +18,11 @@ the one before on every item):
 - confidence λ: the probed answer's probability at least λ (0.999 down to 0.8);
 - both: agreement r and, at the latest probe, probability at least λ, stepping down together.
 
+"all" tests every chain the data allows (agreement; with probabilities also confidence and
+both), each at δ / m for m chains (Bonferroni), and keeps the cheapest rule any of them
+certifies: choosing among chains after testing them all on the same items is then covered by
+the guarantee, where certifying one chain, looking, and certifying another is not.
+
 **Tokens charged.** The thinking up to the stop, the answer tokens of every probe (those before
 the stop are the probe overhead; the last is the answer any method pays), and, with
 `bill_prompt`, each earlier probe's prompt again (a backend without prefix caching bills the
@@ -74,10 +79,11 @@ __all__ = [
     "dynasor_rule",
     "fixed_caps",
     "probe_sequences",
+    "rule_chains",
     "rule_family",
 ]
 
-Family = Literal["agreement", "confidence", "both", "auto"]
+Family = Literal["agreement", "confidence", "both", "auto", "all"]
 
 #: Dynasor-CoT's published setting: stop when 3 consecutive probes agree.
 DYNASOR_AGREE = 3
@@ -92,9 +98,23 @@ _Z95 = 1.6448536269514722  # one-sided 95% normal quantile
 _NEEDED = ("item", "n", "k", "extracted", "correct", "reasoning_tokens", "answer_tokens")
 
 
+def rule_chains(family: Family, *, has_prob: bool = True) -> tuple[tuple[StoppingRule, ...], ...]:
+    """The chains `family` tests: one, or for "all" every chain the data allows (agreement, and
+    with probabilities confidence and both), each then tested at δ / (number of chains)."""
+    if family == "all":
+        names: tuple[Family, ...] = (
+            ("agreement", "confidence", "both") if has_prob else ("agreement",)
+        )
+        return tuple(rule_family(name) for name in names)
+    return (rule_family(family, has_prob=has_prob),)
+
+
 def rule_family(family: Family, *, has_prob: bool = True) -> tuple[StoppingRule, ...]:
     """The chain of rules, most cautious first. "auto" is "both" where probabilities are known
-    (`has_prob`) and "agreement" otherwise: chosen by what the data holds, not by its answers."""
+    (`has_prob`) and "agreement" otherwise: chosen by what the data holds, not by its answers.
+    "all" is several chains (`rule_chains`), not one."""
+    if family == "all":
+        raise InputError("'all' tests several chains: see rule_chains", field="family")
     if family == "auto":
         family = "both" if has_prob else "agreement"
     if family == "agreement":
@@ -110,7 +130,8 @@ def rule_family(family: Family, *, has_prob: bool = True) -> tuple[StoppingRule,
     if family == "both":
         return tuple(StoppingRule(agree=r, min_prob=p) for r, p in _BOTH)
     raise InputError(
-        f"must be 'agreement', 'confidence', 'both' or 'auto', got {family!r}", field="family"
+        f"must be 'agreement', 'confidence', 'both', 'auto' or 'all', got {family!r}",
+        field="family",
     )
 
 
@@ -423,14 +444,14 @@ def certify_early_exit(
     caps = fixed_caps(frame, eps, delta) if ceilings is None else dict(ceilings)
     sequences = probe_sequences(frame, caps, every=every, bill_prompt=bill_prompt)
     has_prob = "answer_prob" in frame.columns and _probes_have_prob(sequences)
-    chain = rule_family(family, has_prob=has_prob)
+    chains = rule_chains(family, has_prob=has_prob)
     results: list[CertifiedRule] = []
     tables: list[pd.DataFrame] = []
     for n in sorted(caps):
         mine = [s for s in sequences if s.n == n]
         if not mine:
             continue
-        certified, table = _certify_size(mine, chain, n=n, ceiling=caps[n], eps=eps, delta=delta)
+        certified, table = _certify_size(mine, chains, n=n, ceiling=caps[n], eps=eps, delta=delta)
         results.append(certified)
         tables.append(table)
     return EarlyExit(
@@ -486,24 +507,32 @@ def _surely_cheaper(rule: _Tested, cap: _Tested) -> bool:
 
 def _certify_size(
     sequences: list[ProbeSequence],
-    chain: tuple[StoppingRule, ...],
+    chains: tuple[tuple[StoppingRule, ...], ...],
     *,
     n: int,
     ceiling: int,
     eps: float,
     delta: float,
 ) -> tuple[CertifiedRule, pd.DataFrame]:
+    # Several chains share δ (Bonferroni): the chance that any of them rejects a rule whose
+    # error exceeds ε stays at most δ, so the cheapest rule over all of them may be kept.
+    each = delta / len(chains)
     tested: list[_Tested] = []
-    for rule in chain:
-        tested.append(_test(rule, sequences, delta))
-        if tested[-1].bound > eps:
-            break  # fixed-sequence testing: the first rule not rejected ends the chain
+    firsts: list[_Tested] = []
+    for chain in chains:
+        for i, rule in enumerate(chain):
+            tested.append(_test(rule, sequences, each))
+            if i == 0:
+                firsts.append(tested[-1])
+            if tested[-1].bound > eps:
+                break  # fixed-sequence testing: the first rule not rejected ends the chain
     table = pd.DataFrame(
         [
             {
                 "n": n,
                 "ceiling": ceiling,
                 "rule": t.rule.name,
+                "delta": each,
                 "errors": t.errors,
                 "items": t.items,
                 "bound": t.bound,
@@ -524,11 +553,14 @@ def _certify_size(
     best = min(cheaper, key=lambda t: t.total_tokens, default=None)
     chosen = best if best is not None else cap
     if not passed:
-        first = tested[0]
         note = (
-            f"no rule certified: the most cautious ({first.rule.name}) made {first.errors} "
-            f"errors in {first.items} items, bound {first.bound:.3f} > ε = {eps:g}; "
-            "the fixed cap stays"
+            "no rule certified: "
+            + "; ".join(
+                f"the most cautious ({first.rule.name}) made {first.errors} errors in "
+                f"{first.items} items, bound {first.bound:.3f} > ε = {eps:g}"
+                for first in firsts
+            )
+            + "; the fixed cap stays"
         )
     elif chosen is cap:
         note = (
