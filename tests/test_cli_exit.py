@@ -8,10 +8,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from test_planner_early_exit import _frame
 from typer.testing import CliRunner
 
 from cotplan.cli import app, main
+from cotplan.generate.probing import StoppingRule
+from cotplan.planner.early_exit import certify_early_exit
 from cotplan.planner.exit_plan import load_exit_plan
+from cotplan.planner.plan_result import plan_from_calibration
 from cotplan.planner.run import SavedPlan
 
 runner = CliRunner()
@@ -156,3 +160,32 @@ def test_plan_and_run_with_a_certified_exit_on_the_lab_model(tmp_path: Path) -> 
 def main_ok(args: list[str]) -> None:
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
+
+
+def test_exit_family_is_checked_first_and_reaches_the_certificate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No calibration file: the option is refused before anything is read.
+    args = ["plan", "--calibration", str(tmp_path / "none.csv"), "--eps", "0.2"]
+    err = one_line_error(
+        [*args, "--exit", "certified", "--exit-family", "vibes"], capsys, monkeypatch
+    )
+    assert "`exit_family`: must be one of auto, agreement, confidence, both, all" in err
+    err = one_line_error([*args, "--exit-family", "all"], capsys, monkeypatch)
+    assert "`exit_family`: is read only with --exit certified" in err
+
+    frame = pd.concat([_frame(120, seed=21, n=8), _frame(120, seed=22, n=16)])
+    calibration = tmp_path / "calibration.csv"
+    frame.to_csv(calibration, index=False)
+    for family in ("all", "agreement"):
+        result = plan_from_calibration(
+            calibration, 0.1, delta=0.1, n_bootstrap=0, exit="certified",
+            exit_family=family, probe_every=4,
+        )  # fmt: skip
+        assert result.exit is not None, result.exit_note
+        ceilings = {n: rule.ceiling for n, rule in result.exit.sizes.items()}
+        direct = certify_early_exit(
+            frame, 0.1, delta=0.1, ceilings=ceilings, every=4, family=family
+        )
+        for n in ceilings:
+            assert result.exit.rule_at(n).rule == (direct.rule_at(n) or StoppingRule())

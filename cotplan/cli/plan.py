@@ -354,6 +354,14 @@ def plan(
     probe_every: Annotated[
         int, typer.Option(help="With --exit certified: probe every this many thinking tokens.")
     ] = 16,
+    exit_family: Annotated[
+        str,
+        typer.Option(
+            help="With --exit certified: the stopping rules tested: 'auto' (agreement and "
+            "probability together where probabilities are known), 'agreement', 'confidence', "
+            "'both', or 'all' (every chain, each at its share of --delta)."
+        ),
+    ] = "auto",
 ) -> None:
     """Fit the error laws on a calibration, print the chosen law, the certified budgets and
     k* for the sizes asked; write plan.json for `cotplan run` (and exit.json with --exit)."""
@@ -376,6 +384,7 @@ def plan(
         reach=reach,
         exit=exit_,
         probe_every=probe_every,
+        exit_family=exit_family,
     )
     saved = result.plan
     print_spend(result.calibration)

@@ -68,6 +68,7 @@ from cotplan.planner.data import _check_fraction, _validate_frame
 __all__ = [
     "DEER_THRESHOLD",
     "DYNASOR_AGREE",
+    "FAMILIES",
     "CertifiedRule",
     "EarlyExit",
     "Family",
@@ -84,6 +85,8 @@ __all__ = [
 ]
 
 Family = Literal["agreement", "confidence", "both", "auto", "all"]
+#: Every `family` a caller may name, the default first.
+FAMILIES: tuple[Family, ...] = ("auto", "agreement", "confidence", "both", "all")
 
 #: Dynasor-CoT's published setting: stop when 3 consecutive probes agree.
 DYNASOR_AGREE = 3

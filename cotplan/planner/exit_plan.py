@@ -39,7 +39,7 @@ from cotplan.backends.base import Backend
 from cotplan.errors import InputError
 from cotplan.generate.probing import ExitRule, ProbedAnswer, StoppingRule, probe_answer
 from cotplan.io import write_text
-from cotplan.planner.early_exit import EarlyExit, certify_early_exit
+from cotplan.planner.early_exit import EarlyExit, Family, certify_early_exit
 from cotplan.tasks.item import TaskItem
 from cotplan.tasks.size import item_size
 
@@ -238,15 +238,19 @@ def exit_from_calibration(
     delta: float,
     model: str,
     every: int = DEFAULT_PROBE_EVERY,
+    family: Family = "auto",
 ) -> tuple[ExitPlan | None, str]:
     """Certify an early exit on the calibration `frame` under `ceilings` (a plan's certified
     caps) and keep its deployable part; (None, why) where this calibration cannot certify one.
-    Only the frame's own shortcomings are a reason: other bad input still raises."""
+    `family` is the chain of rules tested (`certify_early_exit`). Only the frame's own
+    shortcomings are a reason: other bad input still raises."""
     usable = {n: k for n, k in ceilings.items() if k >= 1}
     if not usable:
         return None, "no calibrated size has a certified cap to serve as the exit's ceiling"
     try:
-        result = certify_early_exit(frame, eps, delta=delta, ceilings=usable, every=every)
+        result = certify_early_exit(
+            frame, eps, delta=delta, ceilings=usable, every=every, family=family
+        )
         return ExitPlan.from_early_exit(result, model=model, every=every, frame=frame), ""
     except InputError as exc:
         if exc.field != "frame":

@@ -28,13 +28,14 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import pandas as pd
 
 from cotplan.errors import InputError
 from cotplan.io import write_csv
 from cotplan.planner.calibrate import load_calibration
+from cotplan.planner.early_exit import FAMILIES, Family
 from cotplan.planner.exit_plan import (
     DEFAULT_PROBE_EVERY,
     EXIT_CHOICES,
@@ -142,6 +143,7 @@ def plan_from_calibration(
     reach: float = DEFAULT_REACH,
     exit: str = "none",
     probe_every: int = DEFAULT_PROBE_EVERY,
+    exit_family: str = "auto",
 ) -> PlanResult:
     """Plan for target error `eps` from a calibration CSV (see the module doc).
 
@@ -149,7 +151,8 @@ def plan_from_calibration(
     (chosen on held-out items) or one of `LAW_NAMES`; `delta` is 1 − the certificates'
     confidence; `alpha` is "fit" or a fixed exponent; `reach` how far `plan.cap(n)` scales
     beyond the calibrated sizes; `exit` "none" or "certified" (an early exit probing every
-    `probe_every` thinking tokens, certified after the plan; see the module doc). Every option
+    `probe_every` thinking tokens, certified after the plan; see the module doc), its rules
+    from the chain `exit_family` (`cotplan.planner.early_exit.FAMILIES`). Every option
     is checked before the file is read, and the file before anything is fitted; raises
     `InputError` naming the option (or the file, line and column), `InfeasibleTargetError`
     when ε cannot be reached at a size asked.
@@ -163,6 +166,9 @@ def plan_from_calibration(
     asked = [require_int(n, "n", low=1) for n in sizes]
     require_choice(exit, "exit", EXIT_CHOICES)
     probe_every = require_int(probe_every, "probe_every", low=1)
+    family = cast(Family, require_choice(exit_family, "exit_family", FAMILIES))
+    if family != "auto" and exit != "certified":
+        raise InputError("is read only with --exit certified", field="exit_family")
     alpha_value = _alpha(alpha)
     loaded = load_calibration(calibration)  # names a missing file, a folder, a bad line
     source = Path(calibration)
@@ -192,7 +198,13 @@ def plan_from_calibration(
     if exit == "certified":
         ceilings = {c.n: c.k for c in certificates if c.k is not None}
         exit_plan, exit_note = exit_from_calibration(
-            loaded.frame, ceilings, eps, delta=delta, model=plan.model or "", every=probe_every
+            loaded.frame,
+            ceilings,
+            eps,
+            delta=delta,
+            model=plan.model or "",
+            every=probe_every,
+            family=family,
         )
     return PlanResult(
         planner=planner,
