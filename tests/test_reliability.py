@@ -92,9 +92,9 @@ def test_a_calibration_through_twenty_percent_faults_matches_a_clean_one(
 def test_a_martingale_experiment_through_twenty_percent_faults_matches_a_clean_one(
     local_model: LocalModel,
 ) -> None:
-    # The quick preset's grid of n with fewer sequences; no slow faults (each would cost a full
-    # TIMEOUT, and the first test already checks them).
-    preset = {**MARTINGALE_QUICK, "n_sequences": 4}
+    # A coarser grid than the quick preset's, fewer sequences; no slow faults (each would cost
+    # a full TIMEOUT, and the first test already checks them).
+    preset = {**MARTINGALE_QUICK, "ns": list(range(10, 41, 4)), "n_sequences": 3, "n_boot": 200}
     clean = martingale_gap(BackendPredictor(_client(local_model, local_model.base_url)), **preset)
     with FaultProxy(local_model.base_url, rate=0.2, kinds=NOT_SLOW, seed=12) as proxy:
         faulty = martingale_gap(BackendPredictor(_client(local_model, proxy.base_url)), **preset)
