@@ -231,7 +231,8 @@ def print_oracle_luck(held: pd.DataFrame, earlier: pd.DataFrame) -> None:
 
 
 #: Rules swept on the held-out items in hindsight: every agreement count and probability
-#: threshold the certified chains use, and lower ones no chain would certify.
+#: threshold the certified chains use, each alone and every pair of them together, and lower
+#: ones no chain would certify.
 HINDSIGHT_AGREE = (1, 2, 3, 4, 5)
 HINDSIGHT_PROB = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 0.999)
 
@@ -246,7 +247,12 @@ def print_hindsight_best(
     rules = [StoppingRule(agree=r) for r in HINDSIGHT_AGREE]
     if "answer_prob" in held.columns and held["answer_prob"].notna().any():
         rules += [StoppingRule(min_prob=p) for p in HINDSIGHT_PROB]
-        rules += [StoppingRule(agree=2, min_prob=p) for p in HINDSIGHT_PROB]
+        rules += [
+            StoppingRule(agree=r, min_prob=p)
+            for r in HINDSIGHT_AGREE
+            if r > 1
+            for p in HINDSIGHT_PROB
+        ]
     best: tuple[float, str, float] | None = None
     for rule in rules:
         stops = apply_rule(rule, sequences)
