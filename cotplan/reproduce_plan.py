@@ -516,9 +516,9 @@ def write_report(plan: ReproductionPlan, ledger: dict[str, Any]) -> list[Path]:
     step_rows = []
     for step in plan.steps:
         entry = ledger["steps"].get(step.name, {})
-        times = [str(entry.get(k, "")) for k in ("started", "finished", "commit")]
+        recorded = [str(entry.get(k, "")) for k in ("started", "finished", "commit")]
         files = str(len(entry.get("outputs", {})))
-        step_rows.append([step.name, plan.command_line(step), *times, files])
+        step_rows.append([step.name, plan.command_line(step), *recorded, files])
     md = [f"# {title}", "", "## Provenance", "", *_md_table([["field", "value"], *fields.items()])]
     md += ["", "## Steps", "", *_md_table([header, *step_rows])]
     page = [

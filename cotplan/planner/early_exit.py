@@ -132,10 +132,7 @@ def rule_family(family: Family, *, has_prob: bool = True) -> tuple[StoppingRule,
         return tuple(StoppingRule(min_prob=p) for p in _CONFIDENCE)
     if family == "both":
         return tuple(StoppingRule(agree=r, min_prob=p) for r, p in _BOTH)
-    raise InputError(
-        f"must be 'agreement', 'confidence', 'both', 'auto' or 'all', got {family!r}",
-        field="family",
-    )
+    raise InputError(f"must be one of {', '.join(FAMILIES)}, got {family!r}", field="family")
 
 
 def dynasor_rule() -> StoppingRule:
