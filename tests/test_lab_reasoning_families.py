@@ -49,16 +49,18 @@ def test_lamp_never_draws_a_tie() -> None:
         assert sum(int(s) for s in example.trace[2::3]) != 3
 
 
-def test_the_over_thinker_checks_after_the_answer_is_settled() -> None:
+@pytest.mark.parametrize("family", ["parity-overthink", "sum-overthink"])
+def test_the_over_thinker_checks_after_the_answer_is_settled(family: str) -> None:
     rng = np.random.default_rng(1)
     lengths = []
     for _ in range(200):
         n = int(rng.integers(1, 17))
-        example = lab_example("parity-overthink", rng, n)
-        parity = solve(example.prompt)
+        example = lab_example(family, rng, n)
+        base = solve(example.prompt)
+        assert base.family == get_lab_family(family).base
         assert example.settled == 3 * n
-        assert example.trace[: 3 * n] == parity.trace
-        assert example.answer == parity.answer
+        assert example.trace[: 3 * n] == base.trace
+        assert example.answer == base.answer
         check = example.trace[3 * n :]
         assert check[0] == CHECK
         steps = [check[i : i + 3] for i in range(1, len(check), 3)]
@@ -236,6 +238,7 @@ def test_the_budget_grid_reaches_into_the_over_thinkers_check_pass() -> None:
 
 
 def test_answer_candidates_cover_every_answer() -> None:
-    for family in ("parity", "lamp", "state", "sum", "bits", "majority", "parity-overthink"):
+    families = ("parity", "lamp", "state", "sum", "bits", "majority", "parity-overthink")
+    for family in (*families, "sum-overthink"):
         for item in make_lab_tasks(family, n=5, count=30, seed=1):
             assert str(item.answer) in answer_candidates(family, 5)

@@ -32,7 +32,7 @@ FAMILIES = list(lab_families)
 def test_the_families_are_registered() -> None:
     assert FAMILIES == [
         "lab-parity", "lab-sum", "lab-state", "lab-bits", "lab-majority", "lab-lamp",
-        "lab-parity-overthink", "lab-blocks",
+        "lab-parity-overthink", "lab-sum-overthink", "lab-blocks",
     ]  # fmt: skip
     assert get_lab_family("parity").name == "lab-parity"
 

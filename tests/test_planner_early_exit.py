@@ -30,6 +30,7 @@ from cotplan.planner.early_exit import (
     probe_sequences,
     rule_chains,
     rule_family,
+    stop_at_budgets,
 )
 
 GRID = np.arange(0, 68, 4)  # 0, 4, ..., 64: 17 budgets, probes at 16 of them
@@ -140,6 +141,15 @@ def test_the_ceiling_ends_a_rule_that_never_fires() -> None:
     s = _sequence(["a", "b", "a", "b"], [0.99] * 4)
     row = apply_rule(StoppingRule(agree=2), [s]).iloc[0]
     assert (row["stop_k"], row["ceiling"], row["correct"]) == (16, 16, False)
+
+
+def test_a_budget_known_in_advance_stops_at_the_first_probe_reaching_it() -> None:
+    s = _sequence(["b", "a", "a", "a", "a"], [0.5] * 5)
+    row = stop_at_budgets([s], {"x": 10}).iloc[0]
+    # Probes at 4, 8, 12: the rule stops at 12, charged the two probes before it.
+    assert (row["stop_k"], row["probes"], row["probe_tokens"]) == (12, 3, 6)
+    assert row["total_tokens"] == 12 + 6 + 3
+    assert stop_at_budgets([s], {"x": 99}).iloc[0]["stop_k"] == 20  # past it: the ceiling
 
 
 def test_missing_answers_agree_with_nothing() -> None:

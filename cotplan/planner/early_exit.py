@@ -45,16 +45,17 @@ checks the pair by simulation instead. Hidden-reasoning APIs cannot be probed: k
 cap there.
 
 Elsewhere: the rule itself (`StoppingRule`) and the live probing loop that applies it are
-`cotplan.generate.probing`; a finer grid below the cap is `cotplan.planner.refine`; the rule
+`cotplan.generate.probing`; reading a frame as probes and applying a rule to them,
+`cotplan.planner.exit_probes`; a finer grid below the cap is `cotplan.planner.refine`; the rule
 saved as JSON and applied (`exit="certified"`) is `cotplan.planner.exit_plan`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -64,6 +65,14 @@ from cotplan.errors import InputError
 from cotplan.generate.probing import StoppingRule
 from cotplan.planner.certify import Certification, clopper_pearson_upper
 from cotplan.planner.data import _check_fraction, _validate_frame
+from cotplan.planner.exit_probes import (
+    ProbeSequence,
+    _check_frame,
+    _probes_have_prob,
+    apply_rule,
+    probe_sequences,
+    stop_at_budgets,
+)
 
 __all__ = [
     "DEER_THRESHOLD",
@@ -82,6 +91,7 @@ __all__ = [
     "probe_sequences",
     "rule_chains",
     "rule_family",
+    "stop_at_budgets",
 ]
 
 Family = Literal["agreement", "confidence", "both", "auto", "all"]
@@ -98,7 +108,6 @@ _CONFIDENCE = (0.999, 0.99, 0.95, 0.9, 0.8)
 # Both conditions, each threshold stepping down with the other, so the chain stays ordered.
 _BOTH = ((5, 0.99), (4, 0.95), (3, 0.9), (2, 0.8))
 _Z95 = 1.6448536269514722  # one-sided 95% normal quantile
-_NEEDED = ("item", "n", "k", "extracted", "correct", "reasoning_tokens", "answer_tokens")
 
 
 def rule_chains(family: Family, *, has_prob: bool = True) -> tuple[tuple[StoppingRule, ...], ...]:
@@ -143,189 +152,6 @@ def dynasor_rule() -> StoppingRule:
 def deer_rule() -> StoppingRule:
     """A DEER-style exit (uncertified): the probed answer's probability reaches 0.95."""
     return StoppingRule(min_prob=DEER_THRESHOLD)
-
-
-@dataclass(frozen=True)
-class ProbeSequence:
-    """One item's probes up to its ceiling, in budget order (the last is the ceiling)."""
-
-    item: str
-    n: int
-    k: NDArray[np.int_]
-    correct: NDArray[np.bool_]
-    run: NDArray[np.int_]  # length of the run of equal (extracted) answers ending at each probe
-    prob: NDArray[np.float64]
-    ended: NDArray[np.bool_]  # the thinking ended by itself before this budget
-    reasoning: NDArray[np.float64]
-    answer: NDArray[np.float64]
-    prompt: NDArray[np.float64]  # the prompt a probe would be billed again
-
-
-def _runs(answers: Sequence[Any]) -> NDArray[np.int_]:
-    runs = np.zeros(len(answers), dtype=int)
-    for j, a in enumerate(answers):
-        if _missing(a):
-            continue  # no answer read: agrees with nothing
-        same = j > 0 and not _missing(answers[j - 1]) and str(answers[j - 1]) == str(a)
-        runs[j] = runs[j - 1] + 1 if same else 1
-    return runs
-
-
-def _missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value)) or value == ""
-
-
-def _check_frame(frame: object) -> pd.DataFrame:
-    if not isinstance(frame, pd.DataFrame):
-        raise InputError(f"must be a DataFrame, got {type(frame).__name__}", field="frame")
-    missing = [c for c in _NEEDED if c not in frame.columns]
-    if missing:
-        raise InputError(
-            f"missing column(s) {', '.join(missing)}; early exit reads the forced answers "
-            "(a calibration frame)",
-            field="frame",
-        )
-    if len(frame) == 0:
-        raise InputError("has no rows", field="frame")
-    _validate_frame(frame[["item", "n", "k", "correct"]])  # the planner's checks and messages
-    if frame.duplicated(["item", "k"]).any():
-        raise InputError(
-            "holds repeated answers of one item at one budget; early exit reads one greedy run "
-            "an item",
-            field="frame",
-        )
-    return frame
-
-
-def probe_sequences(
-    frame: pd.DataFrame,
-    ceilings: Mapping[int, int],
-    *,
-    every: int | None = None,
-    bill_prompt: bool = False,
-) -> list[ProbeSequence]:
-    """Each item's probes at the sizes that have a ceiling (see the module docstring)."""
-    frame = _check_frame(frame)
-    if every is not None and (isinstance(every, bool) or not isinstance(every, int) or every < 1):
-        raise InputError(f"must be a positive integer or None, got {every!r}", field="every")
-    frame = frame[frame["n"].isin(list(ceilings))].sort_values(["n", "item", "k"], kind="stable")
-    if frame.empty:
-        return []
-    # Whole columns to numpy once, then slices per item: pandas per group is too slow for the
-    # simulations that certify thousands of calibrations.
-    n_all = frame["n"].to_numpy(dtype=int)
-    items = frame["item"].astype(str).to_numpy()
-    k_all = frame["k"].to_numpy(dtype=int)
-    correct = frame["correct"].to_numpy(dtype=bool)
-    extracted = frame["extracted"].to_numpy(dtype=object)
-    reasoning = frame["reasoning_tokens"].to_numpy(dtype=float)
-    answer = frame["answer_tokens"].to_numpy(dtype=float)
-    prob = (
-        pd.to_numeric(frame["answer_prob"], errors="coerce").to_numpy(dtype=float)
-        if "answer_prob" in frame.columns
-        else np.full(len(frame), np.nan)
-    )
-    prompt = _probe_prompt(frame) if bill_prompt else np.zeros(len(frame))
-    starts = np.flatnonzero(np.r_[True, (items[1:] != items[:-1]) | (n_all[1:] != n_all[:-1])])
-    out: list[ProbeSequence] = []
-    for start, end in zip(starts, np.r_[starts[1:], len(frame)], strict=True):
-        n, k = int(n_all[start]), k_all[start:end]
-        ceiling = int(ceilings[n])
-        keep = (k == ceiling) | ((k > 0) & (k < ceiling))
-        if every is not None:
-            keep &= (k == ceiling) | (k % every == 0)
-        if not keep[k == ceiling].any():
-            raise InputError(
-                f"item {items[start]!r} (n = {n}) has no answer at the ceiling k = {ceiling}; "
-                "the ceiling must be a calibrated budget",
-                field="ceilings",
-            )
-        rows = np.flatnonzero(keep) + start
-        out.append(
-            ProbeSequence(
-                item=str(items[start]),
-                n=n,
-                k=k_all[rows],
-                correct=correct[rows],
-                run=_runs(list(extracted[rows])),
-                prob=prob[rows],
-                ended=reasoning[rows] < k_all[rows],
-                reasoning=reasoning[rows],
-                answer=answer[rows],
-                prompt=prompt[rows],
-            )
-        )
-    return out
-
-
-def _probe_prompt(rows: pd.DataFrame) -> NDArray[np.float64]:
-    if "prompt_tokens" not in rows.columns:
-        raise InputError("`bill_prompt` needs the column prompt_tokens", field="frame")
-    prompt = rows["prompt_tokens"].to_numpy(dtype=float)
-    if "question_tokens" in rows.columns:
-        # An answer request after the reasoning request sends the question and the thinking
-        # again: that part is what each further probe bills; a single request bills it all.
-        extra = prompt - rows["question_tokens"].to_numpy(dtype=float)
-        prompt = np.where(extra > 0, extra, prompt)
-    return np.asarray(prompt, dtype=float)
-
-
-def _probes_have_prob(sequences: Sequence[ProbeSequence]) -> bool:
-    """Whether every probe a rule can read has its `answer_prob`. Where the thinking ended on
-    its own, or at the ceiling, the item stops whatever the rule says, so a probability missing
-    there (the model's own answer after it closed its thinking) takes no rule away."""
-    for s in sequences:
-        ended = np.flatnonzero(s.ended)
-        last = int(ended[0]) if len(ended) else len(s.k) - 1
-        if np.isnan(s.prob[:last]).any():
-            return False
-    return True
-
-
-def _stop_index(rule: StoppingRule, probes: ProbeSequence) -> int:
-    stop = rule.fires(probes.run, probes.prob) | probes.ended
-    stop[-1] = True  # the ceiling
-    return int(np.argmax(stop))
-
-
-_STOP_COLUMNS = [
-    "item",
-    "n",
-    "stop_k",
-    "ceiling",
-    "correct",
-    "probes",
-    "thinking_tokens",
-    "probe_tokens",
-    "answer_tokens",
-    "total_tokens",
-]
-
-
-def apply_rule(rule: StoppingRule, sequences: Sequence[ProbeSequence]) -> pd.DataFrame:
-    """One row per item: where `rule` stopped (`stop_k`), whether that answer is right, the
-    probes it took, and the tokens charged (thinking, probe overhead, answer, total)."""
-    # A rule that can never fire needs no probes: it is the fixed cap, charged no overhead.
-    probes = rule.probes
-    rows = []
-    for s in sequences:
-        j = _stop_index(rule, s)
-        overhead = float(s.answer[:j].sum() + s.prompt[:j].sum()) if probes else 0.0
-        rows.append(
-            {
-                "item": s.item,
-                "n": s.n,
-                "stop_k": int(s.k[j]),
-                "ceiling": int(s.k[-1]),
-                "correct": bool(s.correct[j]),
-                "probes": j + 1 if probes else 1,
-                "thinking_tokens": float(s.reasoning[j]),
-                "probe_tokens": overhead,
-                "answer_tokens": float(s.answer[j]),
-                "total_tokens": float(s.reasoning[j] + overhead + s.answer[j]),
-            }
-        )
-    return pd.DataFrame(rows, columns=_STOP_COLUMNS)
 
 
 def fixed_caps(

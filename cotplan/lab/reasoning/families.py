@@ -400,6 +400,28 @@ _FAMILIES: dict[str, _Family] = {
         ),
         _Family(
             LabFamilyInfo(
+                "lab-sum-overthink",
+                "sum-overthink",
+                "Sum:",
+                "Sum questions answered by an over-thinker: after the running sum settles the "
+                "answer, a verification pass (`Check:`) re-reads n to 2n inputs, restating the "
+                "settled sum after each, before it answers. Unlike parity's, an answer forced "
+                "before the sum is written is rarely right by chance.",
+                "digits",
+                "integer",
+                1,
+                24,
+                None,
+                "a trace cut before its last sum step leaves the sum of a prefix, the rest to "
+                "be added unwritten; cut anywhere in the verification pass, the answer is "
+                "already written",
+                base="lab-sum",
+                check_pass=True,
+            ),
+            _draw_digits,
+        ),
+        _Family(
+            LabFamilyInfo(
                 "lab-blocks",
                 "blocks",
                 "Parity:",
