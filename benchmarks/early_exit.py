@@ -35,6 +35,9 @@ Where the stable oracle stops before the certified exit, the script prints how s
 was there (a right answer at probability near 0.5 is a coin flip that landed right) and the
 cheapest probe rule whose error on the held-out items is at most ε, picked on those very items
 (`print_hindsight_best`): the part of the oracle gap no certificate over these signals closes.
+On a lab family, whose trace settles the answer at a known step, it also prints the stable
+oracle kept from stopping before that step, alone and found by probing on the exit's grid
+(`settled_budgets`): what is left of the oracle once its luck is taken away.
 
 Issue 29's goals, judged here without --quick: the early exit never spends more total tokens
 than the fixed cap and stays within 1.15 times the stable oracle. Its third goal, 25% below the
@@ -48,6 +51,10 @@ pooled are its difficulties).
     .venv/bin/python benchmarks/early_exit.py                  # lab:parity-overthink, full
     .venv/bin/python benchmarks/early_exit.py --sizes 5,6,7,8,9,10,11,12,13,14,15 --pool \
         --every 8 --count 20 --held-out 8 --eps 0.05 [--family confidence]
+    .venv/bin/python benchmarks/early_exit.py --sizes 2,3,4,5,6,7,8,9,10,11,12,13,14,15,16 \
+        --pool --every 8 --count 20 --held-out 8 --eps 0.05 --family all \
+        [--backend lab:sum-overthink]   # every trained size; sums are rarely guessed
+    .venv/bin/python benchmarks/early_exit.py --backend lab:lamp    # answers settle per item
     .venv/bin/python benchmarks/early_exit.py --quick          # fewer items, ε = 0.1
     .venv/bin/python benchmarks/early_exit.py --backend local:thinking   # count, n = 2..9 pooled
     .venv/bin/python benchmarks/early_exit.py --backend local:thinking \
@@ -70,7 +77,10 @@ from planner_savings import answer_all, calibration_grid, ints, make_items, stab
 from scipy.stats import binom
 
 from cotplan.backends import Backend, connect
+from cotplan.generate.budgeted import BudgetedAnswer
 from cotplan.generate.probing import ExitRule, ProbedAnswer, StoppingRule, probe_answer
+from cotplan.lab.reasoning import blind_error, get_lab_family
+from cotplan.lab.reasoning.families import STEP_TOKENS
 from cotplan.planner.calibrate import CostUnknownWarning, calibrate
 from cotplan.planner.early_exit import (
     EarlyExit,
@@ -80,6 +90,7 @@ from cotplan.planner.early_exit import (
     dynasor_rule,
     fixed_caps,
     probe_sequences,
+    stop_at_budgets,
 )
 from cotplan.planner.refine import Refinement, answer_refinement
 from cotplan.planner.run import wilson_interval
@@ -133,11 +144,15 @@ def parse_args() -> argparse.Namespace:
         # one grid for every size (every --every tokens past the largest size's over-thinking),
         # since pooled items share one cap and one set of checkpoints.
         args.budgets, args.paper_count = "study", 8
+        args.oracle_budgets = range(0)
         if args.pool:
             top = 9 * max(ints(args.sizes)) + 9
             args.budgets = ",".join(
                 map(str, [*range(args.every, top + 1, args.every), args.uncapped])
             )
+            # The held-out items are also answered at every token, so the stable oracle is
+            # the per-token one (as on the study grid), not one that shares the probes' grid.
+            args.oracle_budgets = range(1, top + 1)
     else:
         # A family whose difficulty varies by item: count at n = 2..9 pooled as one size.
         args.task = args.task or "count"
@@ -150,6 +165,7 @@ def parse_args() -> argparse.Namespace:
         args.uncapped = args.uncapped or 320
         args.refine = 3 if args.refine is None else args.refine
         args.budgets = ",".join(map(str, [*thinking_grid(args.every), args.uncapped]))
+        args.oracle_budgets = range(0)
     return args
 
 
@@ -235,6 +251,8 @@ def print_oracle_luck(held: pd.DataFrame, earlier: pd.DataFrame) -> None:
 #: ones no chain would certify.
 HINDSIGHT_AGREE = (1, 2, 3, 4, 5)
 HINDSIGHT_PROB = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 0.999)
+#: Probe intervals the settled reference's arithmetic tries.
+PROBE_INTERVALS = range(1, 65)
 
 
 def print_hindsight_best(
@@ -271,6 +289,95 @@ def print_hindsight_best(
         f"cheapest probe rule in hindsight (picked on these held-out items, error {error:.3f} "
         f"≤ ε): {name}, {total:.1f} tokens = {total / oracle_total:.2f} × the stable oracle"
     )
+
+
+def settled_budgets(
+    answers: dict[str, list[BudgetedAnswer]], items: list[TaskItem], args: argparse.Namespace
+) -> dict[str, int] | None:
+    """The stable oracle kept from stopping before each item's trace settles (a lab trace
+    settles by construction, at the step whose written state decides the answer): per item, the
+    smallest budget at or after that step from which the item is right at every larger budget.
+    What it spends beyond the stable oracle is the oracle's luck, answers right by chance
+    before anything written decides them; None where the settling step is not known."""
+    if not args.lab:
+        return None
+    info = get_lab_family(args.task)
+    settle = {it.id: settling_step(it, info.trace_tokens(it.n)) for it in items if it.n}
+    return {
+        item: stable_budget([a for a in rows if a.k >= settle.get(item, 0)] or rows)
+        for item, rows in answers.items()
+    }
+
+
+def settling_step(item: TaskItem, trace_tokens: int) -> int:
+    """The thinking tokens after which the written state decides the item's answer: the first
+    complete step where the best guess from it cannot be wrong (`blind_error` 0). The end of
+    the trace for parity and sums; for the lamp, the step where the majority is sure."""
+    return next(
+        (k for k in range(0, trace_tokens, STEP_TOKENS) if blind_error(item, k) == 0.0),
+        trace_tokens,
+    )
+
+
+def print_settled_reference(
+    held: pd.DataFrame,
+    settled: dict[str, int],
+    caps: dict[int, int],
+    totals: dict[str, float],
+    args: argparse.Namespace,
+) -> None:
+    """The settled oracle (`settled_budgets`) with no probes, and found by probing on the
+    exit's grid: no probing rule that waits for the trace to settle spends less than the
+    second. The same arithmetic over every probe interval m (probes at m, 2m, ..; the first at
+    or after the settled stop ends it; each probe pays the answer's tokens) says whether any
+    grid could bring such a rule within the 1.15 goal."""
+    held = held[held["n"].isin(list(caps))]  # the sizes every other method is judged on
+    at_settle = at_budget(held, settled)
+    settle_total = float(at_settle["total_tokens"].mean())
+    # Up to the uncapped budget, as the oracle: the settled stop may lie past the cap.
+    uncapped = dict.fromkeys(caps, args.uncapped)
+    sequences = probe_sequences(held, uncapped, every=args.every, bill_prompt=args.bill_prompt)
+    probing = float(stop_at_budgets(sequences, settled)["total_tokens"].mean())
+    oracle = totals[ORACLE]
+    print(
+        f"the stable oracle kept from stopping before each item's trace settles: "
+        f"{settle_total:.1f} tokens = {settle_total / oracle:.2f} × the stable oracle; found by "
+        f"probing every {args.every} tokens: {probing:.1f} tokens = {probing / oracle:.2f} × the "
+        f"stable oracle, and the certified exit spends {totals[EXIT] / probing:.2f} × that"
+    )
+    stops = at_settle["stop_k"].to_numpy(dtype=float)
+    answer = float((at_settle["total_tokens"] - at_settle["thinking_tokens"]).mean())
+    floors = {m: float(np.mean(np.ceil(stops / m) * (m + answer))) for m in PROBE_INTERVALS}
+    best = min(floors, key=floors.__getitem__)
+    anywhere = best_fixed_schedule(stops, answer)
+    print(
+        f"probing every m tokens for m = {PROBE_INTERVALS.start}..{PROBE_INTERVALS.stop - 1}, "
+        f"such a rule spends at least {floors[best]:.1f} tokens (m = {best}) = "
+        f"{floors[best] / oracle:.2f} × the stable oracle; at probe positions picked for these "
+        f"items in hindsight, at least {anywhere:.1f} = {anywhere / oracle:.2f} ×"
+    )
+
+
+def best_fixed_schedule(stops: np.ndarray, answer: float) -> float:
+    """The least mean tokens of any fixed set of probe positions for items that stop at
+    `stops`, the positions picked knowing the stops: each item stops at the first probe at or
+    after its stop, and every probe it makes pays `answer` tokens. By dynamic programming over
+    the position of the last probe: `least[q]` is the least total of the items stopped by
+    probes up to one at q, plus the probes the others made on the way."""
+    ordered = np.sort(stops.astype(int))
+    top = int(ordered[-1])
+    stopped_by = np.searchsorted(ordered, np.arange(top + 1), side="right")  # items with stop ≤ x
+    least = np.full(top + 1, np.inf)
+    least[0] = 0.0
+    for q in range(1, top + 1):
+        previous = np.arange(q)
+        cost = (
+            least[previous]
+            + (stopped_by[q] - stopped_by[previous]) * q
+            + answer * (len(ordered) - stopped_by[previous])
+        )
+        least[q] = float(cost.min())
+    return float(least[top] / len(ordered))
 
 
 def held_out_methods(
@@ -418,6 +525,7 @@ def report(
     caps: dict[int, int],
     result: EarlyExit,
     live: list[ProbedAnswer],
+    settled: dict[str, int] | None,
 ) -> None:
     uncertified = sorted(set(frame["n"]) - set(caps))
     if uncertified:
@@ -470,6 +578,9 @@ def report(
     )
     print_oracle_luck(held, earlier)
     print_hindsight_best(held, caps, float(oracle["total"]), args)
+    if settled is not None:
+        totals = {name: float(summary[name]["total"]) for name in (EXIT, ORACLE)}
+        print_settled_reference(held, settled, caps, totals, args)
     answered = held_calibration_pool(frame, held)
     share_cap, share_exit, done = seeded_splits(answered, frame["item"].nunique(), args)
     print(
@@ -541,7 +652,9 @@ def main(outcome: Outcome) -> None:
             every=args.every, bill_prompt=args.bill_prompt,
         )  # fmt: skip
         budgets = {
-            it.id: sorted({*grid(it.n), args.uncapped, *caps.values(), *coarse.values()})
+            it.id: sorted(
+                {*grid(it.n), *args.oracle_budgets, args.uncapped, *caps.values(), *coarse.values()}
+            )
             for it in held_items
         }
         held_answers = answer_all(backend, held_items, budgets)
@@ -553,6 +666,7 @@ def main(outcome: Outcome) -> None:
         methods[LIVE] = live_stops(live)
     stable = {item: stable_budget(held_answers[item]) for item in held["item"].unique()}
     methods[ORACLE] = at_budget(held[held["n"].isin(list(caps))], stable)
+    settled = settled_budgets(held_answers, held_items, args)
     # Where the model closed its thinking itself, its own answer stands: no rule reads it.
     forced = frame[frame["reasoning_tokens"] >= frame["k"]]
     print(f"\ncertified early exit: {model}, family {args.task}, sizes n = {args.sizes}"
@@ -564,7 +678,7 @@ def main(outcome: Outcome) -> None:
         f"answer_prob known at every forced answer: {bool(forced['answer_prob'].notna().all())}"
     )
     report(outcome, args, frame=frame, held=held, methods=methods, refinement=refinement,
-           caps=caps, result=result, live=live)  # fmt: skip
+           caps=caps, result=result, live=live, settled=settled)  # fmt: skip
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
         frame.to_csv(args.out / "calibration.csv", index=False)
