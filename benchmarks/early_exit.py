@@ -89,8 +89,10 @@ from cotplan.planner.early_exit import (
     deer_rule,
     dynasor_rule,
     fixed_caps,
+    least_probing_tokens,
     probe_sequences,
     stop_at_budgets,
+    uniform_probing_tokens,
 )
 from cotplan.planner.refine import Refinement, answer_refinement
 from cotplan.planner.run import wilson_interval
@@ -345,39 +347,17 @@ def print_settled_reference(
         f"probing every {args.every} tokens: {probing:.1f} tokens = {probing / oracle:.2f} × the "
         f"stable oracle, and the certified exit spends {totals[EXIT] / probing:.2f} × that"
     )
-    stops = at_settle["stop_k"].to_numpy(dtype=float)
+    stops = at_settle["stop_k"].astype(int).tolist()
     answer = float((at_settle["total_tokens"] - at_settle["thinking_tokens"]).mean())
-    floors = {m: float(np.mean(np.ceil(stops / m) * (m + answer))) for m in PROBE_INTERVALS}
+    floors = {m: uniform_probing_tokens(stops, answer, m) for m in PROBE_INTERVALS}
     best = min(floors, key=floors.__getitem__)
-    anywhere = best_fixed_schedule(stops, answer)
+    anywhere = least_probing_tokens(stops, answer)
     print(
         f"probing every m tokens for m = {PROBE_INTERVALS.start}..{PROBE_INTERVALS.stop - 1}, "
         f"such a rule spends at least {floors[best]:.1f} tokens (m = {best}) = "
         f"{floors[best] / oracle:.2f} × the stable oracle; at probe positions picked for these "
         f"items in hindsight, at least {anywhere:.1f} = {anywhere / oracle:.2f} ×"
     )
-
-
-def best_fixed_schedule(stops: np.ndarray, answer: float) -> float:
-    """The least mean tokens of any fixed set of probe positions for items that stop at
-    `stops`, the positions picked knowing the stops: each item stops at the first probe at or
-    after its stop, and every probe it makes pays `answer` tokens. By dynamic programming over
-    the position of the last probe: `least[q]` is the least total of the items stopped by
-    probes up to one at q, plus the probes the others made on the way."""
-    ordered = np.sort(stops.astype(int))
-    top = int(ordered[-1])
-    stopped_by = np.searchsorted(ordered, np.arange(top + 1), side="right")  # items with stop ≤ x
-    least = np.full(top + 1, np.inf)
-    least[0] = 0.0
-    for q in range(1, top + 1):
-        previous = np.arange(q)
-        cost = (
-            least[previous]
-            + (stopped_by[q] - stopped_by[previous]) * q
-            + answer * (len(ordered) - stopped_by[previous])
-        )
-        least[q] = float(cost.min())
-    return float(least[top] / len(ordered))
 
 
 def held_out_methods(

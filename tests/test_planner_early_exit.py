@@ -27,10 +27,12 @@ from cotplan.planner.early_exit import (
     deer_rule,
     dynasor_rule,
     fixed_caps,
+    least_probing_tokens,
     probe_sequences,
     rule_chains,
     rule_family,
     stop_at_budgets,
+    uniform_probing_tokens,
 )
 
 GRID = np.arange(0, 68, 4)  # 0, 4, ..., 64: 17 budgets, probes at 16 of them
@@ -340,6 +342,45 @@ def test_rules_never_pass_the_ceiling_and_cautious_never_stops_earlier(
     cap = apply_rule(StoppingRule(), [s]).iloc[0]
     assert cap["stop_k"] == 4 * len(answers)
     assert cap["probe_tokens"] == 0  # the fixed cap makes no probes
+
+
+def _probing_by_brute_force(stops: list[int], answer: float) -> float:
+    """Every set of probe positions up to the last stop, tried one by one."""
+    top = max(stops)
+    best = math.inf
+    for mask in range(1 << (top - 1)):
+        probes = [p for p in range(1, top) if mask >> (p - 1) & 1] + [top]
+        total = 0.0
+        for stop in stops:
+            j = next(i for i, p in enumerate(probes) if p >= stop)
+            total += probes[j] + answer * (j + 1)
+        best = min(best, total / len(stops))
+    return best
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(
+    stops=st.lists(st.integers(1, 9), min_size=1, max_size=6),
+    answer=st.sampled_from([0.0, 1.0, 2.5]),
+)
+def test_least_probing_is_the_best_schedule_and_no_interval_beats_it(
+    stops: list[int], answer: float
+) -> None:
+    least = least_probing_tokens(stops, answer)
+    assert least == pytest.approx(_probing_by_brute_force(stops, answer))
+    assert least >= np.mean(stops) + answer - 1e-9  # it never stops before an answer settles
+    for every in range(1, 12):
+        assert least <= uniform_probing_tokens(stops, answer, every) + 1e-9
+
+
+def test_uniform_probing_by_hand_and_bad_stops_name_the_field() -> None:
+    # Stops at 5 and 12, probes every 4: at 8 (2 probes) and 12 (3 probes), 1 token each.
+    assert uniform_probing_tokens([5, 12], 1.0, 4) == (8 + 2 + 12 + 3) / 2
+    for bad in ([], [0], [2.5]):
+        with pytest.raises(InputError, match="`stops`"):
+            least_probing_tokens(bad, 1.0)  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="`every`"):
+        uniform_probing_tokens([4], 1.0, 0)
 
 
 # -- the guarantee, by simulation -----------------------------------------------------------

@@ -22,7 +22,14 @@ from cotplan.errors import InputError
 from cotplan.generate.probing import StoppingRule
 from cotplan.planner.data import _validate_frame
 
-__all__ = ["ProbeSequence", "apply_rule", "probe_sequences", "stop_at_budgets"]
+__all__ = [
+    "ProbeSequence",
+    "apply_rule",
+    "least_probing_tokens",
+    "probe_sequences",
+    "stop_at_budgets",
+    "uniform_probing_tokens",
+]
 
 _NEEDED = ("item", "n", "k", "extracted", "correct", "reasoning_tokens", "answer_tokens")
 
@@ -223,3 +230,52 @@ def _stops(
             }
         )
     return pd.DataFrame(rows, columns=_STOP_COLUMNS)
+
+
+def uniform_probing_tokens(stops: Sequence[int], answer_tokens: float, every: int) -> float:
+    """Mean tokens to stop items whose answers settle at `stops` (thinking tokens) by probing
+    every `every` tokens, knowing the stops: each item thinks to the first probe at or after
+    its stop, and each probe it makes, that one included, pays `answer_tokens`."""
+    steps = np.ceil(_stops_array(stops) / _positive(every, "every"))
+    return float(np.mean(steps * (every + float(answer_tokens))))
+
+
+def least_probing_tokens(stops: Sequence[int], answer_tokens: float) -> float:
+    """The least mean tokens of any fixed set of probe positions that stops items whose
+    answers settle at `stops`, the positions chosen knowing the stops (charged as
+    `uniform_probing_tokens` charges). No probing rule that waits for each answer to settle
+    spends less on these items: what is left above the stops themselves is what probing costs.
+
+    Dynamic programming over the last probe's position q: `least[q]` is the least total for
+    the items stopped by the probes up to q, plus one answer for each probe every item still
+    thinking made on the way.
+    """
+    ordered = np.sort(_stops_array(stops).astype(int))
+    top = int(ordered[-1])
+    stopped_by = np.searchsorted(ordered, np.arange(top + 1), side="right")  # stops ≤ x
+    least = np.full(top + 1, np.inf)
+    least[0] = 0.0
+    for q in range(1, top + 1):
+        earlier = np.arange(q)
+        cost = (
+            least[earlier]
+            + (stopped_by[q] - stopped_by[earlier]) * q
+            + float(answer_tokens) * (len(ordered) - stopped_by[earlier])
+        )
+        least[q] = float(cost.min())
+    return float(least[top] / len(ordered))
+
+
+def _stops_array(stops: Sequence[int]) -> NDArray[np.float64]:
+    values = np.asarray(stops, dtype=float)
+    if values.ndim != 1 or len(values) == 0:
+        raise InputError("must be a non-empty list of thinking tokens", field="stops")
+    if not np.all(np.isfinite(values)) or (values < 1).any() or (values % 1).any():
+        raise InputError("must be whole numbers of thinking tokens, at least 1", field="stops")
+    return values
+
+
+def _positive(value: int, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise InputError(f"must be a positive integer, got {value!r}", field=field)
+    return int(value)
