@@ -243,8 +243,9 @@ def uniform_probing_tokens(stops: Sequence[int], answer_tokens: float, every: in
 def least_probing_tokens(stops: Sequence[int], answer_tokens: float) -> float:
     """The least mean tokens of any fixed set of probe positions that stops items whose
     answers settle at `stops`, the positions chosen knowing the stops (charged as
-    `uniform_probing_tokens` charges). No probing rule that waits for each answer to settle
-    spends less on these items: what is left above the stops themselves is what probing costs.
+    `uniform_probing_tokens` charges). No rule that waits for each answer to settle and probes
+    at fixed positions spends less on these items: what is left above the stops themselves is
+    what probing costs. (A rule that moved its probes by what earlier ones said is not covered.)
 
     Dynamic programming over the last probe's position q: `least[q]` is the least total for
     the items stopped by the probes up to q, plus one answer for each probe every item still
