@@ -27,10 +27,12 @@ from cotplan.planner.early_exit import (
     deer_rule,
     dynasor_rule,
     fixed_caps,
-    least_probing_tokens,
     probe_sequences,
     rule_chains,
     rule_family,
+)
+from cotplan.planner.exit_probes import (
+    least_probing_tokens,
     stop_at_budgets,
     uniform_probing_tokens,
 )

@@ -70,10 +70,7 @@ from cotplan.planner.exit_probes import (
     _check_frame,
     _probes_have_prob,
     apply_rule,
-    least_probing_tokens,
     probe_sequences,
-    stop_at_budgets,
-    uniform_probing_tokens,
 )
 
 __all__ = [
@@ -90,12 +87,9 @@ __all__ = [
     "deer_rule",
     "dynasor_rule",
     "fixed_caps",
-    "least_probing_tokens",
     "probe_sequences",
     "rule_chains",
     "rule_family",
-    "stop_at_budgets",
-    "uniform_probing_tokens",
 ]
 
 Family = Literal["agreement", "confidence", "both", "auto", "all"]

@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 from cotplan.errors import InputError
 from cotplan.generate.probing import StoppingRule
 from cotplan.planner.data import _validate_frame
+from cotplan.validation import require_int
 
 __all__ = [
     "ProbeSequence",
@@ -236,7 +237,7 @@ def uniform_probing_tokens(stops: Sequence[int], answer_tokens: float, every: in
     """Mean tokens to stop items whose answers settle at `stops` (thinking tokens) by probing
     every `every` tokens, knowing the stops: each item thinks to the first probe at or after
     its stop, and each probe it makes, that one included, pays `answer_tokens`."""
-    steps = np.ceil(_stops_array(stops) / _positive(every, "every"))
+    steps = np.ceil(_stops_array(stops) / require_int(every, "every", low=1))
     return float(np.mean(steps * (every + float(answer_tokens))))
 
 
@@ -274,9 +275,3 @@ def _stops_array(stops: Sequence[int]) -> NDArray[np.float64]:
     if not np.all(np.isfinite(values)) or (values < 1).any() or (values % 1).any():
         raise InputError("must be whole numbers of thinking tokens, at least 1", field="stops")
     return values
-
-
-def _positive(value: int, field: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise InputError(f"must be a positive integer, got {value!r}", field=field)
-    return int(value)
