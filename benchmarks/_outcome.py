@@ -7,8 +7,10 @@
 
 Everything the benchmark prints is also written to ``benchmarks/results/<name>.txt`` (with the
 command line, date, load and core count on top; ``<name>_<arguments>.txt`` when it ran with
-arguments), whether it ends well or not. The exit status is 1 when a stated target was missed or
-a check inside the benchmark failed, so a script or CI step cannot read MISSED and carry on.
+arguments), whether it ends well or not; a run that ends with an error or Ctrl-C, where a
+transcript is already kept, writes beside it (``<name>.unfinished.txt``, ignored by git) rather
+than over the finished one. The exit status is 1 when a stated target was missed or a check
+inside the benchmark failed, so a script or CI step cannot read MISSED and carry on.
 """
 
 from __future__ import annotations
@@ -100,12 +102,12 @@ class Outcome:
             verdict = "FAILED" if self.failures else "passed"
             print(f"{self.name}: {verdict} ({len(self.failures)} of {len(self.lines)} missed)")
         sys.stdout = self._tee.stream
-        self._save(self._tee.parts, error)
-        print(f"transcript: {_shown(self.transcript)}")
+        saved = self._save(self._tee.parts, error)
+        print(f"transcript: {_shown(saved)}")
         if error is None and self.failures:
             raise SystemExit(1)
 
-    def _save(self, parts: list[str], error: BaseException | None) -> None:
+    def _save(self, parts: list[str], error: BaseException | None) -> Path:
         load = ", ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else ""
         command = " ".join(["python", f"benchmarks/{Path(sys.argv[0]).name}", *self.arguments])
         header = [
@@ -114,9 +116,14 @@ class Outcome:
         ]
         if error is not None:
             header.append(f"# ended with {type(error).__name__}: {error}")
-        self.transcript.parent.mkdir(parents=True, exist_ok=True)
+        path = self.transcript
+        if error is not None and path.exists():
+            # A run cut short must not replace the finished run's record the docs cite.
+            path = path.with_name(f"{path.stem}.unfinished.txt")
+        path.parent.mkdir(parents=True, exist_ok=True)
         text = _ANSI.sub("", "".join(parts))  # colours of a console made before the tee
-        self.transcript.write_text("\n".join(header) + "\n" + text)
+        path.write_text("\n".join(header) + "\n" + text)
+        return path
 
 
 def _slug(arguments: list[str]) -> str:
