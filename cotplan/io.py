@@ -8,15 +8,33 @@ prompts, responses or results are private to the user (mode 0600) by default.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from cotplan.errors import InputError
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["write_bytes", "write_csv", "write_text"]
+__all__ = [
+    "MAX_JSON_BYTES",
+    "MAX_JSON_DEPTH",
+    "parse_json",
+    "read_json",
+    "write_bytes",
+    "write_csv",
+    "write_text",
+]
+
+#: The deepest nesting any JSON cotplan reads may have. Plans, price files, calibration records
+#: and request bodies nest a handful of levels; Python's parser recurses once per level and
+#: ends in RecursionError (a bare traceback) near 1,000.
+MAX_JSON_DEPTH = 64
+#: The largest JSON document read whole (files and request bodies): 64 MiB.
+MAX_JSON_BYTES = 64 * 1024 * 1024
 
 
 def write_bytes(path: str | os.PathLike[str], data: bytes, *, private: bool = True) -> Path:
@@ -46,3 +64,88 @@ def write_text(path: str | os.PathLike[str], text: str, *, private: bool = True)
 def write_csv(frame: pd.DataFrame, path: str | os.PathLike[str], *, private: bool = True) -> Path:
     """A DataFrame as CSV (no index), written atomically and privately."""
     return write_text(path, frame.to_csv(index=False), private=private)
+
+
+def _nesting_depth(text: str) -> int:
+    """The deepest bracket nesting of `text`, brackets inside strings not counted. Linear and
+    iterative, so it can look at input the recursive parser would choke on."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+def _refuse_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _RepeatedKeyError(key)
+        out[key] = value
+    return out
+
+
+class _RepeatedKeyError(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def parse_json(
+    text: str | bytes,
+    *,
+    source: str,
+    max_depth: int = MAX_JSON_DEPTH,
+    max_bytes: int = MAX_JSON_BYTES,
+    repeated_keys: bool = False,
+) -> Any:
+    """Parse one JSON document from an untrusted file or request body.
+
+    Every failure is an InputError naming `source` (a path or "request body") and, for syntax,
+    the line: bytes that are not UTF-8, more than `max_bytes`, nesting deeper than `max_depth`,
+    bad JSON, and (unless `repeated_keys`) an object that names one key twice, where the last
+    would silently win.
+    """
+    size = len(text.encode("utf-8") if isinstance(text, str) else text)
+    if size > max_bytes:
+        raise InputError(f"{size:,} bytes is more than the {max_bytes:,} allowed", source=source)
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"not UTF-8 text (byte {exc.start})", source=source) from None
+    if _nesting_depth(text) > max_depth:
+        raise InputError(f"nested more than {max_depth} levels deep", source=source)
+    try:
+        return json.loads(text, object_pairs_hook=None if repeated_keys else _refuse_repeated_keys)
+    except _RepeatedKeyError as exc:
+        raise InputError(
+            f"the key {exc.key!r} appears twice in one object", source=source
+        ) from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON: {exc.msg}", line=exc.lineno, source=source) from None
+
+
+def read_json(path: str | os.PathLike[str], **limits: Any) -> Any:
+    """`parse_json` of the file at `path`; a missing or unreadable file is an InputError that
+    names it."""
+    target = Path(path)
+    try:
+        with target.open("rb") as handle:
+            data = handle.read(limits.get("max_bytes", MAX_JSON_BYTES) + 1)
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", source=str(target)) from None
+    return parse_json(data, source=str(target), **limits)
