@@ -652,11 +652,14 @@ def test_the_terminal_shows_one_line_and_no_traceback(tmp_path: Path) -> None:
 def test_the_debug_variable_shows_the_traceback(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from cotplan.errors import InputError
-
     monkeypatch.setenv("COTPLAN_DEBUG", "1")
-    with pytest.raises(InputError, match="`n`"):
+    with pytest.raises(SystemExit) as info:
         main(["tasks", "make", "count", "--n", "-1"])
+    err = capsys.readouterr().err
+    assert info.value.code == 2
+    assert "Traceback" in err
+    assert "InputError" in err
+    assert "`n`" in err
 
 
 # --- #19 cost commands: prices, call, project -------------------------------------------------
