@@ -85,8 +85,9 @@ def read_usage(raw: object, *, cap: int | None = None) -> tuple[Usage, tuple[str
 
     A count that is missing, negative, not a whole number or absurd (more completion tokens
     than twice the request's cap `cap`, reasoning inside completion larger than completion)
-    reads as 0 in a Usage marked ``trusted=False``, with a note naming the field, so that costs
-    and savings leave the call out rather than count it as free.
+    makes a Usage marked ``trusted=False``, with a note naming the field: its counts are
+    unknown (`Usage.known` gives None; the 0 in the fields is a placeholder), so that costs,
+    savings and budget sharing leave the call out rather than count it as free.
     """
     if raw is None:
         return Usage(trusted=False), ("the server sent no `usage`",)
