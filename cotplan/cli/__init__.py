@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from types import TracebackType
 
 import typer
 from rich.console import Console
@@ -110,11 +111,22 @@ def main(argv: list[str] | None = None) -> None:
             _interrupted()
             sys.exit(_interrupt_status())
         raise
-    except Exception as exc:
-        # No check caught it: a bug. One line (the traceback with COTPLAN_DEBUG=1), and never
-        # Python's own traceback, which would print an upstream's words unscrubbed.
-        line = f"internal error: {type(exc).__name__}: {exc} (COTPLAN_DEBUG=1 shows where)"
-        _fail(exc, escape(scrub_secrets(line, known_secrets())), 1, debug)
+    except Exception:
+        # No check caught it: a bug. It propagates (a caller in-process sees it as it is),
+        # and the process's last word is `_unexpected`'s, never Python's unscrubbed traceback.
+        sys.excepthook = _unexpected
+        raise
+
+
+def _unexpected(kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
+    """A bug, said in one line (the traceback with COTPLAN_DEBUG=1), every secret masked."""
+    if os.environ.get("COTPLAN_DEBUG"):
+        sys.stderr.write(scrubbed_traceback(exc))
+        return
+    line = f"internal error: {kind.__name__}: {exc} (COTPLAN_DEBUG=1 shows where)"
+    _stderr.print(
+        f"[bold red]error:[/] {escape(scrub_secrets(line, known_secrets()))}", highlight=False
+    )
 
 
 def _fail(exc: BaseException, line: str, status: int, debug: bool) -> None:
