@@ -1,0 +1,64 @@
+"""Facts a run reports that were wrong (issue 43, "wrong or missing facts"): a `Retry-After` of
+`nan` or `inf` said "not retried" after 3 attempts; an answer far larger than its cap was cached
+and its untrusted count added to the spend; a seeded bootstrap depended on the calibration's
+row order.
+
+The server is a loopback `_Server` from tests/test_faults.py (status, headers and body decided
+per request); the SDK's sleeps are recorded, not slept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import openai
+import pytest
+from test_faults import _backend, _error, _good, _Server, serve  # noqa: F401 (a fixture)
+
+from cotplan.errors import APIStatusError, RateLimitError
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "NaN", "-inf", "Infinity"])
+@pytest.mark.parametrize(
+    ("status", "error"), [(429, RateLimitError), (503, APIStatusError)], ids=["429", "503"]
+)
+def test_a_retry_after_of_nan_or_inf_is_retried_and_the_error_says_so(
+    serve: Callable[..., _Server],  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+    value: str,
+    status: int,
+    error: type[Exception],
+) -> None:
+    monkeypatch.setattr(openai._base_client.time, "sleep", lambda seconds: None)
+    server = serve(lambda headers, body: _error(status, "busy", **{"Retry-After": value}))
+    with pytest.raises(error) as info:
+        _backend(server.base_url, max_retries=2).generate("x", max_tokens=8)
+    message = str(info.value)
+    assert len(server.seen) == 3  # the SDK ignores such a wait and retries on its own backoff
+    assert "after 3 attempts" in message
+    assert "not retried" not in message  # before: "asked to wait forever ... not retried"
+    assert "Retry-After" not in message
+
+
+def test_a_retry_after_of_nan_then_an_answer_succeeds(
+    serve: Callable[..., _Server],  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    sleeps: list[float] = []
+    monkeypatch.setattr(openai._base_client.time, "sleep", sleeps.append)
+    answers = [_error(429, "busy", **{"Retry-After": "nan"})]
+    server = serve(lambda headers, body: answers.pop(0) if answers else _good(body))
+    backend = _backend(server.base_url, max_retries=2)
+    assert backend.generate("x", max_tokens=8).text.startswith("answer ")
+    assert backend.stats.retries == 1
+    assert len(sleeps) == 1
+    assert 0 < sleeps[0] <= 1.0  # the SDK's own backoff, not an endless wait
+
+
+def test_a_retry_after_too_large_for_a_float_is_not_retried(
+    serve: Callable[..., _Server],  # noqa: F811
+) -> None:
+    server = serve(lambda headers, body: _error(429, "busy", **{"Retry-After": "1e400"}))
+    with pytest.raises(RateLimitError, match=r"wait forever \(Retry-After\).*not retried"):
+        _backend(server.base_url, max_retries=2).generate("x", max_tokens=8)
+    assert len(server.seen) == 1
