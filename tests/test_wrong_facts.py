@@ -10,12 +10,16 @@ per request); the SDK's sleeps are recorded, not slept.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import openai
 import pytest
 from test_faults import _backend, _error, _good, _Server, serve  # noqa: F401 (a fixture)
 
-from cotplan.errors import APIStatusError, RateLimitError
+from cotplan.backends.cache import CallCache
+from cotplan.errors import APIStatusError, RateLimitError, ResponseFormatError
+from cotplan.testing import Answer, ScriptedEndpoint
 
 
 @pytest.mark.parametrize("value", ["nan", "inf", "NaN", "-inf", "Infinity"])
@@ -62,3 +66,40 @@ def test_a_retry_after_too_large_for_a_float_is_not_retried(
     with pytest.raises(RateLimitError, match=r"wait forever \(Retry-After\).*not retried"):
         _backend(server.base_url, max_retries=2).generate("x", max_tokens=8)
     assert len(server.seen) == 1
+
+
+# -- an answer far larger than its cap ------------------------------------------------------------
+
+
+def _huge(path: str, body: dict[str, Any]) -> Answer:
+    """A 20 MB answer, whatever the cap, with the count a server would send for it."""
+    text = "word " * 4_000_000
+    usage = {"prompt_tokens": 5, "completion_tokens": 4_194_307, "total_tokens": 4_194_312}
+    if path.endswith("/chat/completions"):
+        choice: dict[str, Any] = {"message": {"role": "assistant", "content": text}}
+    else:
+        choice = {"text": text}
+    return 200, {"choices": [{**choice, "finish_reason": "length"}], "usage": usage}
+
+
+def test_an_answer_far_larger_than_its_cap_is_not_cached_and_not_counted(
+    tmp_path: Path,
+) -> None:
+    cache = CallCache(tmp_path / "cache.sqlite")
+    with ScriptedEndpoint(_huge) as endpoint:
+        backend = _backend(endpoint.base_url, cache=cache, max_retries=1)
+        with pytest.raises(ResponseFormatError, match=r"capped at 16 tokens") as info:
+            backend.generate("x", max_tokens=16)
+        assert endpoint.requests == 2  # retried like any broken answer, then reported
+    assert "20,000,000 characters" in str(info.value)
+    assert len(cache) == 0  # before: cached, and replayed on every rerun
+    assert backend.stats.requests == 1
+
+
+def test_a_long_answer_within_its_cap_is_kept(tmp_path: Path) -> None:
+    cache = CallCache(tmp_path / "cache.sqlite")
+    with ScriptedEndpoint(_huge) as endpoint:
+        backend = _backend(endpoint.base_url, cache=cache)
+        completion = backend.generate("x", max_tokens=4_194_304)
+    assert len(completion.text) == 20_000_000
+    assert len(cache) == 1

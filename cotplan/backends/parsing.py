@@ -26,6 +26,7 @@ __all__ = [
     "parse_top_logprobs",
     "read_usage",
     "reasoning_text",
+    "request_cap",
     "split_thinking",
 ]
 
@@ -115,7 +116,8 @@ def read_usage(raw: object, *, cap: int | None = None) -> tuple[Usage, tuple[str
     return Usage(**counts, trusted=not notes), tuple(notes)
 
 
-def _cap_of(params: Mapping[str, Any] | None) -> int | None:
+def request_cap(params: Mapping[str, Any] | None) -> int | None:
+    """The most tokens the request `params` lets the call generate (None: no cap given)."""
     if not params:
         return None
     for name in _CAP_FIELDS:
@@ -270,7 +272,7 @@ def parse_completion(
         if message is not None and not reasoning and text:
             reasoning, text = split_thinking(text)
         parsed = parse_top_logprobs(choice.get("logprobs"))
-        usage, notes = read_usage(raw.get("usage"), cap=_cap_of(params))
+        usage, notes = read_usage(raw.get("usage"), cap=request_cap(params))
         if text is None:
             notes += ("the server sent no answer (`content: null`)",)
         return Completion(
