@@ -132,3 +132,30 @@ def test_sigterm_stops_a_run_as_ctrl_c_does(tmp_path: Path) -> None:
     assert "Run the same command again to resume" in message
     assert "Traceback" not in stderr
     assert not out.exists()
+
+
+def test_a_full_disk_names_the_file_being_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import errno
+
+    from cotplan import io
+
+    def full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))  # as the kernel says it
+
+    monkeypatch.setattr(io.os, "fsync", full)
+    target = tmp_path / "report" / "calibration.csv"
+    with pytest.raises(OSError, match="No space left on device") as info:
+        io.write_text(target, "item,n,k,correct\n")
+    assert info.value.filename == str(target)  # before: None, so `[Errno 28]` named no file
+    assert not list(target.parent.iterdir())  # no temporary file left behind
+    # Through the CLI: one line that names the file.
+    monkeypatch.setenv("COTPLAN_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("COTPLAN_DEBUG", raising=False)
+    with pytest.raises(SystemExit) as exited:
+        main(["tasks", "make", "count", "--n", "3", "--out", str(tmp_path / "tasks.jsonl")])
+    err = " ".join(capsys.readouterr().err.split())
+    assert exited.value.code == 1
+    assert err.startswith("error: No space left on device:")
+    assert "tasks.jsonl" in err

@@ -103,3 +103,32 @@ def test_a_long_answer_within_its_cap_is_kept(tmp_path: Path) -> None:
         completion = backend.generate("x", max_tokens=4_194_304)
     assert len(completion.text) == 20_000_000
     assert len(cache) == 1
+
+
+# -- a seeded bootstrap and the calibration's row order --------------------------------------------
+
+
+@pytest.mark.slow  # three plans, each with its bootstrap
+def test_a_seeded_plan_does_not_depend_on_the_calibrations_row_order(tmp_path: Path) -> None:
+    import pandas as pd
+    from test_plan_artifact import planted
+
+    from cotplan.planner.plan_result import plan_from_calibration
+
+    forward = planted(tmp_path / "forward.csv")
+    frame = pd.read_csv(forward)
+    frame.iloc[::-1].to_csv(tmp_path / "reversed.csv", index=False)
+    shuffled = frame.sample(frac=1.0, random_state=3)
+    shuffled.to_csv(tmp_path / "shuffled.csv", index=False)
+    plans = [
+        plan_from_calibration(tmp_path / name, 0.3, sizes=[4, 8], n_bootstrap=20, seed=1)
+        for name in ("forward.csv", "reversed.csv", "shuffled.csv")
+    ]
+    first = plans[0]
+    for other in plans[1:]:
+        # Before: the same seed drew other items when the rows came in another order, and the
+        # bootstrap interval (and the cap at its conservative end) moved.
+        assert [(b.low, b.high, b.tokens) for b in other.budgets] == [
+            (b.low, b.high, b.tokens) for b in first.budgets
+        ]
+        assert other.plan.law_draws == first.plan.law_draws
