@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -127,12 +128,20 @@ def _item_codes(items: NDArray[Any]) -> NDArray[np.intp]:
     """Item codes 0..m-1 in the items' sorted order, not their order of appearance: every
     seeded draw over items (bootstrap weights, cross-validation folds) picks items by code, so
     codes by appearance made a seeded interval depend on the calibration's row order. Sorted by
-    type, then text, so that mixed labels (1 and "1") stay two items and never fail to sort."""
+    type, then text with its numbers by value ("it2" before "it10", the order generated ids
+    are written in), so that mixed labels (1 and "1") stay two items and never fail to sort."""
     codes, uniques = pd.factorize(items, sort=False)
-    order = sorted(range(len(uniques)), key=lambda i: (type(uniques[i]).__name__, str(uniques[i])))
+    order = sorted(range(len(uniques)), key=lambda i: _natural(uniques[i]))
     rank = np.empty(len(uniques), dtype=np.intp)
     rank[order] = np.arange(len(uniques), dtype=np.intp)
     return rank[codes]
+
+
+def _natural(label: object) -> tuple[str, tuple[tuple[int, str], ...]]:
+    # Digit runs compare by length, then digits: numeric order without int() of a huge run.
+    parts = re.split(r"(\d+)", str(label))
+    key = tuple((1, f"{len(part):08d}{part}") if part.isdigit() else (0, part) for part in parts)
+    return type(label).__name__, key
 
 
 def _cells(data: _Data, weights: NDArray[np.float64] | None = None) -> _Cells:
