@@ -353,6 +353,10 @@ def print_spend(frame: Any) -> None:
         + (f"; tokens {', '.join(tokens)}" if tokens else "")
         + f"; {usd}"
     )
+    from cotplan.planner.calibration_file import usage_note
+
+    if note := usage_note(frame):
+        console.print(f"[yellow]note:[/] {note}")
 
 
 # -- the command -------------------------------------------------------------------------------
