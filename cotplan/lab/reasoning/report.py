@@ -337,6 +337,10 @@ def study_report_rows(studies: Iterable[LabStudy]) -> list[ReportRow]:
             if interval.high - interval.low == 0.0:
                 # Every resample landed on the same α, which a tiny calibration does at a bound.
                 verdict = NOT_TESTABLE
+                rule = f"every resample gave the same α (a fit at its bound); {rule}"
+            elif (calibration_premise(study.calibration)["premise"] == "fails").any():
+                verdict = OUTSIDE_PREMISE
+                rule = f"{rule}; {premise_words(calibration_premise(study.calibration))}"
             rows.append(
                 ReportRow(
                     "cot-lab",
