@@ -191,7 +191,15 @@ def main() -> None:
             | (new["claim"] != new["new_claim"])
             | new["new_verdict"].str.startswith("cotplan check (")
         ]
-        print(f"{len(stored)} rows read from {REPORT.name}; {len(changed)} change\n")
+        verdicts = int((new["verdict"] != new["new_verdict"]).sum())
+        held = new["new_verdict"].str.startswith("cotplan check (")
+        held_changed = int((held & (new["new_verdict"] != "cotplan check (yes)")).sum())
+        claims = int((new["claim"] != new["new_claim"]).sum())
+        print(
+            f"{len(stored)} rows read from {REPORT.name}: {verdicts - int(held.sum())} model-claim "
+            f"verdicts change, {held_changed} held-out checks no longer hold, {claims} claim "
+            "reworded\n"
+        )
         for _, row in changed.iterrows():
             print(f"- {row['experiment']} | {row['new_claim']}")
             print(
@@ -199,9 +207,9 @@ def main() -> None:
             )
             print(f"    today:  {row['new_verdict']}")
             print(f"    why:    {row['new_why'][:400]}")
-        claims = set(MODEL_CLAIM_VERDICTS)
-        before = Counter(v for v in stored["verdict"] if v in claims)
-        after = Counter(v for v in new["new_verdict"] if v in claims)
+        words = set(MODEL_CLAIM_VERDICTS)
+        before = Counter(v for v in stored["verdict"] if v in words)
+        after = Counter(v for v in new["new_verdict"] if v in words)
         print("\nmodel-claim verdicts, stored -> today:")
         for verdict in MODEL_CLAIM_VERDICTS:
             print(f"  {verdict}: {before[verdict]} -> {after[verdict]}")
