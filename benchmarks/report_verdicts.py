@@ -146,6 +146,14 @@ def reread(stored: pd.DataFrame) -> pd.DataFrame:
             out.loc[i, ["new_verdict", "new_why"]] = value_verdict(
                 ci, paper, err, predictor=PREDICTOR, paper_model=PAPER_MARTINGALE["model"]
             )
+        elif claim.startswith("averaged predictions approach the Bayes posterior"):
+            if "a Bayesian with the fitted prior" in str(row["why"]):
+                out.loc[i, ["new_verdict", "new_why"]] = (
+                    "not testable",
+                    "within the margin of the fitted prior only, at one length (t = 20): any "
+                    "prediction affine and increasing in the count of ones fits it too; "
+                    "`bayes_in_expectation` with several lengths sharing one prior would tell",
+                )
         elif claim.startswith("Laplace smoothing needs > 100"):
             out.loc[i, "new_claim"] = f"{claim} (read at p = 0.3)"
             out.loc[i, "new_why"] = "the paper gives no p: " + _laplace_over_100(0.99)
