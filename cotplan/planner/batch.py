@@ -510,7 +510,8 @@ def calibrate_batch(
             estimate = estimate_cost(backend, new)
             estimates.append(estimate)
             tell(f"expected cost: {estimate}")
-            if confirm is not None and not confirm(estimate):
+            # Files for an executor cost nothing until someone runs them: only a submission asks.
+            if service is not None and confirm is not None and not confirm(estimate):
                 raise BatchDeclinedError("the batch was not submitted: nothing was sent")
             _submit(state, service, new, tell)
             submitted += len(new)
