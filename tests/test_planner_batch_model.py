@@ -2,9 +2,8 @@
 
 The batches go through the real `openai` SDK to a loopback server implementing OpenAI's batch
 endpoints (tests/batch_server.py), which runs them on the same llama.cpp server the live
-calibration uses. The calibration is hidden-reasoning mode (one request per item and budget,
-and a second where the cap ate the whole reply), kept to two items and two budgets: the
-embedded model is slow on a loaded machine.
+calibration uses. The calibrations are kept to two items and two budgets: the embedded model is slow on a loaded
+machine.
 """
 
 from __future__ import annotations
@@ -23,6 +22,8 @@ from cotplan.planner.batch import calibrate_batch
 from cotplan.planner.batch_providers import OpenAIBatches
 from cotplan.planner.calibrate import Calibration, calibrate
 from cotplan.tasks.families import make_tasks
+
+pytestmark = pytest.mark.model
 
 ITEMS = make_tasks("parity", n=4, count=2, seed=0)
 BUDGETS = [0, 24]
@@ -96,16 +97,20 @@ def test_a_killed_partly_failed_batch_run_resumes_to_the_live_table(
     assert result.calibration.requests == live.requests
 
 
-def test_batch_files_for_an_executor_are_read_back_into_the_live_table(
-    thinking_model: LocalModel, live: Calibration, tmp_path: Path
+def test_visible_thinking_in_batch_files_takes_two_rounds_and_gives_the_live_table(
+    thinking_model: LocalModel, thinking_backend: LocalBackend, tmp_path: Path
 ) -> None:
+    # Visible thinking (the embedded model's own mode, "auto": the written-out template): the
+    # reasoning runs first, then the answers forced at each budget, cut from the one run.
+    live = calibrate(thinking_backend, ITEMS, BUDGETS, progress=False)
+    assert set(live.frame["mode"]) == {"template"}
     # No service: the files are written for an executor (vLLM's run-batch). This one runs
     # each line against the embedded server and writes the output beside the input.
     backend = thinking_model.backend(cache=None)
     origin = thinking_model.base_url.removesuffix("/v1")
     rounds = 0
     while True:
-        result = calibrate_batch(backend, ITEMS, BUDGETS, mode=MODE, folder=tmp_path)
+        result = calibrate_batch(backend, ITEMS, BUDGETS, folder=tmp_path)
         if result.done:
             break
         rounds += 1
@@ -125,5 +130,5 @@ def test_batch_files_for_an_executor_are_read_back_into_the_live_table(
                     for i, line in enumerate(lines)
                 ]
             path.with_suffix(".output.jsonl").write_text("".join(json.dumps(o) + "\n" for o in out))
-    assert rounds >= 1
+    assert rounds == 2
     _same_table(result.calibration.frame, live.frame)
