@@ -2,8 +2,8 @@
 
 The batches go through the real `openai` SDK to a loopback server implementing OpenAI's batch
 endpoints (tests/batch_server.py), which runs them on the same llama.cpp server the live
-calibration uses. The calibrations are kept to two items and two budgets: the embedded model is slow on a loaded
-machine.
+calibration uses. The calibrations are kept to two items and two budgets: the embedded model
+is slow on a loaded machine.
 """
 
 from __future__ import annotations
