@@ -94,7 +94,8 @@ def test_a_killed_partly_failed_batch_run_resumes_to_the_live_table(
     assert server.live_requests == 0
     failures = (tmp_path / "batch" / "failures.jsonl").read_text().splitlines()
     assert [json.loads(line)["custom_id"] for line in failures] == [failed]
-    assert result.calibration.requests == live.requests
+    # A request several budgets share (the answer asked for alone) is paid once in a batch.
+    assert result.calibration.requests == len(server.submitted) <= live.requests
 
 
 def test_visible_thinking_in_batch_files_takes_two_rounds_and_gives_the_live_table(

@@ -212,8 +212,9 @@ class BatchSpend:
 def _spend(completions: Iterable[Completion]) -> BatchSpend:
     from cotplan.pricing import cost_of_completion
 
-    paid = [c for c in completions if not c.from_cache]
-    hits = sum(1 for c in completions if c.from_cache)
+    chosen = list(completions)
+    paid = [c for c in chosen if not c.from_cache]
+    hits = len(chosen) - len(paid)
     live = batch = 0.0
     for completion in paid:
         try:
@@ -272,7 +273,9 @@ class _Collector(Backend):
         self.supports_prompt_logprobs = False
         self.answered = answered
         self.wanted: dict[str, BatchRequest] = {}
-        self.used: list[Completion] = []
+        # By custom_id: a request several budgets share (hidden reasoning's answer asked for
+        # alone) is one request in a batch, paid once, where a live run sends it each time.
+        self.used: dict[str, Completion] = {}
         self.incomplete = False
 
     def count_tokens(self, text: str) -> int:
@@ -331,7 +334,7 @@ class _Collector(Backend):
         completion = parse_completion(
             body, model=self.model, latency_s=math.nan, from_cache=cached, params=params
         )
-        self.used.append(completion)
+        self.used[request.custom_id] = completion
         return completion
 
     def record(self, answers: Mapping[str, dict[str, Any]]) -> None:
@@ -709,7 +712,7 @@ def _finish(
         f"answered through {batches} batch file(s), priced at batch rates; a batch does not "
         "time its requests, so latency_s is blank"
     )
-    spend = _spend(collector.used)
+    spend = _spend(collector.used.values())
     calibration = Calibration(
         frame=frame,
         model=answers[0].model if answers else backend.model,
