@@ -14,17 +14,24 @@ probe tokens count in the usage and the log, and the ``cotplan`` field says wher
 
 Also served: ``GET /v1/models`` (the plan's model) and ``GET /health``.
 
-Errors come back in OpenAI's shape, ``{"error": {"message", "type", "param", "code"}}``: 400
-with `param` naming the field for a request cotplan refuses, the upstream's own status for an
-upstream error, 502 when the upstream cannot be reached.
+Errors come back in OpenAI's shape, ``{"error": {"message", "type", "param", "code"}}``
+(`cotplan.production.gateway_errors`): 400 with `param` naming the field for a request cotplan
+refuses (a body that is not JSON, nested too deep, or with a field it cannot apply), 413 for a
+body over the limit (`MAX_BODY_BYTES`), the upstream's own status for an upstream error, 504
+when the upstream timed out, 502 when it cannot be reached or answers with something that is
+not a completion (no `choices`, an ``error`` body, non-text content, a body or an event that
+is not JSON: the response checks of the CLI path, `cotplan.production.upstream`), 500 for a
+fault of the gateway itself. No message carries the upstream's key, even where the upstream
+echoes it; the access log masks a key sent in the query string.
 
 Streaming. A body with ``"stream": true`` is answered with server-sent events, as OpenAI's
 API answers it: ``data: {chunk}`` per `ChatCompletionChunk` of the capped stream
 (`cotplan.production.streaming`; the last carries the usage and the ``cotplan`` field), then
 ``data: [DONE]``. An error before the first chunk is an error reply as above; one mid-stream,
 after the 200 has gone, is sent as ``data: {"error": {...}}`` (which the OpenAI SDKs raise as
-an API error) and ends the stream. A client that hangs up ends the upstream request too; the
-call log records the call as far as it went.
+an API error) and ends the stream, without ``[DONE]``: so is an upstream stream that is not one
+(a JSON body, lines that are not events, a bad event, an end without a finish). A client that
+hangs up ends the upstream request too; the call log records the call as far as it went.
 
 It listens on the loopback interface only: it holds the upstream's key and applies no
 authentication of its own, so it must not be reachable from other machines.
@@ -37,35 +44,72 @@ from __future__ import annotations
 
 import inspect
 import json
+import logging
 import socket
 import threading
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import openai
 import uvicorn
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from cotplan.errors import CotplanError, InputError, LocalServerError
+from cotplan.backends.keys import scrub_secrets
+from cotplan.errors import InputError, LocalServerError
+from cotplan.io import MAX_JSON_BYTES, parse_json
 from cotplan.planner import SavedPlan
 from cotplan.planner.exit_plan import ExitPlan
+from cotplan.production.gateway_errors import Failure, failure_of
 from cotplan.production.log import CallLog
 from cotplan.production.streaming import CappedStream
 from cotplan.production.wrapper import CappedClient, capped
 
-__all__ = ["HOST", "Gateway", "check_port", "check_upstream", "make_app", "serve"]
+__all__ = [
+    "HOST",
+    "MAX_BODY_BYTES",
+    "Gateway",
+    "check_port",
+    "check_upstream",
+    "make_app",
+    "scrub_access_log",
+    "serve",
+]
 
 #: The only interface the gateway listens on (see the module docstring).
 HOST = "127.0.0.1"
 
 #: The header that may carry a call's item size instead of the body.
 SIZE_HEADER = "x-cotplan-size"
+
+#: The largest request body taken by default (a chat with long documents fits; a runaway
+#: upload is refused before it is read whole, let alone forwarded).
+MAX_BODY_BYTES = min(MAX_JSON_BYTES, 16 * 1024 * 1024)
+
+
+class _ScrubSecrets(logging.Filter):
+    """Masks secrets in a log record's arguments (the access log's request line)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(
+                scrub_secrets(arg) if isinstance(arg, str) else arg for arg in record.args
+            )
+        return True
+
+
+def scrub_access_log() -> None:
+    """Make uvicorn's access log write no secret: a key sent as ``?api_key=...`` (or any
+    other key-shaped query parameter) is masked in each line. Idempotent."""
+    access = logging.getLogger("uvicorn.access")
+    if not any(isinstance(f, _ScrubSecrets) for f in access.filters):
+        access.addFilter(_ScrubSecrets())
 
 
 def check_upstream(url: object) -> str:
@@ -88,6 +132,9 @@ def check_port(port: object) -> int:
     if port == 0:
         return 0
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        # As the server itself binds: a port left in TIME_WAIT by a gateway just stopped is
+        # free to serve again at once, not refused for a minute.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((HOST, port))
         except OSError as exc:
@@ -98,31 +145,69 @@ def check_port(port: object) -> int:
 
 
 def _error(status: int, message: str, *, kind: str, param: str | None = None) -> JSONResponse:
-    body = {"error": {"message": message, "type": kind, "param": param, "code": None}}
-    return JSONResponse(body, status_code=status)
+    return Failure(status, kind, message, param).response()
 
 
-def _event(body: object) -> str:
-    return f"data: {json.dumps(body, separators=(',', ':'))}\n\n"
-
-
-async def _events(stream: CappedStream) -> AsyncIterator[str]:
+async def _events(stream: CappedStream, secrets: tuple[str, ...]) -> AsyncIterator[str]:
     """The stream as server-sent events (see the module). The capped stream is synchronous (the
-    team's own client is): each chunk is read in a worker thread."""
+    team's own client is): each chunk is read in a worker thread. Whatever fails once the 200
+    has gone ends the stream with an error event (`gateway_errors`), never a cut stream."""
     try:
         while (chunk := await run_in_threadpool(next, stream, None)) is not None:
-            yield _event(chunk.model_dump(mode="json"))
-    except openai.APIError as exc:
-        yield _event({"error": {"message": f"upstream: {exc.message}", "type": "upstream_error"}})
-        return
-    except CotplanError as exc:
-        yield _event({"error": {"message": str(exc), "type": "server_error"}})
+            yield _event(chunk.model_dump(mode="json", warnings=False))
+    except Exception as exc:
+        yield failure_of(exc, secrets).event()
         return
     finally:
         # Also when the client hung up (the task is cancelled here): the upstream request
         # stops and the call is logged as stopped.
         await run_in_threadpool(stream.close)
     yield "data: [DONE]\n\n"
+
+
+def _event(body: object) -> str:
+    return f"data: {json.dumps(body, separators=(',', ':'))}\n\n"
+
+
+class _TooLarge(Exception):
+    pass
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The request's body, refused (`_TooLarge`) past `limit` bytes before more is read."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise _TooLarge
+    parts: list[bytes] = []
+    size = 0
+    async for part in request.stream():
+        size += len(part)
+        if size > limit:
+            raise _TooLarge
+        parts.append(part)
+    return b"".join(parts)
+
+
+def _arguments(raw: bytes, size_header: str | None, known: frozenset[str]) -> dict[str, Any]:
+    """The `create` arguments of a request body (`InputError` naming what is wrong): fields
+    the SDK's `create` takes by name go by name, the rest in `extra_body`, as a direct call
+    with `extra_body` would send them."""
+    body = parse_json(raw, source="request body")
+    if not isinstance(body, dict):
+        raise InputError("must be a JSON object", source="request body")
+    if body.get("size") is None and size_header is not None:
+        try:
+            body["size"] = float(size_header)
+        except ValueError:
+            raise InputError(f"must be a number, got {size_header!r}", field=SIZE_HEADER) from None
+    arguments = {k: v for k, v in body.items() if k in known or k == "size"}
+    extra = {k: v for k, v in body.items() if k not in arguments}
+    if extra:
+        given = body.get("extra_body") or {}
+        if not isinstance(given, dict):
+            raise InputError("must be a JSON object", field="extra_body")
+        arguments["extra_body"] = {**given, **extra}
+    return arguments
 
 
 def _create_arguments(client: openai.OpenAI) -> frozenset[str]:
@@ -132,47 +217,35 @@ def _create_arguments(client: openai.OpenAI) -> frozenset[str]:
     return frozenset(names) - {"extra_body"}
 
 
-def make_app(capped_client: CappedClient) -> Starlette:
-    """The Starlette app answering OpenAI-compatible chat completions through `capped_client`."""
+def make_app(capped_client: CappedClient, *, max_body_bytes: int = MAX_BODY_BYTES) -> Starlette:
+    """The Starlette app answering OpenAI-compatible chat completions through `capped_client`;
+    a body over `max_body_bytes` is refused (413) before it is read further."""
     known = _create_arguments(capped_client.client)
+    # Never shown to a client, whatever an upstream echoes back (`gateway_errors`).
+    secrets = (str(capped_client.client.api_key or ""),)
 
     async def chat_completions(request: Request) -> Response:
         try:
-            body = await request.json()
-        except (ValueError, UnicodeDecodeError):
-            return _error(400, "the body is not JSON", kind="invalid_request_error")
-        if not isinstance(body, dict):
-            return _error(400, "the body must be a JSON object", kind="invalid_request_error")
-        header = request.headers.get(SIZE_HEADER)
-        if body.get("size") is None and header is not None:
-            try:
-                body["size"] = float(header)
-            except ValueError:
-                return _error(
-                    400,
-                    f"must be a number, got {header!r}",
-                    kind="invalid_request_error",
-                    param=SIZE_HEADER,
-                )
-        arguments = {k: v for k, v in body.items() if k in known or k == "size"}
-        extra = {k: v for k, v in body.items() if k not in arguments}
-        if extra:
-            arguments["extra_body"] = {**(body.get("extra_body") or {}), **extra}
+            raw = await read_body(request, max_body_bytes)
+        except ClientDisconnect:
+            # The client hung up mid-body: no one is left to answer, and nothing failed here.
+            return Response(status_code=499)
+        except _TooLarge:
+            return _error(
+                413,
+                f"the body is larger than the {max_body_bytes:,} bytes this gateway takes",
+                kind="invalid_request_error",
+            )
         try:
+            arguments = _arguments(raw, request.headers.get(SIZE_HEADER), known)
             # The wrapper is synchronous (the team's own client is): a worker thread keeps
             # the event loop free for other calls meanwhile.
             reply = await run_in_threadpool(capped_client.chat.completions.create, **arguments)
-        except InputError as exc:
-            return _error(400, str(exc), kind="invalid_request_error", param=exc.field)
-        except openai.APIStatusError as exc:
-            return _error(exc.status_code, f"upstream: {exc.message}", kind="upstream_error")
-        except openai.APIConnectionError as exc:
-            return _error(502, f"upstream unreachable: {exc}", kind="upstream_error")
-        except CotplanError as exc:
-            return _error(500, str(exc), kind="server_error")
+        except Exception as exc:
+            return failure_of(exc, secrets).response()
         if isinstance(reply, CappedStream):
-            return StreamingResponse(_events(reply), media_type="text/event-stream")
-        return JSONResponse(reply.model_dump(mode="json"))
+            return StreamingResponse(_events(reply, secrets), media_type="text/event-stream")
+        return JSONResponse(reply.model_dump(mode="json", warnings=False))
 
     async def models(request: Request) -> JSONResponse:
         model = capped_client.plan.model or "unknown"
@@ -268,12 +341,7 @@ class Gateway:
         """Start serving; returns once the port answers."""
         if self._server is not None:
             return self
-        # Binding the socket here, rather than letting uvicorn do it, gives port 0 its number
-        # before the thread starts, and fails in the caller's thread if the port is taken.
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((HOST, self.port))
-        self.port = int(sock.getsockname()[1])
+        sock = self._bind()
         config = uvicorn.Config(make_app(self.client), log_level="warning", lifespan="off")
         server = uvicorn.Server(config)
         self._server = server
@@ -289,11 +357,29 @@ class Gateway:
             time.sleep(0.02)
         return self
 
+    def _bind(self) -> socket.socket:
+        # Binding the socket here, rather than letting uvicorn do it, gives port 0 its number
+        # before the server starts, and fails in the caller's thread if the port is taken.
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((HOST, self.port))
+        except OSError as exc:
+            sock.close()
+            raise InputError(
+                f"{HOST}:{self.port} is already in use: pick another", field="port"
+            ) from exc
+        self.port = int(sock.getsockname()[1])
+        return sock
+
     def run(self) -> None:
         """Serve in the foreground until interrupted (`serve`, the CLI): the same app and
-        client as `start`, with uvicorn's own signal handling and access log."""
-        app = make_app(self.client)
-        uvicorn.run(app, host=HOST, port=self.port, log_level="info", lifespan="off")
+        client as `start`, with uvicorn's own signal handling and its access log, whose
+        lines are scrubbed of secrets (a client's ``?api_key=`` never reaches the log)."""
+        sock = self._bind()
+        config = uvicorn.Config(make_app(self.client), log_level="info", lifespan="off")
+        scrub_access_log()  # after the Config: it sets up uvicorn's loggers
+        uvicorn.Server(config).run(sockets=[sock])
 
     def stop(self) -> None:
         """Stop serving (idempotent)."""

@@ -142,6 +142,16 @@ def _v4(db: sqlite3.Connection) -> None:
 _MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3, _v4)
 
 
+def _create_private(path: Path) -> None:
+    """Create `path` readable by its owner alone (0600) unless it exists: the log says what a
+    team asked its models, and SQLite would create it as the umask allows (often 0644)."""
+    try:
+        descriptor = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    except FileExistsError:
+        return
+    os.close(descriptor)
+
+
 def default_log_path() -> Path:
     """``production.sqlite`` in the user folder (`cotplan.paths.home`)."""
     return paths.home() / "production.sqlite"
@@ -167,12 +177,14 @@ class CallLog:
     def _connect(self) -> Iterator[sqlite3.Connection]:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            if not self._ready:
+                _create_private(self.path)
             with closing(sqlite3.connect(self.path, timeout=30.0)) as db, db:
                 if not self._ready:
                     self._migrate(db)
                     self._ready = True
                 yield db
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, OSError) as exc:
             raise CacheError(f"the call log {self.path} cannot be used: {exc}") from exc
 
     @staticmethod

@@ -49,6 +49,7 @@ from openai.types.chat import ChatCompletionChunk
 from cotplan.backends.base import Usage
 from cotplan.production.calls import CallArgs, CapReport, usage_body, usage_of
 from cotplan.production.phases import OneRequest, TwoPhase
+from cotplan.production.upstream import check_stream_end, checked, stream_failure, text_of
 
 __all__ = [
     "NEXT",
@@ -114,6 +115,8 @@ class _Phase:
     usage: Usage | None = None
     pieces: int = 0
     id: str = ""
+    #: Server-sent events read (any kind): none at all is a body that was not a stream.
+    events: int = 0
 
     def seen(self) -> Usage | None:
         """Its usage; counted by chunks when it never came (a request cut short); None when
@@ -188,16 +191,18 @@ def _relay_text(
     yield _Open("completions", _streamed(request))
     phase.opened = True
     while (chunk := (yield NEXT)) is not None:
+        phase.events += 1
         if chunk.usage is not None:
             phase.usage = usage_of(chunk.usage)
-        for choice in chunk.choices:
+        for choice in chunk.choices or ():
             phase.finish_reason = choice.finish_reason or phase.finish_reason
             if choice.text:
-                phase.text += choice.text
+                phase.text += text_of(choice.text)
                 phase.pieces += 1
                 out = hand_on(choice.text)
                 if out is not None:
                     yield out
+    check_stream_end(phase.finish_reason, phase.events)
 
 
 def _template_steps(call: CallArgs, finish: Finish) -> StreamSteps:
@@ -243,6 +248,7 @@ def _relay_chat(request: dict[str, Any], phase: _Phase, ident: str) -> StreamSte
     yield _Open("chat", _streamed(request))
     phase.opened = True
     while (chunk := (yield NEXT)) is not None:
+        phase.events += 1
         phase.id = phase.id or chunk.id
         if chunk.usage is not None:
             phase.usage = usage_of(chunk.usage)
@@ -252,13 +258,14 @@ def _relay_chat(request: dict[str, Any], phase: _Phase, ident: str) -> StreamSte
         for choice in chunk.choices:
             phase.finish_reason = choice.finish_reason or phase.finish_reason
             if choice.delta.content:
-                phase.text += choice.delta.content
+                phase.text += text_of(choice.delta.content)
                 phase.pieces += 1
             if choice.finish_reason and not any(choice.delta.model_dump().values()):
                 continue  # only the finish: it comes in the last chunk
             choices.append(choice.model_copy(update={"finish_reason": None}))
         if choices:
             yield chunk.model_copy(update={"id": ident or chunk.id, "choices": choices})
+    check_stream_end(phase.finish_reason, phase.events)
 
 
 def _hidden_steps(call: CallArgs, provider: str, finish: Finish) -> StreamSteps:
@@ -365,6 +372,7 @@ class CappedStream(_Driver):
                     value = self._client.completions.create(**event.arguments)
                 else:
                     value = self._client.chat.completions.create(**event.arguments)
+                checked(event.endpoint, event.arguments, value)
             elif isinstance(event, _Next):
                 assert self._upstream is not None
                 value = next(self._upstream, None)
@@ -374,7 +382,7 @@ class CappedStream(_Driver):
                 self._ready.append(event)
         except Exception as exc:
             self._close_upstream()
-            return self._throw(exc)
+            return self._throw(stream_failure(exc))
         return self._send(value)
 
     def __next__(self) -> ChatCompletionChunk:
@@ -442,6 +450,7 @@ class AsyncCappedStream(_Driver):
                     value = await self._client.completions.create(**event.arguments)
                 else:
                     value = await self._client.chat.completions.create(**event.arguments)
+                checked(event.endpoint, event.arguments, value)
             elif isinstance(event, _Next):
                 assert self._upstream is not None
                 value = await anext(self._upstream, None)
@@ -451,7 +460,7 @@ class AsyncCappedStream(_Driver):
                 self._ready.append(event)
         except Exception as exc:
             await self._close_upstream()
-            return self._throw(exc)
+            return self._throw(stream_failure(exc))
         return self._send(value)
 
     async def __anext__(self) -> ChatCompletionChunk:

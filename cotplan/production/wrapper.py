@@ -98,6 +98,7 @@ from cotplan.production.exiting import (
 from cotplan.production.log import CallLog, LogRecord
 from cotplan.production.phases import OneRequest, TwoPhase
 from cotplan.production.streaming import AsyncCappedStream, CappedStream, StreamSteps, stream_steps
+from cotplan.production.upstream import send, send_async
 
 __all__ = [
     "AsyncCappedClient",
@@ -141,10 +142,12 @@ class _Completions:
         try:
             endpoint, arguments = next(steps)
             while True:
-                if endpoint == "completions":
-                    response: Any = client.completions.create(**arguments)
-                else:
-                    response = client.chat.completions.create(**arguments)
+                create = (
+                    client.completions.create
+                    if endpoint == "completions"
+                    else client.chat.completions.create
+                )
+                response = send(create, endpoint, arguments)
                 endpoint, arguments = steps.send(response)
         except StopIteration as done:
             reply: ChatCompletion = done.value[0]
@@ -178,10 +181,12 @@ class _AsyncCompletions:
         try:
             endpoint, arguments = next(steps)
             while True:
-                if endpoint == "completions":
-                    response: Any = await client.completions.create(**arguments)
-                else:
-                    response = await client.chat.completions.create(**arguments)
+                create: Any = (
+                    client.completions.create
+                    if endpoint == "completions"
+                    else client.chat.completions.create
+                )
+                response = await send_async(create, endpoint, arguments)
                 endpoint, arguments = steps.send(response)
         except StopIteration as done:
             reply: ChatCompletion = done.value[0]
