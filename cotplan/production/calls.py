@@ -38,6 +38,7 @@ __all__ = [
     "answer_room",
     "cap_at",
     "chat_reply",
+    "check_chat",
     "check_messages",
     "cost_of_requests",
     "joiner",
@@ -54,7 +55,7 @@ __all__ = [
 DEFAULT_ANSWER_TOKENS = 16
 
 #: How a call is capped: two-phase budget forcing, or the provider's own cap in one request.
-ApplyMode = Literal["template", "hidden"]
+ApplyMode = Literal["template", "hidden", "server"]
 
 #: Hosts of the hosted APIs whose budget rules differ from a plain output cap; any other
 #: address is an OpenAI-compatible server (vLLM, llama.cpp, SGLang ...).
@@ -152,6 +153,9 @@ class CapReport:
     probes: int = 0
     probe_tokens: int = 0
     probe_prompt_tokens: int = 0
+    #: The completion ended (the client's `max_tokens`) before any answer: the reply's empty
+    #: content is not an answer.
+    answer_missing: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (null for a missing cost)."""
@@ -242,6 +246,17 @@ def check_messages(messages: object) -> list[Message]:
             )
         out.append({"role": message["role"], "content": content})
     return out
+
+
+def check_chat(messages: object) -> list[Message]:
+    """`messages` as the client sent them, checked only for what the server mode reads (a
+    non-empty list of dicts with a `role`): tool turns and content parts pass unchanged."""
+    if not isinstance(messages, Sequence) or isinstance(messages, str) or not messages:
+        raise InputError("must be a non-empty list of chat messages", field="messages")
+    for i, message in enumerate(messages):
+        if not isinstance(message, Mapping) or not isinstance(message.get("role"), str):
+            raise InputError(f"message {i} must be a dict with a `role`", field="messages")
+    return [dict(message) for message in messages]
 
 
 def with_instruction(messages: list[Message], text: str) -> list[Message]:

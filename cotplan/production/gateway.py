@@ -274,6 +274,7 @@ def _capped_client(
     timeout: float,
     exit: str,
     exit_plan: ExitPlan | str | Path | None,
+    provider: str | None,
 ) -> CappedClient:
     client = openai.OpenAI(
         base_url=check_upstream(upstream),
@@ -289,6 +290,7 @@ def _capped_client(
         via="gateway",
         exit=exit,
         exit_plan=exit_plan,
+        provider=provider,
     )
 
 
@@ -298,7 +300,8 @@ class Gateway:
         with Gateway("plan.json", "http://127.0.0.1:8080/v1") as gateway:
             openai.OpenAI(base_url=gateway.base_url, api_key="-").chat.completions.create(...)
 
-    The arguments are those of `serve` (`exit="certified"`: the certified early exit).
+    The arguments are those of `serve` (`exit="certified"`: the certified early exit;
+    `provider`: what the upstream is, asked of it once by default, `capped`'s ``"detect"``).
     """
 
     def __init__(
@@ -314,6 +317,7 @@ class Gateway:
         start_timeout: float = 10.0,
         exit: str = "none",
         exit_plan: ExitPlan | str | Path | None = None,
+        provider: str | None = "detect",
     ) -> None:
         self.port = check_port(port)
         self.client = _capped_client(
@@ -325,6 +329,7 @@ class Gateway:
             timeout=timeout,
             exit=exit,
             exit_plan=exit_plan,
+            provider=provider,
         )
         self.start_timeout = start_timeout
         self._server: uvicorn.Server | None = None
@@ -408,12 +413,15 @@ def serve(
     timeout: float = 120.0,
     exit: str = "none",
     exit_plan: ExitPlan | str | Path | None = None,
+    provider: str | None = "detect",
 ) -> None:
     """Serve until interrupted (what `cotplan serve` runs). `plan` is a `SavedPlan` or a path;
     `upstream` the OpenAI-compatible base URL the calls go to; `api_key` the upstream's key
     (None: none needed); `log` the call log (None: the default file); `allow_other_model`
     applies the plan to a model it was not made for; `timeout` bounds each upstream request;
-    `exit` and `exit_plan` as in `capped` (the certified early exit)."""
+    `exit` and `exit_plan` as in `capped` (the certified early exit); `provider` as in
+    `capped` (by default asked of the upstream once: a server that caps thinking itself
+    answers each call in one request)."""
     gateway = Gateway(
         plan,
         upstream,
@@ -424,5 +432,6 @@ def serve(
         timeout=timeout,
         exit=exit,
         exit_plan=exit_plan,
+        provider=provider,
     )
     gateway.run()

@@ -20,13 +20,25 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
+import openai
 from pydantic import BaseModel
 
 from cotplan.backends.answer_checks import check_response, server_text
 from cotplan.errors import ResponseFormatError
 
-__all__ = ["check_stream_end", "checked", "send", "send_async", "stream_failure", "text_of"]
+__all__ = [
+    "check_stream_end",
+    "checked",
+    "root_of",
+    "send",
+    "send_async",
+    "stream_failure",
+    "text_of",
+    "tokenize",
+    "tokenize_async",
+]
 
 #: How error lines name the server the gateway or wrapper forwards to.
 WHERE = "the upstream"
@@ -73,6 +85,44 @@ async def send_async(
     except json.JSONDecodeError as exc:
         raise _not_json(exc) from exc
     return checked(endpoint, arguments, response)
+
+
+def _tokens(answer: object) -> int | None:
+    tokens = answer.get("tokens") if isinstance(answer, dict) else None
+    return len(tokens) if isinstance(tokens, list) else None
+
+
+def _tokenize_body(arguments: dict[str, Any]) -> dict[str, Any]:
+    # llama.cpp reads `content`, vLLM `prompt` and `model`; neither minds the other's.
+    text = arguments["content"]
+    return {"content": text, "prompt": text, "model": arguments.get("model", "")}
+
+
+def tokenize(client: openai.OpenAI, arguments: dict[str, Any]) -> int | None:
+    """How many tokens the server's own tokenizer makes of ``arguments["content"]``
+    (``POST /tokenize`` at the server's root: llama.cpp and vLLM serve it; it generates
+    nothing); None where the server has no such endpoint or answers something else."""
+    url = root_of(client.base_url) + "/tokenize"
+    try:
+        return _tokens(client.post(url, body=_tokenize_body(arguments), cast_to=object))
+    except (openai.APIError, ValueError):
+        return None
+
+
+async def tokenize_async(client: openai.AsyncOpenAI, arguments: dict[str, Any]) -> int | None:
+    """`tokenize` for the async client."""
+    url = root_of(client.base_url) + "/tokenize"
+    try:
+        answer = await client.post(url, body=_tokenize_body(arguments), cast_to=object)
+    except (openai.APIError, ValueError):
+        return None
+    return _tokens(answer)
+
+
+def root_of(base_url: object) -> str:
+    """The server's root for a `/v1` base URL (where llama.cpp and vLLM serve `/tokenize`)."""
+    parts = urlsplit(str(base_url).rstrip("/"))
+    return urlunsplit((parts.scheme, parts.netloc, parts.path.removesuffix("/v1"), "", ""))
 
 
 def stream_failure(exc: Exception) -> Exception:

@@ -26,6 +26,11 @@ How the cap is applied depends on how the model thinks (`mode`, chosen once per 
 - ``hidden``: a provider that caps hidden reasoning itself (OpenAI's o-series, Claude): one chat
   request with the budget rule's fields (`cotplan.backends.budgets.budget_params`); when the cap
   left no answer, one more request asks for the answer alone (as `budgeted_answer` does).
+- ``server``: a server that ends visible thinking at a budget itself (llama.cpp's
+  `thinking_budget_tokens`, vLLM's `thinking_token_budget`, SGLang's strict thinking: the
+  ``*-thinking`` providers, declared or found by ``provider="detect"``): the client's own
+  request, every field passed on, with the cap added; the reply is the server's, unchanged
+  (`cotplan.production.server_cap`). Tools, JSON schemas, logprobs and n > 1 work here.
 
 With ``exit="certified"`` (`capped(client, plan, exit="certified")`, where `cotplan plan --exit
 certified` wrote an exit.json beside the plan) a ``template``-mode call at a size the exit plan
@@ -82,12 +87,14 @@ from cotplan.production.calls import (
     answer_room,
     cap_at,
     chat_reply,
+    check_chat,
     check_messages,
     provider_of,
     report_of,
     stop_list,
     usage_of,
 )
+from cotplan.production.detect import detect_provider
 from cotplan.production.exiting import (
     answer_kind_of,
     exit_at,
@@ -97,8 +104,9 @@ from cotplan.production.exiting import (
 )
 from cotplan.production.log import CallLog, LogRecord
 from cotplan.production.phases import OneRequest, TwoPhase
+from cotplan.production.server_cap import server_capped, server_steps
 from cotplan.production.streaming import AsyncCappedStream, CappedStream, StreamSteps, stream_steps
-from cotplan.production.upstream import send, send_async
+from cotplan.production.upstream import send, send_async, tokenize, tokenize_async
 
 __all__ = [
     "AsyncCappedClient",
@@ -142,12 +150,15 @@ class _Completions:
         try:
             endpoint, arguments = next(steps)
             while True:
-                create = (
-                    client.completions.create
-                    if endpoint == "completions"
-                    else client.chat.completions.create
-                )
-                response = send(create, endpoint, arguments)
+                if endpoint == "tokenize":
+                    response: Any = tokenize(client, arguments)
+                else:
+                    create = (
+                        client.completions.create
+                        if endpoint == "completions"
+                        else client.chat.completions.create
+                    )
+                    response = send(create, endpoint, arguments)
                 endpoint, arguments = steps.send(response)
         except StopIteration as done:
             reply: ChatCompletion = done.value[0]
@@ -181,12 +192,15 @@ class _AsyncCompletions:
         try:
             endpoint, arguments = next(steps)
             while True:
-                create: Any = (
-                    client.completions.create
-                    if endpoint == "completions"
-                    else client.chat.completions.create
-                )
-                response = await send_async(create, endpoint, arguments)
+                if endpoint == "tokenize":
+                    response: Any = await tokenize_async(client, arguments)
+                else:
+                    create: Any = (
+                        client.completions.create
+                        if endpoint == "completions"
+                        else client.chat.completions.create
+                    )
+                    response = await send_async(create, endpoint, arguments)
                 endpoint, arguments = steps.send(response)
         except StopIteration as done:
             reply: ChatCompletion = done.value[0]
@@ -260,6 +274,8 @@ class _Capper:
             steps = exit_steps(call)
         elif call.mode == "template":
             steps = self._two_phase(call)
+        elif call.mode == "server":
+            steps = server_steps(call, self.provider)
         else:
             steps = self._one_request(call)
         reply, report = yield from steps
@@ -306,7 +322,11 @@ class _Capper:
         model = args.pop("model", None)
         if not isinstance(model, str) or not model:
             raise InputError(f"must be a model name, got {model!r}", field="model")
-        messages = check_messages(args.pop("messages", None))
+        mode = self._mode(model, exit_checked=self.exits is not None)
+        if mode == "server":  # the client's messages go on as they came (tool turns, parts)
+            messages = check_chat(args.pop("messages", None))
+        else:
+            messages = check_messages(args.pop("messages", None))
         try:
             note = check_plan_model(self.plan, model, allow_other_model=self.allow_other_model)
         except InputError as exc:
@@ -324,12 +344,15 @@ class _Capper:
         )
         size = self._size(args.pop("size", None), messages)
         cap = cap_at(self.plan, size)
-        mode = self._mode(model, exit_checked=self.exits is not None)
         exit_rule, exit_note = (None, "") if self.exits is None else exit_at(self.exits, cap)
         stream, include_usage = _stream_arguments(args)
-        if args.get("n") not in (None, 1):
+        if mode == "server":
+            # Everything passes on; the client's max_tokens bounds the whole completion.
+            answer_tokens = answer_room(dict(args))
+        elif args.get("n") not in (None, 1):
             raise InputError(f"must be 1 (one answer per call), got {args['n']!r}", field="n")
-        args.pop("n", None)
+        if mode != "server":
+            args.pop("n", None)
         if mode == "template":
             unknown = sorted(set(args) - TEMPLATE_ARGS)
             if unknown:
@@ -339,7 +362,8 @@ class _Capper:
                     field=unknown[0],
                 )
             stop_list(args.get("stop"))  # checked before the first request, not after
-        answer_tokens = answer_room(args)
+        if mode != "server":
+            answer_tokens = answer_room(args)
         temperature = args.pop("temperature", None)
         temperature = 0.0 if temperature is None else temperature
         if isinstance(temperature, bool) or not isinstance(temperature, int | float):
@@ -389,7 +413,12 @@ class _Capper:
                     field="exit",
                 )
             return "hidden"
-        if template_for(model) is not None and self.provider == "openai-compatible":
+        # The certified exit probes text completions, which such a server also takes.
+        if server_capped(rule) and not (exit_checked and template_for(model) is not None):
+            return "server"
+        if template_for(model) is not None and (
+            self.provider == "openai-compatible" or server_capped(rule)
+        ):
             return "template"
         raise InputError(
             f"cannot cap {model!r} at {self.provider}: its thinking is neither capped by the "
@@ -528,8 +557,10 @@ def capped(
     or a function of a call's messages giving it; a call's own `size=` wins. A call for a model
     the plan was not made for is refused unless `allow_other_model`. `protocol` overrides the
     model registry's reasoning protocol (`cotplan.generate.protocols`); `provider` the one read
-    from the client's `base_url` (`provider_of`). `log` is the call log (a `CallLog` or a path;
-    None: the default file, `cotplan.production.log.default_log_path`; False: no log).
+    from the client's `base_url` (`provider_of`): a `PROVIDER_RULES` name, or ``"detect"`` to
+    ask the server once what it can cap (`cotplan.production.detect`). `log` is the call log
+    (a `CallLog` or a path; None: the default file, `cotplan.production.log.default_log_path`;
+    False: no log).
     An `openai.AsyncOpenAI` client gives an `AsyncCappedClient`, whose `create` is awaited.
 
     `exit="certified"` answers under the certified early exit where the exit plan certifies
@@ -556,6 +587,15 @@ def capped(
     ):
         raise InputError(f"must be a positive number or a function, got {size!r}", field="size")
     resolve_protocol("", protocol)  # an unknown name fails here, not at the first call
+    if provider == "detect":
+        # Asked once, here (`cotplan.production.detect`); an async client is asked through a
+        # plain one at the same address, since this function is not awaited.
+        asker = (
+            client
+            if isinstance(client, openai.OpenAI)
+            else openai.OpenAI(base_url=client.base_url, api_key=client.api_key)
+        )
+        provider = detect_provider(asker).provider
     if provider is not None:
         rule_for_model(provider, "")  # likewise
     call_log: CallLog | None
