@@ -326,6 +326,8 @@ class _ServerSeen:
     thinking: str = ""
     reported: int | None = None
     tools: bool = False
+    #: The server's own usage (the last chunk's), passed on with the reasoning filled in.
+    raw_usage: dict[str, Any] | None = None
     content: dict[int, str] = field(default_factory=dict)
     filters: dict[int, CloseFilter] = field(default_factory=dict)
     finishes: dict[int, str] = field(default_factory=dict)
@@ -339,6 +341,7 @@ class _ServerSeen:
         if chunk.usage is not None:
             phase.usage = usage_of(chunk.usage)
             self.reported = reported_reasoning(chunk.usage)
+            self.raw_usage = chunk.usage.model_dump(mode="json", warnings=False)
         choices = []
         for choice in chunk.choices or ():
             if choice.finish_reason:
@@ -409,7 +412,12 @@ def _server_steps(call: CallArgs, provider: str, finish: Finish) -> StreamSteps:
             {"index": index, "delta": {}, "finish_reason": reason}
             for index, reason in sorted(seen.finishes.items())
         ]
-        extra = {"usage": usage_body(final), "cotplan": final.to_dict()}
+        usage = usage_body(final)
+        if seen.raw_usage is not None:  # the server's, as an unstreamed reply carries it
+            details = {**(seen.raw_usage.get("completion_tokens_details") or {})}
+            details["reasoning_tokens"] = final.reasoning_tokens
+            usage = {**seen.raw_usage, "completion_tokens_details": details}
+        extra = {"usage": usage, "cotplan": final.to_dict()}
         if call.include_usage:
             yield chunks.make(ends)
             yield chunks.make([], **extra)
