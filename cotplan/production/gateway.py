@@ -12,7 +12,17 @@ certified early exit where the exit plan (exit.json beside the plan, or `exit_pl
 certifies one, as `capped(..., exit="certified")` answers it (`cotplan.production.exiting`):
 probe tokens count in the usage and the log, and the ``cotplan`` field says where it stopped.
 
-Also served: ``GET /v1/models`` (the plan's model) and ``GET /health``.
+Several plans, one per model, are served side by side: the call's `model` picks the plan
+(or the ``X-Cotplan-Route`` header names one), and SIGHUP reloads every plan file without
+dropping a call (`cotplan.production.routes`). Where the upstream caps the thinking itself
+(asked once at start, `cotplan.production.detect`), each call is its own one request with the
+cap added and every field passed on (`cotplan.production.server_cap`).
+
+Also served: ``GET /v1/models`` (the plans' models), ``GET /health`` (the process answers),
+``GET /ready`` (the upstream answers too; 503 when it does not) and ``GET /metrics``
+(Prometheus: calls, reasoning and answer tokens, cap bites, forced and missing answers, errors
+and latency by route and model, `cotplan.production.metrics`). docs/shipping.md walks a team
+through it.
 
 Errors come back in OpenAI's shape, ``{"error": {"message", "type", "param", "code"}}``
 (`cotplan.production.gateway_errors`): 400 with `param` naming the field for a request cotplan
@@ -33,8 +43,9 @@ an API error) and ends the stream, without ``[DONE]``: so is an upstream stream 
 (a JSON body, lines that are not events, a bad event, an end without a finish). A client that
 hangs up ends the upstream request too; the call log records the call as far as it went.
 
-It listens on the loopback interface only: it holds the upstream's key and applies no
-authentication of its own, so it must not be reachable from other machines.
+It listens on the loopback interface only: it holds the upstream's key. With client keys
+(`client_keys`, `cotplan serve --client-keys-file`) each ``/v1`` call must carry one as its
+bearer token; they are the gateway's own, never the upstream's.
 
 The server is uvicorn running a Starlette app (`make_app`); `Gateway` runs it in a thread (for
 tests and notebooks), `serve` in the foreground (the CLI).
@@ -45,10 +56,11 @@ from __future__ import annotations
 import inspect
 import json
 import logging
+import signal
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -62,12 +74,15 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from cotplan.backends.keys import scrub_secrets
-from cotplan.errors import InputError, LocalServerError
+from cotplan.errors import CotplanError, InputError, LocalServerError
 from cotplan.io import MAX_JSON_BYTES, parse_json
 from cotplan.planner import SavedPlan
 from cotplan.planner.exit_plan import ExitPlan
-from cotplan.production.gateway_errors import Failure, failure_of
+from cotplan.production.detect import Detected, detect_provider
+from cotplan.production.gateway_errors import Failure, failure_of, logger
 from cotplan.production.log import CallLog
+from cotplan.production.metrics import CONTENT_TYPE_LATEST, GatewayMetrics
+from cotplan.production.routes import ROUTE_HEADER, Routes
 from cotplan.production.streaming import CappedStream
 from cotplan.production.wrapper import CappedClient, capped
 
@@ -148,20 +163,29 @@ def _error(status: int, message: str, *, kind: str, param: str | None = None) ->
     return Failure(status, kind, message, param).response()
 
 
-async def _events(stream: CappedStream, secrets: tuple[str, ...]) -> AsyncIterator[str]:
+async def _events(
+    stream: CappedStream, secrets: tuple[str, ...], done: Callable[..., None]
+) -> AsyncIterator[str]:
     """The stream as server-sent events (see the module). The capped stream is synchronous (the
     team's own client is): each chunk is read in a worker thread. Whatever fails once the 200
-    has gone ends the stream with an error event (`gateway_errors`), never a cut stream."""
+    has gone ends the stream with an error event (`gateway_errors`), never a cut stream.
+    `done` is told how the call ended (for the metrics)."""
+    report = None
     try:
         while (chunk := await run_in_threadpool(next, stream, None)) is not None:
-            yield _event(chunk.model_dump(mode="json", warnings=False))
+            body = chunk.model_dump(mode="json", warnings=False)
+            report = body.get("cotplan", report)
+            yield _event(body)
     except Exception as exc:
-        yield failure_of(exc, secrets).event()
+        failure = failure_of(exc, secrets)
+        done(failure.status, report, failure.kind)
+        yield failure.event()
         return
     finally:
         # Also when the client hung up (the task is cancelled here): the upstream request
         # stops and the call is logged as stopped.
         await run_in_threadpool(stream.close)
+    done(200, report)
     yield "data: [DONE]\n\n"
 
 
@@ -217,14 +241,57 @@ def _create_arguments(client: openai.OpenAI) -> frozenset[str]:
     return frozenset(names) - {"extra_body"}
 
 
-def make_app(capped_client: CappedClient, *, max_body_bytes: int = MAX_BODY_BYTES) -> Starlette:
-    """The Starlette app answering OpenAI-compatible chat completions through `capped_client`;
-    a body over `max_body_bytes` is refused (413) before it is read further."""
-    known = _create_arguments(capped_client.client)
+def _bearer(request: Request) -> str | None:
+    header = request.headers.get("authorization") or ""
+    scheme, _, token = header.partition(" ")
+    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+
+def _unready(upstream: openai.OpenAI, secrets: tuple[str, ...]) -> Failure | None:
+    """Why the upstream is not ready (None: it answers). Any HTTP answer counts: a server
+    with no `/models` answers 404, and is up."""
+    try:
+        upstream.get("/models", cast_to=object, options={"max_retries": 0, "timeout": 5.0})
+    except openai.APIStatusError:
+        return None
+    except Exception as exc:
+        return failure_of(exc, secrets)
+    return None
+
+
+def make_app(
+    routes: Routes | CappedClient,
+    *,
+    max_body_bytes: int = MAX_BODY_BYTES,
+    client_keys: Collection[str] = (),
+    metrics: GatewayMetrics | None = None,
+) -> Starlette:
+    """The Starlette app answering OpenAI-compatible chat completions through `routes` (one
+    capped client, or several plans routed by model, `cotplan.production.routes`).
+
+    A body over `max_body_bytes` is refused (413) before it is read further. With
+    `client_keys`, a call to ``/v1/...`` must carry one of them as its bearer token (401
+    otherwise); they are the gateway's own keys, never the upstream's. `metrics` counts every
+    call (``GET /metrics``; a fresh `GatewayMetrics` when None). ``GET /health`` says the
+    process answers; ``GET /ready`` whether the upstream does (503 when it does not).
+    """
+    table = routes if isinstance(routes, Routes) else Routes.of(routes)
+    known = _create_arguments(table.first.client)
     # Never shown to a client, whatever an upstream echoes back (`gateway_errors`).
-    secrets = (str(capped_client.client.api_key or ""),)
+    secrets = (str(table.first.client.api_key or ""),)
+    keys = frozenset(k for k in client_keys if k)
+    counts = metrics if metrics is not None else GatewayMetrics()
+
+    def refused(request: Request) -> Response | None:
+        if keys and _bearer(request) not in keys:
+            failure = Failure(401, "invalid_request_error", "a valid gateway key is required")
+            return failure.response()
+        return None
 
     async def chat_completions(request: Request) -> Response:
+        started = time.perf_counter()
+        if (denied := refused(request)) is not None:
+            return denied
         try:
             raw = await read_body(request, max_body_bytes)
         except ClientDisconnect:
@@ -236,62 +303,69 @@ def make_app(capped_client: CappedClient, *, max_body_bytes: int = MAX_BODY_BYTE
                 f"the body is larger than the {max_body_bytes:,} bytes this gateway takes",
                 kind="invalid_request_error",
             )
+        route, model = "-", "-"
+
+        def done(status: int, report: object = None, error: str | None = None) -> None:
+            seconds = time.perf_counter() - started
+            got = report if isinstance(report, dict) else None
+            counts.observe(route, model, status=status, seconds=seconds, report=got, error=error)
+
         try:
             arguments = _arguments(raw, request.headers.get(SIZE_HEADER), known)
+            model = str(arguments.get("model", "-"))[:200]
+            client = table.pick(arguments.get("model"), request.headers.get(ROUTE_HEADER))
+            route = client.plan.model or "default"
             # The wrapper is synchronous (the team's own client is): a worker thread keeps
             # the event loop free for other calls meanwhile.
-            reply = await run_in_threadpool(capped_client.chat.completions.create, **arguments)
+            reply = await run_in_threadpool(client.chat.completions.create, **arguments)
         except Exception as exc:
-            return failure_of(exc, secrets).response()
+            failure = failure_of(exc, secrets)
+            done(failure.status, error=failure.kind)
+            return failure.response()
         if isinstance(reply, CappedStream):
-            return StreamingResponse(_events(reply, secrets), media_type="text/event-stream")
-        return JSONResponse(reply.model_dump(mode="json", warnings=False))
+            events = _events(reply, secrets, done)
+            return StreamingResponse(events, media_type="text/event-stream")
+        body = reply.model_dump(mode="json", warnings=False)
+        done(200, body.get("cotplan"))
+        return JSONResponse(body)
 
-    async def models(request: Request) -> JSONResponse:
-        model = capped_client.plan.model or "unknown"
-        data = [{"id": model, "object": "model", "created": 0, "owned_by": "cotplan"}]
+    async def models(request: Request) -> Response:
+        if (denied := refused(request)) is not None:
+            return denied
+        data = [
+            {"id": name, "object": "model", "created": 0, "owned_by": "cotplan"}
+            for name in table.names
+        ]
         return JSONResponse({"object": "list", "data": data})
 
     async def health(request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok"})
 
-    return Starlette(
+    async def ready(request: Request) -> JSONResponse:
+        failure = await run_in_threadpool(_unready, table.first.client, secrets)
+        if failure is not None:
+            body = {"status": "upstream unreachable", **failure.body()}
+            return JSONResponse(body, status_code=503)
+        return JSONResponse({"status": "ready", "routes": table.names})
+
+    async def metrics_page(request: Request) -> Response:
+        return Response(counts.render(), media_type=CONTENT_TYPE_LATEST)
+
+    app = Starlette(
         routes=[
             Route("/v1/chat/completions", chat_completions, methods=["POST"]),
             Route("/v1/models", models, methods=["GET"]),
             Route("/health", health, methods=["GET"]),
+            Route("/ready", ready, methods=["GET"]),
+            Route("/metrics", metrics_page, methods=["GET"]),
         ]
     )
+    app.state.routes = table
+    return app
 
 
-def _capped_client(
-    plan: SavedPlan | str | Path,
-    upstream: str,
-    *,
-    api_key: str | None,
-    log: CallLog | str | Path | None,
-    allow_other_model: bool,
-    timeout: float,
-    exit: str,
-    exit_plan: ExitPlan | str | Path | None,
-    provider: str | None,
-) -> CappedClient:
-    client = openai.OpenAI(
-        base_url=check_upstream(upstream),
-        # A local server needs no key; the SDK insists on one.
-        api_key=api_key or "no-key-needed",
-        timeout=timeout,
-    )
-    return capped(
-        client,
-        plan,
-        log=log,
-        allow_other_model=allow_other_model,
-        via="gateway",
-        exit=exit,
-        exit_plan=exit_plan,
-        provider=provider,
-    )
+#: One plan, or several (routed by model, `cotplan.production.routes`).
+Plans = SavedPlan | str | Path | Sequence[SavedPlan | str | Path]
 
 
 class Gateway:
@@ -300,13 +374,16 @@ class Gateway:
         with Gateway("plan.json", "http://127.0.0.1:8080/v1") as gateway:
             openai.OpenAI(base_url=gateway.base_url, api_key="-").chat.completions.create(...)
 
-    The arguments are those of `serve` (`exit="certified"`: the certified early exit;
-    `provider`: what the upstream is, asked of it once by default, `capped`'s ``"detect"``).
+    The arguments are those of `serve`: `plan` is one plan or several (one per model, routed
+    by the call's model); `exit="certified"` the certified early exit; `provider` what the
+    upstream is, asked of it once by default (`capped`'s ``"detect"``); `client_keys` the
+    gateway's own keys, one of which each call must carry (none: no authentication).
+    `reload()` reads the plan files again (`cotplan serve` does on SIGHUP).
     """
 
     def __init__(
         self,
-        plan: SavedPlan | str | Path,
+        plan: Plans,
         upstream: str,
         *,
         port: int = 0,
@@ -318,22 +395,71 @@ class Gateway:
         exit: str = "none",
         exit_plan: ExitPlan | str | Path | None = None,
         provider: str | None = "detect",
+        client_keys: Collection[str] = (),
+        max_body_bytes: int = MAX_BODY_BYTES,
     ) -> None:
         self.port = check_port(port)
-        self.client = _capped_client(
-            plan,
-            upstream,
-            api_key=api_key,
-            log=log,
-            allow_other_model=allow_other_model,
+        upstream_client = openai.OpenAI(
+            base_url=check_upstream(upstream),
+            # A local server needs no key; the SDK insists on one.
+            api_key=api_key or "no-key-needed",
             timeout=timeout,
-            exit=exit,
-            exit_plan=exit_plan,
-            provider=provider,
         )
+        if provider == "detect":  # once for every plan, and kept across reloads
+            self.detected: Detected | None = detect_provider(upstream_client)
+            provider = self.detected.provider
+        else:
+            self.detected = None
+        call_log = log if isinstance(log, CallLog) else CallLog(log)
+        plans = list(plan) if isinstance(plan, Sequence) and not isinstance(plan, str) else [plan]
+        if len(plans) > 1 and exit_plan is not None:
+            raise InputError(
+                "is one plan's: with several plans, put each beside its plan", field="exit_plan"
+            )
+
+        def build(source: SavedPlan | str | Path) -> CappedClient:
+            return capped(
+                upstream_client,
+                source,
+                log=call_log,
+                allow_other_model=allow_other_model,
+                via="gateway",
+                exit=exit,
+                exit_plan=exit_plan,
+                provider=provider,
+            )
+
+        self.routes = Routes(build, plans)
+        self.client_keys = tuple(client_keys)
+        self.max_body_bytes = max_body_bytes
+        self.metrics = GatewayMetrics()
         self.start_timeout = start_timeout
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
+
+    @property
+    def client(self) -> CappedClient:
+        """The first plan's capped client."""
+        return self.routes.first
+
+    def app(self) -> Starlette:
+        return make_app(
+            self.routes,
+            max_body_bytes=self.max_body_bytes,
+            client_keys=self.client_keys,
+            metrics=self.metrics,
+        )
+
+    def reload(self) -> CotplanError | None:
+        """Read every plan file again and serve the new plans from the next call on; calls
+        under way finish under the plans they started with. On failure the old plans keep
+        serving and the error is logged and returned."""
+        error = self.routes.reload()
+        if error is None:
+            logger.warning("reloaded the plans: %s", ", ".join(self.routes.names))
+        else:
+            logger.error("the plans were not reloaded (still serving the old ones): %s", error)
+        return error
 
     @property
     def base_url(self) -> str:
@@ -347,7 +473,7 @@ class Gateway:
         if self._server is not None:
             return self
         sock = self._bind()
-        config = uvicorn.Config(make_app(self.client), log_level="warning", lifespan="off")
+        config = uvicorn.Config(self.app(), log_level="warning", lifespan="off")
         server = uvicorn.Server(config)
         self._server = server
         self._thread = threading.Thread(
@@ -382,8 +508,10 @@ class Gateway:
         client as `start`, with uvicorn's own signal handling and its access log, whose
         lines are scrubbed of secrets (a client's ``?api_key=`` never reaches the log)."""
         sock = self._bind()
-        config = uvicorn.Config(make_app(self.client), log_level="info", lifespan="off")
+        config = uvicorn.Config(self.app(), log_level="info", lifespan="off")
         scrub_access_log()  # after the Config: it sets up uvicorn's loggers
+        if hasattr(signal, "SIGHUP"):  # reload the plans, as servers do on SIGHUP
+            signal.signal(signal.SIGHUP, lambda *_: self.reload())
         uvicorn.Server(config).run(sockets=[sock])
 
     def stop(self) -> None:
@@ -403,7 +531,7 @@ class Gateway:
 
 
 def serve(
-    plan: SavedPlan | str | Path,
+    plan: Plans,
     upstream: str,
     *,
     port: int = 8000,
@@ -414,14 +542,16 @@ def serve(
     exit: str = "none",
     exit_plan: ExitPlan | str | Path | None = None,
     provider: str | None = "detect",
+    client_keys: Collection[str] = (),
 ) -> None:
-    """Serve until interrupted (what `cotplan serve` runs). `plan` is a `SavedPlan` or a path;
-    `upstream` the OpenAI-compatible base URL the calls go to; `api_key` the upstream's key
-    (None: none needed); `log` the call log (None: the default file); `allow_other_model`
-    applies the plan to a model it was not made for; `timeout` bounds each upstream request;
-    `exit` and `exit_plan` as in `capped` (the certified early exit); `provider` as in
-    `capped` (by default asked of the upstream once: a server that caps thinking itself
-    answers each call in one request)."""
+    """Serve until interrupted (what `cotplan serve` runs). `plan` is a `SavedPlan` or a path,
+    or several (one per model); `upstream` the OpenAI-compatible base URL the calls go to;
+    `api_key` the upstream's key (None: none needed); `log` the call log (None: the default
+    file); `allow_other_model` applies the plan to a model it was not made for; `timeout`
+    bounds each upstream request; `exit` and `exit_plan` as in `capped` (the certified early
+    exit); `provider` as in `capped` (by default asked of the upstream once: a server that
+    caps thinking itself answers each call in one request); `client_keys` the gateway's own
+    keys (see `Gateway`). SIGHUP reloads the plan files."""
     gateway = Gateway(
         plan,
         upstream,
@@ -433,5 +563,6 @@ def serve(
         exit=exit,
         exit_plan=exit_plan,
         provider=provider,
+        client_keys=client_keys,
     )
     gateway.run()
