@@ -83,11 +83,19 @@ def serve(
         str | None,
         typer.Option(help="An environment variable holding client keys, comma-separated."),
     ] = None,
+    size_policy: Annotated[
+        str,
+        typer.Option(
+            help="A call with no size, or one beyond the plan's reach: 'largest' (the plan's "
+            "largest certified cap, noted in the report) or 'refuse' (400 naming `size`)."
+        ),
+    ] = "largest",
 ) -> None:
     """Serve /v1/chat/completions on 127.0.0.1 with the plan's reasoning cap applied.
 
-    Point any OpenAI SDK's base_url at http://127.0.0.1:PORT/v1 and pass each call's item
-    size in the body's `size` field (or the X-Cotplan-Size header). With --exit certified,
+    Point any OpenAI SDK's base_url at http://127.0.0.1:PORT/v1; a call's item size may come
+    in the body's `size` field, the X-Cotplan-Size header or metadata.cotplan_size (without
+    one, the plan's largest certified cap applies). See docs/shipping.md. With --exit certified,
     each call stops thinking where the certified rule fires, never past the cap.
     """
     from cotplan.backends.budgets import rule_for_model
@@ -95,6 +103,7 @@ def serve(
     from cotplan.cli.calibrate import check_timeouts
     from cotplan.planner import SavedPlan
     from cotplan.planner.exit_plan import EXIT_CHOICES, exit_plan_for
+    from cotplan.production.calls import SIZE_POLICIES
     from cotplan.production.client_keys import keys_from_env, read_client_keys
     from cotplan.production.gateway import Gateway, check_port, check_upstream
     from cotplan.production.log import CallLog
@@ -107,6 +116,7 @@ def serve(
     saved = saved_plans[0]
     if len(plan) > 1 and exit_ == "certified":
         raise InputError("serves one plan: give one --plan with --exit certified", field="exit")
+    require_choice(size_policy, "size_policy", SIZE_POLICIES)
     if provider != "detect":
         rule_for_model(provider, "")  # an unknown name is refused before anything starts
     keys: tuple[str, ...] = ()
@@ -141,6 +151,7 @@ def serve(
         exit_plan=exits,
         provider=provider,
         client_keys=keys,
+        size_policy=size_policy,
     )
     models = ", ".join(f"{p.model or '(no model recorded)'} (ε = {p.eps:g})" for p in saved_plans)
     _console.print(

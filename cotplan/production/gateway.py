@@ -4,8 +4,11 @@ Any OpenAI SDK, in any language, points its `base_url` at ``http://127.0.0.1:POR
 ``POST /v1/chat/completions`` is answered through the same code as `capped` (two-phase budget
 forcing or the provider's own cap), against the `upstream` server, and logged to the same call
 log. The item size n of a call comes in the body's ``size`` field (`extra_body={"size": 8}` in
-the Python SDK) or the ``X-Cotplan-Size`` header. The reply is the usual chat completion with
-the thinking in `message.reasoning_content` and the extra ``cotplan`` field (`CapReport`).
+the Python SDK), the ``X-Cotplan-Size`` header or ``metadata["cotplan_size"]``; a call with
+none (or beyond the plan's reach) gets the plan's largest certified cap, with a note, unless
+the gateway was started to refuse it (`size_policy="refuse"`). The reply is the usual chat
+completion with the thinking in `message.reasoning_content` and the extra ``cotplan`` field
+(`CapReport`).
 
 With ``exit="certified"`` (`cotplan serve --exit certified`) each call is answered under the
 certified early exit where the exit plan (exit.json beside the plan, or `exit_plan`)
@@ -397,6 +400,7 @@ class Gateway:
         provider: str | None = "detect",
         client_keys: Collection[str] = (),
         max_body_bytes: int = MAX_BODY_BYTES,
+        size_policy: str = "largest",
     ) -> None:
         self.port = check_port(port)
         upstream_client = openai.OpenAI(
@@ -427,6 +431,7 @@ class Gateway:
                 exit=exit,
                 exit_plan=exit_plan,
                 provider=provider,
+                size_policy=size_policy,
             )
 
         self.routes = Routes(build, plans)
@@ -543,6 +548,7 @@ def serve(
     exit_plan: ExitPlan | str | Path | None = None,
     provider: str | None = "detect",
     client_keys: Collection[str] = (),
+    size_policy: str = "largest",
 ) -> None:
     """Serve until interrupted (what `cotplan serve` runs). `plan` is a `SavedPlan` or a path,
     or several (one per model); `upstream` the OpenAI-compatible base URL the calls go to;
@@ -551,7 +557,8 @@ def serve(
     bounds each upstream request; `exit` and `exit_plan` as in `capped` (the certified early
     exit); `provider` as in `capped` (by default asked of the upstream once: a server that
     caps thinking itself answers each call in one request); `client_keys` the gateway's own
-    keys (see `Gateway`). SIGHUP reloads the plan files."""
+    keys (see `Gateway`); `size_policy` what a call without a size gets (`capped`). SIGHUP
+    reloads the plan files."""
     gateway = Gateway(
         plan,
         upstream,
@@ -564,5 +571,6 @@ def serve(
         exit_plan=exit_plan,
         provider=provider,
         client_keys=client_keys,
+        size_policy=size_policy,
     )
     gateway.run()

@@ -80,6 +80,8 @@ from cotplan.planner import SavedPlan
 from cotplan.planner.binding import check_plan_model, check_plan_protocol
 from cotplan.planner.exit_plan import ExitPlan
 from cotplan.production.calls import (
+    METADATA_SIZE,
+    SIZE_POLICIES,
     TEMPLATE_ARGS,
     ApplyMode,
     CallArgs,
@@ -107,6 +109,7 @@ from cotplan.production.phases import OneRequest, TwoPhase
 from cotplan.production.server_cap import server_capped, server_steps
 from cotplan.production.streaming import AsyncCappedStream, CappedStream, StreamSteps, stream_steps
 from cotplan.production.upstream import send, send_async, tokenize, tokenize_async
+from cotplan.validation import require_choice
 
 __all__ = [
     "AsyncCappedClient",
@@ -238,8 +241,10 @@ class _Capper:
         log: CallLog | None,
         via: str,
         exits: ExitPlan | None = None,
+        size_policy: str = "largest",
     ) -> None:
         self.plan = plan
+        self.size_policy = size_policy
         self.size = size
         self.allow_other_model = allow_other_model
         self.protocol = protocol
@@ -342,8 +347,8 @@ class _Capper:
         protocol_note = check_plan_protocol(
             self.plan, protocol, allow_other_model=self.allow_other_model
         )
-        size = self._size(args.pop("size", None), messages)
-        cap = cap_at(self.plan, size)
+        size = self._size(args.pop("size", None), messages, args.get("metadata"))
+        cap = cap_at(self.plan, size, self.size_policy)
         exit_rule, exit_note = (None, "") if self.exits is None else exit_at(self.exits, cap)
         stream, include_usage = _stream_arguments(args)
         if mode == "server":
@@ -387,15 +392,22 @@ class _Capper:
             answer_kind=answer_kind_of(self.plan),
         )
 
-    def _size(self, given: object, messages: list[Message]) -> float:
+    def _size(self, given: object, messages: list[Message], metadata: object) -> float | None:
+        """The call's size: its own `size=`, its metadata's ``cotplan_size``, or the client's
+        size (a number or a function of the messages); None when none is given."""
+        if given is None and isinstance(metadata, Mapping) and METADATA_SIZE in metadata:
+            try:
+                given = float(metadata[METADATA_SIZE])
+            except (TypeError, ValueError):
+                raise InputError(
+                    f"must be a number, got {metadata[METADATA_SIZE]!r}",
+                    field=f"metadata.{METADATA_SIZE}",
+                ) from None
         size: object = given if given is not None else self.size
         if callable(size):
             size = size(messages)
         if size is None:
-            raise InputError(
-                "give the item size n of each call (`size=`), or a size function to `capped`",
-                field="size",
-            )
+            return None
         if isinstance(size, bool) or not isinstance(size, int | float) or not size > 0:
             raise InputError(f"must be a positive number, got {size!r}", field="size")
         return float(size)
@@ -519,6 +531,7 @@ def capped(
     via: str = ...,
     exit: str = ...,
     exit_plan: ExitPlan | str | Path | None = ...,
+    size_policy: str = ...,
 ) -> CappedClient: ...
 
 
@@ -535,6 +548,7 @@ def capped(
     via: str = ...,
     exit: str = ...,
     exit_plan: ExitPlan | str | Path | None = ...,
+    size_policy: str = ...,
 ) -> AsyncCappedClient: ...
 
 
@@ -550,6 +564,7 @@ def capped(
     via: str = "wrapper",
     exit: str = "none",
     exit_plan: ExitPlan | str | Path | None = None,
+    size_policy: str = "largest",
 ) -> CappedClient | AsyncCappedClient:
     """`client` with `plan`'s reasoning cap applied to each chat completion (see the module).
 
@@ -562,6 +577,11 @@ def capped(
     (a `CallLog` or a path; None: the default file, `cotplan.production.log.default_log_path`;
     False: no log).
     An `openai.AsyncOpenAI` client gives an `AsyncCappedClient`, whose `create` is awaited.
+
+    A call with no size (none given, no ``metadata["cotplan_size"]``, no `size` here) or one
+    beyond the plan's reach gets the plan's largest certified cap, with a note in its report
+    (`size_policy="largest"`); `size_policy="refuse"` refuses it instead (`InputError` naming
+    `size`).
 
     `exit="certified"` answers under the certified early exit where the exit plan certifies
     one (`cotplan.production.exiting`): `exit_plan` is an `ExitPlan` or the path of an
@@ -615,6 +635,7 @@ def capped(
         "log": call_log,
         "via": via,
         "exits": exits,
+        "size_policy": require_choice(size_policy, "size_policy", SIZE_POLICIES),
     }
     if isinstance(client, openai.AsyncOpenAI):
         return AsyncCappedClient(client, plan, **options)
