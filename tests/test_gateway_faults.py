@@ -284,7 +284,7 @@ def test_a_key_in_the_query_string_is_not_written_to_the_access_log() -> None:
     )
     assert access.filter(line)
     assert KEY not in line.getMessage()
-    assert "api_key=***" in line.getMessage()
+    assert "/v1/models?" in line.getMessage()  # the line itself is kept
 
 
 def test_the_call_log_is_created_readable_by_its_owner_alone(tmp_path: Path) -> None:
