@@ -267,3 +267,15 @@ def test_detection_reads_each_servers_own_endpoint(answers: dict[str, Any], prov
 def test_the_close_filter_drops_only_a_leaked_close(pieces: list[str], out: str) -> None:
     close = CloseFilter()
     assert "".join(close(piece) for piece in pieces) + close.flush() == out
+
+
+def test_an_in_house_model_name_gets_the_plans_own_protocol() -> None:
+    from dataclasses import replace
+
+    plan = replace(make_plan("acme-reasoner-v2"), protocol="think")
+    server = Server(reply("Answer: 13", "I add", 9))
+    client = capped(server.client(), plan, provider="llama.cpp-thinking", log=False)
+    answer = client.chat.completions.create(**ask("acme-reasoner-v2"), size=3)
+    report = report_of(answer)
+    assert (report.protocol, report.mode) == ("think", "server")
+    assert server.chats()[0]["thinking_budget_tokens"] == 6

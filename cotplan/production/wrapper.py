@@ -342,7 +342,13 @@ class _Capper:
                 "--allow-other-model`); its caps are not certified for another model",
                 field="model",
             ) from exc
-        protocol, words = resolve_protocol(model, self.protocol)
+        # The plan records the protocol its model was calibrated under: for that model, by
+        # whatever name it is served (an in-house `acme-reasoner-v2`), that protocol applies,
+        # rather than a guess from the name.
+        chosen = self.protocol
+        if chosen == "auto" and self.plan.protocol is not None and model == self.plan.model:
+            chosen = self.plan.protocol
+        protocol, words = resolve_protocol(model, chosen)
         # The cap counts thinking written one way; another protocol's thinking is not certified.
         protocol_note = check_plan_protocol(
             self.plan, protocol, allow_other_model=self.allow_other_model
