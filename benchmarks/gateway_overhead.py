@@ -239,7 +239,7 @@ def main(outcome: Outcome) -> None:
             f"{p99:.2f}",
             str(d_fail + g_fail),
         )
-    Console().print(table)
+    Console(width=120).print(table)
     counted = [line for line in metrics.splitlines() if line.startswith("cotplan_requests_total")]
     outcome.note("gateway /metrics: " + "; ".join(counted))
     outcome.check("no call failed", all(d[2] + g[2] == 0 for _, d, g in rows))
