@@ -173,3 +173,30 @@ def test_serve_checks_its_new_options_before_it_starts(
     )
     assert code == 2
     assert named in said
+
+
+def test_completions_and_embeddings_pass_through_with_errors_scrubbed() -> None:
+    sent: list[tuple[str, Any]] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        sent.append((request.url.path, request.headers.get("authorization")))
+        if request.url.path.endswith("/embeddings"):
+            return httpx2.Response(200, json={"data": [{"embedding": [0.5]}]})
+        return httpx2.Response(400, json={"error": {"message": "Authorization: Bearer up-key"}})
+
+    client = openai.OpenAI(
+        api_key="up-key-0123456789",
+        base_url="http://127.0.0.1:9/v1",
+        max_retries=0,
+        http_client=httpx2.Client(transport=httpx2.MockTransport(handler)),
+    )
+    with TestClient(make_app(capped(client, make_plan(THINKER), log=False))) as http:
+        embedded = http.post("/v1/embeddings", json={"model": "e", "input": "x"})
+        failed = http.post("/v1/completions", json={"model": "m", "prompt": "x"})
+        streamed = http.post("/v1/completions", json={"model": "m", "prompt": "x", "stream": True})
+    assert embedded.json() == {"data": [{"embedding": [0.5]}]}
+    assert failed.status_code == 400
+    assert "up-key" not in failed.text
+    assert (streamed.status_code, streamed.json()["error"]["param"]) == (400, "stream")
+    assert sent[0] == ("/v1/embeddings", "Bearer up-key-0123456789")
+    assert len(sent) == 2

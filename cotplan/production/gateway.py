@@ -21,11 +21,12 @@ dropping a call (`cotplan.production.routes`). Where the upstream caps the think
 (asked once at start, `cotplan.production.detect`), each call is its own one request with the
 cap added and every field passed on (`cotplan.production.server_cap`).
 
-Also served: ``GET /v1/models`` (the plans' models), ``GET /health`` (the process answers),
-``GET /ready`` (the upstream answers too; 503 when it does not) and ``GET /metrics``
-(Prometheus: calls, reasoning and answer tokens, cap bites, forced and missing answers, errors
-and latency by route and model, `cotplan.production.metrics`). docs/shipping.md walks a team
-through it.
+Also served: ``POST /v1/completions`` and ``/v1/embeddings``, passed on unchanged (no plan
+applies to them; unstreamed), ``GET /v1/models`` (the plans' models), ``GET /health`` (the
+process answers), ``GET /ready`` (the upstream answers too; 503 when it does not) and
+``GET /metrics`` (Prometheus: calls, reasoning and answer tokens, cap bites, forced and
+missing answers, errors and latency by route and model, `cotplan.production.metrics`).
+docs/shipping.md walks a team through it.
 
 Errors come back in OpenAI's shape, ``{"error": {"message", "type", "param", "code"}}``
 (`cotplan.production.gateway_errors`): 400 with `param` naming the field for a request cotplan
@@ -68,6 +69,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import httpx2
 import openai
 import uvicorn
 from starlette.applications import Starlette
@@ -250,6 +252,38 @@ def _bearer(request: Request) -> str | None:
     return token.strip() if scheme.lower() == "bearer" and token.strip() else None
 
 
+async def _body(request: Request, limit: int) -> bytes | Response:
+    """The request's body, or the reply that ends the call: 413 past `limit` bytes, nothing
+    for a client that hung up mid-body (no one is left to answer, and nothing failed here)."""
+    try:
+        return await read_body(request, limit)
+    except ClientDisconnect:
+        return Response(status_code=499)
+    except _TooLarge:
+        return _error(
+            413,
+            f"the body is larger than the {limit:,} bytes this gateway takes",
+            kind="invalid_request_error",
+        )
+
+
+def _forward(upstream: openai.OpenAI, path: str, raw: bytes) -> httpx2.Response:
+    """A body posted to the upstream's `path` as it came (checked JSON, unstreamed); an error
+    status raises the SDK's error (scrubbed and passed on by `gateway_errors`)."""
+    body = parse_json(raw, source="request body")
+    if not isinstance(body, dict):
+        raise InputError("must be a JSON object", source="request body")
+    if body.get("stream"):
+        raise InputError("is not passed on streamed: send it unstreamed", field="stream")
+    answer: httpx2.Response = upstream.post(path, body=body, cast_to=httpx2.Response)
+    return answer
+
+
+async def _health(request: Request) -> JSONResponse:
+    """The process answers (``GET /health``; whether the upstream does is ``/ready``)."""
+    return JSONResponse({"status": "ok"})
+
+
 def _unready(upstream: openai.OpenAI, secrets: tuple[str, ...]) -> Failure | None:
     """Why the upstream is not ready (None: it answers). Any HTTP answer counts: a server
     with no `/models` answers 404, and is up."""
@@ -295,17 +329,9 @@ def make_app(
         started = time.perf_counter()
         if (denied := refused(request)) is not None:
             return denied
-        try:
-            raw = await read_body(request, max_body_bytes)
-        except ClientDisconnect:
-            # The client hung up mid-body: no one is left to answer, and nothing failed here.
-            return Response(status_code=499)
-        except _TooLarge:
-            return _error(
-                413,
-                f"the body is larger than the {max_body_bytes:,} bytes this gateway takes",
-                kind="invalid_request_error",
-            )
+        raw = await _body(request, max_body_bytes)
+        if isinstance(raw, Response):
+            return raw
         route, model = "-", "-"
 
         def done(status: int, report: object = None, error: str | None = None) -> None:
@@ -341,8 +367,21 @@ def make_app(
         ]
         return JSONResponse({"object": "list", "data": data})
 
-    async def health(request: Request) -> JSONResponse:
-        return JSONResponse({"status": "ok"})
+    async def passthrough(request: Request) -> Response:
+        """`/v1/completions` and `/v1/embeddings`: sent on as they came (no plan applies to
+        them), with the upstream's key, unstreamed; their errors as a chat call's are."""
+        if (denied := refused(request)) is not None:
+            return denied
+        raw = await _body(request, max_body_bytes)
+        if isinstance(raw, Response):
+            return raw
+        try:
+            path = request.url.path.removeprefix("/v1")
+            answer = await run_in_threadpool(_forward, table.first.client, path, raw)
+        except Exception as exc:
+            return failure_of(exc, secrets).response()
+        media = answer.headers.get("content-type", "application/json")
+        return Response(answer.content, status_code=answer.status_code, media_type=media)
 
     async def ready(request: Request) -> JSONResponse:
         failure = await run_in_threadpool(_unready, table.first.client, secrets)
@@ -354,17 +393,17 @@ def make_app(
     async def metrics_page(request: Request) -> Response:
         return Response(counts.render(), media_type=CONTENT_TYPE_LATEST)
 
-    app = Starlette(
+    return Starlette(
         routes=[
             Route("/v1/chat/completions", chat_completions, methods=["POST"]),
             Route("/v1/models", models, methods=["GET"]),
-            Route("/health", health, methods=["GET"]),
+            Route("/v1/completions", passthrough, methods=["POST"]),
+            Route("/v1/embeddings", passthrough, methods=["POST"]),
+            Route("/health", _health, methods=["GET"]),
             Route("/ready", ready, methods=["GET"]),
             Route("/metrics", metrics_page, methods=["GET"]),
         ]
     )
-    app.state.routes = table
-    return app
 
 
 #: One plan, or several (routed by model, `cotplan.production.routes`).
