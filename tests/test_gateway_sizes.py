@@ -57,3 +57,13 @@ def test_the_size_policy_is_checked() -> None:
     with pytest.raises(InputError) as info:
         capped(Upstream().client(), make_plan(THINKER), log=False, size_policy="maybe")
     assert info.value.field == "size_policy"
+
+
+def test_an_empty_forced_answer_is_flagged_not_passed_off() -> None:
+    upstream = Upstream(text_reply("Let me add", "length", 6), text_reply(" ", "length", 1))
+    client = capped(upstream.client(), make_plan(THINKER), log=False)
+    reply = client.chat.completions.create(**ask(), size=3, max_tokens=1)
+    report = report_of(reply)
+    assert reply.choices[0].message.content == ""
+    assert report.answer_missing
+    assert "no answer" in report.note

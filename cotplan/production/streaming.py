@@ -227,7 +227,9 @@ def _template_steps(call: CallArgs, finish: Finish) -> StreamSteps:
 
     def report() -> CapReport:
         cut = thinking.finish_reason == "length"
-        return phases.report(thinking.seen(), answer.seen(), cut=cut)
+        # Only a finished answer phase can be said to have written nothing.
+        answered = bool(answer.text.strip()) or answer.finish_reason is None
+        return phases.report(thinking.seen(), answer.seen(), cut=cut, answered=answered)
 
     def answer_piece(text: str) -> ChatCompletionChunk | None:
         kept = trim(text)

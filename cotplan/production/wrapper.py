@@ -457,8 +457,9 @@ class _Capper:
             thinking, thinking_usage = choice.text, usage_of(first.usage)
             cut = choice.finish_reason == "length"
         second = yield ("completions", phases.answer_request(thinking, cut=cut))
-        report = phases.report(thinking_usage, usage_of(second.usage), cut=cut)
         answer_choice = second.choices[0]
+        answered = bool((answer_choice.text or "").strip())
+        report = phases.report(thinking_usage, usage_of(second.usage), cut=cut, answered=answered)
         reply = chat_reply(
             call,
             content=answer_choice.text,
