@@ -54,7 +54,7 @@ def body(model: str = f"openai/{PLAIN}", **extra: Any) -> dict[str, Any]:
 
 
 def test_the_pre_call_hook_sets_the_plans_fields(tmp_path: Path) -> None:
-    hook = CotplanCallback(make_plan(PLAIN), log=False)
+    hook = CotplanCallback(make_plan(PLAIN), log=False, allow_cut_answers=True)
     data = asyncio.run(
         hook.async_pre_call_hook(
             UserAPIKeyAuth(), DualCache(), body(size=3, max_tokens=500), "completion"
@@ -84,13 +84,13 @@ def test_hosted_reasoning_gets_the_providers_budget_fields() -> None:
 )
 def test_a_call_it_cannot_cap_is_refused_naming_the_field(data: dict[str, Any], field: str) -> None:
     with pytest.raises(InputError) as info:
-        CotplanCallback(make_plan(PLAIN), log=False).capped_request(data)
+        CotplanCallback(make_plan(PLAIN), log=False, allow_cut_answers=True).capped_request(data)
     assert info.value.field == field
 
 
 def test_the_success_hook_writes_the_wrappers_row(tmp_path: Path) -> None:
     log = CallLog(tmp_path / "log.sqlite")
-    hook = CotplanCallback(make_plan(PLAIN), log=log)
+    hook = CotplanCallback(make_plan(PLAIN), log=log, allow_cut_answers=True)
     data = hook.capped_request(body(size=3))
     reply = litellm.ModelResponse(
         id="chatcmpl-x",
@@ -119,7 +119,7 @@ def test_through_litellm_against_the_embedded_server(
     local_model: Any, tmp_path: Path, offline: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     log = CallLog(tmp_path / "log.sqlite")
-    hook = CotplanCallback(make_plan(local_model.model_id), log=log)
+    hook = CotplanCallback(make_plan(local_model.model_id), log=log, allow_cut_answers=True)
     # LiteLLM copies `callbacks` into internal lists on first use: an earlier test's hook would
     # otherwise still receive this call's success event.
     litellm.logging_callback_manager._reset_all_callbacks()
@@ -150,3 +150,14 @@ def test_through_litellm_against_the_embedded_server(
     assert row.cap_bitten
     assert row.answer_tokens == reply.usage.completion_tokens
     assert all(host in LOOPBACK for host in offline)
+
+
+def test_a_visible_thinker_on_a_server_that_cannot_cap_is_refused_at_start_up() -> None:
+    with pytest.raises(InputError, match="cotplan serve") as info:
+        CotplanCallback(make_plan(PLAIN), log=False)
+    assert info.value.field == "provider"
+    # Hidden reasoning the provider caps, or a server that ends the thinking itself: accepted.
+    CotplanCallback(make_plan("o3-mini", tokens=64), log=False)
+    hook = CotplanCallback(make_plan(PLAIN), log=False, provider="llama.cpp-thinking")
+    data = hook.capped_request(body(size=3))
+    assert data["thinking_budget_tokens"] == 6

@@ -112,7 +112,9 @@ def test_the_gateway_streams_what_it_answers_unstreamed(
 ) -> None:
     plan = make_plan(thinking_model.model_id).save(tmp_path / "plan.json")
     path = tmp_path / "gateway.sqlite"
-    with Gateway(plan, thinking_model.base_url, log=path) as gateway:
+    # Two-phase forcing, declared: this server would cap in one request by default
+    # (tests/test_gateway_server_cap_model.py streams that).
+    with Gateway(plan, thinking_model.base_url, log=path, provider="openai-compatible") as gateway:
         sdk = openai.OpenAI(base_url=gateway.base_url, api_key="none")
         arguments: dict[str, Any] = {
             "model": thinking_model.model_id,

@@ -14,7 +14,7 @@ import math
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -38,9 +38,11 @@ __all__ = [
     "answer_room",
     "cap_at",
     "chat_reply",
+    "check_chat",
     "check_messages",
     "cost_of_requests",
     "joiner",
+    "largest_cap",
     "provider_of",
     "report_of",
     "stop_list",
@@ -54,7 +56,7 @@ __all__ = [
 DEFAULT_ANSWER_TOKENS = 16
 
 #: How a call is capped: two-phase budget forcing, or the provider's own cap in one request.
-ApplyMode = Literal["template", "hidden"]
+ApplyMode = Literal["template", "hidden", "server"]
 
 #: Hosts of the hosted APIs whose budget rules differ from a plain output cap; any other
 #: address is an OpenAI-compatible server (vLLM, llama.cpp, SGLang ...).
@@ -81,6 +83,9 @@ TEMPLATE_ARGS = frozenset(
         "extra_headers",
         "timeout",
         "user",
+        # The caller's own labels (OpenAI's stored-completion metadata): read here for a size,
+        # not forwarded, since text completions take none.
+        "metadata",
         "stream",
         "stream_options",
         "n",
@@ -152,6 +157,9 @@ class CapReport:
     probes: int = 0
     probe_tokens: int = 0
     probe_prompt_tokens: int = 0
+    #: The completion ended (the client's `max_tokens`) before any answer: the reply's empty
+    #: content is not an answer.
+    answer_missing: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (null for a missing cost)."""
@@ -244,6 +252,17 @@ def check_messages(messages: object) -> list[Message]:
     return out
 
 
+def check_chat(messages: object) -> list[Message]:
+    """`messages` as the client sent them, checked only for what the server mode reads (a
+    non-empty list of dicts with a `role`): tool turns and content parts pass unchanged."""
+    if not isinstance(messages, Sequence) or isinstance(messages, str) or not messages:
+        raise InputError("must be a non-empty list of chat messages", field="messages")
+    for i, message in enumerate(messages):
+        if not isinstance(message, Mapping) or not isinstance(message.get("role"), str):
+            raise InputError(f"message {i} must be a dict with a `role`", field="messages")
+    return [dict(message) for message in messages]
+
+
 def with_instruction(messages: list[Message], text: str) -> list[Message]:
     """`messages` with `text` added to the last user message, as `budgeted_answer` writes its
     item's prompt (nothing added when `text` is empty)."""
@@ -316,11 +335,50 @@ def cost_of_requests(model: str, usages: Sequence[Usage]) -> tuple[float, str]:
     return total, ""
 
 
-def cap_at(plan: SavedPlan, size: float) -> PlanCap:
-    """`plan.cap(size)`, its refusals naming the call's `size` rather than the plan's `n`."""
+#: What a call without a size, or with one beyond the plan's reach, gets: the plan's largest
+#: certified cap (``largest``: the hardest size's, so never less thinking than any calibrated
+#: size was certified with) or a refusal (``refuse``).
+SizePolicy = Literal["largest", "refuse"]
+SIZE_POLICIES: tuple[str, ...] = ("largest", "refuse")
+
+#: Where a call's metadata may carry its size (OpenAI metadata values are strings).
+METADATA_SIZE = "cotplan_size"
+
+
+def largest_cap(plan: SavedPlan, why: str) -> PlanCap:
+    """The plan's largest cap over its calibrated sizes, certified ones first, with a note
+    saying `why` it applies."""
+    caps: list[PlanCap] = []
+    # A file with no law lists its sizes only in its budgets.
+    for n in plan.calibrated_sizes or sorted({budget.n for budget in plan.budgets}):
+        try:
+            caps.append(plan.cap(n))
+        except InputError:
+            continue
+    if not caps:
+        raise InputError(f"{why}, and the plan has no size to fall back on", field="size")
+    chosen = max([c for c in caps if c.certified] or caps, key=lambda c: c.tokens)
+    kind = "certified cap" if chosen.certified else "cap"
+    note = f"{why}: the plan's largest {kind} (n = {chosen.n:g}) applies"
+    return replace(chosen, note="; ".join(p for p in (note, chosen.note) if p))
+
+
+def cap_at(plan: SavedPlan, size: float | None, policy: str = "refuse") -> PlanCap:
+    """`plan.cap(size)`, its refusals naming the call's `size` rather than the plan's `n`;
+    with `policy` ``largest``, a call without a size or beyond the plan's reach gets the
+    plan's largest certified cap instead (`largest_cap`), with a note."""
+    if size is None:
+        if policy == "largest":
+            return largest_cap(plan, "no size given")
+        raise InputError(
+            "give the item size n of each call (`size=`), or a size function to `capped`",
+            field="size",
+        )
     try:
         return plan.cap(size)
     except InputError as exc:
         if exc.field != "n":  # ε unattainable at this size: the plan's own field
             raise
+        if policy == "largest":
+            return largest_cap(plan, f"the plan has no cap for size {size:g} (beyond its reach)")
         raise InputError(str(exc).removeprefix("`n`: "), field="size") from exc

@@ -20,11 +20,14 @@
   as `call_id`, so `cotplan monitor` reads all three alike.
 
 What it cannot do: force an answer. A callback only shapes the request; where the provider
-enforces the cap on hidden reasoning (OpenAI's o-series, Claude) that is all a cap needs, but a
-model that thinks in visible text on a server without a thinking budget of its own is cut
-mid-thought by a plain `max_tokens`, with no answer (`cap_bitten` and no `answer_forced` in the
-log). For such models, point LiteLLM's `api_base` at `cotplan serve` instead, which forces the
-answer, and leave this callback out.
+enforces the cap on hidden reasoning (OpenAI's o-series, Claude), or the server ends visible
+thinking at a budget itself (``provider="llama.cpp-thinking"``, ``"vllm-thinking"``,
+``"sglang-thinking"``, or ``api_base=`` to ask the server once, `cotplan.production.detect`),
+that is all a cap needs, and the callback sets that field. A model that thinks in visible text
+on a server without a thinking budget of its own would be cut mid-thought by a plain
+`max_tokens`, with no answer: such a plan is refused when the callback is made (`InputError`
+naming `provider`, with the fix), unless `allow_cut_answers=True`. For those models, point
+LiteLLM's `api_base` at `cotplan serve` instead (docs/shipping.md), which forces the answer.
 
 Nothing here downloads: importing this module sets ``LITELLM_LOCAL_MODEL_COST_MAP=True`` (unless
 it is already set) before LiteLLM is imported, since LiteLLM otherwise fetches its price map from
@@ -40,6 +43,7 @@ from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+import openai
 from litellm.integrations.custom_logger import CustomLogger
 
 from cotplan.backends.budgets import rule_for_model
@@ -54,7 +58,9 @@ from cotplan.production.calls import (
     provider_of,
     usage_of,
 )
+from cotplan.production.detect import detect_provider
 from cotplan.production.log import CallLog, LogRecord
+from cotplan.production.server_cap import server_capped
 
 __all__ = ["CotplanCallback"]
 
@@ -73,11 +79,33 @@ _PROVIDERS = {
 _KEY = "cotplan"
 
 
+def _refuse_visible_thinking(model: str | None, provider: str | None) -> None:
+    """Refuse, at start-up, a plan whose model thinks in visible text when the upstream
+    cannot end that thinking itself: a callback only sets request fields, and a plain
+    `max_tokens` cuts such a model mid-thought with no answer."""
+    if not model:
+        return
+    rule = rule_for_model(provider or "openai-compatible", model)
+    if rule.covers == "reasoning+output" or server_capped(rule):
+        return  # the provider caps hidden reasoning, or the server ends the thinking
+    raise InputError(
+        f"{model!r} thinks in visible text, and {provider or 'an OpenAI-compatible server'} "
+        "cannot end that thinking at a budget: a max_tokens cap would cut it mid-thought "
+        "with no answer. Fix: point LiteLLM's api_base at `cotplan serve` (it forces the "
+        "answer) and leave this callback out; or, if the server caps thinking itself, say "
+        "so (provider='llama.cpp-thinking', 'vllm-thinking' or 'sglang-thinking', or "
+        "api_base=... to ask it); allow_cut_answers=True accepts cut answers",
+        field="provider",
+    )
+
+
 class CotplanCallback(CustomLogger):
     """A plan's cap as a LiteLLM callback (see the module). `plan` is a `SavedPlan` or a
     plan.json path; `size` a default item size for calls that give none; `provider` the
     budget rule's provider (default: from the model's LiteLLM prefix and `api_base`); `log`
-    the call log (None: the default file; False: none)."""
+    the call log (None: the default file; False: none); `api_base` the server to ask once
+    what it can cap; `allow_cut_answers` accepts a visible thinker on a server that cannot
+    end its thinking (see the module)."""
 
     def __init__(
         self,
@@ -87,13 +115,21 @@ class CotplanCallback(CustomLogger):
         provider: str | None = None,
         allow_other_model: bool = False,
         log: CallLog | str | Path | bool | None = None,
+        api_base: str | None = None,
+        allow_cut_answers: bool = False,
     ) -> None:
         super().__init__()
         self.plan = SavedPlan.load(Path(plan)) if isinstance(plan, str | Path) else plan
         if not isinstance(self.plan, SavedPlan):
             raise InputError(f"must be a SavedPlan or a path, got {plan!r}", field="plan")
+        if provider is None and api_base is not None:
+            # Asked once, now: whether the server behind `api_base` caps thinking itself.
+            asker = openai.OpenAI(base_url=api_base, api_key="no-key-needed", max_retries=0)
+            provider = detect_provider(asker).provider
         if provider is not None:
             rule_for_model(provider, "")  # an unknown provider fails here, not at a call
+        if not allow_cut_answers:
+            _refuse_visible_thinking(self.plan.model, provider)
         self.size = size
         self.provider = provider
         self.allow_other_model = allow_other_model

@@ -101,11 +101,18 @@ class TwoPhase:
             **self.common,
         }
 
-    def report(self, thinking: Usage | None, answer: Usage | None, *, cut: bool) -> CapReport:
+    def report(
+        self, thinking: Usage | None, answer: Usage | None, *, cut: bool, answered: bool = True
+    ) -> CapReport:
         """The report from each phase's usage (None: that phase was not run or not finished
-        and its tokens are unknown)."""
+        and its tokens are unknown); `answered`: the answer phase wrote something (an empty
+        answer, where the caller's max_tokens left no room, is flagged, not passed off)."""
         usages = [u for u in (thinking, answer) if u is not None]
         cost, cost_note = cost_of_requests(self.call.model, usages)
+        if not answered:
+            cost_note = "; ".join(
+                p for p in (cost_note, "no answer: the answer phase wrote nothing") if p
+            )
         return CapReport(
             size=self.call.cap.n,
             cap=self.call.cap.tokens,
@@ -121,6 +128,7 @@ class TwoPhase:
             cost_usd=cost,
             requests=len(usages),
             note="; ".join(p for p in (self.call.note, cost_note) if p),
+            answer_missing=not answered,
         )
 
 

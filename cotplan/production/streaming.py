@@ -39,7 +39,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Final
 
@@ -49,6 +49,22 @@ from openai.types.chat import ChatCompletionChunk
 from cotplan.backends.base import Usage
 from cotplan.production.calls import CallArgs, CapReport, usage_body, usage_of
 from cotplan.production.phases import OneRequest, TwoPhase
+from cotplan.production.server_cap import (
+    CloseFilter,
+    ServerCap,
+    counted_reasoning,
+    is_answer,
+    reasoning_of,
+    reported_reasoning,
+)
+from cotplan.production.upstream import (
+    check_stream_end,
+    checked,
+    stream_failure,
+    text_of,
+    tokenize,
+    tokenize_async,
+)
 
 __all__ = [
     "NEXT",
@@ -114,6 +130,8 @@ class _Phase:
     usage: Usage | None = None
     pieces: int = 0
     id: str = ""
+    #: Server-sent events read (any kind): none at all is a body that was not a stream.
+    events: int = 0
 
     def seen(self) -> Usage | None:
         """Its usage; counted by chunks when it never came (a request cut short); None when
@@ -188,16 +206,18 @@ def _relay_text(
     yield _Open("completions", _streamed(request))
     phase.opened = True
     while (chunk := (yield NEXT)) is not None:
+        phase.events += 1
         if chunk.usage is not None:
             phase.usage = usage_of(chunk.usage)
-        for choice in chunk.choices:
+        for choice in chunk.choices or ():
             phase.finish_reason = choice.finish_reason or phase.finish_reason
             if choice.text:
-                phase.text += choice.text
+                phase.text += text_of(choice.text)
                 phase.pieces += 1
                 out = hand_on(choice.text)
                 if out is not None:
                     yield out
+    check_stream_end(phase.finish_reason, phase.events)
 
 
 def _template_steps(call: CallArgs, finish: Finish) -> StreamSteps:
@@ -207,7 +227,9 @@ def _template_steps(call: CallArgs, finish: Finish) -> StreamSteps:
 
     def report() -> CapReport:
         cut = thinking.finish_reason == "length"
-        return phases.report(thinking.seen(), answer.seen(), cut=cut)
+        # Only a finished answer phase can be said to have written nothing.
+        answered = bool(answer.text.strip()) or answer.finish_reason is None
+        return phases.report(thinking.seen(), answer.seen(), cut=cut, answered=answered)
 
     def answer_piece(text: str) -> ChatCompletionChunk | None:
         kept = trim(text)
@@ -243,6 +265,7 @@ def _relay_chat(request: dict[str, Any], phase: _Phase, ident: str) -> StreamSte
     yield _Open("chat", _streamed(request))
     phase.opened = True
     while (chunk := (yield NEXT)) is not None:
+        phase.events += 1
         phase.id = phase.id or chunk.id
         if chunk.usage is not None:
             phase.usage = usage_of(chunk.usage)
@@ -252,13 +275,14 @@ def _relay_chat(request: dict[str, Any], phase: _Phase, ident: str) -> StreamSte
         for choice in chunk.choices:
             phase.finish_reason = choice.finish_reason or phase.finish_reason
             if choice.delta.content:
-                phase.text += choice.delta.content
+                phase.text += text_of(choice.delta.content)
                 phase.pieces += 1
             if choice.finish_reason and not any(choice.delta.model_dump().values()):
                 continue  # only the finish: it comes in the last chunk
             choices.append(choice.model_copy(update={"finish_reason": None}))
         if choices:
             yield chunk.model_copy(update={"id": ident or chunk.id, "choices": choices})
+    check_stream_end(phase.finish_reason, phase.events)
 
 
 def _hidden_steps(call: CallArgs, provider: str, finish: Finish) -> StreamSteps:
@@ -295,10 +319,129 @@ def _hidden_steps(call: CallArgs, provider: str, finish: Finish) -> StreamSteps:
             finish(report(), first.id, outcome)
 
 
+@dataclass
+class _ServerSeen:
+    """What a ``server``-mode stream has shown so far, and each chunk relayed (`relay`)."""
+
+    phase: _Phase = field(default_factory=_Phase)
+    close: str = "</think>"
+    thinking: str = ""
+    reported: int | None = None
+    tools: bool = False
+    #: The server's own usage (the last chunk's), passed on with the reasoning filled in.
+    raw_usage: dict[str, Any] | None = None
+    content: dict[int, str] = field(default_factory=dict)
+    filters: dict[int, CloseFilter] = field(default_factory=dict)
+    finishes: dict[int, str] = field(default_factory=dict)
+
+    def relay(self, chunk: ChatCompletionChunk) -> ChatCompletionChunk | None:
+        """The chunk to hand on (each choice's leaked close dropped, finishes kept for the
+        last chunk), or None when nothing is left in it."""
+        phase = self.phase
+        phase.events += 1
+        phase.id = phase.id or chunk.id
+        if chunk.usage is not None:
+            phase.usage = usage_of(chunk.usage)
+            self.reported = reported_reasoning(chunk.usage)
+            self.raw_usage = chunk.usage.model_dump(mode="json", warnings=False)
+        choices = []
+        for choice in chunk.choices or ():
+            if choice.finish_reason:
+                self.finishes[choice.index] = phase.finish_reason = choice.finish_reason
+            delta = choice.delta
+            piece = reasoning_of(delta)
+            if piece:
+                self.thinking += piece
+                phase.pieces += 1
+            if delta.content:
+                close = self.filters.setdefault(choice.index, CloseFilter(self.close))
+                kept = close(text_of(delta.content))
+                self.content[choice.index] = self.content.get(choice.index, "") + kept
+                delta = delta.model_copy(update={"content": kept})
+                phase.pieces += 1
+            self.tools = self.tools or bool(delta.tool_calls)
+            if not any(delta.model_dump(exclude_none=True, warnings=False).values()):
+                continue  # nothing left to say (a finish comes in the last chunk)
+            choices.append(choice.model_copy(update={"delta": delta, "finish_reason": None}))
+        return chunk.model_copy(update={"choices": choices}) if choices else None
+
+    def held(self, chunks: Chunks) -> list[ChatCompletionChunk]:
+        """Text still held back at the end (it was not the close), as chunks."""
+        out = []
+        for index, close in sorted(self.filters.items()):
+            tail = close.flush()
+            if tail:
+                self.content[index] = self.content.get(index, "") + tail
+                out.append(
+                    chunks.make(
+                        [{"index": index, "delta": {"content": tail}, "finish_reason": None}]
+                    )
+                )
+        return out
+
+
+def _server_steps(call: CallArgs, provider: str, finish: Finish) -> StreamSteps:
+    """The ``server`` mode streamed (`cotplan.production.server_cap`): the server's chunks
+    passed on, each choice's leaked close dropped, the finishes and the report last."""
+    one = ServerCap(call, provider)
+    seen = _ServerSeen(close=call.words.close.strip() or "</think>")
+    reasoning = 0
+
+    def report() -> CapReport:
+        usage = seen.phase.usage or Usage(completion_tokens=seen.phase.pieces)
+        counted = seen.reported is None and bool(seen.thinking)
+        answered = seen.tools or any(is_answer(c, call.words) for c in seen.content.values())
+        return one.report(usage, reasoning, answered=answered, counted=counted)
+
+    outcome = "stopped"
+    try:
+        yield _Open("chat", _streamed(one.request()))
+        seen.phase.opened = True
+        while (chunk := (yield NEXT)) is not None:
+            out = seen.relay(chunk)
+            if out is not None:
+                yield out
+        check_stream_end(seen.phase.finish_reason, seen.phase.events)
+        ident = seen.phase.id or f"chatcmpl-{uuid.uuid4().hex}"
+        chunks = Chunks(ident, int(time.time()), call.model)
+        yield from seen.held(chunks)
+        reasoning = seen.reported or 0
+        if seen.reported is None and seen.thinking:
+            tokens = yield Call("tokenize", {"content": seen.thinking, "model": call.model})
+            reasoning = counted_reasoning(tokens, seen.thinking, max(len(seen.finishes), 1))
+        final = report()
+        ends = [
+            {"index": index, "delta": {}, "finish_reason": reason}
+            for index, reason in sorted(seen.finishes.items())
+        ]
+        usage = usage_body(final)
+        if seen.raw_usage is not None:  # the server's, as an unstreamed reply carries it
+            details = {**(seen.raw_usage.get("completion_tokens_details") or {})}
+            details["reasoning_tokens"] = final.reasoning_tokens
+            usage = {**seen.raw_usage, "completion_tokens_details": details}
+        extra = {"usage": usage, "cotplan": final.to_dict()}
+        if call.include_usage:
+            yield chunks.make(ends)
+            yield chunks.make([], **extra)
+        else:
+            yield chunks.make(ends, **extra)
+        outcome = "complete"
+    except GeneratorExit:
+        raise
+    except Exception:
+        outcome = "error"
+        raise
+    finally:
+        if seen.phase.opened:
+            finish(report(), seen.phase.id, outcome)
+
+
 def stream_steps(call: CallArgs, *, provider: str, finish: Finish) -> StreamSteps:
     """The streamed call's steps for its mode; `finish` is told the report at the end."""
     if call.mode == "template":
         return _template_steps(call, finish)
+    if call.mode == "server":
+        return _server_steps(call, provider, finish)
     return _hidden_steps(call, provider, finish)
 
 
@@ -359,12 +502,16 @@ class CappedStream(_Driver):
                     else self._client.chat.completions.create
                 )
                 self._upstream = create(**event.arguments)
+            elif isinstance(event, Call) and event.endpoint == "tokenize":
+                self._called = True
+                value = tokenize(self._client, event.arguments)
             elif isinstance(event, Call):
                 self._called = True
                 if event.endpoint == "completions":
                     value = self._client.completions.create(**event.arguments)
                 else:
                     value = self._client.chat.completions.create(**event.arguments)
+                checked(event.endpoint, event.arguments, value)
             elif isinstance(event, _Next):
                 assert self._upstream is not None
                 value = next(self._upstream, None)
@@ -374,7 +521,7 @@ class CappedStream(_Driver):
                 self._ready.append(event)
         except Exception as exc:
             self._close_upstream()
-            return self._throw(exc)
+            return self._throw(stream_failure(exc))
         return self._send(value)
 
     def __next__(self) -> ChatCompletionChunk:
@@ -436,12 +583,16 @@ class AsyncCappedStream(_Driver):
                 else:
                     upstream = await self._client.chat.completions.create(**event.arguments)
                 self._upstream = upstream
+            elif isinstance(event, Call) and event.endpoint == "tokenize":
+                self._called = True
+                value = await tokenize_async(self._client, event.arguments)
             elif isinstance(event, Call):
                 self._called = True
                 if event.endpoint == "completions":
                     value = await self._client.completions.create(**event.arguments)
                 else:
                     value = await self._client.chat.completions.create(**event.arguments)
+                checked(event.endpoint, event.arguments, value)
             elif isinstance(event, _Next):
                 assert self._upstream is not None
                 value = await anext(self._upstream, None)
@@ -451,7 +602,7 @@ class AsyncCappedStream(_Driver):
                 self._ready.append(event)
         except Exception as exc:
             await self._close_upstream()
-            return self._throw(exc)
+            return self._throw(stream_failure(exc))
         return self._send(value)
 
     async def __anext__(self) -> ChatCompletionChunk:

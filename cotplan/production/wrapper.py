@@ -26,6 +26,11 @@ How the cap is applied depends on how the model thinks (`mode`, chosen once per 
 - ``hidden``: a provider that caps hidden reasoning itself (OpenAI's o-series, Claude): one chat
   request with the budget rule's fields (`cotplan.backends.budgets.budget_params`); when the cap
   left no answer, one more request asks for the answer alone (as `budgeted_answer` does).
+- ``server``: a server that ends visible thinking at a budget itself (llama.cpp's
+  `thinking_budget_tokens`, vLLM's `thinking_token_budget`, SGLang's strict thinking: the
+  ``*-thinking`` providers, declared or found by ``provider="detect"``): the client's own
+  request, every field passed on, with the cap added; the reply is the server's, unchanged
+  (`cotplan.production.server_cap`). Tools, JSON schemas, logprobs and n > 1 work here.
 
 With ``exit="certified"`` (`capped(client, plan, exit="certified")`, where `cotplan plan --exit
 certified` wrote an exit.json beside the plan) a ``template``-mode call at a size the exit plan
@@ -75,6 +80,8 @@ from cotplan.planner import SavedPlan
 from cotplan.planner.binding import check_plan_model, check_plan_protocol
 from cotplan.planner.exit_plan import ExitPlan
 from cotplan.production.calls import (
+    METADATA_SIZE,
+    SIZE_POLICIES,
     TEMPLATE_ARGS,
     ApplyMode,
     CallArgs,
@@ -82,12 +89,14 @@ from cotplan.production.calls import (
     answer_room,
     cap_at,
     chat_reply,
+    check_chat,
     check_messages,
     provider_of,
     report_of,
     stop_list,
     usage_of,
 )
+from cotplan.production.detect import detect_provider
 from cotplan.production.exiting import (
     answer_kind_of,
     exit_at,
@@ -97,7 +106,10 @@ from cotplan.production.exiting import (
 )
 from cotplan.production.log import CallLog, LogRecord
 from cotplan.production.phases import OneRequest, TwoPhase
+from cotplan.production.server_cap import server_capped, server_steps
 from cotplan.production.streaming import AsyncCappedStream, CappedStream, StreamSteps, stream_steps
+from cotplan.production.upstream import send, send_async, tokenize, tokenize_async
+from cotplan.validation import require_choice
 
 __all__ = [
     "AsyncCappedClient",
@@ -141,10 +153,15 @@ class _Completions:
         try:
             endpoint, arguments = next(steps)
             while True:
-                if endpoint == "completions":
-                    response: Any = client.completions.create(**arguments)
+                if endpoint == "tokenize":
+                    response: Any = tokenize(client, arguments)
                 else:
-                    response = client.chat.completions.create(**arguments)
+                    create = (
+                        client.completions.create
+                        if endpoint == "completions"
+                        else client.chat.completions.create
+                    )
+                    response = send(create, endpoint, arguments)
                 endpoint, arguments = steps.send(response)
         except StopIteration as done:
             reply: ChatCompletion = done.value[0]
@@ -178,10 +195,15 @@ class _AsyncCompletions:
         try:
             endpoint, arguments = next(steps)
             while True:
-                if endpoint == "completions":
-                    response: Any = await client.completions.create(**arguments)
+                if endpoint == "tokenize":
+                    response: Any = await tokenize_async(client, arguments)
                 else:
-                    response = await client.chat.completions.create(**arguments)
+                    create: Any = (
+                        client.completions.create
+                        if endpoint == "completions"
+                        else client.chat.completions.create
+                    )
+                    response = await send_async(create, endpoint, arguments)
                 endpoint, arguments = steps.send(response)
         except StopIteration as done:
             reply: ChatCompletion = done.value[0]
@@ -219,8 +241,10 @@ class _Capper:
         log: CallLog | None,
         via: str,
         exits: ExitPlan | None = None,
+        size_policy: str = "largest",
     ) -> None:
         self.plan = plan
+        self.size_policy = size_policy
         self.size = size
         self.allow_other_model = allow_other_model
         self.protocol = protocol
@@ -255,6 +279,8 @@ class _Capper:
             steps = exit_steps(call)
         elif call.mode == "template":
             steps = self._two_phase(call)
+        elif call.mode == "server":
+            steps = server_steps(call, self.provider)
         else:
             steps = self._one_request(call)
         reply, report = yield from steps
@@ -301,7 +327,11 @@ class _Capper:
         model = args.pop("model", None)
         if not isinstance(model, str) or not model:
             raise InputError(f"must be a model name, got {model!r}", field="model")
-        messages = check_messages(args.pop("messages", None))
+        mode = self._mode(model, exit_checked=self.exits is not None)
+        if mode == "server":  # the client's messages go on as they came (tool turns, parts)
+            messages = check_chat(args.pop("messages", None))
+        else:
+            messages = check_messages(args.pop("messages", None))
         try:
             note = check_plan_model(self.plan, model, allow_other_model=self.allow_other_model)
         except InputError as exc:
@@ -312,19 +342,28 @@ class _Capper:
                 "--allow-other-model`); its caps are not certified for another model",
                 field="model",
             ) from exc
-        protocol, words = resolve_protocol(model, self.protocol)
+        # The plan records the protocol its model was calibrated under: for that model, by
+        # whatever name it is served (an in-house `acme-reasoner-v2`), that protocol applies,
+        # rather than a guess from the name.
+        chosen = self.protocol
+        if chosen == "auto" and self.plan.protocol is not None and model == self.plan.model:
+            chosen = self.plan.protocol
+        protocol, words = resolve_protocol(model, chosen)
         # The cap counts thinking written one way; another protocol's thinking is not certified.
         protocol_note = check_plan_protocol(
             self.plan, protocol, allow_other_model=self.allow_other_model
         )
-        size = self._size(args.pop("size", None), messages)
-        cap = cap_at(self.plan, size)
-        mode = self._mode(model, exit_checked=self.exits is not None)
+        size = self._size(args.pop("size", None), messages, args.get("metadata"))
+        cap = cap_at(self.plan, size, self.size_policy)
         exit_rule, exit_note = (None, "") if self.exits is None else exit_at(self.exits, cap)
         stream, include_usage = _stream_arguments(args)
-        if args.get("n") not in (None, 1):
+        if mode == "server":
+            # Everything passes on; the client's max_tokens bounds the whole completion.
+            answer_tokens = answer_room(dict(args))
+        elif args.get("n") not in (None, 1):
             raise InputError(f"must be 1 (one answer per call), got {args['n']!r}", field="n")
-        args.pop("n", None)
+        if mode != "server":
+            args.pop("n", None)
         if mode == "template":
             unknown = sorted(set(args) - TEMPLATE_ARGS)
             if unknown:
@@ -334,7 +373,8 @@ class _Capper:
                     field=unknown[0],
                 )
             stop_list(args.get("stop"))  # checked before the first request, not after
-        answer_tokens = answer_room(args)
+        if mode != "server":
+            answer_tokens = answer_room(args)
         temperature = args.pop("temperature", None)
         temperature = 0.0 if temperature is None else temperature
         if isinstance(temperature, bool) or not isinstance(temperature, int | float):
@@ -358,15 +398,22 @@ class _Capper:
             answer_kind=answer_kind_of(self.plan),
         )
 
-    def _size(self, given: object, messages: list[Message]) -> float:
+    def _size(self, given: object, messages: list[Message], metadata: object) -> float | None:
+        """The call's size: its own `size=`, its metadata's ``cotplan_size``, or the client's
+        size (a number or a function of the messages); None when none is given."""
+        if given is None and isinstance(metadata, Mapping) and METADATA_SIZE in metadata:
+            try:
+                given = float(metadata[METADATA_SIZE])
+            except (TypeError, ValueError):
+                raise InputError(
+                    f"must be a number, got {metadata[METADATA_SIZE]!r}",
+                    field=f"metadata.{METADATA_SIZE}",
+                ) from None
         size: object = given if given is not None else self.size
         if callable(size):
             size = size(messages)
         if size is None:
-            raise InputError(
-                "give the item size n of each call (`size=`), or a size function to `capped`",
-                field="size",
-            )
+            return None
         if isinstance(size, bool) or not isinstance(size, int | float) or not size > 0:
             raise InputError(f"must be a positive number, got {size!r}", field="size")
         return float(size)
@@ -384,7 +431,12 @@ class _Capper:
                     field="exit",
                 )
             return "hidden"
-        if template_for(model) is not None and self.provider == "openai-compatible":
+        # The certified exit probes text completions, which such a server also takes.
+        if server_capped(rule) and not (exit_checked and template_for(model) is not None):
+            return "server"
+        if template_for(model) is not None and (
+            self.provider == "openai-compatible" or server_capped(rule)
+        ):
             return "template"
         raise InputError(
             f"cannot cap {model!r} at {self.provider}: its thinking is neither capped by the "
@@ -405,8 +457,9 @@ class _Capper:
             thinking, thinking_usage = choice.text, usage_of(first.usage)
             cut = choice.finish_reason == "length"
         second = yield ("completions", phases.answer_request(thinking, cut=cut))
-        report = phases.report(thinking_usage, usage_of(second.usage), cut=cut)
         answer_choice = second.choices[0]
+        answered = bool((answer_choice.text or "").strip())
+        report = phases.report(thinking_usage, usage_of(second.usage), cut=cut, answered=answered)
         reply = chat_reply(
             call,
             content=answer_choice.text,
@@ -485,6 +538,7 @@ def capped(
     via: str = ...,
     exit: str = ...,
     exit_plan: ExitPlan | str | Path | None = ...,
+    size_policy: str = ...,
 ) -> CappedClient: ...
 
 
@@ -501,6 +555,7 @@ def capped(
     via: str = ...,
     exit: str = ...,
     exit_plan: ExitPlan | str | Path | None = ...,
+    size_policy: str = ...,
 ) -> AsyncCappedClient: ...
 
 
@@ -516,6 +571,7 @@ def capped(
     via: str = "wrapper",
     exit: str = "none",
     exit_plan: ExitPlan | str | Path | None = None,
+    size_policy: str = "largest",
 ) -> CappedClient | AsyncCappedClient:
     """`client` with `plan`'s reasoning cap applied to each chat completion (see the module).
 
@@ -523,9 +579,16 @@ def capped(
     or a function of a call's messages giving it; a call's own `size=` wins. A call for a model
     the plan was not made for is refused unless `allow_other_model`. `protocol` overrides the
     model registry's reasoning protocol (`cotplan.generate.protocols`); `provider` the one read
-    from the client's `base_url` (`provider_of`). `log` is the call log (a `CallLog` or a path;
-    None: the default file, `cotplan.production.log.default_log_path`; False: no log).
+    from the client's `base_url` (`provider_of`): a `PROVIDER_RULES` name, or ``"detect"`` to
+    ask the server once what it can cap (`cotplan.production.detect`). `log` is the call log
+    (a `CallLog` or a path; None: the default file, `cotplan.production.log.default_log_path`;
+    False: no log).
     An `openai.AsyncOpenAI` client gives an `AsyncCappedClient`, whose `create` is awaited.
+
+    A call with no size (none given, no ``metadata["cotplan_size"]``, no `size` here) or one
+    beyond the plan's reach gets the plan's largest certified cap, with a note in its report
+    (`size_policy="largest"`); `size_policy="refuse"` refuses it instead (`InputError` naming
+    `size`).
 
     `exit="certified"` answers under the certified early exit where the exit plan certifies
     one (`cotplan.production.exiting`): `exit_plan` is an `ExitPlan` or the path of an
@@ -551,6 +614,15 @@ def capped(
     ):
         raise InputError(f"must be a positive number or a function, got {size!r}", field="size")
     resolve_protocol("", protocol)  # an unknown name fails here, not at the first call
+    if provider == "detect":
+        # Asked once, here (`cotplan.production.detect`); an async client is asked through a
+        # plain one at the same address, since this function is not awaited.
+        asker = (
+            client
+            if isinstance(client, openai.OpenAI)
+            else openai.OpenAI(base_url=client.base_url, api_key=client.api_key)
+        )
+        provider = detect_provider(asker).provider
     if provider is not None:
         rule_for_model(provider, "")  # likewise
     call_log: CallLog | None
@@ -570,6 +642,7 @@ def capped(
         "log": call_log,
         "via": via,
         "exits": exits,
+        "size_policy": require_choice(size_policy, "size_policy", SIZE_POLICIES),
     }
     if isinstance(client, openai.AsyncOpenAI):
         return AsyncCappedClient(client, plan, **options)

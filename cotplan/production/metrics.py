@@ -1,0 +1,101 @@
+"""The gateway's Prometheus metrics (``GET /metrics``), by route and model.
+
+What a platform team scrapes from a proxy: calls by status, the tokens the cap governs
+(reasoning and answer), how often the cap bit and an answer was forced, errors by OpenAI error
+type, and each call's latency. Each app has a registry of its own (`prometheus_client`), so
+that several gateways in one process (tests, notebooks) do not share counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+__all__ = ["CONTENT_TYPE_LATEST", "GatewayMetrics"]
+
+_LABELS = ("route", "model")
+#: Latency buckets (seconds): a capped call runs from a fraction of a second to minutes.
+_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+
+
+class GatewayMetrics:
+    """The counters and histograms of one gateway app (see the module)."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.requests = Counter(
+            "cotplan_requests", "Calls answered, by HTTP status", [*_LABELS, "status"], registry=r
+        )
+        self.reasoning = Counter(
+            "cotplan_reasoning_tokens", "Reasoning tokens of capped calls", _LABELS, registry=r
+        )
+        self.answer = Counter(
+            "cotplan_answer_tokens", "Answer tokens of capped calls", _LABELS, registry=r
+        )
+        self.prompt = Counter(
+            "cotplan_prompt_tokens", "Prompt tokens of capped calls", _LABELS, registry=r
+        )
+        self.bites = Counter(
+            "cotplan_cap_bites", "Calls whose thinking the cap stopped", _LABELS, registry=r
+        )
+        self.forced = Counter(
+            "cotplan_forced_answers", "Answers forced after a cut thought", _LABELS, registry=r
+        )
+        self.missing = Counter(
+            "cotplan_missing_answers",
+            "Completions that ended before any answer",
+            _LABELS,
+            registry=r,
+        )
+        self.errors = Counter(
+            "cotplan_errors", "Failed calls, by OpenAI error type", [*_LABELS, "type"], registry=r
+        )
+        self.latency = Histogram(
+            "cotplan_request_seconds",
+            "Seconds from the request to the end of the reply",
+            _LABELS,
+            buckets=_BUCKETS,
+            registry=r,
+        )
+
+    def observe(
+        self,
+        route: str,
+        model: str,
+        *,
+        status: int,
+        seconds: float,
+        report: Mapping[str, Any] | None = None,
+        error: str | None = None,
+    ) -> None:
+        """Count one call: its status and latency, its report's tokens and flags, its error."""
+        labels = {"route": route, "model": model}
+        self.requests.labels(**labels, status=str(status)).inc()
+        self.latency.labels(**labels).observe(seconds)
+        if error is not None:
+            self.errors.labels(**labels, type=error).inc()
+        if not report:
+            return
+        for counter, name in (
+            (self.reasoning, "reasoning_tokens"),
+            (self.answer, "answer_tokens"),
+            (self.prompt, "prompt_tokens"),
+        ):
+            value = report.get(name)
+            if isinstance(value, int) and value > 0:
+                counter.labels(**labels).inc(value)
+        for counter, name in (
+            (self.bites, "cap_bitten"),
+            (self.forced, "answer_forced"),
+            (self.missing, "answer_missing"),
+        ):
+            if report.get(name) is True:
+                counter.labels(**labels).inc()
+
+    def render(self) -> bytes:
+        """The text exposition format Prometheus scrapes."""
+        return generate_latest(self.registry)
