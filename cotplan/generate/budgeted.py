@@ -165,9 +165,18 @@ def cut_run(run: Completion, k: int) -> Completion | None:
     if k >= used:
         return run
     tokens = run.logprobs
-    if tokens is None or len(tokens) < k or "".join(t.token for t in tokens) != run.text:
+    if tokens is None or "".join(t.token for t in tokens) != run.text:
         return None
     fraction = k / used if used else 0.0
+    if len(tokens) <= k:
+        # The cap falls inside the stop string (generated, never returned): the thinking is
+        # whole, and only its own close was cut.
+        return replace(
+            run,
+            finish_reason="length",
+            usage=replace(run.usage, completion_tokens=k),
+            latency_s=run.latency_s * fraction,
+        )
     # `replace` keeps what the cut does not change: whether the usage can be trusted, the
     # call's notes, `no_answer`, the model and `from_cache`.
     return replace(
@@ -250,7 +259,9 @@ def thinking_length(run: Completion, s: BudgetSetup) -> int:
     if run.usage.reasoning_tokens:
         return run.usage.reasoning_tokens
     if s.mode == "template" or not s.native:
-        return run.usage.completion_tokens
+        # Not the stop string's tokens, which the server generated but does not return.
+        spelled = run.logprobs is not None and "".join(t.token for t in run.logprobs) == run.text
+        return len(run.logprobs or ()) if spelled else run.usage.completion_tokens
     tokens = run.logprobs or ()
     closer = s.prompt.thinking_stop
     text = ""
