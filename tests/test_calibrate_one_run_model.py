@@ -42,7 +42,8 @@ def test_an_auto_calibration_generates_each_items_thinking_once(
     assert thinking <= 1.05 * one_run_each
     # The grid reaches the thinking the runs measured (the 95th percentile of 3 items).
     (profile,) = result.thinking
-    assert profile.lengths and max(profile.budgets) >= sorted(profile.lengths)[1]
+    assert profile.lengths
+    assert max(profile.budgets) >= sorted(profile.lengths)[1]
     assert sorted(result.frame["k"].unique()) == list(profile.budgets)
     assert len(result.frame) == len(ITEMS) * len(profile.budgets)
 
@@ -60,4 +61,5 @@ def test_chat_answers_cut_from_one_run_are_the_capped_requests_answers(
         assert answer.reasoning == alone.reasoning
         assert answer.extracted == alone.extracted
         assert answer.reasoning_tokens == alone.reasoning_tokens == answer.k
-        assert answer.truncated and answer.forced
+        assert answer.truncated
+        assert answer.forced
