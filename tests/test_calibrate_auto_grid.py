@@ -95,10 +95,11 @@ def test_auto_calibration_generates_each_items_thinking_once() -> None:
 
 def test_a_short_given_grid_warns_with_the_numbers() -> None:
     items = arithmetic_items(10, n=6)
-    with LoopbackReasoner(mean_thinking=600) as server:
-        with pytest.warns(GridShortWarning, match=r"top k = 128 cut the thinking of 10 of 10"):
-            warnings.simplefilter("ignore", CostUnknownWarning)
-            calibrate(_backend(server), items, [0, 32, 128], progress=False)
+    with (
+        LoopbackReasoner(mean_thinking=600) as server,
+        pytest.warns(GridShortWarning, match=r"top k = 128 cut the thinking of 10 of 10"),
+    ):
+        calibrate(_backend(server), items, [0, 32, 128], progress=False)
 
 
 def test_calibrate_to_file_streams_the_same_rows(tmp_path: Path) -> None:
