@@ -11,7 +11,7 @@ slopes of log(metric) on log(items) at a fixed top budget, and on log(top) at a 
 count: memory should not grow with items (exponent near 0), requests should grow linearly
 (exponent 1).
 
-    .venv/bin/python benchmarks/calibration_scale.py --quick   # items 100..400, top 128..2048
+    .venv/bin/python benchmarks/calibration_scale.py --quick   # items 10..40, top 128..2,048
     .venv/bin/python benchmarks/calibration_scale.py           # items 100..10,000, top 128..16,384
 """
 
@@ -35,7 +35,7 @@ import numpy as np
 SPREAD = 0.5
 
 PRESETS = {
-    "quick": {"items": [100, 200, 400], "top_at": 512, "tops": [128, 512, 2048], "items_at": 100},
+    "quick": {"items": [10, 20, 40], "top_at": 256, "tops": [128, 512, 2048], "items_at": 10},
     "full": {
         "items": [100, 1000, 10_000],
         "top_at": 1024,
