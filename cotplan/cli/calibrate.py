@@ -11,7 +11,7 @@ item source, the calibration table) live here too, so `cotplan plan` and `run` i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -133,12 +133,14 @@ def parse_ints(values: Sequence[str] | None, name: str, *, low: int | None = Non
 
 
 def check_budgets(text: str) -> list[int] | str:
-    """`--budgets`: 'paper', or comma-separated whole numbers in 0..MAX_BUDGET."""
-    if text.strip() == "paper":
-        return "paper"
+    """`--budgets`: 'auto', 'paper', or comma-separated whole numbers in 0..MAX_BUDGET."""
+    if text.strip() in ("auto", "paper"):
+        return text.strip()
     parts = [part.strip() for part in text.split(",")]
     if not any(parts):
-        raise InputError("give at least one budget, e.g. 0,8,32, or 'paper'", field="budgets")
+        raise InputError(
+            "give at least one budget, e.g. 0,8,32, or 'auto' or 'paper'", field="budgets"
+        )
     if not all(parts):
         raise InputError(f"has an empty entry in {text!r}", field="budgets")
     return [require_budget(k, "budgets") for k in require_ints(parts, "budgets")]
@@ -370,8 +372,13 @@ def calibrate(
     count: Count = 12,
     seed: Annotated[int, typer.Option(help="Seed of the generated items.")] = 0,
     budgets: Annotated[
-        str, typer.Option(help="Reasoning budgets, comma-separated, or 'paper'.")
-    ] = "0,8,16,32,64,128",
+        str,
+        typer.Option(
+            help="Reasoning budgets: 'auto' (a grid from 0 to about the 95th percentile of the "
+            "model's own uncapped thinking, measured by each item's first request), "
+            "comma-separated numbers, or 'paper'."
+        ),
+    ] = "auto",
     backend: BackendSpec = "local",
     base_url: BaseUrl = None,
     concurrency: Concurrency = None,
@@ -395,7 +402,23 @@ def calibrate(
     status: Annotated[
         Path | None, typer.Option(help="Show where a report folder's batches stand.")
     ] = None,
-    yes: Annotated[bool, typer.Option(help="Submit a priced batch without asking.")] = False,
+    uncapped_tokens: Annotated[
+        int | None,
+        typer.Option(
+            help="Cap of each item's uncapped run (--budgets auto). Default 16384, or 4096 on "
+            "the embedded and lab models, whose runs on 2 cores take minutes at that length."
+        ),
+    ] = None,
+    eps: Annotated[
+        float | None,
+        typer.Option(
+            help="With --budgets auto: add budgets where the error crosses this target and "
+            "certify there (answers only; the thinking comes from the same runs)."
+        ),
+    ] = None,
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="Do not ask before paid requests.")
+    ] = False,
 ) -> None:
     """Answer items at several reasoning budgets and save the calibration table."""
     from cotplan.backends import connect
@@ -420,6 +443,18 @@ def calibrate(
         base_url=base_url,
         out=out,
     )  # all before the first (maybe paid) call
+    cap = uncapped_tokens if uncapped_tokens is not None else default_uncapped(backend)
+    check_int(cap, "uncapped_tokens", high=MAX_BUDGET)
+    check_probability(eps, "eps")
+    if eps is not None and grid != "auto":
+        raise InputError("--eps refines the auto grid: use it with --budgets auto", field="eps")
+    if (batch or batch_file or batch_output) and grid == "auto":
+        # The auto grid is built from each item's uncapped run, which a batch would have to
+        # return before the grid's requests could be written: not built yet.
+        raise InputError(
+            "the batch path needs a budget grid: give --budgets (e.g. 0,256,1024,4096)",
+            field="budgets",
+        )
     items = build_items(family, tasks, sizes, count, seed, backend=backend)
     options = connect_options(backend, timeout, max_retries, protocol)
     if batch or batch_file or batch_output:
@@ -445,6 +480,16 @@ def calibrate(
         connect(backend, base_url=base_url, **options) as model,
     ):
         console.print(f"model {model.model} ({mode_and_protocol(model)})")
+        confirm_calibration(
+            model,
+            items,
+            grid,
+            backend=backend,
+            uncapped_tokens=cap,
+            answer_tokens=answer_tokens,
+            yes=yes,
+            base_url=base_url,
+        )
         result = run_calibration(
             model,
             items,
@@ -452,11 +497,83 @@ def calibrate(
             concurrency=concurrency,
             progress=progress,
             answer_tokens=answer_tokens,
+            uncapped_tokens=cap,
+            eps=eps,
         )
         result.to_csv(report.path / "calibration.csv")
         print_calibration(result)
         folder = finish_report(report)
     console.print(f"wrote {folder / 'calibration.csv'}")
+
+
+#: `--uncapped-tokens` on the embedded and lab models (see the option's help).
+LOCAL_UNCAPPED_TOKENS = 4096
+
+
+def default_uncapped(backend: str) -> int:
+    """The default cap of an uncapped run for `backend`'s provider."""
+    from cotplan.planner.auto_grid import UNCAPPED_TOKENS
+
+    provider = backend.partition(":")[0]
+    return LOCAL_UNCAPPED_TOKENS if provider in ("local", "lab") else UNCAPPED_TOKENS
+
+
+def _on_loopback(base_url: str | None) -> bool:
+    """An endpoint on this machine (a local vLLM or llama.cpp server) charges nothing."""
+    from urllib.parse import urlsplit
+
+    if base_url is None:
+        return False
+    host = urlsplit(base_url).hostname or ""
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def confirm_calibration(
+    model: Backend,
+    items: Sequence[TaskItem],
+    grid: list[int] | str,
+    *,
+    backend: str,
+    uncapped_tokens: int,
+    answer_tokens: int,
+    yes: bool,
+    base_url: str | None = None,
+) -> None:
+    """Print what the calibration will take (items, budgets, requests, tokens, cost) before
+    its first request, and ask before a backend that may charge unless `yes`."""
+    from cotplan.planner.calibrate import paper_budgets
+    from cotplan.planner.calibration_estimate import estimate_calibration
+    from cotplan.reproduce_plan import is_paid
+
+    of_n: Callable[[int], Sequence[int]] | None
+    if grid == "auto":
+        of_n = None
+        words = (
+            "auto (0 + up to 12 geometric, to about the 95th percentile of thinking capped "
+            f"at {uncapped_tokens})"
+        )
+    elif grid == "paper":
+        of_n = paper_budgets
+        words = "paper (Algorithm 1's grid per size)"
+    else:
+        fixed = [int(k) for k in grid]
+        of_n = lambda n: fixed  # noqa: E731 - one grid for every size
+        words = ", ".join(map(str, fixed))
+    estimate = estimate_calibration(
+        model,
+        items,
+        of_n,
+        uncapped_tokens=uncapped_tokens,
+        answer_tokens=answer_tokens,
+        describe=words,
+    )
+    for line in estimate.lines():
+        console.print(line)
+    question = f"{backend} may charge for these requests. Start?"
+    paid = is_paid(backend) and not _on_loopback(base_url)
+    if paid and not yes and not typer.confirm(question, default=False):
+        console.print("not started: no requests sent")
+        raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:

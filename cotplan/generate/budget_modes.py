@@ -20,7 +20,7 @@ from cotplan.generate.answer_record import BudgetedAnswer, Exchange
 from cotplan.generate.budget_setup import BudgetSetup, item_messages, joiner
 from cotplan.generate.protocols import split_reasoning
 
-__all__ = ["chat_answer", "hidden_answer", "reasoning_call", "template_answer"]
+__all__ = ["chat_answer", "chat_run", "hidden_answer", "reasoning_call", "template_answer"]
 
 
 def _send(
@@ -94,9 +94,20 @@ def _closed(s: BudgetSetup, text: str, *, cut: bool) -> str:
 # -- chat mode ------------------------------------------------------------------------------------
 
 
-def chat_answer(s: BudgetSetup, k: int) -> BudgetedAnswer:
+def chat_run(s: BudgetSetup, k: int) -> Completion:
+    """The chat mode's reasoning request (two-phase): the question with the protocol's
+    instruction, capped at k, with token strings where the backend has them (so that one run
+    can be cut at every shorter budget, `cotplan.generate.budgeted.cut_chat_run`)."""
+    messages = item_messages(s.item, s.prompt.instruction)
+    return _send(s, messages, s.fields(k), logprobs=max(s.top, s.reasoning_top))
+
+
+def chat_answer(s: BudgetSetup, k: int, reasoning: Completion | None = None) -> BudgetedAnswer:
     """Chat requests: one request where the server or provider caps the thinking itself,
-    else the thinking capped at k as text and the answer forced after it (two-phase)."""
+    else the thinking capped at k as text and the answer forced after it (two-phase).
+
+    `reasoning`: the thinking at k already in hand (a longer run cut at k), so only the
+    answer is asked for."""
     fields = s.fields(k)
     if not fields.visible_reasoning:
         return _one_request(s, k, fields)
@@ -104,7 +115,8 @@ def chat_answer(s: BudgetSetup, k: int) -> BudgetedAnswer:
         answer = _ask(s, item_messages(s.item, s.prompt.direct), logprobs=s.top)
         return Exchange(None, answer, answer.text, 0, notes=fields.notes).to_answer(s, k)
     messages = item_messages(s.item, s.prompt.instruction)
-    reasoning = _send(s, messages, fields, logprobs=s.top)
+    if reasoning is None:
+        reasoning = chat_run(s, k)
     if s.native:
         return _native_chat(s, k, messages, reasoning, notes=fields.notes)
     marker = re.search(re.escape(s.prompt.marker), reasoning.text, re.IGNORECASE)

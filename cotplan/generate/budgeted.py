@@ -44,11 +44,15 @@ also for answers the call cache replayed (`from_cache` says those cost nothing t
 
 Several budgets from one run. With greedy decoding the first k tokens of a run capped at K > k
 ARE the run capped at k, so `budgeted_answers(backend, item, budgets)` makes one reasoning
-request at the largest budget and cuts it at each k by its token strings; the answer-phase
-requests are then exactly the ones `budgeted_answer` would make (and share its cache entries).
-The reasoning latency of each shorter budget is the long run's, pro-rated by tokens. A run
-whose token count the server did not send (or sent unbelievably) serves no other budget: each
-budget is then asked on its own.
+request at the largest budget (or at `run_tokens`, the cap of an uncapped run) and cuts it at
+each k by its token strings; the answer-phase requests are then exactly the ones
+`budgeted_answer` would make (and share its cache entries). This holds in template mode and in
+two-phase chat mode alike: in chat mode the thinking at k is the first k tokens of the run
+(the raw tokens, split as the server splits them), and the answer at k is forced by continuing
+the assistant turn after that prefix, so the thinking is generated once per item and every
+other request generates an answer only. The reasoning latency of each shorter budget is the
+long run's, pro-rated by tokens. A run whose token count the server did not send (or sent
+unbelievably) serves no other budget: each budget is then asked on its own.
 """
 
 from __future__ import annotations
@@ -62,11 +66,13 @@ from cotplan.errors import InputError
 from cotplan.generate.answer_record import BudgetedAnswer, answer_probability, answers_frame
 from cotplan.generate.budget_modes import (
     chat_answer,
+    chat_run,
     hidden_answer,
     reasoning_call,
     template_answer,
 )
 from cotplan.generate.budget_setup import (
+    BudgetSetup,
     Mode,
     budget_setup,
     check_budget,
@@ -82,6 +88,7 @@ from cotplan.generate.prompts import (
     CoTPrompt,
     template_for,
 )
+from cotplan.generate.protocols import split_reasoning
 from cotplan.tasks.item import TaskItem
 
 # The old private names, for code written before the split (generate/probing.py reads them);
@@ -100,9 +107,14 @@ __all__ = [
     "answers_frame",
     "budgeted_answer",
     "budgeted_answers",
+    "cut_chat_run",
+    "cut_run",
     "driven_as",
     "resolve_mode",
+    "shares_one_run",
     "template_for",
+    "thinking_length",
+    "thinking_run",
 ]
 
 
@@ -158,9 +170,18 @@ def cut_run(run: Completion, k: int) -> Completion | None:
     if k >= used:
         return run
     tokens = run.logprobs
-    if tokens is None or len(tokens) < k or "".join(t.token for t in tokens) != run.text:
+    if tokens is None or "".join(t.token for t in tokens) != run.text:
         return None
     fraction = k / used if used else 0.0
+    if len(tokens) <= k:
+        # The cap falls inside the stop string (generated, never returned): the thinking is
+        # whole, and only its own close was cut.
+        return replace(
+            run,
+            finish_reason="length",
+            usage=replace(run.usage, completion_tokens=k),
+            latency_s=run.latency_s * fraction,
+        )
     # `replace` keeps what the cut does not change: whether the usage can be trusted, the
     # call's notes, `no_answer`, the model and `from_cache`.
     return replace(
@@ -177,6 +198,85 @@ def cut_run(run: Completion, k: int) -> Completion | None:
     )
 
 
+def cut_chat_run(run: Completion, k: int, s: BudgetSetup) -> Completion | None:
+    """The chat reply capped at `k` tokens, from a greedy chat run capped higher (None: its
+    token strings do not spell what the server returned, so the cut cannot be trusted).
+
+    The token strings are the raw output (a native thinker's opener, thinking, closer and
+    answer; a reasoning parser splits them only in the reply's fields), so the first k of them
+    are split the way the server splits a reply cut at k: before the closer all of it is
+    thinking, after it the rest is answer text."""
+    if not s.native or not run.reasoning:
+        return cut_run(run, k)
+    used = run.usage.completion_tokens
+    if k >= used:
+        return run
+    tokens = run.logprobs
+    if tokens is None or len(tokens) < k:
+        return None
+    whole = _split_raw("".join(t.token for t in tokens), s)
+    if whole != (run.reasoning.strip(), run.text.strip()):
+        return None
+    thinking, text = _split_raw("".join(t.token for t in tokens[:k]), s)
+    return replace(
+        run,
+        text=text,
+        reasoning=thinking,
+        finish_reason="length",
+        usage=replace(
+            run.usage,
+            completion_tokens=k,
+            reasoning_tokens=min(run.usage.reasoning_tokens, k),
+        ),
+        logprobs=tuple(tokens[:k]),
+        latency_s=run.latency_s * (k / used if used else 0.0),
+    )
+
+
+def _split_raw(raw: str, s: BudgetSetup) -> tuple[str, str]:
+    """(thinking, answer) of a native thinker's raw output: up to the closer all of it is
+    thinking (the opener dropped), as a reasoning parser files a reply cut mid-thought."""
+    if s.prompt.thinking_stop in raw:
+        return split_reasoning(raw, s.prompt)
+    opener = s.prompt.lead.strip()
+    return raw.strip().removeprefix(opener).strip(), ""
+
+
+def shares_one_run(s: BudgetSetup) -> bool:
+    """Whether one greedy run can serve every budget of the item: template mode, or two-phase
+    chat mode (cotplan cuts the thinking, not the server), with token strings to cut by."""
+    if s.temperature != 0.0 or s.reasoning_top == 0:
+        return False
+    if s.mode == "template":
+        return True
+    return s.mode == "chat" and s.fields(1).visible_reasoning
+
+
+def thinking_run(s: BudgetSetup, tokens: int) -> Completion:
+    """The item's one reasoning run, capped at `tokens` (the mode's own reasoning request)."""
+    return reasoning_call(s, tokens) if s.mode == "template" else chat_run(s, tokens)
+
+
+def thinking_length(run: Completion, s: BudgetSetup) -> int:
+    """How many tokens the run thought before it ended its thinking (or was cut): the
+    server's reasoning count where it reports one, else the token strings up to the closer,
+    else every generated token (template mode stops at the closer)."""
+    if run.usage.reasoning_tokens:
+        return run.usage.reasoning_tokens
+    if s.mode == "template" or not s.native:
+        # Not the stop string's tokens, which the server generated but does not return.
+        spelled = run.logprobs is not None and "".join(t.token for t in run.logprobs) == run.text
+        return len(run.logprobs or ()) if spelled else run.usage.completion_tokens
+    tokens = run.logprobs or ()
+    closer = s.prompt.thinking_stop
+    text = ""
+    for i, token in enumerate(tokens):
+        text += token.token
+        if closer in text:
+            return i
+    return run.usage.completion_tokens if not run.text.strip() else len(tokens)
+
+
 def budgeted_answers(
     backend: Backend,
     item: TaskItem,
@@ -189,12 +289,16 @@ def budgeted_answers(
     temperature: float = 0.0,
     seed: int | None = None,
     logprobs: bool = True,
+    run_tokens: int | None = None,
+    run: Completion | None = None,
 ) -> list[BudgetedAnswer]:
     """`budgeted_answer` at every budget, in the order given.
 
-    In template mode with greedy decoding (temperature 0) and token strings available, one
-    reasoning request at the largest budget serves every budget (see the module docstring);
-    otherwise each budget is answered on its own.
+    With greedy decoding (temperature 0), token strings available, and cotplan cutting the
+    thinking (template mode, or two-phase chat), one reasoning request serves every budget (see
+    the module docstring): at `run_tokens` (default: the largest budget; give the cap of an
+    uncapped run to make that run the one), or `run`, that request's reply already in hand.
+    Otherwise each budget is answered on its own.
     """
     ks = [check_budget(k, "budgets") for k in budgets]
     if not ks:
@@ -225,16 +329,24 @@ def budgeted_answers(
             logprobs=logprobs,
         )
 
-    shared = s.mode == "template" and temperature == 0.0 and s.reasoning_top > 0 and max(ks) > 0
-    if not shared:
+    top = max(ks) if run_tokens is None else max(max(ks), check_budget(run_tokens, "run_tokens"))
+    if not shares_one_run(s) or top == 0:
         return [alone(k, s.mode) for k in ks]
-    run = reasoning_call(s, max(ks))
+    if run is None:
+        run = thinking_run(s, top)
     out: list[BudgetedAnswer] = []
     for k in ks:
-        if k == 0:
-            out.append(template_answer(s, 0, None))
+        if s.mode == "template":
+            if k == 0:
+                out.append(template_answer(s, 0, None))
+                continue
+            cut = cut_run(run, k)
+            # Token strings that do not spell the text: make the capped call itself.
+            out.append(alone(k, "template") if cut is None else template_answer(s, k, cut))
             continue
-        cut = cut_run(run, k)
-        # Token strings that do not spell the text: make the capped call itself.
-        out.append(alone(k, "template") if cut is None else template_answer(s, k, cut))
+        if k == 0:
+            out.append(chat_answer(s, 0))
+            continue
+        piece = cut_chat_run(run, k, s)
+        out.append(alone(k, "chat") if piece is None else chat_answer(s, k, piece))
     return out

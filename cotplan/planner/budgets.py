@@ -216,12 +216,12 @@ def with_certificate(fit: PlannerFit, budget: Budget, cert: CertifiedBudget | No
                 extrapolated=False,
                 note="; ".join(n for n in notes if not n.startswith("k* is beyond")),
             )
-        tokens = budget.tokens
+        tokens, conservative = _conservative(fit, budget)
         if peak is not None and tokens > peak:
             tokens = peak
             notes.append(f"capped at the peak k = {peak}: larger budgets lowered accuracy")
         notes.append(cert.note)
-        basis = f"the {budget.law} law's k* (not certified)"
+        basis = f"the {budget.law} law's {conservative} (not certified)"
         return replace(budget, tokens=tokens, basis=basis, note="; ".join(notes))
     sizes = [s for s in fit.certified.sizes]
     refs = [(s, fit.certified.at(s, eps_val)) for s in sizes]
@@ -261,8 +261,11 @@ def with_certificate(fit: PlannerFit, budget: Budget, cert: CertifiedBudget | No
             tokens = max(budget.tokens, ref.k)
             basis = f"extrapolated from the certified k = {ref.k} at n = {ref_n}; {reach}"
     else:
-        tokens = budget.tokens
-        basis = f"extrapolated by the {law.name} law (no calibrated size certifies ε); {reach}"
+        tokens, conservative = _conservative(fit, budget)
+        basis = (
+            f"extrapolated: the {law.name} law's {conservative} (no calibrated size "
+            f"certifies ε); {reach}"
+        )
     return replace(
         budget,
         tokens=tokens,
@@ -272,6 +275,26 @@ def with_certificate(fit: PlannerFit, budget: Budget, cert: CertifiedBudget | No
         extrapolated=True,
         reach=n_val / largest,
     )
+
+
+def _conservative(fit: PlannerFit, budget: Budget) -> tuple[int, str]:
+    """The cap where nothing certifies ε: the upper end of k*'s bootstrap interval, not the
+    point k*, which on a smooth curve sits at the true k* about as often below as above, so
+    it misses ε about half the time. Where some resamples never reach ε (an infinite upper
+    end), the largest calibrated budget, or k* where that is larger."""
+    high = budget.high
+    if math.isfinite(high) and high >= budget.k_star:
+        return max(budget.tokens, math.ceil(high - 1e-9)), (
+            f"k* at the conservative end of its {fit.settings.confidence:.0%} interval "
+            f"({budget.k_star:.1f} at the point estimate)"
+        )
+    if math.isinf(high):
+        top = max(fit.budgets)
+        return max(budget.tokens, top), (
+            f"k* interval reaching past every budget: the largest calibrated k = {top} "
+            f"({budget.k_star:.1f} at the point estimate)"
+        )
+    return budget.tokens, "k* (no interval to be conservative with)"
 
 
 def _law_formula(law: str, params: NDArray[np.float64], n: float, eps: float) -> str:

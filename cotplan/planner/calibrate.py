@@ -6,10 +6,21 @@
 request goes through the backend's call cache, so a run that was killed resumes where it
 stopped: the answers already recorded are replayed, not paid for again.
 
-The budget grid. `default_budgets()` is 0 plus powers of two up to 128. `paper_budgets(n)` is
+The budget grid. The default, `budgets="auto"`, sizes the grid from the model's own thinking
+(`cotplan.planner.auto_grid`): the first request per item is its uncapped run (capped only at
+`uncapped_tokens`), the runs of the first `pilot` items of each size give that size a geometric
+grid from 0 to about the 95th percentile of their thinking, and every item's one run then
+serves every budget (for hidden thinking, the pilot is separate requests). With `eps`, the grid
+is refined where the error crosses ε (`cotplan.planner.refine`), again from the same runs.
+`default_budgets()` is 0 plus powers of two up to 128. `paper_budgets(n)` is
 the paper's Algorithm 1: about 20 · ln n log-spaced budgets in [0, 10 √n] (the paper writes
 "log"; the natural log is used here, and the integer rounding merges the smallest ones), and
-`budgets="paper"` uses it for each item's own size.
+`budgets="paper"` uses it for each item's own size. A given grid whose top cut the thinking of
+more than 5% of the items gets a `GridShortWarning` that says so with the numbers.
+
+Cost. For visible thinking the calibration generates each item's thinking once (one run, cut
+at every budget) plus one short answer per budget. `calibrate_to_file` writes the rows to a CSV
+as items finish and holds none of them, so its memory does not grow with the items.
 """
 
 from __future__ import annotations
@@ -25,15 +36,27 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from cotplan.backends.base import Backend
+from cotplan.backends.base import Backend, Completion
 from cotplan.errors import InputError
+from cotplan.generate.budget_setup import budget_setup
 from cotplan.generate.budgeted import (
     BudgetedAnswer,
     CoTPrompt,
     Mode,
+    budgeted_answer,
     budgeted_answers,
+    shares_one_run,
+    thinking_length,
+    thinking_run,
 )
 from cotplan.io import write_csv
+from cotplan.planner.auto_grid import (
+    UNCAPPED_TOKENS,
+    GridShortWarning,
+    ThinkingProfile,
+    short_grid_note,
+    thinking_profile,
+)
 from cotplan.planner.calibration_file import check_calibration_frame, record_lines
 from cotplan.tasks.item import TaskItem
 from cotplan.tasks.size import size_source
@@ -42,8 +65,11 @@ from cotplan.validation import require_int
 __all__ = [
     "CALIBRATION_COLUMNS",
     "Calibration",
+    "CalibrationFile",
     "CostUnknownWarning",
+    "GridShortWarning",
     "calibrate",
+    "calibrate_to_file",
     "calibration_spend",
     "default_budgets",
     "load_calibration",
@@ -90,7 +116,10 @@ COLUMN_DEFAULTS: dict[str, bool | str] = {
     "provider": "",
 }
 
-Budgets = Sequence[int] | Callable[[int], Sequence[int]] | Literal["paper"] | None
+Budgets = Sequence[int] | Callable[[int], Sequence[int]] | Literal["paper", "auto"] | None
+
+#: Items of each size whose uncapped runs size the auto grid.
+AUTO_PILOT = 32
 
 
 def calibration_spend(frame: pd.DataFrame) -> dict[str, float]:
@@ -143,13 +172,13 @@ def paper_budgets(n: int, *, count: int | None = None, scale: float = 10.0) -> l
 
 
 def _budgets_for(budgets: Budgets) -> Callable[[int], list[int]]:
-    if budgets is None:
+    if budgets is None:  # callers read None as "auto" before they get here
         fixed = default_budgets()
         return lambda n: fixed
     if isinstance(budgets, str):
         if budgets != "paper":
             raise InputError(
-                f"must be a list of budgets, 'paper' or a function of n, got {budgets!r}",
+                f"must be a list of budgets, 'auto', 'paper' or a function of n, got {budgets!r}",
                 field="budgets",
             )
         return paper_budgets
@@ -185,6 +214,8 @@ class Calibration:
     notes: tuple[str, ...] = ()
     retries: int = 0
     answers: tuple[BudgetedAnswer, ...] = field(default=(), repr=False, compare=False)
+    #: What the auto grid measured at each size, and the grid it built (empty for a given grid).
+    thinking: tuple[ThinkingProfile, ...] = ()
 
     def to_frame(self) -> pd.DataFrame:
         """The answer table (a copy)."""
@@ -288,9 +319,18 @@ def _answer_items(
     answer_tokens: int,
     mode: Mode | Literal["auto"],
     prompt: CoTPrompt | None,
+    run_tokens: int | None = None,
+    runs: dict[str, Completion] | None = None,
+    sink: Callable[[list[BudgetedAnswer]], None] | None = None,
+    chunk: int = 0,
 ) -> list[BudgetedAnswer]:
     """Answer each item at its budgets, concurrently, with a progress bar (shared with
-    `cotplan.planner.run`)."""
+    `cotplan.planner.run`).
+
+    `run_tokens` is the cap of each item's one reasoning run (default: its largest budget) and
+    `runs` the runs already made (taken out as they are used). With `sink`, answers go there a
+    `chunk` of items at a time and none are kept (an empty list comes back)."""
+    kept = runs if runs is not None else {}
     with _progress(progress) as bar:
         task = bar.add_task(description, total=len(items))
 
@@ -302,12 +342,79 @@ def _answer_items(
                 answer_tokens=answer_tokens,
                 mode=mode,
                 prompt=prompt,
+                run_tokens=run_tokens,
+                run=kept.pop(item.id, None),
             )
             bar.advance(task)
             return answers
 
-        results = backend.map(one, items, concurrency=concurrency)
-    return [a for answers in results for a in answers]
+        if sink is None:
+            results = backend.map(one, items, concurrency=concurrency)
+            return [a for answers in results for a in answers]
+        size = chunk or max(64, 8 * (concurrency or backend.default_concurrency))
+        for start in range(0, len(items), size):
+            results = backend.map(one, items[start : start + size], concurrency=concurrency)
+            sink([a for answers in results for a in answers])
+    return []
+
+
+def _measure(
+    backend: Backend,
+    items: Sequence[TaskItem],
+    size_of: Callable[[TaskItem], int],
+    *,
+    uncapped_tokens: int,
+    pilot: int,
+    concurrency: int | None,
+    answer_tokens: int,
+    mode: Mode | Literal["auto"],
+    prompt: CoTPrompt | None,
+) -> tuple[list[ThinkingProfile], dict[str, Completion]]:
+    """The uncapped thinking of the first `pilot` items of each size, and the auto grid of each
+    size; the runs, where one run serves every budget, to be used again (never paid twice)."""
+    by_size: dict[int, list[TaskItem]] = {}
+    for item in items:
+        by_size.setdefault(size_of(item), []).append(item)
+    chosen = [item for group in by_size.values() for item in group[:pilot]]
+
+    def one(item: TaskItem) -> tuple[str, int, bool, Completion | None, str]:
+        s = budget_setup(
+            backend,
+            item,
+            mode=mode,
+            protocol="auto",
+            prompt=prompt,
+            answer_tokens=answer_tokens,
+            temperature=0.0,
+            seed=None,
+            logprobs=True,
+        )
+        if shares_one_run(s):
+            run = thinking_run(s, uncapped_tokens)
+            length = thinking_length(run, s)
+            return item.id, length, run.truncated and length >= uncapped_tokens - 2, run, "runs"
+        # Hidden thinking (or a server that caps it): a pilot answer, paid apart.
+        answer = budgeted_answer(
+            backend, item, uncapped_tokens, answer_tokens=answer_tokens, mode=mode, prompt=prompt
+        )
+        return item.id, answer.reasoning_tokens, answer.truncated, None, "pilot"
+
+    results = backend.map(one, chosen, concurrency=concurrency)
+    measured = {r[0]: r for r in results}
+    runs = {r[0]: r[3] for r in results if r[3] is not None}
+    profiles = []
+    for n, group in sorted(by_size.items()):
+        rows = [measured[item.id] for item in group[:pilot]]
+        profiles.append(
+            thinking_profile(
+                n,
+                [r[1] for r in rows],
+                uncapped_tokens=uncapped_tokens,
+                cut=sum(1 for r in rows if r[2]),
+                source=rows[0][4],
+            )
+        )
+    return profiles, runs
 
 
 def _check_items(items: Iterable[TaskItem]) -> list[TaskItem]:
@@ -327,61 +434,326 @@ def _check_items(items: Iterable[TaskItem]) -> list[TaskItem]:
 def calibrate(
     backend: Backend,
     items: Iterable[TaskItem],
-    budgets: Budgets = None,
+    budgets: Budgets = "auto",
     *,
     concurrency: int | None = None,
     progress: bool = True,
     answer_tokens: int = 16,
     mode: Mode | Literal["auto"] = "auto",
     prompt: CoTPrompt | None = None,
+    uncapped_tokens: int = UNCAPPED_TOKENS,
+    pilot: int = AUTO_PILOT,
+    eps: float | None = None,
+    delta: float = 0.05,
 ) -> Calibration:
     """Answer every item at every budget and return the tidy `Calibration`.
 
-    `budgets`: a list (default `default_budgets()`: 0, 8, 16, 32, 64, 128), "paper" (Algorithm
-    1's grid for each item's size, `paper_budgets`), or a function of the size n.
+    `budgets`: "auto" (the default; None means it too): a grid per size from the model's own
+    uncapped thinking (see the module docstring; `uncapped_tokens` caps those runs, `pilot`
+    items of each size size the grid); a list; "paper" (Algorithm 1's grid for each item's
+    size, `paper_budgets`); or a function of the size n. With `eps` (auto grid), budgets are
+    added where the error crosses ε and certified at `delta` (`cotplan.planner.refine`).
     `concurrency` bounds simultaneous items (default: the backend's). A model without a price
     gets NaN costs and one `CostUnknownWarning`; the run goes on.
     """
     chosen = _check_items(items)
-    grid = _budgets_for(budgets)
-    requests0 = _stat(backend, "requests")
-    hits0 = _stat(backend, "cache_hits")
-    retries0 = _stat(backend, "retries")
-
-    def budgets_of(item: TaskItem) -> list[int]:
-        # Items without `n` are sized by their prompt: computed inside budgeted_answers too,
-        # but the grid needs it first.
-        if item.n is not None:
-            return grid(item.n)
-        from cotplan.tasks.size import item_size
-
-        return grid(item_size(item, counter=backend.count_tokens))
-
-    answers = _answer_items(
+    job = _CalibrationJob.start(
         backend,
         chosen,
-        budgets_of,
-        description="calibrating",
+        budgets,
         concurrency=concurrency,
-        progress=progress,
         answer_tokens=answer_tokens,
         mode=mode,
         prompt=prompt,
+        uncapped_tokens=uncapped_tokens,
+        pilot=pilot,
     )
+    answers = job.answer(progress=progress)
     frame = calibration_frame(answers, chosen, provider=backend.provider or "")
-    notes = _notes(answers, chosen)
-    for note in notes:
-        if note.startswith("no price"):
-            warnings.warn(CostUnknownWarning(note), stacklevel=2)
+    notes = job.notes(answers)
+    if eps is not None and job.profiles:
+        from cotplan.planner.refine import answer_refinement
+
+        _, extra = answer_refinement(
+            backend,
+            chosen,
+            frame,
+            eps,
+            delta=delta,
+            longest={item.id: uncapped_tokens for item in chosen},
+            answer_tokens=answer_tokens,
+            mode=mode,
+            prompt=prompt,
+        )
+        if len(extra):
+            extra["size_source"] = extra["item"].map(frame.groupby("item")["size_source"].first())
+            extra["provider"] = backend.provider or ""
+            frame = pd.concat([frame, extra[list(CALIBRATION_COLUMNS)]], ignore_index=True)
+            frame = frame.sort_values(["item", "k"], kind="stable").reset_index(drop=True)
+            notes.append(f"{len(extra)} answer(s) added where the error crosses ε = {eps:g}")
+    job.warn(notes)
     return Calibration(
         frame=frame,
         model=answers[0].model if answers else backend.model,
-        requests=_stat(backend, "requests") - requests0,
-        cache_hits=_stat(backend, "cache_hits") - hits0,
+        requests=_stat(backend, "requests") - job.requests0,
+        cache_hits=_stat(backend, "cache_hits") - job.hits0,
         notes=tuple(notes),
-        retries=_stat(backend, "retries") - retries0,
+        retries=_stat(backend, "retries") - job.retries0,
         answers=tuple(answers),
+        thinking=tuple(job.profiles),
     )
+
+
+@dataclass(frozen=True)
+class CalibrationFile:
+    """A calibration written to `path` as it ran (`calibrate_to_file`): how many rows and
+    items, what it cost the endpoint, its notes, and what the auto grid measured.
+    `load()` reads the calibration back."""
+
+    path: Path
+    rows: int
+    items: int
+    model: str
+    requests: int = 0
+    cache_hits: int = 0
+    retries: int = 0
+    notes: tuple[str, ...] = ()
+    thinking: tuple[ThinkingProfile, ...] = ()
+
+    def load(self) -> Calibration:
+        return load_calibration(self.path)
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.load().to_frame()
+
+
+def calibrate_to_file(
+    backend: Backend,
+    items: Iterable[TaskItem],
+    path: str | os.PathLike[str],
+    budgets: Budgets = "auto",
+    *,
+    concurrency: int | None = None,
+    progress: bool = True,
+    answer_tokens: int = 16,
+    mode: Mode | Literal["auto"] = "auto",
+    prompt: CoTPrompt | None = None,
+    uncapped_tokens: int = UNCAPPED_TOKENS,
+    pilot: int = AUTO_PILOT,
+    chunk: int = 0,
+) -> CalibrationFile:
+    """`calibrate`, with each chunk of finished items' rows appended to the CSV at `path` (mode
+    0600) and then dropped: memory stays flat however many items there are. `chunk` is the
+    items answered between writes (default: eight times the concurrency, at least 64)."""
+    chosen = _check_items(items)
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    job = _CalibrationJob.start(
+        backend,
+        chosen,
+        budgets,
+        concurrency=concurrency,
+        answer_tokens=answer_tokens,
+        mode=mode,
+        prompt=prompt,
+        uncapped_tokens=uncapped_tokens,
+        pilot=pilot,
+    )
+    counts = {"rows": 0, "first": True}
+    tally = _Tally()
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    model = backend.model
+    with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+
+        def sink(answers: list[BudgetedAnswer]) -> None:
+            nonlocal model
+            frame = calibration_frame(answers, chosen, provider=backend.provider or "")
+            frame.to_csv(handle, index=False, header=bool(counts["first"]))
+            handle.flush()
+            counts["first"] = False
+            counts["rows"] = int(counts["rows"]) + len(frame)
+            tally.add(answers)
+            if answers:
+                model = answers[0].model
+
+        job.answer(progress=progress, sink=sink, chunk=chunk)
+    notes = job.notes_from(tally)
+    job.warn(notes)
+    return CalibrationFile(
+        path=target,
+        rows=int(counts["rows"]),
+        items=len(chosen),
+        model=model,
+        requests=_stat(backend, "requests") - job.requests0,
+        cache_hits=_stat(backend, "cache_hits") - job.hits0,
+        retries=_stat(backend, "retries") - job.retries0,
+        notes=tuple(notes),
+        thinking=tuple(job.profiles),
+    )
+
+
+@dataclass
+class _Tally:
+    """What the notes need from the answers, counted as they stream past."""
+
+    cost_notes: set[str] = field(default_factory=set)
+    overran: int = 0
+    lost: int = 0
+    silent: int = 0
+    untrusted: int = 0
+    top_items: int = 0
+    top_cut: int = 0
+
+    def add(self, answers: Sequence[BudgetedAnswer]) -> None:
+        self.cost_notes.update(a.cost_note for a in answers if a.cost_note)
+        self.overran += sum(1 for a in answers if not a.cap_held)
+        self.lost += sum(1 for a in answers if a.answer_lost)
+        self.silent += sum(1 for a in answers if a.no_answer)
+        self.untrusted += sum(1 for a in answers if not a.usage_trusted)
+        top: dict[str, BudgetedAnswer] = {}
+        for a in answers:
+            if a.item not in top or a.k > top[a.item].k:
+                top[a.item] = a
+        self.top_items += len(top)
+        self.top_cut += sum(1 for a in top.values() if a.truncated and a.k > 0)
+
+
+@dataclass
+class _CalibrationJob:
+    """One calibration's grid, runs and counters, shared by `calibrate` and
+    `calibrate_to_file`."""
+
+    backend: Backend
+    items: list[TaskItem]
+    budgets_of: Callable[[TaskItem], list[int]]
+    options: dict[str, Any]
+    profiles: list[ThinkingProfile]
+    runs: dict[str, Completion]
+    run_tokens: int | None
+    given_top: int | None
+    requests0: int
+    hits0: int
+    retries0: int
+
+    @classmethod
+    def start(
+        cls,
+        backend: Backend,
+        chosen: list[TaskItem],
+        budgets: Budgets,
+        *,
+        concurrency: int | None,
+        answer_tokens: int,
+        mode: Mode | Literal["auto"],
+        prompt: CoTPrompt | None,
+        uncapped_tokens: int,
+        pilot: int,
+    ) -> _CalibrationJob:
+        uncapped_tokens = require_int(uncapped_tokens, "uncapped_tokens", low=1, high=10**9)
+        pilot = require_int(pilot, "pilot", low=1)
+        auto = budgets is None or (isinstance(budgets, str) and budgets == "auto")
+        grid = None if auto else _budgets_for(budgets)
+        requests0 = _stat(backend, "requests")
+        hits0 = _stat(backend, "cache_hits")
+        retries0 = _stat(backend, "retries")
+        sizes: dict[str, int] = {}
+
+        def size_of(item: TaskItem) -> int:
+            # Items without `n` are sized by their prompt: computed inside budgeted_answers
+            # too, but the grid needs it first.
+            if item.id not in sizes:
+                if item.n is not None:
+                    sizes[item.id] = item.n
+                else:
+                    from cotplan.tasks.size import item_size
+
+                    sizes[item.id] = item_size(item, counter=backend.count_tokens)
+            return sizes[item.id]
+
+        options: dict[str, Any] = {
+            "concurrency": concurrency,
+            "answer_tokens": answer_tokens,
+            "mode": mode,
+            "prompt": prompt,
+        }
+        profiles: list[ThinkingProfile] = []
+        runs: dict[str, Completion] = {}
+        if grid is None:
+            profiles, runs = _measure(
+                backend,
+                chosen,
+                size_of,
+                uncapped_tokens=uncapped_tokens,
+                pilot=pilot,
+                **options,
+            )
+            by_n = {p.n: list(p.budgets) for p in profiles}
+
+            def budgets_of(item: TaskItem) -> list[int]:
+                return by_n[size_of(item)]
+
+            given_top = None
+        else:
+            fixed = grid
+
+            def budgets_of(item: TaskItem) -> list[int]:
+                return fixed(size_of(item))
+
+            given_top = max(max(budgets_of(item)) for item in chosen)
+        return cls(
+            backend=backend,
+            items=chosen,
+            budgets_of=budgets_of,
+            options=options,
+            profiles=profiles,
+            runs=runs,
+            run_tokens=uncapped_tokens if grid is None else None,
+            given_top=given_top,
+            requests0=requests0,
+            hits0=hits0,
+            retries0=retries0,
+        )
+
+    def answer(
+        self,
+        *,
+        progress: bool,
+        sink: Callable[[list[BudgetedAnswer]], None] | None = None,
+        chunk: int = 0,
+    ) -> list[BudgetedAnswer]:
+        return _answer_items(
+            self.backend,
+            self.items,
+            self.budgets_of,
+            description="calibrating",
+            progress=progress,
+            run_tokens=self.run_tokens,
+            runs=self.runs,
+            sink=sink,
+            chunk=chunk,
+            **self.options,
+        )
+
+    def notes(self, answers: Sequence[BudgetedAnswer]) -> list[str]:
+        tally = _Tally()
+        tally.add(answers)
+        return self.notes_from(tally)
+
+    def notes_from(self, tally: _Tally) -> list[str]:
+        notes = [p.describe() for p in self.profiles]
+        notes += _notes(tally, self.items)
+        if self.given_top is not None and self.given_top > 0:
+            short = short_grid_note(self.given_top, tally.top_items, tally.top_cut)
+            if short:
+                notes.append(short)
+        return notes
+
+    def warn(self, notes: Sequence[str]) -> None:
+        for note in notes:
+            if note.startswith("no price"):
+                warnings.warn(CostUnknownWarning(note), stacklevel=3)
+            if note.startswith("the grid's top"):
+                warnings.warn(GridShortWarning(note), stacklevel=3)
 
 
 def calibration_frame(
@@ -398,25 +770,25 @@ def calibration_frame(
     return pd.DataFrame(rows, columns=list(CALIBRATION_COLUMNS))
 
 
-def _notes(answers: Sequence[BudgetedAnswer], items: Sequence[TaskItem]) -> list[str]:
-    notes = sorted({a.cost_note for a in answers if a.cost_note})
+def _notes(tally: _Tally, items: Sequence[TaskItem]) -> list[str]:
+    notes = sorted(tally.cost_notes)
     if notes:
         notes = [f"{notes[0]}; costs are recorded as NaN"]
     sized = sum(1 for item in items if item.n is None)
     if sized:
         notes.append(f"{sized} item(s) had no `n`: their size is the prompt's token count")
-    overran = sum(1 for a in answers if not a.cap_held)
-    if overran:
-        notes.append(f"the provider overran the reasoning budget in {overran} answer(s)")
-    lost = sum(1 for a in answers if a.answer_lost)
-    if lost:
-        notes.append(f"the cap ate the answer in {lost} answer(s): scored wrong at that budget")
-    silent = sum(1 for a in answers if a.no_answer)
-    if silent:
-        notes.append(f"{silent} answer(s) came back empty (content null): left out of the fit")
-    untrusted = sum(1 for a in answers if not a.usage_trusted)
-    if untrusted:
-        notes.append(f"{untrusted} answer(s) had token counts that cannot be trusted")
+    if tally.overran:
+        notes.append(f"the provider overran the reasoning budget in {tally.overran} answer(s)")
+    if tally.lost:
+        notes.append(
+            f"the cap ate the answer in {tally.lost} answer(s): scored wrong at that budget"
+        )
+    if tally.silent:
+        notes.append(
+            f"{tally.silent} answer(s) came back empty (content null): left out of the fit"
+        )
+    if tally.untrusted:
+        notes.append(f"{tally.untrusted} answer(s) had token counts that cannot be trusted")
     return notes
 
 

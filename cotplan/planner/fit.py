@@ -372,7 +372,8 @@ class BudgetPlanner:
         `k_star` is the planning law's point k* with its bootstrap interval; `tokens` is the
         cap to use. At a calibrated size the cap is the certified budget (`certified`: the
         error there is at most `eps` with confidence 1 − delta, whatever the curve's shape)
-        when the calibration can certify one, else the law's k* rounded up (the note says how
+        when the calibration can certify one, else the upper end of the law's k* interval
+        (the conservative end: the point k* misses ε about half the time; the note says how
         many items would certify it). At other sizes (`extrapolated`) the nearest certified
         budget is scaled by the law's k*(n) / k*(n_ref); the note says how far beyond the data
         that reaches. Where reasoning is not credited (flat or harmful) the cap is 0.

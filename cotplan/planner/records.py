@@ -114,10 +114,11 @@ class Budget:
 
     `law` is the law k* comes from. `tokens` is the cap to use: with `certified` it is the
     smallest calibrated budget whose error is at most `eps` with confidence 1 − delta
-    (`error_bound` is the exact upper bound there); otherwise the law's k* rounded up, or, at
-    a size not calibrated, a certified budget scaled by the law (`extrapolated`; `reach` is n
-    over the largest calibrated size; `cap_low`/`cap_high` bound that cap over the law's
-    bootstrap). `basis` says which in words.
+    (`error_bound` is the exact upper bound there); where nothing certifies ε, the upper end
+    of the law's k* interval rounded up (the largest calibrated budget where that interval is
+    unbounded), or, at a size not calibrated, a certified budget scaled by the law
+    (`extrapolated`; `reach` is n over the largest calibrated size; `cap_low`/`cap_high` bound
+    that cap over the law's bootstrap). `basis` says which in words.
     """
 
     n: float

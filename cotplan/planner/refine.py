@@ -223,8 +223,12 @@ def answer_refinement(
 
     def one(job: tuple[TaskItem, list[int]]) -> list[dict[str, Any]]:
         item, budgets = job
-        answers = budgeted_answers(backend, item, [*budgets, top[item.id]], **answer_options)
-        return [a.to_row() for a in answers[:-1]]
+        # The one run at the longest calibrated budget serves the added ones: replayed by a
+        # call cache, or (none) made again; only the answers are new either way.
+        answers = budgeted_answers(
+            backend, item, budgets, run_tokens=top[item.id], **answer_options
+        )
+        return [a.to_row() for a in answers]
 
     rows = [row for result in backend.map(one, work) for row in result]
     extra = pd.DataFrame(rows, columns=list(frame.columns) if not rows else None)
