@@ -7,7 +7,7 @@ import os
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import date
+from datetime import UTC, date, datetime, time
 from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -82,6 +82,13 @@ def _date(value: str | None, name: str) -> date | None:
         raise InputError(f"{value!r} is not a date (YYYY-MM-DD or YYYY-MM)", field=name) from None
 
 
+def _month_after(day: date | None) -> date | None:
+    """The first day of the month after `day` (None: None, the workload's own default)."""
+    if day is None:
+        return None
+    return date(day.year + day.month // 12, day.month % 12 + 1, 1)
+
+
 def _exact(usd: Decimal) -> str:
     """Exact dollars, every digit and no trailing zeros beyond cents: 0.0424, 0.01, 0.00."""
     text = f"{usd.normalize():f}"
@@ -98,6 +105,44 @@ def _whole(text: str, name: str) -> int:
     if not number.is_integer():
         raise InputError(f"must be a whole number, got {text!r}", field=name)
     return int(number)
+
+
+def _count_option(text: str, name: str) -> int:
+    """A token count typed as 1000, 1_000 or 1e3: whole and not negative."""
+    number = _whole(text, name)
+    if number < 0:
+        raise InputError(f"must not be negative, got {text!r}", field=name)
+    return number
+
+
+def _moment_option(text: str | None, day: date | None) -> datetime | None:
+    """--at: HH:MM (UTC, on --on's date or today) or a full ISO 8601 time."""
+    if text is None:
+        return None
+    value = text.strip()
+    try:
+        if len(value) <= 5 and ":" in value:
+            clock = time.fromisoformat(value.zfill(5))
+            return datetime.combine(day or date.today(), clock, tzinfo=UTC)
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise InputError(
+            f"{text!r} is not a time of day (HH:MM, UTC) or an ISO 8601 time", field="at"
+        ) from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _hour_used(row: Any, moment: datetime | None) -> str:
+    """Which hour's price a model priced by the hour was charged at, in words."""
+    hours = ", ".join(w.label for w in row.time_of_day)
+    if moment is None:
+        return (
+            f"hour: none given, so priced outside {hours} (that window has its own price; "
+            "give --at HH:MM)"
+        )
+    inside = any(w.holds(moment) for w in row.time_of_day)
+    where = "inside" if inside else "outside"
+    return f"hour: priced at {moment.astimezone(UTC):%H:%M} UTC, {where} {hours}"
 
 
 def _out_file(path: Path | None, name: str) -> None:
@@ -159,7 +204,10 @@ def prices_(
         Path | None,
         Opt("--csv", help="Write the merged table (every row matching the filters) to this CSV."),
     ] = None,
-    on: Annotated[str | None, Opt("--on", help="Judge staleness on this date.")] = None,
+    on: Annotated[
+        str | None,
+        Opt("--on", help="As if today were this date: prices are judged stale against it."),
+    ] = None,
 ) -> None:
     """The price table, USD per million tokens, with the source of every price."""
     from cotplan.pricing.table import price_table
@@ -202,19 +250,35 @@ def prices_(
 def call(
     *,
     model: Annotated[str, typer.Argument(help="Model name, e.g. gpt-6.2-sol.")],
-    prompt_tokens: Annotated[int, Opt("--prompt-tokens", help="All prompt tokens.")],
+    prompt_tokens: Annotated[str, Opt("--prompt-tokens", help="All prompt tokens.")],
     completion_tokens: Annotated[
-        int, Opt("--completion-tokens", help="Completion tokens as the provider reports them.")
+        str,
+        Opt(
+            "--completion-tokens",
+            help="Completion tokens as the provider reports them (OpenAI and Anthropic count "
+            "reasoning inside them; xAI does not).",
+        ),
     ],
-    reasoning_tokens: Annotated[int, Opt("--reasoning-tokens", help="Reasoning tokens.")] = 0,
+    reasoning_tokens: Annotated[str, Opt("--reasoning-tokens", help="Reasoning tokens.")] = "0",
     cached_tokens: Annotated[
-        int, Opt("--cached-tokens", help="Prompt tokens read from the cache.")
-    ] = 0,
+        str, Opt("--cached-tokens", help="Prompt tokens read from the cache.")
+    ] = "0",
     cache_write_tokens: Annotated[
-        int, Opt("--cache-write-tokens", help="Prompt tokens written to the cache.")
-    ] = 0,
+        str, Opt("--cache-write-tokens", help="Prompt tokens written to the cache.")
+    ] = "0",
     batch: Annotated[bool, Opt("--batch", help="Sent through the batch API.")] = False,
-    on: Annotated[str | None, Opt("--on", help="Price in effect on this date.")] = None,
+    on: Annotated[
+        str | None,
+        Opt("--on", help="As if today were this date (YYYY-MM-DD): the price in effect then."),
+    ] = None,
+    at: Annotated[
+        str | None,
+        Opt(
+            "--at",
+            help="The call's time of day, HH:MM UTC (or a full ISO time), for prices that "
+            "change with the hour (DeepSeek's peak hours).",
+        ),
+    ] = None,
     provider: Annotated[
         str | None, Opt("--provider", help="The seller, when several price the model.")
     ] = None,
@@ -228,18 +292,26 @@ def call(
     from cotplan.pricing.table import price_table
 
     when = _date(on, "on")
+    counts = {
+        name: _count_option(value, name)
+        for name, value in (
+            ("prompt_tokens", prompt_tokens),
+            ("completion_tokens", completion_tokens),
+            ("reasoning_tokens", reasoning_tokens),
+            ("cached_tokens", cached_tokens),
+            ("cache_write_tokens", cache_write_tokens),
+        )
+    }
+    moment = _moment_option(at, when)
     table = price_table(file)
     seller = _provider_option(provider, table)
     cost = _run(
         lambda: call_cost(
             model,
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
-            reasoning_tokens=reasoning_tokens,
-            cached_tokens=cached_tokens,
-            cache_write_tokens=cache_write_tokens,
+            **counts,
             batch=batch,
             on=when,
+            at=moment,
             table=table,
             provider=seller,
             tier=tier,
@@ -272,7 +344,12 @@ def call(
     out.add_row("[bold]total[/]", f"{all_tokens:,}", "", f"[bold]{_exact(cost.usd)}[/]")
     _console.print(out)
     notes = [f"price: {cost.source}"]
-    notes += [n for n in cost.notes.split("; ") if "no batch price" in n or "no flex" in n]
+    shown_notes = ("no batch price", " has no ", "counts completion tokens")
+    notes += [n for n in cost.notes.split("; ") if any(k in n for k in shown_notes)]
+    day_row = table.lookup(model, on=cost.as_of if when is None else when, provider=seller,
+                           warn=False)  # fmt: skip
+    if day_row.time_of_day:
+        notes.append(_hour_used(day_row, moment))
     # A flex or priority price carried onto cotplan's own row names where its rates came from.
     carried = f"{cost.tier} rates from " if cost.tier else None
     notes += [n for n in cost.notes.split("; ") if carried and n.startswith(carried)]
@@ -307,7 +384,7 @@ def _tokens_from_options(
             raise InputError(
                 f"not a readable CSV: {exc}", field="sample", source=str(sample)
             ) from exc
-        return EmpiricalTokens.from_frame(frame)
+        return EmpiricalTokens.from_frame(frame, source=str(sample))
     if prompt_mean is None or output_mean is None:
         raise InputError(
             "give a token sample (--sample FILE.csv) or --prompt-mean and --output-mean",
@@ -316,6 +393,27 @@ def _tokens_from_options(
     return ParametricTokens(
         prompt_mean, prompt_sd, output_mean, output_sd, reasoning_mean, reasoning_sd, n_observed
     )
+
+
+def _answer_mean(
+    output_mean: float | None, completion_mean: float | None, reasoning_mean: float
+) -> float | None:
+    """--output-mean, or --completion-mean less the reasoning inside it."""
+    if completion_mean is None:
+        return output_mean
+    if output_mean is not None:
+        raise InputError(
+            "give --output-mean (answer only) or --completion-mean (answer and reasoning), "
+            "not both",
+            field="completion_mean",
+        )
+    if not completion_mean >= reasoning_mean:
+        raise InputError(
+            f"{completion_mean!r} is less than --reasoning-mean ({reasoning_mean!r}), which it "
+            "includes",
+            field="completion_mean",
+        )
+    return completion_mean - reasoning_mean
 
 
 def _growth_range(
@@ -365,7 +463,21 @@ def project(
     ] = None,
     prompt_mean: Annotated[float | None, Opt("--prompt-mean", help="Mean prompt tokens.")] = None,
     prompt_sd: Annotated[float, Opt("--prompt-sd", help="Spread of prompt tokens.")] = 0.0,
-    output_mean: Annotated[float | None, Opt("--output-mean", help="Mean answer tokens.")] = None,
+    output_mean: Annotated[
+        float | None,
+        Opt(
+            "--output-mean",
+            help="Mean visible answer tokens, reasoning NOT included (or give --completion-mean).",
+        ),
+    ] = None,
+    completion_mean: Annotated[
+        float | None,
+        Opt(
+            "--completion-mean",
+            help="Mean completion tokens counted as `cost call --completion-tokens` counts "
+            "them (reasoning included); the answer is this minus --reasoning-mean.",
+        ),
+    ] = None,
     output_sd: Annotated[float, Opt("--output-sd", help="Spread of answer tokens.")] = 0.0,
     reasoning_mean: Annotated[float, Opt("--reasoning-mean", help="Mean reasoning.")] = 0.0,
     reasoning_sd: Annotated[float, Opt("--reasoning-sd", help="Spread of reasoning.")] = 0.0,
@@ -392,7 +504,12 @@ def project(
         str | None, Opt("--provider", help="The seller of MODEL, when several price it.")
     ] = None,
     on: Annotated[
-        str | None, Opt("--on", help="Judge staleness on this date (default today).")
+        str | None,
+        Opt(
+            "--on",
+            help="As if today were this date (YYYY-MM-DD), as in `cost call`: prices are "
+            "judged stale against it and the horizon starts the month after (unless --start).",
+        ),
     ] = None,
     file: Annotated[Path | None, Opt("--prices", help="A price file to override rows.")] = None,
     budget: Annotated[
@@ -467,11 +584,12 @@ def project(
         growth_rate=growth,
         growth_per=growth_per,
         horizon_months=months,
-        start=_date(start, "start"),
+        start=_date(start, "start") or _month_after(today),
         volume_cv=volume_cv,
         hour_profile=hour_profile_of(hour_profile),
     )
     spread = _growth_range(workload, growth_low, growth_high)
+    output_mean = _answer_mean(output_mean, completion_mean, reasoning_mean)
     tokens = _tokens_from_options(
         sample,
         prompt_mean=prompt_mean,
@@ -485,7 +603,7 @@ def project(
     table = price_table(file)
     seller = _provider_option(provider, table)
     # Read before the projection runs: a bad log is refused before anything is printed.
-    spent = None if actuals is None else _run(lambda: read_actuals(actuals, table))
+    spent = None if actuals is None else _run(lambda: read_actuals(actuals, table, today))
     levers: dict[str, Any] = {
         "permutations": permutations,
         "cache_hit_rate": cache_hit_rate,

@@ -29,13 +29,13 @@ _money = money
 
 
 def rate(value: Decimal | None) -> str:
-    """A rate with two to four decimals: 0.80, 0.125, 0.0833 (the CSV keeps every digit)."""
+    """A rate with at least two decimals and every digit it has: 0.80, 0.125, 0.01875 (a
+    finance user checks a rate against the provider's page: it is never cut short)."""
     if value is None:
         return ""
     if value == value.quantize(Decimal("0.01")):
         return f"{value:.2f}"
-    shown = f"{value:.4f}".rstrip("0")
-    return shown if Decimal(shown) == value else f"{shown}…"
+    return f"{value.normalize():f}"
 
 
 def batch_cell(row: Any, when: date) -> str:
