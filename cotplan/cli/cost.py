@@ -658,3 +658,13 @@ def project(
     if out is not None:
         written = write_outputs(out, comparison, growth_result, compared=len(compared) > 1)
         _console.print("wrote " + ", ".join(str(p) for p in written), highlight=False)
+
+
+def _register_month_end() -> None:
+    # The month-end commands live in their own module; registered here, once the app exists.
+    from cotplan.cli.cost_month_end import register
+
+    register(app, _date, _run)
+
+
+_register_month_end()
