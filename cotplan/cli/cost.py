@@ -441,7 +441,21 @@ def _growth_range(
 @app.command("project")
 def project(
     *,
-    model: Annotated[str, typer.Argument(help="Model to project (the baseline).")],
+    model: Annotated[
+        str | None, typer.Argument(help="Model to project (the baseline); or --portfolio.")
+    ] = None,
+    portfolio: Annotated[
+        Path | None,
+        Opt(
+            "--portfolio",
+            help="A TOML/JSON file of workloads (each its model, volume, growth, tokens): "
+            "projected together, one P10/P50/P90 for all (instead of MODEL).",
+        ),
+    ] = None,
+    terms: Annotated[
+        Path | None,
+        Opt("--terms", help="Negotiated terms (TOML/JSON) applied to a --portfolio's spend."),
+    ] = None,
     queries_per_day: Annotated[
         float | None, Opt("--queries-per-day", help="Queries a day.")
     ] = None,
@@ -574,6 +588,14 @@ def project(
     today = _date(on, "on")
     n_draws, _ = check_draws(_whole(draws, "draws"), seed)
     _out_dir(out, "out")
+    if portfolio is not None or model is None:
+        if model is not None or portfolio is None:
+            raise InputError("give a MODEL or --portfolio FILE, not both", field="portfolio")
+        from cotplan.cli.cost_portfolio import run_portfolio
+
+        run_portfolio(portfolio, draws=n_draws, seed=seed, table=price_table(file), today=today,
+                      terms_path=terms, out=out, run=_run)  # fmt: skip
+        return
     limit = budget_option(budget, budget_per)
     fys = check_fiscal_year_start(fiscal_year_start)
     if actuals is not None and not actuals.is_file():

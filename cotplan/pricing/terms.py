@@ -42,7 +42,15 @@ import numpy as np
 from cotplan.errors import InputError
 from cotplan.io import parse_json
 
-__all__ = ["Commitment", "Credit", "Terms", "VolumeTier", "apply_terms", "read_terms"]
+__all__ = [
+    "Commitment",
+    "Credit",
+    "Terms",
+    "TermsLedger",
+    "VolumeTier",
+    "apply_terms",
+    "read_terms",
+]
 
 
 @dataclass(frozen=True)
@@ -238,56 +246,89 @@ def _tiered(spend: Any, tiers: Sequence[VolumeTier]) -> Any:
     return out
 
 
+class TermsLedger:
+    """Negotiated terms applied to one provider's spend month by month, in order: `pay` takes a
+    month's list-price spend (a float, or an array of Monte Carlo draws) and returns what is
+    paid, carrying credit balances and a yearly commitment's running total between months.
+
+    Order within a month: the commitment's discount on all spend, volume tiers on the
+    discounted spend, a monthly commitment's true-up, then credits, oldest expiry first. A
+    yearly commitment's shortfall is paid in the year's twelfth month, when the horizon holds
+    all twelve; `notes` says when it does not.
+    """
+
+    def __init__(self, terms: Terms, provider: str) -> None:
+        wanted = provider.lower()
+        self.provider = wanted
+        self.commitments = [c for c in terms.commitments if c.provider == wanted]
+        self.tiers = [t for t in terms.tiers if t.provider == wanted]
+        self.credits = sorted(
+            (c for c in terms.credits if c.provider == wanted), key=lambda c: c.expires
+        )
+        self.left: list[Any] = [None] * len(self.credits)
+        self.year: dict[tuple[int, str], tuple[Any, int]] = {}
+        self.notes: list[str] = []
+        self.last = ""
+        if self.commitments or self.tiers or self.credits:
+            self.notes.append(f"{wanted}: negotiated terms from {terms.source or 'a file'}")
+
+    @property
+    def active(self) -> bool:
+        return bool(self.commitments or self.tiers or self.credits)
+
+    def pay(self, month: str, spend: Any) -> Any:
+        paid = np.asarray(spend, dtype=float).copy()
+        self.last = month
+        for c in self.commitments:
+            if c.holds(month) and c.discount:
+                paid *= 1 - float(c.discount)
+        if self.tiers:
+            paid = _tiered(paid, self.tiers)
+        for c in self.commitments:
+            if c.holds(month) and c.per == "month" and c.committed_usd:
+                paid = np.maximum(paid, float(c.committed_usd))
+        for i, c in enumerate(self.commitments):
+            if not (c.holds(month) and c.per == "year" and c.committed_usd):
+                continue
+            key = (i, month[:4])
+            total, seen = self.year.get(key, (0.0, 0))
+            total, seen = total + paid, seen + 1
+            self.year[key] = (total, seen)
+            if month[5:] == "12":
+                if seen == 12:
+                    paid = paid + np.maximum(float(c.committed_usd) - total, 0.0)
+                else:
+                    self.notes.append(
+                        f"{self.provider} {month[:4]}: the yearly commitment is not checked "
+                        "on a part year"
+                    )
+        for i, credit in enumerate(self.credits):
+            if not credit.granted <= month <= credit.expires:
+                continue
+            if self.left[i] is None:
+                self.left[i] = np.full_like(paid, float(credit.usd))
+            used = np.minimum(self.left[i], paid)
+            paid = paid - used
+            self.left[i] = self.left[i] - used
+        return paid
+
+    def finish(self) -> list[str]:
+        """The notes, with credits that outlive the horizon named."""
+        for credit in self.credits:
+            if self.last and self.last < credit.expires:
+                self.notes.append(
+                    f"{self.provider}: a credit of ${credit.usd:,} expires {credit.expires}, "
+                    "after the horizon"
+                )
+        return self.notes
+
+
 def apply_terms(
     terms: Terms, provider: str, months: Sequence[str], spend: Sequence[Any]
 ) -> tuple[list[Any], list[str]]:
     """What is paid to `provider` in each of `months` (YYYY-MM, in order) for list-price
-    `spend` (one float array of draws, or float, per month), and notes on what applied.
-
-    Order: the commitment's discount on all spend, volume tiers on the month's discounted
-    spend, a true-up to the committed amount (monthly, or at the end of each calendar year's
-    months in the horizon for a yearly commitment), then credits, oldest expiry first.
-    """
-    wanted = provider.lower()
-    notes: list[str] = []
-    paid = [np.asarray(s, dtype=float).copy() for s in spend]
-    commitments = [c for c in terms.commitments if c.provider == wanted]
-    tiers = [t for t in terms.tiers if t.provider == wanted]
-    for i, month in enumerate(months):
-        for c in commitments:
-            if c.holds(month) and c.discount:
-                paid[i] = paid[i] * (1 - float(c.discount))
-        if tiers:
-            paid[i] = _tiered(paid[i], tiers)
-        for c in commitments:
-            if c.holds(month) and c.per == "month" and c.committed_usd:
-                paid[i] = np.maximum(paid[i], float(c.committed_usd))
-    for c in (c for c in commitments if c.per == "year" and c.committed_usd):
-        for year in sorted({m[:4] for m in months}):
-            idx = [i for i, m in enumerate(months) if m[:4] == year and c.holds(m)]
-            if len(idx) < 12:
-                notes.append(
-                    f"{wanted} {year}: the yearly commitment is not checked on a part year"
-                )
-                continue
-            total = sum(paid[i] for i in idx)
-            shortfall = np.maximum(float(c.committed_usd) - total, 0.0)
-            paid[idx[-1]] = paid[idx[-1]] + shortfall
-    for credit in sorted(
-        (c for c in terms.credits if c.provider == wanted), key=lambda c: c.expires
-    ):
-        left = np.full_like(paid[0], float(credit.usd)) if paid else None
-        for i, month in enumerate(months):
-            if left is None or not credit.granted <= month <= credit.expires:
-                continue
-            used = np.minimum(left, paid[i])
-            paid[i] = paid[i] - used
-            left = left - used
-        if months and months[-1] < credit.expires:
-            notes.append(
-                f"{wanted}: credit of ${credit.usd:,} runs past the horizon "
-                f"(expires {credit.expires})"
-            )
-    if commitments or tiers or terms.credits:
-        notes.append(f"{wanted}: negotiated terms from {terms.source or 'the terms'} applied")
-    return paid, notes
+    `spend` (a float or an array of draws per month), and notes on what applied
+    (`TermsLedger`)."""
+    ledger = TermsLedger(terms, provider)
+    paid = [ledger.pay(month, s) for month, s in zip(months, spend, strict=True)]
+    return paid, ledger.finish()
