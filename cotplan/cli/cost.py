@@ -456,6 +456,13 @@ def project(
         Path | None,
         Opt("--terms", help="Negotiated terms (TOML/JSON) applied to a --portfolio's spend."),
     ] = None,
+    currency: Annotated[
+        str | None, Opt("--currency", help="Show a --portfolio in this currency (with --rates).")
+    ] = None,
+    rates: Annotated[
+        Path | None,
+        Opt("--rates", help="CSV date,currency,per_usd: the latest rate on or before --on."),
+    ] = None,
     queries_per_day: Annotated[
         float | None, Opt("--queries-per-day", help="Queries a day.")
     ] = None,
@@ -594,7 +601,8 @@ def project(
         from cotplan.cli.cost_portfolio import run_portfolio
 
         run_portfolio(portfolio, draws=n_draws, seed=seed, table=price_table(file), today=today,
-                      terms_path=terms, out=out, run=_run)  # fmt: skip
+                      terms_path=terms, out=out, run=_run, currency=currency,
+                      rates_path=rates)  # fmt: skip
         return
     limit = budget_option(budget, budget_per)
     fys = check_fiscal_year_start(fiscal_year_start)

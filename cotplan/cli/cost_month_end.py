@@ -223,6 +223,14 @@ def register(
             Path | None,
             Opt("--terms", help="Negotiated terms (TOML/JSON): discounts explain lower bills."),
         ] = None,
+        rates: Annotated[
+            Path | None,
+            Opt(
+                "--rates",
+                help="CSV date,currency,per_usd: converts costs stated in another "
+                "currency at the rate dated on or before each line's day.",
+            ),
+        ] = None,
         by_model: Annotated[
             bool, Opt("--by-model", help="One row per model, not per model and project.")
         ] = False,
@@ -260,6 +268,11 @@ def register(
             from cotplan.pricing.terms import read_terms
 
             discounts = read_terms(terms).discounts()
+        exchange = None
+        if rates is not None:
+            from cotplan.pricing.currency import read_rates
+
+            exchange = read_rates(rates)
         result = run(
             lambda: reconcile(
                 lines,
@@ -268,6 +281,7 @@ def register(
                 table=table,
                 discounts=discounts,
                 by_project=not by_model,
+                rates=exchange,
             )
         )
         if _print_reconciliation(result, csv_out):

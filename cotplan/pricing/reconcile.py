@@ -29,6 +29,7 @@ import pandas as pd
 
 from cotplan.errors import CotplanError, InputError
 from cotplan.pricing.cost import price_parts
+from cotplan.pricing.currency import ExchangeRates
 from cotplan.pricing.exports import ExportLine
 from cotplan.pricing.rows import PriceRow
 from cotplan.pricing.table import PriceTable, price_table
@@ -281,13 +282,16 @@ def reconcile(
     table: PriceTable | None = None,
     discounts: dict[str, Decimal] | None = None,
     by_project: bool = True,
+    rates: ExchangeRates | None = None,
 ) -> Reconciliation:
     """Reconcile the providers' exports (usage and cost lines, any providers, any months)
     with cotplan's price of the usage and cotplan's own `log`; check each `invoices` entry.
 
     `discounts` maps a provider to a negotiated discount (0.1 for 10%) that explains a stated
     cost that much below list price. With `by_project` False, rows are per model only (for a
-    log whose calls carry no project tag).
+    log whose calls carry no project tag). `rates` converts a cost stated in another currency
+    to USD at the rate dated on or before its day (the rate and its date are in ``why``);
+    without them such a row is flagged.
     """
     chosen = table or price_table()
     cuts = discounts or {}
@@ -295,6 +299,7 @@ def reconcile(
     stated: dict[_Key, Decimal] = defaultdict(lambda: _ZERO)
     credits: dict[tuple[str, str], Decimal] = defaultdict(lambda: _ZERO)
     other_currency: dict[_Key, set[str]] = defaultdict(set)
+    converted: dict[_Key, set[str]] = defaultdict(set)
     has_cost: set[_Key] = set()
     for line in exports:
         model = _canonical(line.model, line.provider, chosen)
@@ -304,9 +309,13 @@ def reconcile(
         elif line.credit:
             credits[(line.month, line.provider)] += line.usd
         else:
-            if line.currency != "USD":
+            amount = line.usd
+            if line.currency != "USD" and rates is not None:
+                amount, used = rates.to_usd(line.usd, line.currency, line.day)
+                converted[key].add(used.label)
+            elif line.currency != "USD":
                 other_currency[key].add(line.currency)
-            stated[key] += line.usd
+            stated[key] += amount
             has_cost.add(key)
     logged: dict[_Key, Decimal] = defaultdict(lambda: _ZERO)
     has_log: set[_Key] = set()
@@ -318,19 +327,20 @@ def reconcile(
         has_log.add(key)
     rows = []
     for key in sorted(set(usage) | has_cost | has_log):
-        rows.append(
-            _row(
-                key,
-                usage.get(key, []),
-                stated,
-                has_cost,
-                logged,
-                has_log,
-                other_currency,
-                chosen,
-                cuts,
-            )
+        row = _row(
+            key,
+            usage.get(key, []),
+            stated,
+            has_cost,
+            logged,
+            has_log,
+            other_currency,
+            chosen,
+            cuts,
         )
+        if converted.get(key):
+            row["why"] = _joined(row["why"], "converted at " + "; ".join(sorted(converted[key])))
+        rows.append(row)
     frame = pd.DataFrame(rows, columns=_COLUMNS)
     return Reconciliation(frame, _invoice_checks(frame, credits, list(invoices)))
 
