@@ -382,7 +382,9 @@ def _row(
             why, f"cotplan's log holds {_signed(own - priced)} more than the provider's usage"
         )
     elif own is not None and priced:
-        why = _joined(why, f"cotplan's log covers {own / priced * 100:.0f}% of this usage")
+        share = own / priced * 100
+        shown = f"{share:.0f}" if share >= 10 else f"{share:.2g}"
+        why = _joined(why, f"cotplan's log covers {shown}% of this usage")
     reference = priced if priced is not None else _ZERO
     return {
         "month": month,
