@@ -171,3 +171,17 @@ def test_the_portfolio_file_and_the_command(tmp_path: Path) -> None:
     path.write_text(PORTFOLIO.replace("prompt_mean = 3000", 'prompt_mean = "lots"'))
     with pytest.raises(InputError, match=r"portfolio.toml, `workloads\[1\].prompt_mean`"):
         read_portfolio(path)
+
+
+def test_terms_and_currency_are_refused_on_a_single_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cotplan.cli import main
+
+    terms = tmp_path / "terms.toml"
+    terms.write_text("")
+    with pytest.raises(SystemExit) as info:
+        main(["cost", "project", "gpt-6.2-sol", "--queries-per-day", "10", "--prompt-mean", "9",
+              "--output-mean", "9", "--terms", str(terms)])  # fmt: skip
+    assert info.value.code == 2
+    assert "`terms`: applies to a --portfolio only" in capsys.readouterr().err

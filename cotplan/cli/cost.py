@@ -595,6 +595,10 @@ def project(
     today = _date(on, "on")
     n_draws, _ = check_draws(_whole(draws, "draws"), seed)
     _out_dir(out, "out")
+    if portfolio is None:
+        for name, given in (("terms", terms), ("currency", currency), ("rates", rates)):
+            if given is not None:
+                raise InputError("applies to a --portfolio only", field=name)
     if portfolio is not None or model is None:
         if model is not None or portfolio is None:
             raise InputError("give a MODEL or --portfolio FILE, not both", field="portfolio")
