@@ -132,6 +132,25 @@ def _moment_option(text: str | None, day: date | None) -> datetime | None:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
+def _xai_raw_counts(
+    table: Any, model: str, when: date | None, seller: str | None, counts: dict[str, int]
+) -> str:
+    """xAI reports completion tokens without its reasoning tokens: add them, as `cost_of`
+    reads xAI's usage, so --completion-tokens is the provider's own count for every seller.
+    Returns the note that says so (empty for other providers)."""
+    from cotplan.pricing.cost import REASONING_APART
+
+    row = table.lookup(model, on=when, provider=seller, warn=False)
+    reasoning = counts["reasoning_tokens"]
+    if row.provider.lower() not in REASONING_APART or not reasoning:
+        return ""
+    counts["completion_tokens"] += reasoning
+    return (
+        f"{row.provider} counts completion tokens without reasoning: the {reasoning:,} "
+        "reasoning tokens are added to them"
+    )
+
+
 def _hour_used(row: Any, moment: datetime | None) -> str:
     """Which hour's price a model priced by the hour was charged at, in words."""
     hours = ", ".join(w.label for w in row.time_of_day)
@@ -305,6 +324,7 @@ def call(
     moment = _moment_option(at, when)
     table = price_table(file)
     seller = _provider_option(provider, table)
+    raw = _xai_raw_counts(table, model, when, seller, counts)
     cost = _run(
         lambda: call_cost(
             model,
@@ -344,8 +364,9 @@ def call(
     out.add_row("[bold]total[/]", f"{all_tokens:,}", "", f"[bold]{_exact(cost.usd)}[/]")
     _console.print(out)
     notes = [f"price: {cost.source}"]
-    shown_notes = ("no batch price", " has no ", "counts completion tokens")
+    shown_notes = ("no batch price", " has no ")
     notes += [n for n in cost.notes.split("; ") if any(k in n for k in shown_notes)]
+    notes += [raw] if raw else []
     day_row = table.lookup(model, on=cost.as_of if when is None else when, provider=seller,
                            warn=False)  # fmt: skip
     if day_row.time_of_day:

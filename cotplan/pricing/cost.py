@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from numbers import Integral
@@ -366,9 +366,9 @@ def call_cost(
     means UTC), for prices that change with the hour (DeepSeek's peak hours); it also sets the
     date, and must agree with `on` when both are given. Without it such a model costs its price
     outside those hours (`notes` names them). `CallCost.source` says where
-    the price came from. xAI reports `completion_tokens` without its reasoning tokens, as
-    `cost_of` reads its usage: for an xAI model `reasoning_tokens` are added to them (a note
-    says so).
+    the price came from. Counts follow OpenAI's convention for every provider billed "in
+    completion" (reasoning inside `completion_tokens`); xAI's raw usage, whose completion
+    count leaves reasoning out, is read by `cost_of` (and by `cotplan cost call`).
     """
     on, at = _moment(on, at)
     prompt = _count(prompt_tokens, "prompt_tokens")
@@ -378,15 +378,7 @@ def call_cost(
     written = _count(cache_write_tokens, "cache_write_tokens")
     chosen = table or price_table()
     row = chosen.lookup(model, on=on, provider=provider, at=at)
-    extra: list[str] = []
-    if row.provider.lower() in REASONING_APART and reasoning:
-        # The provider's own counting: xAI's completion_tokens leave reasoning out.
-        completion += reasoning
-        extra.append(
-            f"{row.provider} counts completion tokens without reasoning: the {reasoning:,} "
-            "reasoning tokens are added to them"
-        )
-    cost = _price(
+    return _price(
         row,
         prompt_tokens=prompt,
         completion_tokens=completion,
@@ -398,8 +390,6 @@ def call_cost(
         on=on,
         tier=tier,
     )
-    notes = "; ".join(n for n in (cost.notes, *extra) if n)
-    return replace(cost, notes=notes)
 
 
 def cost_of_completion(
