@@ -25,11 +25,11 @@ from cotplan.pricing import price_table
 from cotplan.pricing.exports import (
     read_anthropic_costs,
     read_anthropic_usage,
-    read_gcp_billing_csv,
     read_openai_costs,
     read_openai_costs_csv,
     read_openai_usage,
 )
+from cotplan.pricing.exports_gcp import read_gcp_billing_csv
 from cotplan.pricing.reconcile import Invoice, LoggedCall, reconcile
 
 MILLION = Decimal(1_000_000)

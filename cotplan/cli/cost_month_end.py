@@ -70,7 +70,7 @@ def read_invoices(path: Path) -> list[Any]:
 
 
 def _exports(options: dict[str, list[Path] | None]) -> list[Any]:
-    from cotplan.pricing.exports import read_export
+    from cotplan.pricing.export_readers import read_export
 
     lines: list[Any] = []
     for kind, paths in options.items():

@@ -20,7 +20,8 @@ from cotplan.pricing.comparison import (
     project_growth,
 )
 from cotplan.pricing.cost import CallCost, call_cost, cost_of_completion, cost_of_text, price_parts
-from cotplan.pricing.exports import ExportLine, read_export
+from cotplan.pricing.export_readers import read_export
+from cotplan.pricing.exports import ExportLine
 from cotplan.pricing.genai import GENAI_PRICES_VERSION
 from cotplan.pricing.periods import Budget, BudgetCheck
 from cotplan.pricing.projection import (

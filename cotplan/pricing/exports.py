@@ -25,21 +25,20 @@ each was read and when, are in docs/costs.md ("Reconciling against the providers
   $1.2345), ``currency``, ``description``, ``cost_type``, ``model``, ``service_tier``,
   ``token_type``, ``workspace_id``, ``context_window``.
 - Google Cloud Billing export to BigQuery, standard usage cost table, saved as CSV
-  (`read_gcp_billing_csv`): ``service.description``, ``sku.description``,
+  (`exports_gcp.read_gcp_billing_csv`): ``service.description``, ``sku.description``,
   ``usage_start_time``, ``project.id``, ``cost``, ``currency``, ``usage.amount``,
   ``usage.unit``, ``cost_type`` and ``credits`` (the repeated record as JSON text, or a
   ``credits.amount`` column).
 
 Several pages may be given as a JSON list of pages or as JSONL (one page a line).
+`cotplan.pricing.export_readers.read_export` picks the reader by the export's kind.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-import json
 import os
-import re
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from decimal import Decimal, InvalidOperation
@@ -53,8 +52,6 @@ __all__ = [
     "ExportLine",
     "read_anthropic_costs",
     "read_anthropic_usage",
-    "read_export",
-    "read_gcp_billing_csv",
     "read_openai_costs",
     "read_openai_costs_csv",
     "read_openai_usage",
@@ -471,152 +468,3 @@ def read_anthropic_costs(path: str | os.PathLike[str]) -> list[ExportLine]:
                 )
             )
     return out
-
-
-# ---------------------------------------------------------------------------------------------
-# Google Cloud
-
-#: "Gemini 2.5 Pro Input Tokens", "Gemini 2.5 Flash Cached Input Tokens (long)", ...
-_SKU = re.compile(
-    r"^(?P<model>.+?)\s+(?P<kind>cached input|cache read|input|thinking output|output)"
-    r"(?:\s+text)?\s+tokens?\b(?P<rest>.*)$",
-    re.IGNORECASE,
-)
-_TOKEN_UNITS = {"count", "token", "tokens"}
-
-
-def _gcp_credits(row: dict[str, str], number: int, source: str) -> Decimal:
-    total = _ZERO
-    text = row.get("credits")
-    if text and text.strip() not in ("", "[]"):
-        try:
-            items = json.loads(text)
-        except json.JSONDecodeError:
-            raise InputError(
-                "must be the credits record as JSON text",
-                field="credits",
-                line=number,
-                source=source,
-            ) from None
-        for item in items if isinstance(items, list) else [items]:
-            amount = item.get("amount") if isinstance(item, dict) else None
-            total += _money(amount, "credits.amount", source)
-    if row.get("credits.amount"):
-        total += _money(row["credits.amount"], "credits.amount", source)
-    return total
-
-
-def _model_name(text: str) -> str:
-    """A SKU's model words as the model's id: "Gemini 2.5 Pro" -> "gemini-2.5-pro"."""
-    return "-".join(text.lower().split())
-
-
-def read_gcp_billing_csv(path: str | os.PathLike[str]) -> list[ExportLine]:
-    """Google Cloud's standard billing export (BigQuery table saved as CSV).
-
-    A row whose SKU names a model and a token type (and is counted in tokens) becomes a usage
-    line and a cost line of the same day; credits on a row become a credit line; rows of other
-    services, and tax or adjustment rows, become cost lines with no model (kept in the totals).
-    """
-    file = Path(path)
-    out: list[ExportLine] = []
-    for number, row in _csv_rows(file):
-        start = _column(row, ("usage_start_time",))
-        cost = _column(row, ("cost",))
-        if start is None or cost is None:
-            raise InputError(
-                "needs `usage_start_time` and `cost` columns", line=number, source=str(file)
-            )
-        try:
-            day = _iso_day(start, "usage_start_time", str(file))
-            usd = _money(cost, "cost", str(file))
-            credits = _gcp_credits(row, number, str(file))
-        except InputError as exc:
-            raise InputError(
-                str(exc).split(": ", 1)[-1], field=exc.field, line=number, source=str(file)
-            ) from None
-        sku = _text(row.get("sku.description"))
-        project = _text(row.get("project.id"))
-        currency = _text(row.get("currency")).upper() or "USD"
-        kind = _text(row.get("cost_type")).lower() or "regular"
-        found = _SKU.match(sku) if kind == "regular" else None
-        unit = _text(row.get("usage.unit")).lower()
-        model = _model_name(found["model"]) if found else ""
-        where = f"{file.name} line {number}"
-        if found and unit in _TOKEN_UNITS:
-            try:
-                amount = Decimal(_text(row.get("usage.amount")) or "0")
-            except InvalidOperation:
-                raise InputError(
-                    "must be a number", field="usage.amount", line=number, source=str(file)
-                ) from None
-            tokens = int(amount)
-            what = found["kind"].lower()
-            cached = what in ("cached input", "cache read")
-            long = "long" in found["rest"].lower() or "> 200k" in found["rest"].lower()
-            out.append(
-                ExportLine(
-                    provider="google",
-                    kind="usage",
-                    day=day,
-                    model=model,
-                    project=project,
-                    long_context=long,
-                    item=sku,
-                    source=where,
-                    input_tokens=tokens if what == "input" else 0,
-                    cached_tokens=tokens if cached else 0,
-                    output_tokens=tokens if what.endswith("output") else 0,
-                )
-            )
-        out.append(
-            ExportLine(
-                provider="google",
-                kind="cost",
-                day=day,
-                model=model,
-                project=project,
-                usd=usd,
-                currency=currency,
-                item=sku or kind,
-                source=where,
-                extra={"cost_type": kind},
-            )
-        )
-        if credits:
-            out.append(
-                ExportLine(
-                    provider="google",
-                    kind="cost",
-                    day=day,
-                    model=model,
-                    project=project,
-                    usd=credits,
-                    currency=currency,
-                    item="credits",
-                    credit=True,
-                    source=where,
-                )
-            )
-    return out
-
-
-_READERS = {
-    "openai-usage": read_openai_usage,
-    "openai-costs": read_openai_costs,
-    "openai-costs-csv": read_openai_costs_csv,
-    "anthropic-usage": read_anthropic_usage,
-    "anthropic-costs": read_anthropic_costs,
-    "gcp-billing": read_gcp_billing_csv,
-}
-
-
-def read_export(kind: str, path: str | os.PathLike[str]) -> list[ExportLine]:
-    """One export by its kind: ``openai-usage``, ``openai-costs``, ``openai-costs-csv``,
-    ``anthropic-usage``, ``anthropic-costs`` or ``gcp-billing``."""
-    if kind not in _READERS:
-        raise InputError(f"must be one of {', '.join(_READERS)}, got {kind!r}", field="kind")
-    lines = _READERS[kind](path)
-    if not lines:
-        raise InputError("the export holds no results", source=str(path))
-    return lines
