@@ -236,3 +236,14 @@ def test_sample_errors_name_the_line_a_spreadsheet_shows(
     out = fails(capsys, "project", "gpt-6.2-sol", "--queries-per-day", "10", "--sample",
                 str(sample), "--draws", "100")  # fmt: skip
     assert "calls.csv, line 4, `prompt_tokens`: is -5: must not be negative" in out
+
+
+def test_a_projection_of_millions_fits_80_columns_with_every_number_whole() -> None:
+    out = cli("project", "claude-opus-4-6", "--queries-per-day", "2000000", "--prompt-mean",
+              "5000", "--output-mean", "2000", "--growth", "0.05", "--on", "2026-11-29",
+              "--draws", "1000", "--fiscal-year-start", "apr", "--growth-low", "0",
+              "--growth-high", "0.1", "--budget", "5e6", columns=80)  # fmt: skip
+    assert out.exit_code == 0, out.output
+    assert "…" not in out.output
+    assert max(len(line) for line in out.output.splitlines()) <= 80
+    assert "$72,645,923" in out.output
