@@ -196,6 +196,113 @@ from openpyxl import load_workbook
 out = Path(mkdtemp(prefix="cotplan-costs-"))
 comparison.to_excel(out / "comparison.xlsx")
 projection.to_excel(out / "projection.xlsx")
-projection.to_csv(out / "projection.csv")
+projection.to_csvs(out)  # one CSV per period kind: summing a file never double counts
 print(sorted(p.name for p in out.iterdir()))
 load_workbook(out / "projection.xlsx").sheetnames
+
+# %% [markdown]
+# ## 6. Month end: the providers' exports, reconciled
+#
+# At month end a finance team holds the providers' own exports: OpenAI's Usage and Costs API
+# pages (or the dashboard's cost CSV), Anthropic's usage and cost reports, a Google Cloud
+# billing export. `reconcile` prices each provider's usage with the same table as everything
+# above, puts it beside the provider's stated cost and cotplan's own call log, and says for
+# every row whether it matched, what explains the difference, or that nothing does.
+#
+# The exports below are synthetic but in the providers' exact shapes: three days of one
+# project's calls, interactive and a batch job, billed under a negotiated 10% discount (the
+# terms file `cotplan cost reconcile --terms` reads; here passed as `discounts`).
+
+# %%
+import json
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+from cotplan.charts.costs import reconciliation_chart, spend_by_chart
+from cotplan.pricing import Invoice, price_table, read_export, reconcile
+from cotplan.pricing.attribution import calls_from_jsonl, spend_by
+
+month_end = Path(mkdtemp(prefix="cotplan-month-end-"))
+days = [date(2026, 11, 2) + timedelta(days=i) for i in range(3)]
+mini = price_table().lookup("gpt-4o-mini", on=days[0], warn=False)
+
+
+def unix(day):
+    return int(datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp())
+
+
+def usage_result(prompt, cached, output, requests, batch):
+    return {"object": "organization.usage.completions.result", "input_tokens": prompt,
+            "input_cached_tokens": cached, "output_tokens": output,
+            "num_model_requests": requests, "project_id": "proj_search",
+            "model": "gpt-4o-mini-2024-07-18", "batch": batch}  # fmt: skip
+
+
+def listed(prompt, cached, output, requests, batch):
+    usd = ((prompt - cached) * mini.input_per_mtok + cached * mini.cached_input_per_mtok
+           + output * mini.output_per_mtok) / 1_000_000  # fmt: skip
+    return usd * (Decimal("0.5") if batch else 1) * Decimal("0.9")  # 10% negotiated off
+
+
+usage_pages, cost_pages, stated = [], [], Decimal(0)
+for n, day in enumerate(days):
+    interactive = (400_000 + 10_000 * n, 100_000, 60_000, 300, False)
+    batch_job = (2_000_000, 0, 200_000, 1_000, True)
+    results = [usage_result(*interactive), usage_result(*batch_job)]
+    usage_pages.append({"object": "bucket", "start_time": unix(day),
+                        "end_time": unix(day + timedelta(days=1)), "results": results})  # fmt: skip
+    amounts = [listed(*interactive), listed(*batch_job)]
+    items = zip(amounts, ("input", "batch input"), strict=True)
+    stated += sum(amounts)
+    cost_pages.append({"object": "bucket", "start_time": unix(day),
+                       "end_time": unix(day + timedelta(days=1)),
+                       "results": [{"object": "organization.costs.result",
+                                    "amount": {"value": float(a), "currency": "usd"},
+                                    "line_item": f"gpt-4o-mini-2024-07-18, {kind}",
+                                    "project_id": "proj_search"}
+                                   for a, kind in items]})  # fmt: skip
+(month_end / "usage.json").write_text(json.dumps({"object": "page", "data": usage_pages}))
+(month_end / "costs.json").write_text(json.dumps({"object": "page", "data": cost_pages}))
+
+# cotplan's own log: the interactive calls, one response a line, tagged by team and feature.
+log_lines = []
+for n, day in enumerate(days):
+    for team, feature, prompt in (("search", "suggest", 1_300), ("search", "rank", 900),
+                                  ("support", "chat", 2_400)):  # fmt: skip
+        log_lines.append(json.dumps({
+            "object": "chat.completion", "created": unix(day) + 3_600 * (n + 1),
+            "model": "gpt-4o-mini", "usage": {"prompt_tokens": prompt, "completion_tokens": 200},
+            "metadata": {"team": team, "feature": feature, "project": "proj_search"}}))  # fmt: skip
+(month_end / "calls.jsonl").write_text("\n".join(log_lines) + "\n")
+
+lines = [*read_export("openai-usage", month_end / "usage.json"),
+         *read_export("openai-costs", month_end / "costs.json")]  # fmt: skip
+logged = calls_from_jsonl(month_end / "calls.jsonl", today=date(2026, 12, 1))
+invoice = Invoice("openai", "2026-11", total_usd=stated - 10 + Decimal("2.00"),
+                  tax_usd=Decimal("2.00"), credits_usd=Decimal(10))  # fmt: skip
+result = reconcile(lines, log=logged, invoices=[invoice], discounts={"openai": Decimal("0.10")})
+result.frame[["month", "model", "project", "stated_usd", "priced_usd", "logged_usd", "status"]]
+
+# %%
+for why in result.frame["why"]:
+    print(why)
+print(result.invoices[["month", "provider", "status", "why"]].to_string(index=False))
+print("every line matched or explained:", result.all_explained)
+
+# %%
+reconciliation_chart(result.frame)
+
+# %% [markdown]
+# ## 7. Spend by team
+#
+# Calls carry tags (the request's `metadata`, or a `tags` object on the log line); the same
+# log split by team and feature gives each team its share of the month, with untagged calls
+# in a row of their own so every dollar is counted once. On the command line:
+# `cotplan cost actuals calls.jsonl --by team,feature`.
+
+# %%
+by_team = spend_by(logged, ["team", "feature"])
+by_team
+
+# %%
+spend_by_chart(by_team, "team")

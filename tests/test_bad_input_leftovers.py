@@ -131,7 +131,7 @@ CASES = [
     Case("a volume CV of 1e200", _project("--volume-cv", "1e200"), ("`volume_cv`", "at most 10")),
     Case("a sample with 1e200 tokens in a call",
          ("cost", "project", "gpt-6.2-sol", "--queries-per-day", "100", "--sample",
-          "{dir}/calls.csv"), ("`prompt_tokens`", "position 1"),
+          "{dir}/calls.csv"), ("calls.csv, line 3, `prompt_tokens`", "1e+200"),
          (("calls.csv", _text("prompt_tokens,completion_tokens", "100,50", "1e200,50")),)),
     # 2. train-thinking: its learning rate and its folder, before torch is imported.
     *(Case(f"train with a learning rate of {rate}", (*TRAIN, f"--learning-rate={rate}"),

@@ -67,10 +67,13 @@ def test_project_with_a_sample_compares_and_writes_files(tmp_path: Path) -> None
               str(tmp_path / "out"))  # fmt: skip
     assert "total (2026-12 to 2027-02)" in out
     assert "gpt-6.2-sol, cap 256" in out
-    assert "saved %" in out
+    assert "x base" in out
+    assert "P50" in out
     names = sorted(p.name for p in (tmp_path / "out").iterdir())
     charts = ["comparison.png", "comparison.svg", "projection.png", "projection.svg"]
-    tables = ["comparison.csv", "comparison.xlsx", "projection.csv", "projection.xlsx"]
+    kinds = ("months", "days", "quarters", "fiscal_years", "total")
+    tables = ["comparison.csv", "comparison.xlsx", "projection.xlsx"]
+    tables += [f"projection_{kind}.csv" for kind in kinds]
     assert names == sorted(charts + tables)
     comparison = pd.read_csv(tmp_path / "out" / "comparison.csv")
     assert list(comparison["scenario"]) == ["gpt-6.2-sol", "gpt-6-luna", "gpt-6.2-sol, cap 256"]

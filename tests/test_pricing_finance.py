@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -283,13 +284,17 @@ def test_the_cli_reports_budget_quarters_and_growth(tmp_path: Path) -> None:
     assert "FY2028 Q1" in out
     assert "growth scenarios" in out
     names = sorted(p.name for p in tmp_path.iterdir())
-    assert names == [
-        "growth.csv",
-        "projection.csv",
-        "projection.png",
-        "projection.svg",
-        "projection.xlsx",
-    ]
+    kinds = ("months", "days", "years", "quarters", "fiscal_years", "total")
+    assert names == sorted(
+        ["growth.csv", "projection.png", "projection.svg", "projection.xlsx"]
+        + [f"projection_{kind}.csv" for kind in kinds]
+    )
+    # Summing any one file never double counts: months, quarters and fiscal years each add up
+    # to the horizon's total (the old single file summed to about three times the year).
+    total = pd.read_csv(tmp_path / "projection_total.csv")["mean_usd"].iloc[0]
+    for kind in ("months", "quarters", "fiscal_years", "years"):
+        frame = pd.read_csv(tmp_path / f"projection_{kind}.csv")
+        assert frame["mean_usd"].sum() == pytest.approx(total, rel=1e-9), kind
 
 
 @pytest.mark.parametrize(

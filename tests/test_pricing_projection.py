@@ -99,10 +99,19 @@ def test_bad_workloads_name_the_field(kwargs: dict[str, object], pattern: str) -
     ("make", "pattern"),
     [
         (lambda: EmpiricalTokens([1, 2], [1]), r"`completion_tokens`: prompt \(2\), completion"),
-        (lambda: EmpiricalTokens([1, -2], [1, 1]), r"`prompt_tokens`: must not be negative"),
-        (lambda: EmpiricalTokens([1, math.nan], [1, 1]), r"`prompt_tokens`: must be finite"),
+        (
+            lambda: EmpiricalTokens([1, -2], [1, 1]),
+            r"`prompt_tokens`: position 1 is -2: must not",
+        ),
+        (
+            lambda: EmpiricalTokens([1, math.nan], [1, 1]),
+            r"position 1 is nan: must be finite",
+        ),
         (lambda: EmpiricalTokens([1], [1]), r"`prompt_tokens`: needs at least 2 records"),
-        (lambda: EmpiricalTokens([1, 1], [5, 5], [1, 9]), r"record 1: 9 reasoning tokens exceed"),
+        (
+            lambda: EmpiricalTokens([1, 1], [5, 5], [1, 9]),
+            r"position 1 has 9 reasoning",
+        ),
         (lambda: ParametricTokens(100, -1, 10, 1), r"`prompt_sd`: must not be negative"),
         (lambda: ParametricTokens(100, 1, 0, 5), r"`output_sd`: a zero mean needs a zero"),
         (lambda: ParametricTokens(100, 1, 10, 1, n_observed=0), r"`n_observed`: must be at"),

@@ -80,8 +80,11 @@ def test_flex_and_priority_calls_pay_their_tiers_rates(tier: str) -> None:
     theirs = _genai("o3", "openai", NOON, {"service_tier": tier}, input_tokens=20_000,
                     cache_read_tokens=5_000, output_tokens=3_000)  # fmt: skip
     assert (ours.usd, ours.tier) == (theirs, tier)
-    with pytest.raises(InputError, match=r"`tier`: .* has no flex price on 2025-05-01"):
-        call_cost("openai/o3", tier="flex", on=date(2025, 5, 1), **call)
+    # Before flex existed: the standard price, with a note (as `cost_of` prices a response).
+    early = call_cost("openai/o3", tier="flex", on=date(2025, 5, 1), **call)
+    assert early.tier == ""
+    assert early.usd == call_cost("openai/o3", on=date(2025, 5, 1), **call).usd
+    assert "has no flex price on 2025-05-01: the standard price is used" in early.notes
     with pytest.raises(InputError, match=r"`tier`: must be one of batch, flex, priority"):
         call_cost("openai/o3", tier="turbo", on=ON, **call)
 
@@ -142,7 +145,7 @@ def test_actuals_from_a_jsonl_log_and_the_production_log_schema(tmp_path: Path) 
          "usage": {"input_tokens": 2_000, "output_tokens": 100}},
     ]  # fmt: skip
     log.write_text("\n".join(json.dumps(b) for b in bodies) + "\n")
-    spent = actuals_from_jsonl(log, table=TABLE)
+    spent = actuals_from_jsonl(log, table=TABLE, today=date(2027, 3, 1))
     assert list(spent.frame["label"]) == ["2027-01", "2027-02"]
     assert list(spent.frame["calls"]) == [1, 1]
     assert spent.usd > 0
@@ -150,7 +153,7 @@ def test_actuals_from_a_jsonl_log_and_the_production_log_schema(tmp_path: Path) 
         '{"model": "gpt-4o-mini", "usage": {"prompt_tokens": 1, "completion_tokens": 1}}\n'
     )
     with pytest.raises(InputError, match=r"calls.jsonl, line 1, `time`: no time"):
-        actuals_from_jsonl(log, table=TABLE)
+        actuals_from_jsonl(log, table=TABLE, today=ON)
     unpriced = actuals_from_calls([(datetime(2027, 1, 3), 1.5), (datetime(2027, 1, 4), None)])
     assert unpriced.frame.iloc[0][["calls", "usd", "unpriced_calls"]].tolist() == [2, 1.5, 1]
     work = Workload(queries_per_month=100, start=date(2027, 1, 1), horizon_months=2)
@@ -169,7 +172,7 @@ def test_the_command_reads_the_production_log(tmp_path: Path) -> None:
     from cotplan.production.log import CallLog, LogRecord
 
     path = tmp_path / "production.sqlite"
-    record = LogRecord(time="2027-01-05T10:00:00+00:00", model="gpt-4o-mini", size=3, cap=64,
+    record = LogRecord(time="2026-11-05T10:00:00+00:00", model="gpt-4o-mini", size=3, cap=64,
                        basis="certified", mode="hidden", reasoning_tokens=10, answer_tokens=5,
                        prompt_tokens=100, cap_bitten=False, answer_forced=False, cost_usd=0.25,
                        via="wrapper")  # fmt: skip
@@ -177,7 +180,7 @@ def test_the_command_reads_the_production_log(tmp_path: Path) -> None:
     with sqlite3.connect(path) as db:
         assert db.execute("SELECT count(*) FROM calls").fetchone() == (1,)
     result = CliRunner().invoke(app, [
-        "cost", "project", "gpt-4o-mini", "--queries-per-month", "100", "--start", "2027-01",
+        "cost", "project", "gpt-4o-mini", "--queries-per-month", "100", "--start", "2026-11",
         "--months", "1", "--prompt-mean", "100", "--output-mean", "5", "--draws", "100",
         "--on", "2026-11-29", "--actuals", str(path)], env={"COLUMNS": "120"})  # fmt: skip
     assert result.exit_code == 0, result.output

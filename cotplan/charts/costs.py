@@ -25,7 +25,14 @@ from cotplan.pricing.excel import SHARED_MODE
 if TYPE_CHECKING:
     from cotplan.pricing.projection import Comparison, Projection
 
-__all__ = ["PNG_SCALE", "comparison_chart", "projection_chart", "save_chart"]
+__all__ = [
+    "PNG_SCALE",
+    "comparison_chart",
+    "projection_chart",
+    "reconciliation_chart",
+    "save_chart",
+    "spend_by_chart",
+]
 
 #: PNGs are rendered at this multiple of the chart's size in pixels: sharp on a slide.
 PNG_SCALE = 2
@@ -203,6 +210,55 @@ def comparison_chart(comparison: Comparison, *, title: str | None = None) -> Any
         title=alt.Title(heading, subtitle=subtitle),
         width=560,
         height=_ROW * max(len(data), 3) + 20,
+    )
+
+
+def spend_by_chart(frame: pd.DataFrame, by: str = "team", *, title: str | None = None) -> Any:
+    """Actual spend per month, stacked by one tag (`spend_by`'s table): one bar per month,
+    one colour per team (or feature, project), the untagged share in grey."""
+    import altair as alt
+
+    if by not in frame.columns:
+        raise InputError(f"the table has no {by!r} column; split the spend by it", field="by")
+    data = frame.groupby(["month", by], as_index=False).agg(usd=("usd", "sum"))
+    data["usd"] = data["usd"].astype(float)
+    return (
+        alt.Chart(data)
+        .mark_bar()
+        .encode(
+            x=alt.X("month:O", title="month"),
+            y=alt.Y("usd:Q", title="spend, USD", stack="zero"),
+            color=alt.Color(f"{by}:N", title=by),
+            tooltip=["month", by, alt.Tooltip("usd:Q", format="$,.2f")],
+        )
+        .properties(title=title or f"Spend by {by}", width=360, height=220)
+    )
+
+
+def reconciliation_chart(frame: pd.DataFrame, *, title: str | None = None) -> Any:
+    """The reconciliation at a glance: per row (month, provider, model, project) the stated
+    cost beside cotplan's price of the same usage, coloured by status."""
+    import altair as alt
+
+    rows = frame.assign(
+        row=frame["provider"] + "/" + frame["model"] + " " + frame["project"],
+        stated=frame["stated_usd"].map(lambda v: None if v is None else float(v)),
+        priced=frame["priced_usd"].map(lambda v: None if v is None else float(v)),
+    )[["month", "row", "stated", "priced", "status"]]
+    long = rows.melt(id_vars=["month", "row", "status"], value_vars=["stated", "priced"],
+                     var_name="amount", value_name="usd")  # fmt: skip
+    return (
+        alt.Chart(long)
+        .mark_bar()
+        .encode(
+            y=alt.Y("row:N", title=None),
+            yOffset="amount:N",
+            x=alt.X("usd:Q", title="USD"),
+            color=alt.Color("amount:N", title=None),
+            opacity=alt.condition("datum.status == 'flagged'", alt.value(1.0), alt.value(0.75)),
+            tooltip=["month", "row", "amount", alt.Tooltip("usd:Q", format="$,.2f"), "status"],
+        )
+        .properties(title=title or "Stated cost and cotplan's price", width=360)
     )
 
 

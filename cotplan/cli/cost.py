@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import os
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -12,11 +11,23 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
-import pandas as pd
 import typer
 from rich.console import Console
 from rich.table import Table
 
+from cotplan.cli.cost_options import (
+    answer_mean,
+    count_option,
+    growth_range,
+    hour_used,
+    moment_option,
+    month_after,
+    out_dir,
+    out_file,
+    tokens_from_options,
+    whole,
+    xai_raw_counts,
+)
 from cotplan.cli.cost_tables import growth_table, price_tables, rate
 from cotplan.errors import InputError
 from cotplan.io import write_csv
@@ -85,41 +96,8 @@ def _date(value: str | None, name: str) -> date | None:
 def _exact(usd: Decimal) -> str:
     """Exact dollars, every digit and no trailing zeros beyond cents: 0.0424, 0.01, 0.00."""
     text = f"{usd.normalize():f}"
-    whole, _, cents = text.partition(".")
-    return f"{whole}.{cents.ljust(2, '0')}"
-
-
-def _whole(text: str, name: str) -> int:
-    """A whole number written as 100000, 100_000 or 1e5."""
-    try:
-        number = float(text.replace("_", ""))
-    except ValueError:
-        raise InputError(f"must be a whole number, got {text!r}", field=name) from None
-    if not number.is_integer():
-        raise InputError(f"must be a whole number, got {text!r}", field=name)
-    return int(number)
-
-
-def _out_file(path: Path | None, name: str) -> None:
-    """Refuse an output file that cannot be written, before any work is done."""
-    if path is None:
-        return
-    if path.is_dir():
-        raise InputError(f"{str(path)!r} is a folder; give a file name", field=name)
-    if not path.parent.exists():
-        raise InputError(f"folder {str(path.parent)!r} does not exist", field=name)
-
-
-def _out_dir(path: Path | None, name: str) -> None:
-    if path is None:
-        return
-    if path.exists() and not path.is_dir():
-        raise InputError(f"{str(path)!r} is a file; give a folder", field=name)
-    parent = path.parent
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent
-    if not os.access(parent, os.W_OK):
-        raise InputError(f"cannot create a folder under {str(parent)!r}", field=name)
+    units, _, cents = text.partition(".")
+    return f"{units}.{cents.ljust(2, '0')}"
 
 
 def _provider_option(value: str | None, table: Any, name: str = "provider") -> str | None:
@@ -159,7 +137,10 @@ def prices_(
         Path | None,
         Opt("--csv", help="Write the merged table (every row matching the filters) to this CSV."),
     ] = None,
-    on: Annotated[str | None, Opt("--on", help="Judge staleness on this date.")] = None,
+    on: Annotated[
+        str | None,
+        Opt("--on", help="As if today were this date: prices are judged stale against it."),
+    ] = None,
 ) -> None:
     """The price table, USD per million tokens, with the source of every price."""
     from cotplan.pricing.table import price_table
@@ -169,7 +150,7 @@ def prices_(
         raise InputError(f"must be one of {', '.join(_SOURCES)}, got {source!r}", field="source")
     if model is not None and not model.strip():
         raise InputError("must be some text of a model name", field="model")
-    _out_file(csv, "csv")
+    out_file(csv, "csv")
     table = price_table(file)
     wanted = _provider_option(provider, table)
     chosen = source or ("all" if provider or model else "cotplan")
@@ -202,19 +183,35 @@ def prices_(
 def call(
     *,
     model: Annotated[str, typer.Argument(help="Model name, e.g. gpt-6.2-sol.")],
-    prompt_tokens: Annotated[int, Opt("--prompt-tokens", help="All prompt tokens.")],
+    prompt_tokens: Annotated[str, Opt("--prompt-tokens", help="All prompt tokens.")],
     completion_tokens: Annotated[
-        int, Opt("--completion-tokens", help="Completion tokens as the provider reports them.")
+        str,
+        Opt(
+            "--completion-tokens",
+            help="Completion tokens as the provider reports them (OpenAI and Anthropic count "
+            "reasoning inside them; xAI does not).",
+        ),
     ],
-    reasoning_tokens: Annotated[int, Opt("--reasoning-tokens", help="Reasoning tokens.")] = 0,
+    reasoning_tokens: Annotated[str, Opt("--reasoning-tokens", help="Reasoning tokens.")] = "0",
     cached_tokens: Annotated[
-        int, Opt("--cached-tokens", help="Prompt tokens read from the cache.")
-    ] = 0,
+        str, Opt("--cached-tokens", help="Prompt tokens read from the cache.")
+    ] = "0",
     cache_write_tokens: Annotated[
-        int, Opt("--cache-write-tokens", help="Prompt tokens written to the cache.")
-    ] = 0,
+        str, Opt("--cache-write-tokens", help="Prompt tokens written to the cache.")
+    ] = "0",
     batch: Annotated[bool, Opt("--batch", help="Sent through the batch API.")] = False,
-    on: Annotated[str | None, Opt("--on", help="Price in effect on this date.")] = None,
+    on: Annotated[
+        str | None,
+        Opt("--on", help="As if today were this date (YYYY-MM-DD): the price in effect then."),
+    ] = None,
+    at: Annotated[
+        str | None,
+        Opt(
+            "--at",
+            help="The call's time of day, HH:MM UTC (or a full ISO time), for prices that "
+            "change with the hour (DeepSeek's peak hours).",
+        ),
+    ] = None,
     provider: Annotated[
         str | None, Opt("--provider", help="The seller, when several price the model.")
     ] = None,
@@ -228,18 +225,27 @@ def call(
     from cotplan.pricing.table import price_table
 
     when = _date(on, "on")
+    counts = {
+        name: count_option(value, name)
+        for name, value in (
+            ("prompt_tokens", prompt_tokens),
+            ("completion_tokens", completion_tokens),
+            ("reasoning_tokens", reasoning_tokens),
+            ("cached_tokens", cached_tokens),
+            ("cache_write_tokens", cache_write_tokens),
+        )
+    }
+    moment = moment_option(at, when)
     table = price_table(file)
     seller = _provider_option(provider, table)
+    raw = xai_raw_counts(table, model, when, seller, counts)
     cost = _run(
         lambda: call_cost(
             model,
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
-            reasoning_tokens=reasoning_tokens,
-            cached_tokens=cached_tokens,
-            cache_write_tokens=cache_write_tokens,
+            **counts,
             batch=batch,
             on=when,
+            at=moment,
             table=table,
             provider=seller,
             tier=tier,
@@ -272,7 +278,13 @@ def call(
     out.add_row("[bold]total[/]", f"{all_tokens:,}", "", f"[bold]{_exact(cost.usd)}[/]")
     _console.print(out)
     notes = [f"price: {cost.source}"]
-    notes += [n for n in cost.notes.split("; ") if "no batch price" in n or "no flex" in n]
+    shown_notes = ("no batch price", " has no ")
+    notes += [n for n in cost.notes.split("; ") if any(k in n for k in shown_notes)]
+    notes += [raw] if raw else []
+    day_row = table.lookup(model, on=cost.as_of if when is None else when, provider=seller,
+                           warn=False)  # fmt: skip
+    if day_row.time_of_day:
+        notes.append(hour_used(day_row, moment))
     # A flex or priority price carried onto cotplan's own row names where its rates came from.
     carried = f"{cost.tier} rates from " if cost.tier else None
     notes += [n for n in cost.notes.split("; ") if carried and n.startswith(carried)]
@@ -281,69 +293,31 @@ def call(
     _console.print("; ".join(notes), highlight=False)
 
 
-def _tokens_from_options(
-    sample: Path | None,
-    *,
-    prompt_mean: float | None,
-    prompt_sd: float,
-    output_mean: float | None,
-    output_sd: float,
-    reasoning_mean: float,
-    reasoning_sd: float,
-    n_observed: int | None,
-) -> Any:
-    from cotplan.pricing.projection import EmpiricalTokens, ParametricTokens
-
-    if sample is not None:
-        if prompt_mean is not None or output_mean is not None:
-            raise InputError(
-                "give --sample or --prompt-mean/--output-mean, not both", field="sample"
-            )
-        try:
-            frame = pd.read_csv(sample)
-        except FileNotFoundError:
-            raise InputError("file not found", field="sample", source=str(sample)) from None
-        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-            raise InputError(
-                f"not a readable CSV: {exc}", field="sample", source=str(sample)
-            ) from exc
-        return EmpiricalTokens.from_frame(frame)
-    if prompt_mean is None or output_mean is None:
-        raise InputError(
-            "give a token sample (--sample FILE.csv) or --prompt-mean and --output-mean",
-            field="sample",
-        )
-    return ParametricTokens(
-        prompt_mean, prompt_sd, output_mean, output_sd, reasoning_mean, reasoning_sd, n_observed
-    )
-
-
-def _growth_range(
-    workload: Any, low: float | None, high: float | None
-) -> tuple[float, float] | None:
-    """--growth-low and --growth-high, both or neither, around --growth."""
-    growth = workload.growth_rate
-    if low is None and high is None:
-        return None
-    if low is None or high is None:
-        missing = "growth_low" if low is None else "growth_high"
-        raise InputError("give --growth-low and --growth-high together", field=missing)
-    for name, value in (("growth_low", low), ("growth_high", high)):
-        if not value > -1.0:
-            raise InputError(f"must be above -1 (-100%), got {value!r}", field=name)
-    if not low <= growth <= high:
-        raise InputError(
-            f"needs low <= --growth <= high, got {low!r}, {growth!r}, {high!r}",
-            field="growth_low" if low > growth else "growth_high",
-        )
-    workload.check_growth(high, "growth_high")
-    return low, high
-
-
 @app.command("project")
 def project(
     *,
-    model: Annotated[str, typer.Argument(help="Model to project (the baseline).")],
+    model: Annotated[
+        str | None, typer.Argument(help="Model to project (the baseline); or --portfolio.")
+    ] = None,
+    portfolio: Annotated[
+        Path | None,
+        Opt(
+            "--portfolio",
+            help="A TOML/JSON file of workloads (each its model, volume, growth, tokens): "
+            "projected together, one P10/P50/P90 for all (instead of MODEL).",
+        ),
+    ] = None,
+    terms: Annotated[
+        Path | None,
+        Opt("--terms", help="Negotiated terms (TOML/JSON) applied to a --portfolio's spend."),
+    ] = None,
+    currency: Annotated[
+        str | None, Opt("--currency", help="Show a --portfolio in this currency (with --rates).")
+    ] = None,
+    rates: Annotated[
+        Path | None,
+        Opt("--rates", help="CSV date,currency,per_usd: the latest rate on or before --on."),
+    ] = None,
     queries_per_day: Annotated[
         float | None, Opt("--queries-per-day", help="Queries a day.")
     ] = None,
@@ -365,7 +339,21 @@ def project(
     ] = None,
     prompt_mean: Annotated[float | None, Opt("--prompt-mean", help="Mean prompt tokens.")] = None,
     prompt_sd: Annotated[float, Opt("--prompt-sd", help="Spread of prompt tokens.")] = 0.0,
-    output_mean: Annotated[float | None, Opt("--output-mean", help="Mean answer tokens.")] = None,
+    output_mean: Annotated[
+        float | None,
+        Opt(
+            "--output-mean",
+            help="Mean visible answer tokens, reasoning NOT included (or give --completion-mean).",
+        ),
+    ] = None,
+    completion_mean: Annotated[
+        float | None,
+        Opt(
+            "--completion-mean",
+            help="Mean completion tokens counted as `cost call --completion-tokens` counts "
+            "them (reasoning included); the answer is this minus --reasoning-mean.",
+        ),
+    ] = None,
     output_sd: Annotated[float, Opt("--output-sd", help="Spread of answer tokens.")] = 0.0,
     reasoning_mean: Annotated[float, Opt("--reasoning-mean", help="Mean reasoning.")] = 0.0,
     reasoning_sd: Annotated[float, Opt("--reasoning-sd", help="Spread of reasoning.")] = 0.0,
@@ -392,7 +380,12 @@ def project(
         str | None, Opt("--provider", help="The seller of MODEL, when several price it.")
     ] = None,
     on: Annotated[
-        str | None, Opt("--on", help="Judge staleness on this date (default today).")
+        str | None,
+        Opt(
+            "--on",
+            help="As if today were this date (YYYY-MM-DD), as in `cost call`: prices are "
+            "judged stale against it and the horizon starts the month after (unless --start).",
+        ),
     ] = None,
     file: Annotated[Path | None, Opt("--prices", help="A price file to override rows.")] = None,
     budget: Annotated[
@@ -455,8 +448,21 @@ def project(
 
     # Every option is checked here, before the price table loads or a draw is made.
     today = _date(on, "on")
-    n_draws, _ = check_draws(_whole(draws, "draws"), seed)
-    _out_dir(out, "out")
+    n_draws, _ = check_draws(whole(draws, "draws"), seed)
+    out_dir(out, "out")
+    if portfolio is None:
+        for name, given in (("terms", terms), ("currency", currency), ("rates", rates)):
+            if given is not None:
+                raise InputError("applies to a --portfolio only", field=name)
+    if portfolio is not None or model is None:
+        if model is not None or portfolio is None:
+            raise InputError("give a MODEL or --portfolio FILE, not both", field="portfolio")
+        from cotplan.cli.cost_portfolio import run_portfolio
+
+        run_portfolio(portfolio, draws=n_draws, seed=seed, table=price_table(file), today=today,
+                      terms_path=terms, out=out, run=_run, currency=currency,
+                      rates_path=rates)  # fmt: skip
+        return
     limit = budget_option(budget, budget_per)
     fys = check_fiscal_year_start(fiscal_year_start)
     if actuals is not None and not actuals.is_file():
@@ -467,12 +473,13 @@ def project(
         growth_rate=growth,
         growth_per=growth_per,
         horizon_months=months,
-        start=_date(start, "start"),
+        start=_date(start, "start") or month_after(today),
         volume_cv=volume_cv,
         hour_profile=hour_profile_of(hour_profile),
     )
-    spread = _growth_range(workload, growth_low, growth_high)
-    tokens = _tokens_from_options(
+    spread = growth_range(workload, growth_low, growth_high)
+    output_mean = answer_mean(output_mean, completion_mean, reasoning_mean)
+    tokens = tokens_from_options(
         sample,
         prompt_mean=prompt_mean,
         prompt_sd=prompt_sd,
@@ -485,7 +492,7 @@ def project(
     table = price_table(file)
     seller = _provider_option(provider, table)
     # Read before the projection runs: a bad log is refused before anything is printed.
-    spent = None if actuals is None else _run(lambda: read_actuals(actuals, table))
+    spent = None if actuals is None else _run(lambda: read_actuals(actuals, table, today))
     levers: dict[str, Any] = {
         "permutations": permutations,
         "cache_hit_rate": cache_hit_rate,
@@ -540,3 +547,13 @@ def project(
     if out is not None:
         written = write_outputs(out, comparison, growth_result, compared=len(compared) > 1)
         _console.print("wrote " + ", ".join(str(p) for p in written), highlight=False)
+
+
+def _register_month_end() -> None:
+    # The month-end commands live in their own module; registered here, once the app exists.
+    from cotplan.cli.cost_month_end import register
+
+    register(app, _date, _run)
+
+
+_register_month_end()

@@ -7,6 +7,7 @@ production in the layers; a JSONL log of provider responses is read by `cotplan.
 from __future__ import annotations
 
 import sqlite3
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -16,17 +17,24 @@ from rich.table import Table
 
 from cotplan.cli.cost_tables import money
 from cotplan.errors import CotplanError, InputError
-from cotplan.pricing.actuals import Actuals, actuals_from_calls, actuals_from_jsonl, utc_time
+from cotplan.pricing.actuals import (
+    Actuals,
+    actuals_from_calls,
+    actuals_from_jsonl,
+    not_future,
+    utc_time,
+)
 
 __all__ = ["actuals_table", "read_actuals"]
 
 _SQLITE = (".sqlite", ".sqlite3", ".db")
 
 
-def read_actuals(path: Path, table: Any) -> Actuals:
-    """A log of real calls: the production log (SQLite) or a JSONL file of responses."""
+def read_actuals(path: Path, table: Any, today: date | None = None) -> Actuals:
+    """A log of real calls: the production log (SQLite) or a JSONL file of responses; a call
+    dated after `today` (default: the system's date) by more than a day is refused."""
     if path.suffix.lower() not in _SQLITE:
-        return actuals_from_jsonl(path, table=table)
+        return actuals_from_jsonl(path, table=table, today=today)
     from cotplan.production.log import CallLog
 
     try:
@@ -44,6 +52,9 @@ def read_actuals(path: Path, table: Any) -> Actuals:
         )
         for number, (time, usd) in enumerate(zip(frame["time"], frame["cost_usd"], strict=True), 1)
     ]
+    limit = today or date.today()
+    for number, (moment, _) in enumerate(calls, 1):
+        not_future(moment, limit, field=f"calls[{number}].time", line=None, source=str(path))
     return actuals_from_calls(calls, source=str(path))
 
 

@@ -16,9 +16,10 @@ from cotplan.errors import InputError
 
 __all__ = ["budget_option", "projection_summary", "scenario_table", "scenarios", "write_outputs"]
 
-#: How a plain line is printed: as written, wrapped by the terminal rather than by rich.
+#: How a plain line is printed: wrapped by rich at the width, a long address folded, so no
+#: line is wider than the terminal (or 80 columns in a pipe).
 _LINE: dict[str, Any] = {"highlight": False}
-_LONG_LINE: dict[str, Any] = {"highlight": False, "soft_wrap": True}
+_LONG_LINE: dict[str, Any] = {"highlight": False, "overflow": "fold"}
 
 
 def budget_option(budget: float | None, budget_per: str) -> Any:
@@ -83,12 +84,14 @@ def projection_summary(
         yield f"price of {name}: {proj.assumptions['price_source']}", _LONG_LINE
     yield f"hours of the calls: {workload.hours.label}", _LINE
     for change in base.price_changes.to_dict("records"):
-        changed = (
-            f"price change on {change['date']}: USD per 1k queries "
-            f"{change['usd_per_1k_queries_before']:,.4f} -> {change['usd_per_1k_queries']:,.4f} "
-            f"({change['source']})"
-        )
-        yield changed, _LONG_LINE
+        before, after = change["usd_per_1k_queries_before"], change["usd_per_1k_queries"]
+        if f"{before:,.4f}" == f"{after:,.4f}":
+            # The rate card changed where this workload does not pay (a long-context or batch
+            # rate): say so rather than print a change from a number to itself.
+            what = f"rates this workload does not pay; USD per 1k queries stays {after:,.4f}"
+        else:
+            what = f"USD per 1k queries {before:,.4f} -> {after:,.4f}"
+        yield f"price change on {change['date']}: {what} ({change['source']})", _LONG_LINE
     yield rollup_table(base.rollups, fiscal_year_start), {}
     if base.budget is not None:
         yield _budget_line(base.budget), _LINE
@@ -103,27 +106,42 @@ def _budget_line(check: Any) -> str:
 
 
 def scenario_table(comparison: Any) -> Table:
-    """Each scenario's spend over the horizon and what it saves against the baseline."""
+    """Each scenario's spend over the horizon (P50 and P10..P90), and against the baseline:
+    the mean saved and its spend as a multiple of the baseline's. Narrow enough for an
+    80-column terminal with every number whole; the savings' P10..P90 are in comparison.csv."""
     cmp = Table(
         title=f"Scenarios over the horizon, USD (baseline: {comparison.baseline})",
         box=box.SIMPLE_HEAD,
         pad_edge=False,
     )
-    cmp.add_column("scenario", min_width=12)
-    for column in ("per 1k q", "mean", "P10..P90", "saved", "saved %", "saved P10..P90"):
+    cmp.add_column("scenario", overflow="fold", ratio=1)
+    for column in ("per 1k q", "P50", "P10..P90", "saved", "x base"):
         cmp.add_column(column, justify="right", no_wrap=True)
     for rec in comparison.frame.to_dict("records"):
         cmp.add_row(
             str(rec["scenario"]),
-            f"{1000 * rec['usd_per_query']:,.2f}",
-            f"{rec['total_mean_usd']:,.0f}",
+            per_1k(1000 * rec["usd_per_query"]),
+            f"{rec['total_p50_usd']:,.0f}",
             f"{rec['total_p10_usd']:,.0f}..{rec['total_p90_usd']:,.0f}",
             f"{rec['savings_mean_usd']:,.0f}",
-            # No share of nothing: a baseline that spends nothing saves no percentage.
-            "–" if rec["savings_pct"] != rec["savings_pct"] else f"{rec['savings_pct']:.1f}%",
-            f"{rec['savings_p10_usd']:,.0f}..{rec['savings_p90_usd']:,.0f}",
+            times_base(rec["times_baseline"]),
         )
     return cmp
+
+
+def per_1k(usd: float) -> str:
+    """USD per 1,000 queries with enough decimals to show a cheap model's cost (no ellipsis)."""
+    if usd >= 100:
+        return f"{usd:,.0f}"
+    return f"{usd:,.2f}" if usd >= 1 else f"{usd:.4g}"
+
+
+def times_base(ratio: float) -> str:
+    """A scenario's spend as a multiple of the baseline's: 0.50x saves half; 22x costs 22 times
+    as much. A percentage saving below -100% (-2,122.5%) reads as nonsense to a finance user."""
+    if ratio != ratio:
+        return "–"  # no multiple of a baseline that spends nothing
+    return f"{ratio:.2f}x" if ratio < 10 else f"{ratio:,.0f}x"
 
 
 def write_outputs(out: Path, comparison: Any, growth: Any, *, compared: bool) -> list[Path]:
@@ -133,9 +151,9 @@ def write_outputs(out: Path, comparison: Any, growth: Any, *, compared: bool) ->
 
     base = comparison.projections[comparison.baseline]
     out.mkdir(parents=True, exist_ok=True)
-    written = [out / "projection.csv", out / "projection.xlsx"]
-    base.to_csv(written[0])
-    base.to_excel(written[1])
+    # One CSV per period kind: a spreadsheet SUM over any file's column is that kind's total.
+    written = [*base.to_csvs(out), out / "projection.xlsx"]
+    base.to_excel(written[-1])
     # PNG at twice the size for slides, SVG to scale without blur.
     for suffix in (".png", ".svg"):
         written.append(save_chart(projection_chart(base), out / f"projection{suffix}"))

@@ -29,13 +29,13 @@ _money = money
 
 
 def rate(value: Decimal | None) -> str:
-    """A rate with two to four decimals: 0.80, 0.125, 0.0833 (the CSV keeps every digit)."""
+    """A rate with at least two decimals and every digit it has: 0.80, 0.125, 0.01875 (a
+    finance user checks a rate against the provider's page: it is never cut short)."""
     if value is None:
         return ""
     if value == value.quantize(Decimal("0.01")):
         return f"{value:.2f}"
-    shown = f"{value:.4f}".rstrip("0")
-    return shown if Decimal(shown) == value else f"{shown}…"
+    return f"{value.normalize():f}"
 
 
 def batch_cell(row: Any, when: date) -> str:
@@ -143,27 +143,31 @@ def price_tables(
     return parts
 
 
+def _places(frame: pd.DataFrame, columns: tuple[str, ...]) -> int:
+    """Cents for small amounts; whole dollars once any amount reaches $10,000, so a table of
+    millions fits 80 columns with no number cut short."""
+    values = frame[list(columns)].abs().max().max() if len(frame) else 0.0
+    return 0 if values == values and values >= 10_000 else 2
+
+
+_MONEY = ("mean_usd", "p10_usd", "p50_usd", "p90_usd")
+
+
 def projection_table(frame: pd.DataFrame, title: str, periods: tuple[str, ...]) -> Table:
-    out = Table(title=title)
-    for column, justify in (
-        ("period", "left"),
-        ("queries", "right"),
-        ("mean", "right"),
-        ("P10", "right"),
-        ("P50", "right"),
-        ("P90", "right"),
-    ):
-        out.add_column(column, justify=justify)  # type: ignore[arg-type]
+    """The projection's periods: queries and spend (mean, P10, P50, P90), every number whole
+    at 80 columns (the period labels fold instead)."""
+    out = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False)
+    out.add_column("period", overflow="fold", ratio=1)
+    for column in ("queries", "mean", "P10", "P50", "P90"):
+        out.add_column(column, justify="right", no_wrap=True)
     chosen = frame[frame["period"].isin(periods)]
+    places = _places(chosen, _MONEY)
     for record in chosen.to_dict("records"):
         bold = record["period"] in ("year", "total")
         cells = [
             str(record["label"]),
             f"{record['queries']:,.0f}",
-            _money(record["mean_usd"]),
-            _money(record["p10_usd"]),
-            _money(record["p50_usd"]),
-            _money(record["p90_usd"]),
+            *(_money(record[k], places) for k in _MONEY),
         ]
         out.add_row(*[f"[bold]{c}[/]" if bold else c for c in cells])
     return out
@@ -176,23 +180,15 @@ def rollup_table(rollups: pd.DataFrame, fiscal_year_start: int) -> Table:
         box=box.SIMPLE_HEAD,
         pad_edge=False,
     )
-    for column, justify in (
-        ("period", "left"),
-        ("mean", "right"),
-        ("P10", "right"),
-        ("P50", "right"),
-        ("P90", "right"),
-        ("per 1k q", "right"),
-    ):
-        out.add_column(column, justify=justify)  # type: ignore[arg-type]
+    out.add_column("period", overflow="fold", ratio=1)
+    for column in ("mean", "P10", "P50", "P90", "per 1k q"):
+        out.add_column(column, justify="right", no_wrap=True)
+    places = _places(rollups, _MONEY)
     for record in rollups.to_dict("records"):
         bold = record["period"] == "fiscal_year"
         cells = [
             str(record["label"]),
-            _money(record["mean_usd"]),
-            _money(record["p10_usd"]),
-            _money(record["p50_usd"]),
-            _money(record["p90_usd"]),
+            *(_money(record[k], places) for k in _MONEY),
             _money(record["usd_per_1k_queries"], 4),
         ]
         out.add_row(*[f"[bold]{c}[/]" if bold else c for c in cells])

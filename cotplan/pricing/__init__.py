@@ -9,6 +9,8 @@
 - `project_costs`, `compare_scenarios`, `project_growth`: Monte Carlo spend projections with
   P10/P50/P90, the chance of going over a `Budget`, fiscal quarters and years, low/base/high
   growth, and workbooks a finance analyst can open and sum.
+- `read_export`, `reconcile`: the providers' usage and cost exports beside cotplan's price of
+  the same usage and its own log, every difference explained or flagged (`Invoice` checks).
 """
 
 from cotplan.pricing.comparison import (
@@ -18,6 +20,8 @@ from cotplan.pricing.comparison import (
     project_growth,
 )
 from cotplan.pricing.cost import CallCost, call_cost, cost_of_completion, cost_of_text, price_parts
+from cotplan.pricing.export_readers import read_export
+from cotplan.pricing.exports import ExportLine
 from cotplan.pricing.genai import GENAI_PRICES_VERSION
 from cotplan.pricing.periods import Budget, BudgetCheck
 from cotplan.pricing.projection import (
@@ -34,6 +38,7 @@ from cotplan.pricing.projection import (
     Workload,
     project_costs,
 )
+from cotplan.pricing.reconcile import Invoice, LoggedCall, Reconciliation, reconcile
 from cotplan.pricing.table import (
     LOCAL_SOURCE,
     PRICES_ENV,
@@ -62,8 +67,11 @@ __all__ = [
     "Comparison",
     "CotPolicy",
     "EmpiricalTokens",
+    "ExportLine",
     "FixedCap",
     "GrowthScenarios",
+    "Invoice",
+    "LoggedCall",
     "ParametricTokens",
     "PlannerCap",
     "PriceRow",
@@ -71,6 +79,7 @@ __all__ = [
     "Projection",
     "ProviderUsage",
     "Rates",
+    "Reconciliation",
     "Scenario",
     "StalePriceWarning",
     "TokenDistribution",
@@ -87,5 +96,7 @@ __all__ = [
     "prices",
     "project_costs",
     "project_growth",
+    "read_export",
     "read_usage",
+    "reconcile",
 ]

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -24,13 +25,14 @@ import pandas as pd
 
 from cotplan.errors import InputError
 from cotplan.io import parse_json
-from cotplan.pricing.table import PriceTable, price_table
+from cotplan.pricing.table import PriceTable, StalePriceWarning, price_table
 
 __all__ = [
     "Actuals",
     "actuals_from_calls",
     "actuals_from_jsonl",
     "forecast_vs_actuals",
+    "not_future",
     "utc_time",
 ]
 
@@ -136,30 +138,106 @@ def _priced_line(
     return moment, float(cost.usd)
 
 
-def actuals_from_jsonl(path: str | os.PathLike[str], *, table: PriceTable | None = None) -> Actuals:
+#: How far past today a call may be dated: a day, for the time zones a log's clock may keep.
+_FUTURE_SLACK = timedelta(days=1)
+
+
+def not_future(moment: datetime, today: date, *, field: str, line: int | None, source: str) -> None:
+    """Refuse a call dated after `today` (a day's slack): a log cannot hold spend to come, and
+    a clock set to 2050 would otherwise open a month row of its own."""
+    if moment.date() > today + _FUTURE_SLACK:
+        raise InputError(
+            f"{moment.isoformat()} is after today ({today}): a log holds calls already made; "
+            "check the clock that wrote it",
+            field=field,
+            line=line,
+            source=source,
+        )
+
+
+def _lines(file: Path) -> list[tuple[int, str]]:
+    """The file's non-blank lines with their numbers; a line that is not UTF-8 is an error
+    naming the file and the line."""
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        raise InputError(
+            f"cannot read the log: {exc.strerror or exc}", field="actuals", source=str(file)
+        ) from exc
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    out: list[tuple[int, str]] = []
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(
+                f"not UTF-8 text (byte {exc.start + 1} of the line); save the log as UTF-8",
+                line=number,
+                source=str(file),
+            ) from None
+        if text.strip():
+            out.append((number, text))
+    return out
+
+
+def actuals_from_jsonl(
+    path: str | os.PathLike[str],
+    *,
+    table: PriceTable | None = None,
+    today: date | None = None,
+) -> Actuals:
     """Month totals of a JSONL file of provider responses, each priced by `cost_of` at the time
     it was made. Errors name the file, the line and the field; an unknown model is an error
-    (a log's model names are the user's to fix, not to skip)."""
+    (a log's model names are the user's to fix, not to skip), and so is a call dated after
+    `today` (default: the system's date) by more than a day. A stale price is said once per
+    price, for the latest call that paid it, not once per day of the log."""
     file = Path(path).expanduser()
-    try:
-        lines = file.read_text(encoding="utf-8-sig").splitlines()
-    except OSError as exc:
-        raise InputError(f"cannot read the log: {exc}", field="actuals", source=str(file)) from exc
     chosen = table or price_table()
+    limit = today or date.today()
     calls: list[tuple[datetime, float | None]] = []
-    for number, text in enumerate(lines, start=1):
-        if not text.strip():
-            continue
-        # One reader for untrusted JSON: nesting, size and a key given twice, naming the line.
-        body = parse_json(text, source=str(file), line=number)
-        if not isinstance(body, dict):
-            raise InputError(
-                "must be a JSON object (one response a line)", line=number, source=str(file)
-            )
-        calls.append(_priced_line(body, chosen, file, number))
+    stale: dict[str, tuple[datetime, Warning]] = {}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for number, text in _lines(file):
+            body = _line_json(text, file, number)
+            moment, usd = _priced_line(body, chosen, file, number)
+            not_future(moment, limit, field="time", line=number, source=str(file))
+            calls.append((moment, usd))
+            for item in caught:
+                if issubclass(item.category, StalePriceWarning):
+                    # The same price, judged on each call's day: one note, the latest day's.
+                    key = str(item.message).split(" was read on ")[0]
+                    if key not in stale or stale[key][0] <= moment:
+                        stale[key] = (moment, item.message)  # type: ignore[assignment]
+                else:
+                    stale.setdefault(f"other: {item.message}", (moment, item.message))  # type: ignore[arg-type]
+            caught.clear()
+    for _, message in stale.values():
+        warnings.warn(message, stacklevel=2)
     if not calls:
         raise InputError("the log holds no calls", field="actuals", source=str(file))
     return actuals_from_calls(calls, source=str(file))
+
+
+def _line_json(text: str, file: Path, number: int) -> dict[str, Any]:
+    """One line's JSON object, read with the depth and repeated-key limits of `parse_json`."""
+    try:
+        body = parse_json(text, source=str(file))
+    except InputError as exc:
+        raise InputError(_reason_of(exc, str(file)), line=number, source=str(file)) from None
+    if not isinstance(body, dict):
+        raise InputError(
+            "must be a JSON object (one response a line)", line=number, source=str(file)
+        )
+    return body
+
+
+def _reason_of(exc: InputError, source: str) -> str:
+    """`exc`'s message without the source and line `parse_json` put before it."""
+    text = str(exc)
+    head = f"{source}, line {exc.line}: " if exc.line is not None else f"{source}: "
+    return text[len(head) :] if text.startswith(head) else text
 
 
 def forecast_vs_actuals(projection: Any, actuals: Actuals) -> pd.DataFrame:

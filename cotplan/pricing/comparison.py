@@ -157,6 +157,11 @@ def compare_scenarios(
                 "total_p90_usd": float(total["p90_usd"]),
                 "savings_mean_usd": s_mean,
                 "savings_pct": 100.0 * s_mean / base_mean if base_mean > 0 else float("nan"),
+                # A dearer model than the baseline reads better as "22x the baseline" than as
+                # a saving of -2,122.5%.
+                "times_baseline": float(total["mean_usd"]) / base_mean
+                if base_mean > 0
+                else float("nan"),
                 "savings_p10_usd": s10,
                 "savings_p90_usd": s90,
                 "provider": proj.assumptions["provider"],

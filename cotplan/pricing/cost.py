@@ -33,6 +33,8 @@ from cotplan.pricing.table import PriceRow, PriceTable, Rates, price_table
 
 __all__ = ["CallCost", "call_cost", "cost_of_completion", "cost_of_text", "price_parts"]
 
+#: Providers whose `completion_tokens` leave reasoning tokens out (reported apart).
+REASONING_APART = frozenset({"x-ai", "xai"})
 _MILLION = Decimal(1_000_000)
 _ZERO = Decimal(0)
 
@@ -258,7 +260,7 @@ def _price(
     from_cache: bool = False,
     on: date | None = None,
     tier: str | None = None,
-    strict: bool = True,
+    strict: bool = False,
 ) -> CallCost:
     if cached_tokens + cache_write_tokens > prompt_tokens:
         raise InputError(
@@ -355,14 +357,18 @@ def call_cost(
     `batch` applies the model's batch prices: genai-prices' per token type, only on the dates
     they hold (a day without one costs the list price, said in `notes`); cotplan's own rows
     take `batch_discount` off every rate. `tier` ("flex" or "priority") prices the call at that
-    service tier's rates, an error on a day the model has none. `on` picks the price in effect
-    on that date (default today); `table` defaults to `price_table()` (both sources plus
-    `COTPLAN_PRICES`).
+    service tier's rates; on a day the model has none (before the tier existed) the standard
+    price is used and `notes` says so, as `cost_of` does for a response served in that tier.
+    `on` picks the price in effect on that date (default today); `table` defaults to
+    `price_table()` (both sources plus `COTPLAN_PRICES`).
     `provider` names the seller (or write ``openai/gpt-4o``); a name several providers sell
     costs its maker's price, said in `CallCost.notes`. `at` is the moment of the call (naive
     means UTC), for prices that change with the hour (DeepSeek's peak hours); it also sets the
     date, and must agree with `on` when both are given. Without it such a model costs its price
-    outside those hours. `CallCost.source` says where the price came from.
+    outside those hours (`notes` names them). `CallCost.source` says where
+    the price came from. Counts follow OpenAI's convention for every provider billed "in
+    completion" (reasoning inside `completion_tokens`); xAI's raw usage, whose completion
+    count leaves reasoning out, is read by `cost_of` (and by `cotplan cost call`).
     """
     on, at = _moment(on, at)
     prompt = _count(prompt_tokens, "prompt_tokens")
@@ -370,7 +376,8 @@ def call_cost(
     reasoning = _count(reasoning_tokens, "reasoning_tokens")
     cached = _count(cached_tokens, "cached_tokens")
     written = _count(cache_write_tokens, "cache_write_tokens")
-    row = (table or price_table()).lookup(model, on=on, provider=provider, at=at)
+    chosen = table or price_table()
+    row = chosen.lookup(model, on=on, provider=provider, at=at)
     return _price(
         row,
         prompt_tokens=prompt,

@@ -135,6 +135,19 @@ def _row_from_mapping(raw: Mapping[str, Any], where: _Where, origin: str) -> Pri
     return PriceRow(**values, origin=origin)
 
 
+def _document(text: str, suffix: str, source: str) -> Any:
+    """A JSON or TOML price file's document."""
+    if suffix == ".json":
+        # The one JSON reader: depth, size and repeated-key limits that name the file.
+        return parse_json(text, source=source)
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise _Where(source).error(f"not valid TOML: {exc}") from exc
+    except RecursionError:
+        raise _Where(source).error("nested too deep to read") from None
+
+
 def _read_records(path: Path) -> list[tuple[dict[str, Any], _Where]]:
     """(record, location) pairs from a CSV, JSON or TOML file."""
     source = str(path)
@@ -148,13 +161,7 @@ def _read_records(path: Path) -> list[tuple[dict[str, Any], _Where]]:
         raise file_where.error(f"cannot read price file: {exc}", "path") from exc
 
     if suffix in {".json", ".toml"}:
-        try:
-            # JSON through the one reader of untrusted JSON (nesting, size, a key given twice).
-            data: Any = (
-                parse_json(text, source=source) if suffix == ".json" else tomllib.loads(text)
-            )
-        except tomllib.TOMLDecodeError as exc:
-            raise file_where.error(f"not valid {suffix[1:].upper()}: {exc}") from exc
+        data = _document(text, suffix, source)
         entries = data.get("prices") if isinstance(data, dict) else data
         if not isinstance(entries, list) or not entries:
             raise file_where.error(

@@ -47,6 +47,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -188,6 +189,31 @@ class Projection:
         from cotplan.pricing.excel import write_shared_csv
 
         write_shared_csv(self.frame, path)
+
+    def to_csvs(self, folder: str | os.PathLike[str], stem: str = "projection") -> list[Path]:
+        """Write one CSV per period kind into `folder`: ``<stem>_months.csv``, ``_days.csv``
+        (each month's average day), ``_years.csv`` (twelve-month years), ``_quarters.csv``,
+        ``_fiscal_years.csv`` and ``_total.csv``, so summing any one file's column never counts
+        a dollar twice (the one-file `to_csv` mixes the kinds: its sum is about three times the
+        year). Kinds with no rows are not written; returns the paths written, 0640."""
+        from cotplan.pricing.excel import write_shared_csv
+
+        target = Path(folder)
+        parts = {
+            "months": self.frame[self.frame["period"] == "month"],
+            "days": self.frame[self.frame["period"] == "day"],
+            "years": self.frame[self.frame["period"] == "year"],
+            "quarters": self.rollups[self.rollups["period"] == "quarter"],
+            "fiscal_years": self.rollups[self.rollups["period"] == "fiscal_year"],
+            "total": self.frame[self.frame["period"] == "total"],
+        }
+        written = []
+        for kind, part in parts.items():
+            if len(part):
+                path = target / f"{stem}_{kind}.csv"
+                write_shared_csv(part.reset_index(drop=True), path)
+                written.append(path)
+        return written
 
     def to_excel(self, path: str | os.PathLike[str]) -> None:
         """Write an XLSX workbook an analyst can sum (`cotplan.pricing.excel`): a summary
@@ -349,13 +375,27 @@ def _inputs_frame(
     return pd.DataFrame(rows, columns=["input", "as_entered", "simulated", "note"])
 
 
+def _prices_of(row: PriceRow) -> tuple[Any, ...]:
+    """What a call pays under `row`: its rates, tiers and hours, not its dates or source."""
+    return (
+        row.short_rates(),
+        row.long_rates(),
+        row.long_context_threshold,
+        row.batch_discount,
+        tuple((t.tier, _prices_of(t.row)) for t in row.tiers),
+        tuple((w.start, w.end, _prices_of(w.row)) for w in row.time_of_day),
+    )
+
+
 def _price_changes(run: Any, permutations: int) -> pd.DataFrame:
     """Every change of price inside the horizon: when, from what to what, and its source."""
     rows: list[dict[str, Any]] = []
     before: PriceRow | None = None
     for month in run.segments:
         for row, first, _ in month:
-            if before is not None and row is not before:
+            # A row looked up again each month is a new object with the same prices, and a
+            # price re-dated without changing is no change: only a different price is listed.
+            if before is not None and _prices_of(row) != _prices_of(before):
                 old = run.stats[before.effective_from or date.min].mean
                 new = run.stats[row.effective_from or date.min].mean
                 rows.append(

@@ -43,7 +43,7 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from cotplan.errors import InputError
-from cotplan.pricing.cost import CallCost, _count, _moment, _price
+from cotplan.pricing.cost import REASONING_APART, CallCost, _count, _moment, _price
 from cotplan.pricing.makers import maker_of
 from cotplan.pricing.rows import SERVICE_TIERS
 from cotplan.pricing.table import PriceTable, price_table
@@ -59,7 +59,7 @@ _GEMINI_DETAILS = (
     ("toolUsePromptTokensDetails", "tool_use_prompt_tokens_details"),
 )
 # Providers whose chat completions report reasoning apart from `completion_tokens`.
-_REASONING_APART = frozenset({"x-ai", "xai"})
+_REASONING_APART = REASONING_APART
 
 
 @dataclass(frozen=True)

@@ -84,6 +84,15 @@ def _positive_int(value: Any, name: str) -> int:
     return int(number)
 
 
+def _at_record(index: int, message: str, name: str) -> InputError:
+    """An error about record `index` (0-based); `from_frame` re-raises it with the record's
+    line in the file, as a spreadsheet user counts (the header is line 1)."""
+    error = InputError(f"position {index} {message}", field=name)
+    error.record = index  # type: ignore[attr-defined]
+    error.detail = message  # type: ignore[attr-defined]
+    return error
+
+
 def _token_array(values: Any, name: str) -> _FloatArray:
     try:
         array = np.asarray(values, dtype=np.float64).reshape(-1)
@@ -93,18 +102,16 @@ def _token_array(values: Any, name: str) -> _FloatArray:
         raise InputError("must not be empty", field=name)
     bad = ~np.isfinite(array)
     if bad.any():
-        raise InputError(
-            f"must be finite; position {int(np.argmax(bad))} is {array[bad][0]}", field=name
-        )
+        raise _at_record(int(np.argmax(bad)), f"is {array[bad][0]}: must be finite", name)
     if (array < 0).any():
         index = int(np.argmax(array < 0))
-        raise InputError(f"must not be negative; position {index} is {array[index]:g}", field=name)
+        raise _at_record(index, f"is {array[index]:g}: must not be negative", name)
     if (array > MAX_TOKENS_PER_CALL).any():
         index = int(np.argmax(array > MAX_TOKENS_PER_CALL))
-        raise InputError(
-            f"must be at most {MAX_TOKENS_PER_CALL:g} tokens a call; position {index} is "
-            f"{array[index]:g}",
-            field=name,
+        raise _at_record(
+            index,
+            f"is {array[index]:g}: must be at most {MAX_TOKENS_PER_CALL:g} tokens a call",
+            name,
         )
     return array
 
@@ -323,11 +330,12 @@ class EmpiricalTokens:
             over = reasoning > completion
             if over.any():
                 i = int(np.argmax(over))
-                raise InputError(
-                    f"record {i}: {reasoning[i]:g} reasoning tokens exceed its "
+                raise _at_record(
+                    i,
+                    f"has {reasoning[i]:g} reasoning tokens, more than its "
                     f"{completion[i]:g} completion tokens (reasoning is counted inside "
                     "completion; pass reasoning_in_completion=False if it is not)",
-                    field="reasoning_tokens",
+                    "reasoning_tokens",
                 )
             answer = completion - reasoning
         else:
@@ -358,20 +366,39 @@ class EmpiricalTokens:
         completion: str = "completion_tokens",
         reasoning: str | None = "reasoning_tokens",
         reasoning_in_completion: bool = True,
+        source: str | None = None,
     ) -> EmpiricalTokens:
-        """From DataFrame columns (a missing reasoning column means no reasoning tokens)."""
+        """From DataFrame columns (a missing reasoning column means no reasoning tokens).
+
+        With `source` (the CSV file the frame was read from, with a header line and one record
+        a line), an error about one record names the file and the record's line."""
         for column in (prompt, completion):
             if column not in frame.columns:
                 raise InputError(
                     f"no column {column!r}; columns are {list(frame.columns)}", field=column
                 )
         has_reasoning = reasoning is not None and reasoning in frame.columns
-        return cls(
-            frame[prompt].to_numpy(),
-            frame[completion].to_numpy(),
-            frame[reasoning].to_numpy() if has_reasoning and reasoning else None,
-            reasoning_in_completion=reasoning_in_completion,
-        )
+        columns = {"prompt_tokens": prompt, "completion_tokens": completion}
+        if reasoning is not None:
+            columns["reasoning_tokens"] = reasoning
+        try:
+            return cls(
+                frame[prompt].to_numpy(),
+                frame[completion].to_numpy(),
+                frame[reasoning].to_numpy() if has_reasoning and reasoning else None,
+                reasoning_in_completion=reasoning_in_completion,
+            )
+        except InputError as exc:
+            record = getattr(exc, "record", None)
+            if record is None or source is None:
+                raise
+            # Line 1 is the header: record 0 is what a spreadsheet shows as row 2.
+            raise InputError(
+                exc.detail,  # type: ignore[attr-defined]
+                field=columns.get(exc.field or "", exc.field),
+                line=record + 2,
+                source=source,
+            ) from None
 
     @classmethod
     def from_completions(cls, completions: Iterable[Completion]) -> EmpiricalTokens:
