@@ -70,6 +70,7 @@ from cotplan.planner.calibrate import (
     _budgets_for,
     _check_items,
     _notes,
+    _Tally,
     calibration_frame,
 )
 from cotplan.tasks.item import TaskItem
@@ -157,6 +158,10 @@ def calibrate_batch(
             f"batch calibration needs an OpenAI-compatible backend, got {type(backend).__name__}"
         )
     chosen = _check_items(items)
+    if budgets == "auto":
+        # The auto grid is built from each item's uncapped run, which one batch round would
+        # have to return before the grid's requests could be written: not built yet.
+        raise InputError("batch calibration needs a budget grid, not 'auto'", field="budgets")
     grid = _budgets_for(budgets)
     tell = say or (lambda line: None)
     state = BatchFolder(folder)
@@ -241,7 +246,9 @@ def _finish(
     import warnings
 
     frame = batch_priced(calibration_frame(answers, items, provider=backend.provider or ""))
-    notes = _notes(answers, items)
+    tally = _Tally()
+    tally.add(answers)
+    notes = _notes(tally, items)
     for note in notes:
         if note.startswith("no price"):
             warnings.warn(CostUnknownWarning(note), stacklevel=3)
