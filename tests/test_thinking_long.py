@@ -50,3 +50,28 @@ def test_train_thinking_refuses_bad_options_before_torch_loads(
     assert isinstance(result.exception, InputError)
     assert result.exception.field == field
     assert not (tmp_path / "a").exists()
+
+
+@pytest.mark.model
+def test_the_long_thinker_is_served_thinks_longer_and_its_cap_holds(cotplan_home: Path) -> None:
+    from cotplan.backends.adapters import locate_adapter
+    from cotplan.backends.local import LocalModel
+    from cotplan.generate import budgeted_answer
+    from cotplan.tasks import make_tasks
+
+    located = locate_adapter("thinking-long")
+    assert located is not None
+    assert located[0].name == "smollm2-135m-thinking-long"
+    # A word near the top of a 16-word list: a short trace, so the test stays quick.
+    item = next(
+        it for it in make_tasks("find", n=16, count=20, seed=7) if len(work_lines(it).steps) <= 6
+    )
+    with LocalModel("thinking-long", threads=1, replicas=1) as model:
+        backend = model.backend(cache=None)
+        uncapped = budgeted_answer(backend, item, 1024)
+        capped = budgeted_answer(backend, item, 8)
+    assert "thinking-long" in model.model_id
+    assert uncapped.correct
+    # It re-checks after the answer settled: more thinking than the reference trace's steps.
+    assert uncapped.reasoning_tokens > 8 * len(work_lines(item).steps)
+    assert capped.reasoning_tokens <= 8

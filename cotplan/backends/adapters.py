@@ -11,6 +11,11 @@ llama.cpp does for an R1 distill, and its per-request `thinking_budget_tokens` c
 thinking. Text completions, which budget forcing uses, do not go through the template and are
 unchanged.
 
+`smollm2-135m-thinking-long` (`connect("local:thinking-long")`) is the same base with a second
+adapter (`cotplan models train-thinking --preset long`) that thinks the same way over inputs of
+10-80 items, so its uncapped thinking runs to hundreds and thousands of tokens, as the models
+teams cap do (docs/thinking-model.md, "The long thinker").
+
 Each adapter is a GGUF file in `cotplan/backends/weights/` with a JSON record beside it (its
 SHA-256, the training settings and what training measured); the file is checked against the
 record's SHA-256 before it is served.
@@ -93,10 +98,24 @@ KNOWN_ADAPTERS: dict[str, AdapterSpec] = {
         "over-thinks (2-4x the tokens its answer needs), served by llama.cpp",
         chat_template="smollm2-thinking.jinja",
     ),
+    "smollm2-135m-thinking-long": AdapterSpec(
+        name="smollm2-135m-thinking-long",
+        base="smollm2-135m-instruct",
+        file_name="smollm2-thinking-long-lora.gguf",
+        record_name="smollm2-thinking-long-lora.json",
+        reasoning_format="deepseek",
+        description="SmolLM2-135M-Instruct plus cotplan's long-thinking LoRA adapter: thinks "
+        "hundreds to thousands of tokens in <think> over lists of 10-80 items, then re-checks, "
+        "served by llama.cpp",
+        chat_template="smollm2-thinking.jinja",
+    ),
 }
 
 #: Short names `connect("local:NAME")` accepts.
-ADAPTER_ALIASES = {"thinking": "smollm2-135m-thinking"}
+ADAPTER_ALIASES = {
+    "thinking": "smollm2-135m-thinking",
+    "thinking-long": "smollm2-135m-thinking-long",
+}
 
 
 def locate_adapter(name: str) -> tuple[AdapterSpec, Path] | None:
