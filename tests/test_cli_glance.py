@@ -73,9 +73,10 @@ def test_plan_prints_the_caps_first_in_a_few_lines(tmp_path: Path, columns: int)
         n: saved.cap(n).tokens for n in (4, 8, 16, 32)
     }
     text = " ".join(result.output.split())
-    for heading in ("Saves:", "Ship it:", "Law:", "--details"):
+    for heading in ("Saves:", "Ship it", "Law:", "--details"):
         assert heading in text
-    assert f"cotplan serve --plan {tmp_path / 'plan.json'}" in text
+    assert f"Ship it (P = {tmp_path / 'plan.json'})" in text
+    assert "cotplan serve --plan P --upstream URL" in text
     assert "cotplan.capped(" in text
     # The statistics are one option away, not in the default output.
     assert "Error laws by held-out log-likelihood" not in text

@@ -1,5 +1,5 @@
-"""Every example of docs/planner.md's "Shipping the cap" runs, as written, against the real
-embedded model: the address of the server is the only thing changed (port 8080 in the docs,
+"""Every example of docs/reference/production.md's "Shipping the cap" runs, as written, against
+the real embedded model: the address of the server is the only thing changed (port 8080 in the docs,
 the test server's port here), with a plan.json made for that model in the working folder."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from production_support import make_plan
 
-DOCS = Path(__file__).resolve().parents[1] / "docs" / "planner.md"
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "reference" / "production.md"
 #: The examples, in the order they run (the monitor's reads what the others logged).
 NAMES = ("request fields", "wrapper", "streaming", "gateway", "litellm", "monitor")
 BLOCK = re.compile(r"```python\n# shipping: ([a-z ]+)\n(.*?)```", re.DOTALL)
@@ -21,7 +21,8 @@ BLOCK = re.compile(r"```python\n# shipping: ([a-z ]+)\n(.*?)```", re.DOTALL)
 def examples() -> dict[str, str]:
     text = DOCS.read_text(encoding="utf-8")
     section = text[text.index("## Shipping the cap") :]
-    section = section[: section.index("\n## ", 1)]
+    end = section.find("\n## ", 1)
+    section = section if end < 0 else section[:end]
     return {name: code for name, code in BLOCK.findall(section)}
 
 
@@ -50,7 +51,7 @@ def test_every_example_runs_against_the_embedded_model(
             monkeypatch.setattr(litellm, "callbacks", [])
         code = found[name].replace("http://127.0.0.1:8080/v1", local_model.base_url)
         namespace: dict[str, Any] = {}
-        exec(compile(code, f"docs/planner.md ({name})", "exec"), namespace)
+        exec(compile(code, f"docs/reference/production.md ({name})", "exec"), namespace)
         ran[name] = namespace
     assert ran["request fields"]["reply"].usage.completion_tokens <= 6  # the plan's cap
     assert ran["wrapper"]["report"].answer_forced

@@ -194,11 +194,13 @@ def law_sentence(planner: BudgetPlanner) -> str:
 
 
 def ship_lines(plan_path: Path) -> list[str]:
-    """The one command and the one line of Python that put the plan in front of traffic."""
+    """The one command and the one line of Python that put the plan in front of traffic (the
+    plan's path once, so no line outgrows the terminal)."""
     return [
-        f"  cotplan serve --plan {plan_path} --upstream URL",
-        f'  or in Python: client = cotplan.capped(openai.OpenAI(), "{plan_path}")',
-        "  then client.chat.completions.create(..., size=n)",
+        "[bold]Ship it[/] (P = " + str(plan_path) + "):",
+        "  gateway: cotplan serve --plan P --upstream URL",
+        '  Python:  client = cotplan.capped(openai.OpenAI(), "P")',
+        "           client.chat.completions.create(..., size=n)",
     ]
 
 
@@ -238,10 +240,10 @@ def print_plan_glance(
             f"[yellow]note:[/] no size certifies ε = {saved.eps:g}: every cap is an estimate"
         )
     console.print(f"[bold]Saves:[/] {_savings_line(savings)}")
-    console.print("[bold]Ship it:[/]")
     for line in ship_lines(plan_path):
-        console.print(line, soft_wrap=False, overflow="fold")
+        console.print(line)
     console.print(f"[bold]Law:[/] {law_sentence(result.planner)}")
+    console.print(made_for(saved))
     where = f"; report {report_path}" if report_path is not None else ""
     console.print(f"Statistics: --details{where}")
 

@@ -206,7 +206,6 @@ def plan(
                 print_certificates(result.certificates, result.eps)
             print_budgets(result.budgets, result.eps, caps=caps)
             print_caps(saved, sorted({*saved.calibrated_sizes, *saved.sizes_}))
-        console.print(_made_for(saved))
         if result.exit_note:
             console.print(f"[yellow]note:[/] no exit plan written: {result.exit_note}")
         for line in result.exit_lines():
