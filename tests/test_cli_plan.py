@@ -183,7 +183,7 @@ def test_calibrate_then_run_on_the_embedded_model(tmp_path: Path) -> None:
     comparison = pd.read_csv(out / "comparison.csv")
     assert comparison["policy"].tolist() == ["planned", "uncapped"]
     assert (comparison["items"] == 2).all()
-    assert "plan vs uncapped" in result.output
+    assert "Planned vs uncapped" in result.output
     assert (out / "run.csv").exists()
 
 
@@ -199,7 +199,7 @@ def test_demo_runs_end_to_end(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     for heading in ("1. calibrate", "2. plan", "3. run the plan", "4. projected cost"):
         assert heading in result.output
-    assert "verdict:" in result.output
+    assert "Law:" in result.output
     assert "what-if" in result.output
     for name in ("calibration.csv", "constants.csv", "run.csv", "comparison.csv", "costs.csv"):
         assert (out / name).exists(), name

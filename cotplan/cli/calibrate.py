@@ -19,6 +19,7 @@ import typer
 from rich.console import Console
 
 from cotplan.cli.report_folders import finish_report, start_report
+from cotplan.cli.report_page import add_report_page
 from cotplan.errors import InputError, ModelFileError
 from cotplan.model_registry import PROTOCOL_NAMES
 from cotplan.validation import (
@@ -415,7 +416,8 @@ def calibrate(
         result.to_csv(report.path / "calibration.csv")
         print_calibration(result)
         folder = finish_report(report)
-    console.print(f"wrote {folder / 'calibration.csv'}")
+    page = add_report_page(folder, command="calibrate")
+    console.print(f"wrote {folder / 'calibration.csv'}" + (f", {page.name}" if page else ""))
 
 
 def register(app: typer.Typer) -> None:

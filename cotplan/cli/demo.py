@@ -37,6 +37,7 @@ from cotplan.cli.plan import (
     save_chart,
 )
 from cotplan.cli.report_folders import finish_report, start_report
+from cotplan.cli.report_page import add_report_page
 from cotplan.io import write_csv
 from cotplan.workflow import (
     DEMO_FALLBACK_FAMILY,
@@ -200,11 +201,13 @@ def demo(
         assert finished.costs is not None
         write_csv(finished.costs, staging / "costs.csv")
         folder = finish_report(report)
+    page = add_report_page(folder, command="demo")
     _print_costs(finished.costs, queries_per_day, what_if)
     console.rule()
     console.print(
-        f"report folder: {folder} (calibration.csv, constants.csv, plan.csv, run.csv, "
-        f"comparison.csv, costs.csv, *.png); finished in {time.perf_counter() - started:.0f} s"
+        f"report folder: {folder} ({page.name + ', ' if page else ''}calibration.csv, "
+        "constants.csv, plan.csv, run.csv, comparison.csv, costs.csv, *.png); finished in "
+        f"{time.perf_counter() - started:.0f} s"
     )
 
 

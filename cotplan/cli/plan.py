@@ -56,6 +56,7 @@ from cotplan.cli.plan_print import (
     print_size_checks,
 )
 from cotplan.cli.report_folders import check_read, finish_report, start_report
+from cotplan.cli.report_page import add_report_page
 from cotplan.errors import InputError
 from cotplan.reports import save_chart
 from cotplan.validation import require_choice, require_number, require_unit
@@ -213,7 +214,8 @@ def plan(
         written = result.save(report.path, draw=chart)
         # plan.json last: a folder whose plan.json is new holds the new tables too.
         folder = finish_report(report, last=("plan.json",))
-    names = ", ".join(path.name for path in written[1:])
+    page = add_report_page(folder, command="plan")
+    names = ", ".join(path.name for path in [*written[1:], *([page] if page else [])])
     console.print(f"wrote {folder}/plan.json (for `cotplan run --plan`), {names}")
 
 
@@ -344,6 +346,8 @@ def run(
             console.print(result.exit_summary)
         written = result.save(report.path, draw=chart)
         folder = finish_report(report)
+    page = add_report_page(folder, command="run")
+    written += [page] if page else []
     console.print(f"wrote {folder}/" + ", ".join(path.name for path in written))
 
 
