@@ -15,9 +15,10 @@ and writes it back with its outputs made deterministic (`clean`):
 Two checks use this module: tests/test_notebook_outputs.py (fast: committed outputs belong to
 the current cells, hold no machine paths or timings) and conftest.py, which wraps nbmake's
 execution of every notebook in the full suite: a notebook whose fresh text outputs differ from
-the committed ones fails there, naming the first cell that changed. Cells whose output cannot
-repeat (a wall-clock time, a random folder name) carry the tag `nondeterministic` and are not
-compared; images are not compared either (the numbers they draw are in the text outputs).
+the committed ones fails there, naming the first cell that changed. Durations, timestamps and
+report folders' random names are masked before comparing (`steady`); a cell whose output cannot
+repeat otherwise carries the tag `nondeterministic` and is not compared; images are not
+compared either (the numbers they draw are in the text outputs).
 """
 
 from __future__ import annotations
@@ -115,6 +116,23 @@ def text_outputs(notebook: Any) -> list[tuple[int, list[str]]]:
     return shown
 
 
+#: What differs between two runs of the same code and is no result: wall-clock durations, a
+#: report folder's time-and-random name, a timestamp, an object's address.
+_VOLATILE = (
+    (re.compile(r"\b\d{8}-\d{6}-[0-9a-f]{6}\b"), "<folder>"),
+    (re.compile(r"\b\d{4}-\d\d-\d\d[T ]\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:?\d\d)?"), "<time>"),
+    (re.compile(r"\b\d+(\.\d+)? ?(s|ms|seconds|minutes)\b"), "<duration>"),
+    (re.compile(r"\b0x[0-9a-f]{6,}\b"), "<address>"),
+)
+
+
+def steady(text: str) -> str:
+    """`text` with what differs between two runs of the same code replaced (`_VOLATILE`)."""
+    for pattern, replacement in _VOLATILE:
+        text = pattern.sub(replacement, text)
+    return text
+
+
 def has_outputs(notebook: Any) -> bool:
     return any(c.cell_type == "code" and c.get("outputs") for c in notebook.cells)
 
@@ -124,9 +142,9 @@ def stale_cell(committed: Any, fresh: Any) -> int | None:
     agree (or when nothing was committed: that is the fast test's to report)."""
     if not has_outputs(committed):
         return None
-    fresh_cells = dict(text_outputs(fresh))
+    fresh_cells = {i: [steady(t) for t in texts] for i, texts in text_outputs(fresh)}
     for index, texts in text_outputs(committed):
-        if fresh_cells.get(index) != texts:
+        if fresh_cells.get(index) != [steady(t) for t in texts]:
             return index
     return None
 

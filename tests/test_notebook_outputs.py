@@ -96,6 +96,10 @@ def test_a_changed_text_output_is_stale_and_a_tagged_cell_is_not_compared() -> N
     assert stale_cell(committed, clean(_executed("saved 57%\n", "0.25"))) is None
     assert stale_cell(committed, clean(_executed("saved 58%\n", "0.25"))) == 1
     assert stale_cell(committed, clean(_executed("saved 57%\n", "0.26"))) == 2
+    # Durations and report folders' names differ between runs of the same code.
+    timed = clean(_executed("finished in 12 s: reports/demo-20261205-140000-a1b2c3\n", "0.25"))
+    again = clean(_executed("finished in 9.5 s: reports/demo-20261206-090000-ffee00\n", "0.25"))
+    assert stale_cell(timed, again) is None
     committed.cells[1].metadata["tags"] = ["nondeterministic"]
     assert stale_cell(committed, clean(_executed("finished in 9 s\n", "0.25"))) is None
     # A notebook committed without outputs is the test above's to report, not a stale one.
