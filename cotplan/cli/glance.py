@@ -164,14 +164,15 @@ def cap_backing(cap: PlanCap, law: str | None) -> str:
         if cap.conservative:
             return f"{law} law, upper end of k* {cap.low:.0f}–{cap.high:.0f}{peak}"
         return f"{law} law's point estimate (misses ε half the time){peak}"
-    return "reasoning not credited: no reasoning"
+    return "reasoning showed no benefit: none allowed"
 
 
 def law_sentence(planner: BudgetPlanner) -> str:
     """The fit's verdict in one sentence: does reasoning help, which law, how k grows with n."""
     report = planner.report()
     if report.status != "helps":
-        return report.verdict.split(";")[0].rstrip(".") + "."
+        head = report.verdict.split(";")[0].rstrip(".")
+        return head + ")" * (head.count("(") - head.count(")")) + "."
     constants = report.constants
     parts = [
         f"reasoning helps: error falls from {constants['e_base'].value:.2f} with no reasoning "
@@ -250,8 +251,10 @@ def print_plan_glance(
 
 def _first_clause(text: str) -> str:
     """The head of an error message, for a table cell (the message is printed in full with
-    --details)."""
-    return text.split(":")[0] if ":" in text else text
+    --details): its first clause after the field's name."""
+    if text.startswith("`") and "`: " in text:
+        text = text.split("`: ", 1)[1]
+    return text.split(":")[0]
 
 
 def print_run_glance(console: Console, run: PlanRun) -> None:

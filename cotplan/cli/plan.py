@@ -12,6 +12,7 @@ option checks are in `cotplan.cli.calibrate`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -196,7 +197,7 @@ def plan(
     saved = result.plan
     with start_report(out, calibration.parent, command="plan") as report:
         plan_path = report.target / "plan.json"
-        caps = _calibrated_caps(saved)
+        caps = _calibrated_caps(saved, result.calibration["n"])
         savings = calibration_savings(result.calibration, caps)
         print_plan_glance(console, result, plan_path, report.target / "report.html", savings)
         if details:
@@ -219,10 +220,10 @@ def plan(
     console.print(f"wrote {folder}/plan.json (for `cotplan run --plan`), {names}")
 
 
-def _calibrated_caps(saved: SavedPlan) -> dict[int, int]:
+def _calibrated_caps(saved: SavedPlan, sizes: Iterable[int]) -> dict[int, int]:
     """plan.cap(n) at each calibrated size that has one."""
     caps = {}
-    for n in saved.calibrated_sizes:
+    for n in sorted({int(size) for size in sizes}):
         tokens = _cap_tokens(saved, n)
         if tokens is not None:
             caps[n] = tokens

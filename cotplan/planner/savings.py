@@ -45,6 +45,11 @@ class CalibrationSavings:
             return "no calibrated size has a cap to compare"
         tops = sorted({int(r["top"]) for r in self.rows})
         top = ", ".join(map(str, tops))
+        if not self.share > 0:
+            return (
+                "none in calibration: the caps allow as much as the largest calibrated "
+                f"budget (k = {top})"
+            )
         if not self.measured:
             return (
                 f"the caps allow {self.tokens_at:.0f} reasoning tokens a query where the largest "
