@@ -35,7 +35,6 @@ PENDING = {
     "01_capping_reasoning_spend.ipynb",
     "02_projecting_api_costs.ipynb",
     "03_martingale_and_positional_bias.ipynb",
-    "04_entropy_limit.ipynb",
     "05_permutation_averaging.ipynb",
     "06_positional_encoding_lab.ipynb",
     "07_lab_reasoning_model.ipynb",
