@@ -146,7 +146,7 @@ def test_savings_are_measured_at_the_budget_above_the_cap() -> None:
 
 @pytest.mark.torch
 @pytest.mark.slow
-@pytest.mark.parametrize("columns", [80], indirect=True)
+@pytest.mark.parametrize("columns", [80, 120], indirect=True)
 def test_demo_and_run_fit_on_the_lab_model(tmp_path: Path, columns: int) -> None:
     pytest.importorskip("torch")
     lab = ["--backend", "lab:parity-overthink", "--no-progress"]
