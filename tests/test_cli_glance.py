@@ -157,6 +157,9 @@ def test_demo_and_run_fit_on_the_lab_model(tmp_path: Path, columns: int) -> None
     text = " ".join(demo.output.split())
     for heading in ("Reasoning caps for error", "Held-out check", "Projected cost", "Law:"):
         assert heading in text
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert page.count("<svg") >= 3  # error against budget, tokens saved, spend bands
+    assert "Projected cost" in page
     planned = runner.invoke(
         app,
         ["plan", "--calibration", str(out / "calibration.csv"), "--eps", "0.3",
@@ -174,3 +177,5 @@ def test_demo_and_run_fit_on_the_lab_model(tmp_path: Path, columns: int) -> None
     assert len(lines) <= 40, ran.output
     assert "Held-out check against ε = 0.3" in ran.output
     assert "Conclusion:" in ran.output
+    page = (tmp_path / "run" / "report.html").read_text(encoding="utf-8")
+    assert page.index("Held-out check") < page.index("<h2>Charts")
