@@ -24,6 +24,7 @@ __all__ = [
     "MAX_JSON_DEPTH",
     "parse_json",
     "read_json",
+    "read_json_text",
     "write_bytes",
     "write_csv",
     "write_text",
@@ -49,6 +50,14 @@ def write_bytes(path: str | os.PathLike[str], data: bytes, *, private: bool = Tr
             os.fsync(handle.fileno())
         os.chmod(tmp_name, 0o600 if private else 0o644)
         os.replace(tmp_name, target)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp_name)
+        # A write to an open file fails without a file name (a full disk is `[Errno 28] No
+        # space left on device` and nothing more): name the file the user asked for.
+        if exc.filename is None or exc.filename == tmp_name:
+            raise type(exc)(exc.errno, exc.strerror or str(exc), str(target)) from exc
+        raise
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp_name)
@@ -111,41 +120,58 @@ def parse_json(
     max_depth: int = MAX_JSON_DEPTH,
     max_bytes: int = MAX_JSON_BYTES,
     repeated_keys: bool = False,
+    line: int | None = None,
 ) -> Any:
     """Parse one JSON document from an untrusted file or request body.
 
     Every failure is an InputError naming `source` (a path or "request body") and, for syntax,
     the line: bytes that are not UTF-8, more than `max_bytes`, nesting deeper than `max_depth`,
     bad JSON, and (unless `repeated_keys`) an object that names one key twice, where the last
-    would silently win.
+    would silently win. `line` is the file line where the document starts (one record of a
+    JSONL file): every error then names the file line.
     """
     size = len(text.encode("utf-8") if isinstance(text, str) else text)
     if size > max_bytes:
-        raise InputError(f"{size:,} bytes is more than the {max_bytes:,} allowed", source=source)
+        raise InputError(
+            f"{size:,} bytes is more than the {max_bytes:,} allowed", line=line, source=source
+        )
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise InputError(f"not UTF-8 text (byte {exc.start})", source=source) from None
+            raise InputError(
+                f"not UTF-8 text (byte {exc.start})", line=line, source=source
+            ) from None
     if _nesting_depth(text) > max_depth:
-        raise InputError(f"nested more than {max_depth} levels deep", source=source)
+        raise InputError(f"nested more than {max_depth} levels deep", line=line, source=source)
     try:
         return json.loads(text, object_pairs_hook=None if repeated_keys else _refuse_repeated_keys)
     except _RepeatedKeyError as exc:
         raise InputError(
-            f"the key {exc.key!r} appears twice in one object", source=source
+            f"the key {exc.key!r} appears twice in one object", line=line, source=source
         ) from None
     except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON: {exc.msg}", line=exc.lineno, source=source) from None
+        at = exc.lineno if line is None else line + exc.lineno - 1
+        raise InputError(f"not valid JSON: {exc.msg}", line=at, source=source) from None
+    except RecursionError:  # nesting the bracket count missed; never a bare traceback
+        raise InputError(
+            f"nested more than {max_depth} levels deep", line=line, source=source
+        ) from None
 
 
-def read_json(path: str | os.PathLike[str], **limits: Any) -> Any:
-    """`parse_json` of the file at `path`; a missing or unreadable file is an InputError that
-    names it."""
+def read_json_text(path: str | os.PathLike[str], **limits: Any) -> tuple[Any, str]:
+    """`read_json`, with the file's text (for line numbers of what is checked after parsing)."""
     target = Path(path)
     try:
         with target.open("rb") as handle:
             data = handle.read(limits.get("max_bytes", MAX_JSON_BYTES) + 1)
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror or exc}", source=str(target)) from None
-    return parse_json(data, source=str(target), **limits)
+    value = parse_json(data, source=str(target), **limits)
+    return value, data.decode("utf-8")
+
+
+def read_json(path: str | os.PathLike[str], **limits: Any) -> Any:
+    """`parse_json` of the file at `path`; a missing or unreadable file is an InputError that
+    names it."""
+    return read_json_text(path, **limits)[0]

@@ -24,6 +24,8 @@
 # the standard error `se` estimates.
 
 # %% tags=["parameters"]
+# To rerun on your own model: backend_spec = "openai:MODEL" and base_url = "http://HOST/v1"
+# (any OpenAI-compatible server with logprobs); a larger m sweeps further in section 4.
 backend_spec = "local"
 base_url = None
 m = 8
@@ -97,6 +99,25 @@ pd.DataFrame(
 print(balanced.interval_description)
 for note in balanced.notes:
     print("-", note)
+
+# %% [markdown]
+# ## 4. How many orderings?
+#
+# The same random orderings, averaged over the first m' of them for growing m' (no new model
+# calls). The average settles while its standard error falls as 1/√m'; what averaging cannot
+# remove is the bias every ordering shares, which no number of orderings shows. The full run's
+# sweep over many more orderings of binary sequences is in `docs/experiments.md` (order rows).
+
+# %%
+first = random_orders.per_ordering[:, list(random_orders.choices).index("positive")]
+sizes = sorted({1, *(2**i for i in range(1, m.bit_length())), m})
+pd.DataFrame(
+    {
+        "orderings": sizes,
+        "P(positive)": [first[:k].mean() for k in sizes],
+        "se": [first[:k].std(ddof=1) / k**0.5 if k > 1 else float("nan") for k in sizes],
+    }
+)
 
 # %%
 backend.close()

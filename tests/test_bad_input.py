@@ -652,11 +652,14 @@ def test_the_terminal_shows_one_line_and_no_traceback(tmp_path: Path) -> None:
 def test_the_debug_variable_shows_the_traceback(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from cotplan.errors import InputError
-
     monkeypatch.setenv("COTPLAN_DEBUG", "1")
-    with pytest.raises(InputError, match="`n`"):
+    with pytest.raises(SystemExit) as info:
         main(["tasks", "make", "count", "--n", "-1"])
+    err = capsys.readouterr().err
+    assert info.value.code == 2
+    assert "Traceback" in err
+    assert "InputError" in err
+    assert "`n`" in err
 
 
 # --- #19 cost commands: prices, call, project -------------------------------------------------
@@ -848,8 +851,8 @@ API_CASES += [
 # `plan` checks every option before it fits; `run` and `demo` before the model starts.
 
 
-def _plan_json(sizes: tuple[int, ...] = (4,)) -> bytes:
-    """A plan file as `cotplan plan` writes it, with budgets for `sizes`."""
+def _plan_json(sizes: tuple[int, ...] = (4,), **fields: object) -> bytes:
+    """A plan file as `cotplan plan` writes it, with budgets for `sizes` (and `fields`)."""
     import json
     from dataclasses import asdict
 
@@ -861,8 +864,15 @@ def _plan_json(sizes: tuple[int, ...] = (4,)) -> bytes:
         for n in sizes
     ]  # fmt: skip
     record = {"eps": 0.1, "delta": 0.05, "law": "step", "status_": "helps", "verdict_": "v",
-              "calibration": "none.csv", "budgets": budgets}  # fmt: skip
+              "calibration": "none.csv", "budgets": budgets, **fields}  # fmt: skip
     return json.dumps(record).encode()
+
+
+def _local_id() -> str:
+    """The embedded model's id: what a plan for `--backend local` (the default) names."""
+    from cotplan.backends.models import KNOWN_MODELS
+
+    return KNOWN_MODELS["smollm2-135m-instruct"].model_id
 
 
 RUN = ("run", "--plan", "{dir}/plan.json", "--family", "parity", "--out", "{dir}/report",
@@ -880,7 +890,7 @@ CASES += [
     Case("run on a file that is no plan", (*RUN, "--n", "4"), ("`plan`",),
          (("plan.json", b'{"eps": 0.1}'),)),
     Case("run for a size the plan lacks", (*RUN, "--n", "4,8"), ("`n`", "8"),
-         (("plan.json", _plan_json((4,))),)),
+         (("plan.json", _plan_json((4,), model=_local_id())),)),
     Case("run with n = 0", (*RUN, "--n", "0"), ("`n`",), (("plan.json", _plan_json()),)),
     Case("run with no items", (*RUN, "--n", "4", "--count", "0"), ("`count`",),
          (("plan.json", _plan_json()),)),
@@ -1266,6 +1276,79 @@ API_CASES += [
     ApiCase("load_tasks of a key given twice",
             lambda d: _load_tasks(d / "t.jsonl"), ("t.jsonl", "line 1", "`id`"),
             files=(("t.jsonl", b'{"id": "a", "id": "b", "prompt": "q", "answer": "1"}\n'),)),
+]  # fmt: skip
+
+
+# --- #43: files read as untrusted JSON, plans bound to their model -----------------------------
+
+_DEEP = b"[" * 100_000 + b"]" * 100_000
+_SERVE = ("serve", "--plan", "{dir}/plan.json", "--upstream", "http://127.0.0.1:9/v1")
+_ACTUALS_43 = (*_COST_PROJECT, "--draws", "1000", "--actuals", "{dir}/a.jsonl")
+
+
+def _plan_v3(**changes: object) -> bytes:
+    """`_plan_json` as a version-3 file for the embedded model, with `changes` (None drops)."""
+    import json
+
+    record = json.loads(_plan_json())
+    record |= {"schema_version": 3, "model": _local_id()}
+    for key, value in changes.items():
+        if value is None:
+            record.pop(key)
+        else:
+            record[key] = value
+    return json.dumps(record, indent=2).encode()
+
+
+CASES += [
+    Case("run on a plan nested 100,000 deep", RUN, ("plan.json", "nested"),
+         (("plan.json", _DEEP),)),
+    Case("serve on a plan nested 100,000 deep", _SERVE, ("plan.json", "nested"),
+         (("plan.json", _DEEP),)),
+    Case("run on a plan.json with a key given twice", RUN, ("plan.json", "'eps'", "twice"),
+         (("plan.json", _plan_v3().replace(b'"eps": 0.1', b'"eps": 0.1, "eps": 0.5')),)),
+    Case("run on a version-3 plan without a model", RUN, ("plan.json", "`model`", "missing"),
+         (("plan.json", _plan_v3(model=None)),)),
+    Case("run on a plan that records no model", RUN,
+         ("`backend`", "does not record the model", "--allow-other-model"),
+         (("plan.json", _plan_json()),)),
+    Case("serve on a plan that is not UTF-8", _SERVE, ("plan.json", "UTF-8"),
+         (("plan.json", b'{"eps": "\xff"}'),)),
+    Case("cost call with a price file nested 100,000 deep", (*CALL, "--prices", "{dir}/p.json"),
+         ("p.json", "nested"), (("p.json", _DEEP),)),
+    Case("cost call with a price file giving a key twice", (*CALL, "--prices", "{dir}/p.json"),
+         ("p.json", "'input'", "twice"),
+         (("p.json", b'[{"model": "gpt-4o", "input": 1, "input": 2, "output": 3}]'),)),
+    Case("actuals nested 100,000 deep", _ACTUALS_43, ("a.jsonl", "line 2", "nested"),
+         (("a.jsonl", b"\n" + _DEEP + b"\n"),)),
+    Case("actuals with a key given twice", _ACTUALS_43, ("a.jsonl", "line 1", "'model'", "twice"),
+         (("a.jsonl", b'{"model": "gpt-4o", "model": "gpt-4o-mini"}\n'),)),
+]  # fmt: skip
+
+
+def _load_plan(path: Path) -> object:
+    from cotplan.planner import SavedPlan
+
+    return SavedPlan.load(str(path))  # a str, as a user types it
+
+
+def _load_exit_plan(path: Path) -> object:
+    from cotplan.planner.exit_plan import load_exit_plan
+
+    return load_exit_plan(path)
+
+
+API_CASES += [
+    ApiCase("SavedPlan.load of a str path to a plan nested 100,000 deep",
+            lambda d: _load_plan(d / "plan.json"), ("plan.json", "nested"),
+            files=(("plan.json", _DEEP),)),
+    ApiCase("SavedPlan.load of a plan with a key given twice",
+            lambda d: _load_plan(d / "plan.json"), ("plan.json", "'delta'", "twice"),
+            files=(("plan.json", _plan_v3().replace(b'"delta": 0.05', b'"delta": 0.05, '
+                                                     b'"delta": 0.5')),)),
+    ApiCase("load_exit_plan of a file nested 100,000 deep",
+            lambda d: _load_exit_plan(d / "exit.json"), ("exit.json", "nested"),
+            files=(("exit.json", _DEEP),)),
 ]  # fmt: skip
 
 

@@ -25,6 +25,8 @@ from test_bad_input import (
     one_line,
 )
 
+from cotplan.backends.models import KNOWN_MODELS
+
 PLAN = ("plan", "--calibration", "{dir}/calibration.csv", "--out", "{dir}/report")
 RUN = ("run", "--plan", "{dir}/plan.json", "--family", "parity", "--n", "4", "--out",
        "{dir}/report", "--no-progress")  # fmt: skip
@@ -32,10 +34,15 @@ CALIBRATED = (("calibration.csv", _calibration_csv()),)
 PLANNED = (("plan.json", _plan_json()),)
 
 
-def _with(field: str, value: object) -> bytes:
+def _with(field: str, value: object, **more: object) -> bytes:
     record = json.loads(_plan_json())
     record[field] = value
+    record.update(more)
     return json.dumps(record, indent=2).encode()
+
+
+#: The embedded model's id: what a plan for `--backend local` (the default) names.
+LOCAL_ID = KNOWN_MODELS["smollm2-135m-instruct"].model_id
 
 
 CASES = [
@@ -94,7 +101,7 @@ CASES = [
          (("calibration.csv", _text("item,n,k,correct,correct", "a,4,0,1,0")),)),
     Case("run on a plan made for another protocol", (*RUN, "--protocol", "qwen3"),
          ("`protocol`", "'think'", "'qwen3'", "--allow-other-model"),
-         (("plan.json", _with("protocol", "think")),)),
+         (("plan.json", _with("protocol", "think", model=LOCAL_ID)),)),
 ]  # fmt: skip
 
 

@@ -74,8 +74,10 @@ def test_experiment_matches_the_exact_curves_for_laplace() -> None:
     rows = r.versus_paper().set_index("claim")
     # p = 0.3 is fixed: beating Laplace there is possible, so nothing breaks the Bayes limit.
     assert not rows["breaks_limit"].any()
-    laplace_row = rows.loc["Laplace smoothing needs > 100 examples for 99%"]
+    # The row says which p it was read at, and that the answer depends on p (issue 48).
+    laplace_row = rows.loc["Laplace smoothing needs > 100 examples for 99% (read at p = 0.3)"]
     assert (laplace_row["verdict"], laplace_row["holds"]) == ("not a model claim", "no")
+    assert "needs > 100 at p = 0.05, 0.1, 0.15" in laplace_row["why"]
 
 
 def test_oracle_reaches_full_efficiency_at_once_for_its_p() -> None:

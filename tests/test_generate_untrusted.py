@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import pandas as pd
@@ -88,13 +89,7 @@ def test_one_untrusted_call_of_two_marks_the_whole_answer() -> None:
 def test_the_cut_keeps_the_flags_of_the_run_it_cuts() -> None:
     tokens = tuple(TokenLogprob(t, -0.1) for t in ("3", " plus", " 4", " is", " 7"))
     run = Completion(
-        "3 plus 4 is 7",
-        "stop",
-        Usage(10, 5, trusted=False),
-        MODEL,
-        logprobs=tokens,
-        latency_s=1.0,
-        notes=WHY,
+        "3 plus 4 is 7", "stop", Usage(10, 5), MODEL, logprobs=tokens, latency_s=1.0, notes=WHY
     )
     cut = cut_run(run, 2)
     assert cut is not None
@@ -102,12 +97,12 @@ def test_the_cut_keeps_the_flags_of_the_run_it_cuts() -> None:
     assert cut.truncated
     assert cut.usage.completion_tokens == 2
     assert cut.usage.prompt_tokens == 10
-    assert not cut.usage_trusted
+    assert cut.usage_trusted
     assert cut.notes == WHY
     assert cut.latency_s == 0.4
-    trusted = cut_run(Completion("3 plus 4 is 7", "stop", Usage(10, 5), MODEL, tokens), 2)
-    assert trusted is not None
-    assert trusted.usage_trusted
+    # A run whose length is unknown is not cut at all: each budget is then asked on its own
+    # (tests/test_usage_unknown.py).
+    assert cut_run(replace(run, usage=Usage(10, 5, trusted=False)), 2) is None
 
 
 # -- an answer the server never sent ------------------------------------------------------------

@@ -111,9 +111,13 @@ def test_the_backend_spec_is_checked_before_anything_starts(plan: SavedPlan) -> 
         check_plan_model(shipped, backend="lab:parity")
 
 
-def test_a_plan_that_records_no_model_is_applied_with_a_note(plan: SavedPlan) -> None:
+def test_a_plan_that_records_no_model_is_refused_unless_told(plan: SavedPlan) -> None:
     old = replace(plan, model="")
-    assert "does not record the model" in check_plan_model(old, "anything")
+    with pytest.raises(InputError, match="`backend`: the plan does not record the model"):
+        check_plan_model(old, "anything")
+    with pytest.raises(InputError, match="does not record the model"):
+        check_plan_model(old, backend="local")
+    assert "applying it anyway" in check_plan_model(old, "anything", allow_other_model=True)
 
 
 # --- judged against ε per size ------------------------------------------------------------

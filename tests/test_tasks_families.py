@@ -42,6 +42,11 @@ def _solve(item: TaskItem) -> str:
         target = re.search(r'word "(\w+)"', text).group(1)  # type: ignore[union-attr]
         listed = text.split("list: ", 1)[1].rstrip("?").split(", ")
         return str(listed.count(target))
+    if item.family == "find":
+        target = re.search(r'word "(\w+)"', text).group(1)  # type: ignore[union-attr]
+        listed = text.split("list: ", 1)[1].removesuffix("? Answer yes or no.").split(", ")
+        assert listed.count(target) <= 1
+        return "yes" if target in listed else "no"
     if item.family == "pattern":
         pairs = [(int(a), int(b)) for a, b in re.findall(r"Input: (\d+) Output: (\d+)", text)]
         query = int(re.search(r"for input (\d+)\?", text).group(1))  # type: ignore[union-attr]
@@ -66,7 +71,7 @@ def _size(item: TaskItem) -> int:
         return text.count(" the coin.")
     if item.family == "last_letter":
         return len(re.search(r'"([a-z ]+)"', text).group(1).split())  # type: ignore[union-attr]
-    if item.family == "count":
+    if item.family in ("count", "find"):
         return len(text.split("list: ", 1)[1].split(", "))
     if item.family == "pattern":
         return text.count("Input: ")
@@ -85,6 +90,7 @@ def test_registry_lists_every_family_with_its_meaning_of_n() -> None:
         "coin_flip",
         "last_letter",
         "count",
+        "find",
         "pattern",
         "parity",
     }

@@ -22,6 +22,7 @@ from cotplan.thinking.traces import (
 
 _SIZES = {
     "count": (1, 12),
+    "find": (1, 80),
     "coin_flip": (1, 8),
     "parity": (1, 10),
     "addition": (2, 6),
@@ -95,3 +96,37 @@ def test_training_examples_are_seeded_and_use_the_served_prompt() -> None:
         assert example.prompt.endswith("<|im_start|>assistant\n")
         assert example.completion.startswith(THINK_OPEN)
         assert example.completion.endswith("<|im_end|>")
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 80), seed=st.integers(0, 10_000))
+def test_a_find_trace_stops_reading_where_the_word_stands(n: int, seed: int) -> None:
+    item = make_tasks("find", n=n, count=1, seed=seed)[0]
+    work = work_lines(item)
+    words = str(item.prompt).split("list: ", 1)[1].removesuffix("? Answer yes or no.").split(", ")
+    if item.answer == "yes":
+        assert work.steps[-1].endswith("- yes")
+        assert len(work.steps) == words.index(work.heading.split('"')[1]) + 1
+        assert work.states[:-1] == ("no",) * len(work.steps)
+    else:
+        assert len(work.steps) == n
+        assert set(work.states) == {"no"}
+
+
+@settings(max_examples=40, deadline=None)
+@given(family=st.sampled_from(["count", "find", "addition"]), seed=st.integers(0, 10_000))
+def test_long_rechecks_read_at_least_to_where_the_answer_settled(family: str, seed: int) -> None:
+    item = make_tasks(family, n=30, count=1, seed=seed)[0]
+    work = work_lines(item)
+    final = work.states[-1]
+    settled = min(j for j in range(len(work.states)) if set(work.states[j:]) == {final})
+    trace = make_trace(item, np.random.default_rng(seed), rechecks=(2, 2), recheck_to_settled=True)
+    lines = trace.thinking[trace.settled_chars :].strip("\n").split("\n")
+    # Two blocks: a re-check sentence, the steps re-read from the first, a confirmation.
+    confirmations = ("Yes, ", "That agrees: ", "Same result, ")
+    ends = [i for i, line in enumerate(lines) if line.startswith(confirmations)]
+    assert len(ends) == 2
+    for start, end in zip([0, ends[0] + 1], ends, strict=True):
+        reread = lines[start + 1 : end]
+        assert reread == list(work.steps[: len(reread)])
+        assert len(reread) >= max(1, settled)

@@ -20,8 +20,11 @@ def test_a_trained_adapter_loads_in_llama_cpp_and_changes_its_output(tmp_path: P
     pytest.importorskip("peft")
     # A high learning rate so that three steps move the output measurably.
     settings = ThinkingSettings(examples=24, batch_size=8, learning_rate=5e-3, warmup_steps=1)
-    report = train_adapter(settings, tmp_path, log=lambda _: None)
+    report = train_adapter(settings, tmp_path, log=lambda _: None, checkpoint_every=2)
     assert report.steps == 3
+    # A long run is saved as it goes, resumable from OUT/checkpoint.
+    assert (tmp_path / "checkpoint" / "peft").is_dir()
+    assert '"step": 2' in (tmp_path / "checkpoint" / "step.json").read_text()
     assert report.losses[-1] < report.losses[0]
     adapter = tmp_path / "adapter.gguf"
     assert adapter.read_bytes()[:4] == b"GGUF"

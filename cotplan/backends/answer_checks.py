@@ -15,10 +15,16 @@ from typing import Any
 
 from cotplan.backends.cache import RecordedCall
 from cotplan.backends.keys import scrub_secrets
-from cotplan.backends.parsing import parse_completion, parse_prompt_logprobs
+from cotplan.backends.parsing import parse_completion, parse_prompt_logprobs, request_cap
 from cotplan.errors import ResponseFormatError
 
-__all__ = ["check_recorded", "check_recorded_row", "check_response", "server_text"]
+__all__ = [
+    "MAX_CHARS_PER_TOKEN",
+    "check_recorded",
+    "check_recorded_row",
+    "check_response",
+    "server_text",
+]
 
 
 def server_text(detail: object, secrets: Iterable[str] = (), *, limit: int = 300) -> str:
@@ -52,8 +58,24 @@ def check_response(
     extra_body = params.get("extra_body") or {}
     if operation == "completions" and extra_body.get("prompt_logprobs"):
         parse_prompt_logprobs(raw, str(params.get("prompt", "")))
-    else:
-        parse_completion(raw, model=str(params.get("model", "")), params=params)
+        return
+    completion = parse_completion(raw, model=str(params.get("model", "")), params=params)
+    cap = request_cap(params)
+    written = len(completion.text) + len(completion.reasoning)
+    if cap is not None and written > cap * MAX_CHARS_PER_TOKEN + _SLACK_CHARS:
+        # No model writes this under the cap: a server fault (a stuck stream, a runaway
+        # buffer). Kept, it would be replayed for ever and its counts would reach the spend.
+        raise ResponseFormatError(
+            f"{where} sent {written:,} characters for a request capped at {cap:,} tokens, more "
+            f"than {cap:,} tokens can spell: not an answer to this request"
+        )
+
+
+#: More characters than any one token of any tokenizer spells (the longest are runs of spaces
+#: or repeated punctuation, well under this).
+MAX_CHARS_PER_TOKEN = 256
+#: Characters allowed beyond the cap's worth (a stop sequence, a server's framing).
+_SLACK_CHARS = 1024
 
 
 def check_recorded(

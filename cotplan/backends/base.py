@@ -13,7 +13,7 @@ import math
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from cotplan.errors import CapabilityError, InputError, ResponseFormatError
 from cotplan.messages import Message, Prompt, validate_prompt
@@ -28,11 +28,16 @@ __all__ = [
     "Prompt",
     "TokenLogprob",
     "Usage",
+    "UsageCount",
     "validate_prompt",
 ]
 
 T = TypeVar("T")
 R = TypeVar("R")
+
+
+#: The counts a `Usage` holds.
+UsageCount = Literal["prompt_tokens", "completion_tokens", "reasoning_tokens", "cached_tokens"]
 
 
 @dataclass(frozen=True)
@@ -43,8 +48,9 @@ class Usage:
     already inside `completion_tokens`, cached tokens already inside `prompt_tokens`.
 
     `trusted` is False when the server's counts cannot be right (missing, negative, not whole
-    numbers, absurd; `cotplan.backends.parsing.read_usage` says which): the counts then read 0
-    and are no measurement, so cost and savings sums must leave such a call out, not count it
+    numbers, absurd; `cotplan.backends.parsing.read_usage` says which): the counts are then
+    unknown; the fields hold 0 only as a placeholder, and `known(count)` gives None, which is
+    what cost and savings sums and budget sharing read, so such a call is left out, not counted
     as free. A sum is trusted only when every part is.
     """
 
@@ -66,6 +72,13 @@ class Usage:
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+    def known(self, count: UsageCount) -> int | None:
+        """The count named, or None when the server's counts cannot be trusted: unknown, never
+        0. Anything that acts on a count (cutting a run at a budget, adding up a spend) reads
+        it here, so an untrusted 0 cannot pass for a measurement."""
+        value: int = getattr(self, count)
+        return value if self.trusted else None
 
 
 @dataclass(frozen=True)

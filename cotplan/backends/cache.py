@@ -13,10 +13,17 @@ asked again. Backends check an answer before they record it, so a bad answer is 
 Safe for concurrent writers: WAL journal, a busy timeout, one short transaction per write, and
 `INSERT OR IGNORE` so two processes recording the same call agree on the first answer. The file
 is created with mode 0600 because it holds prompts and responses.
+
+An answer is never dropped once paid for: when another process holds the file's write lock
+past the busy timeout (or the write fails otherwise), `put` keeps the row in memory, replays it
+to `get`, and writes it later, retrying with backoff; what is still unwritten when the process
+ends is spilled beside the file (`cotplan.backends.cache_spill`) and recorded by the next
+`CallCache` that opens it.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import hashlib
 import ipaddress
@@ -27,15 +34,18 @@ import sqlite3
 import threading
 import time
 import warnings
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from cotplan.backends.cache_spill import Row, read_spills, spill
 from cotplan.errors import CacheError, CotplanError, InputError
 
 __all__ = [
+    "CacheBusyWarning",
     "CacheInfo",
     "CallCache",
     "DamagedCacheWarning",
@@ -56,6 +66,18 @@ _LOOPBACK = {"localhost", "127.0.0.1", "::1"}
 
 class DamagedCacheWarning(UserWarning):
     """A cache row failed its checksum or its answer's checks; it was discarded, not replayed."""
+
+
+class CacheBusyWarning(UserWarning):
+    """The cache could not be written (locked by another process): answers are held and
+    written later, or spilled beside it; none is lost."""
+
+
+#: Waits between attempts to write held answers: doubling from the first, up to the last.
+_RETRY_FIRST_S = 0.5
+_RETRY_MAX_S = 30.0
+#: How long closing the cache keeps retrying held answers before it spills them.
+_CLOSE_PATIENCE_S = 10.0
 
 
 def canonical_key(payload: dict[str, Any]) -> str:
@@ -126,6 +148,20 @@ def _migrate_2(conn: sqlite3.Connection) -> None:
 
 
 _MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _migrate_1, 2: _migrate_2}
+
+_INSERT = (
+    "INSERT OR IGNORE INTO calls (key, model, operation, request, response, created, checksum)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def _close_at_exit(ref: weakref.ReferenceType[CallCache]) -> None:
+    # A run that ends (finished, interrupted, failed) while answers are held writes or spills
+    # them: backends do not close the cache they were given.
+    cache = ref()
+    if cache is not None and cache._held:
+        with contextlib.suppress(CotplanError):
+            cache.close()
 
 
 def check_clear_filters(model: str | None, older_than_days: float | None) -> None:
@@ -205,12 +241,19 @@ class CacheInfo:
 class CallCache:
     """SQLite-backed map from request payloads to recorded responses."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, busy_timeout: float = 30.0) -> None:
         self.path = Path(path)
+        self.busy_timeout = busy_timeout
         self._local = threading.local()
         self.hits = 0
         self.misses = 0
         self._counter_lock = threading.Lock()
+        # Rows paid for but not yet written (the file was locked), by key; see the module doc.
+        self._held: dict[str, Row] = {}
+        self._held_lock = threading.Lock()
+        self._next_try = 0.0
+        self._wait = _RETRY_FIRST_S
+        atexit.register(_close_at_exit, weakref.ref(self))
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             if not self.path.exists():
@@ -221,12 +264,13 @@ class CallCache:
             self._migrate(self._connection())
         except (OSError, sqlite3.Error) as exc:
             raise CacheError(f"cannot open the call cache at {self.path}: {exc}") from exc
+        self._record_spills()
 
     def _connection(self) -> sqlite3.Connection:
         # sqlite3 connections must not cross threads; backends call from a thread pool.
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            conn = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             self._local.conn = conn
@@ -267,10 +311,17 @@ class CallCache:
     def get(self, key: str) -> dict[str, Any] | None:
         """The recorded response for `key`, or None (also when the row was damaged: then it is
         discarded with a `DamagedCacheWarning`, so the caller asks again)."""
-        rows = self._read(
-            "SELECT key, model, operation, request, response, checksum, created"
-            " FROM calls WHERE key = ?",
-            (key,),
+        with self._held_lock:
+            held = self._held.get(key)
+        # A row paid for in this process and not written yet is replayed as a stored one is.
+        rows = (
+            [(*held[:5], held[6], held[5])]
+            if held is not None
+            else self._read(
+                "SELECT key, model, operation, request, response, checksum, created"
+                " FROM calls WHERE key = ?",
+                (key,),
+            )
         )
         value: dict[str, Any] | None = None
         if rows:
@@ -304,23 +355,64 @@ class CallCache:
     def put(
         self, key: str, *, model: str, operation: str, request: dict[str, Any], response: Any
     ) -> None:
-        """Record a response; the first recording of a key wins."""
+        """Record a response; the first recording of a key wins. A write the file refuses
+        (locked by another process past the busy timeout) never loses the answer: it is held,
+        replayed by `get`, and written later (see the module doc)."""
         request_text = json.dumps(request, sort_keys=True)
         response_text = json.dumps(response)
-        self._write(
-            "INSERT OR IGNORE INTO calls"
-            " (key, model, operation, request, response, created, checksum)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (
-                key,
-                model,
-                operation,
-                request_text,
-                response_text,
-                time.time(),
-                _checksum(key, model, operation, request_text, response_text),
-            ),
+        row: Row = (
+            key,
+            model,
+            operation,
+            request_text,
+            response_text,
+            time.time(),
+            _checksum(key, model, operation, request_text, response_text),
         )
+        with self._held_lock:
+            self._held.setdefault(key, row)
+        self.flush()
+
+    def flush(self, *, force: bool = False) -> int:
+        """Write the held rows; returns how many are still held. Between failures it waits
+        (doubling, up to 30 s) before trying again, unless `force`."""
+        with self._held_lock:
+            if not self._held or (not force and time.monotonic() < self._next_try):
+                return len(self._held)
+            rows = list(self._held.values())
+        try:
+            self._connection().executemany(_INSERT, rows)
+        except sqlite3.Error as exc:
+            with self._held_lock:
+                first = self._next_try == 0.0
+                self._next_try = time.monotonic() + self._wait
+                self._wait = min(self._wait * 2, _RETRY_MAX_S)
+                held = len(self._held)
+            if first:
+                warnings.warn(
+                    CacheBusyWarning(
+                        f"the call cache {self.path} cannot be written now ({exc}): {held} "
+                        "answer(s) are kept and written when it frees, never bought again"
+                    ),
+                    stacklevel=3,
+                )
+            return held
+        with self._held_lock:
+            for row in rows:
+                self._held.pop(row[0], None)
+            self._next_try, self._wait = 0.0, _RETRY_FIRST_S
+            return len(self._held)
+
+    def _record_spills(self) -> None:
+        # Answers an earlier process could not write: recorded now, then their file removed.
+        for path, rows in read_spills(self.path):
+            try:
+                if rows:
+                    self._connection().executemany(_INSERT, rows)
+            except sqlite3.Error:
+                continue  # still locked: the next open tries again
+            with contextlib.suppress(OSError):
+                path.unlink()
 
     def __len__(self) -> int:
         return int(self._read("SELECT COUNT(*) FROM calls")[0][0])
@@ -403,6 +495,30 @@ class CallCache:
                 self._connection().execute("VACUUM")
 
     def close(self) -> None:
+        """Write what is held (retrying with backoff for up to 10 s, then spilling it beside
+        the file, with a warning naming the spill), and close this thread's connection."""
+        deadline = time.monotonic() + _CLOSE_PATIENCE_S
+        wait = _RETRY_FIRST_S
+        while self.flush(force=True) and time.monotonic() + wait < deadline:
+            time.sleep(wait)
+            wait = min(wait * 2, _RETRY_MAX_S)
+        with self._held_lock:
+            rows, self._held = list(self._held.values()), {}
+        if rows:
+            try:
+                where = spill(self.path, rows)
+            except OSError as exc:
+                raise CacheError(
+                    f"{len(rows)} answer(s) could not be written to the call cache {self.path} "
+                    f"nor kept beside it ({exc})"
+                ) from exc
+            warnings.warn(
+                CacheBusyWarning(
+                    f"the call cache {self.path} stayed locked: {len(rows)} answer(s) were kept "
+                    f"in {where} and are recorded the next time the cache is opened"
+                ),
+                stacklevel=2,
+            )
         conn = getattr(self._local, "conn", None)
         if conn is not None:
             conn.close()

@@ -73,13 +73,15 @@ def _sha256_of(path: str, size: int, mtime_ns: int) -> str:
     return digest.hexdigest()
 
 
-def sha256_file(path: Path) -> str:
+def sha256_file(path: str | os.PathLike[str]) -> str:
+    path = Path(path)
     stat = path.stat()
     return _sha256_of(str(path), stat.st_size, stat.st_mtime_ns)
 
 
-def check_gguf(path: Path) -> Path:
+def check_gguf(path: str | os.PathLike[str]) -> Path:
     """Raise `ModelFileError` unless `path` is a readable file that starts like a GGUF."""
+    path = Path(path)
     if not path.exists():
         raise ModelFileError(f"model file not found: {path}")
     if not path.is_file():

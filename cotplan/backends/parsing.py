@@ -26,6 +26,7 @@ __all__ = [
     "parse_top_logprobs",
     "read_usage",
     "reasoning_text",
+    "request_cap",
     "split_thinking",
 ]
 
@@ -85,8 +86,9 @@ def read_usage(raw: object, *, cap: int | None = None) -> tuple[Usage, tuple[str
 
     A count that is missing, negative, not a whole number or absurd (more completion tokens
     than twice the request's cap `cap`, reasoning inside completion larger than completion)
-    reads as 0 in a Usage marked ``trusted=False``, with a note naming the field, so that costs
-    and savings leave the call out rather than count it as free.
+    makes a Usage marked ``trusted=False``, with a note naming the field: its counts are
+    unknown (`Usage.known` gives None; the 0 in the fields is a placeholder), so that costs,
+    savings and budget sharing leave the call out rather than count it as free.
     """
     if raw is None:
         return Usage(trusted=False), ("the server sent no `usage`",)
@@ -114,7 +116,8 @@ def read_usage(raw: object, *, cap: int | None = None) -> tuple[Usage, tuple[str
     return Usage(**counts, trusted=not notes), tuple(notes)
 
 
-def _cap_of(params: Mapping[str, Any] | None) -> int | None:
+def request_cap(params: Mapping[str, Any] | None) -> int | None:
+    """The most tokens the request `params` lets the call generate (None: no cap given)."""
     if not params:
         return None
     for name in _CAP_FIELDS:
@@ -269,7 +272,7 @@ def parse_completion(
         if message is not None and not reasoning and text:
             reasoning, text = split_thinking(text)
         parsed = parse_top_logprobs(choice.get("logprobs"))
-        usage, notes = read_usage(raw.get("usage"), cap=_cap_of(params))
+        usage, notes = read_usage(raw.get("usage"), cap=request_cap(params))
         if text is None:
             notes += ("the server sent no answer (`content: null`)",)
         return Completion(

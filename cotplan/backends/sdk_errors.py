@@ -32,8 +32,16 @@ __all__ = ["MAX_RETRY_WAIT_S", "retry_after_s", "translate_sdk_error"]
 MAX_RETRY_WAIT_S = 120.0
 
 
+#: How `Retry-After` may spell infinity or not-a-number: the SDK ignores such a wait and backs
+#: off on its own, so it is no wait that stops a retry.
+_NOT_A_WAIT = {"nan", "+nan", "-nan", "inf", "+inf", "-inf", "infinity", "+infinity", "-infinity"}
+
+
 def retry_after_s(exc: openai.APIStatusError) -> float | None:
-    """The wait in seconds the server asked for (`Retry-After` or `retry-after-ms`), if any."""
+    """The wait in seconds the server asked for (`Retry-After` or `retry-after-ms`), read as
+    the SDK reads it: the first header present decides; ``nan`` or ``inf`` is no wait (None:
+    the SDK retries with its own backoff), while a number too large for a float (``1e400``) is
+    an endless one (inf: the SDK does not retry)."""
     headers = exc.response.headers
     for name, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
         value = headers.get(name)
@@ -43,6 +51,8 @@ def retry_after_s(exc: openai.APIStatusError) -> float | None:
             seconds = float(value) / divisor
         except ValueError:
             continue  # an HTTP date: the SDK reads it, and it is rare enough to leave unsaid
+        if value.strip().lower() in _NOT_A_WAIT or math.isnan(seconds):
+            return None
         return seconds if math.isfinite(seconds) else math.inf
     return None
 
@@ -54,7 +64,9 @@ def _attempts(count: int) -> str:
 def _why_not_retried(exc: openai.APIStatusError, attempts: int) -> str:
     """How many attempts a failed status took, and why there were no more."""
     wait = retry_after_s(exc)
-    if wait is not None and wait > MAX_RETRY_WAIT_S:
+    # Only a call that went out once was stopped by the wait it was asked for: one retried
+    # was not, whatever its last answer asked.
+    if wait is not None and wait > MAX_RETRY_WAIT_S and attempts <= 1:
         shown = "forever" if math.isinf(wait) else f"{wait:g} s"
         return (
             f"it asked to wait {shown} (Retry-After), longer than the {MAX_RETRY_WAIT_S:g} s "

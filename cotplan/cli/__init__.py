@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import os
 import sys
+from types import TracebackType
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
+from cotplan.backends.keys import scrub_secrets
 from cotplan.cli import (
     answer,
     cache,
@@ -29,6 +31,12 @@ from cotplan.cli import (
     reproduce,
     serve,
     tasks,
+)
+from cotplan.cli.failures import (
+    known_secrets,
+    scrubbed_traceback,
+    sigterm_as_interrupt,
+    terminated,
 )
 from cotplan.errors import CotplanError
 
@@ -79,34 +87,61 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point of the console script.
 
     Typer handles usage errors itself (exit 2); cotplan's own errors become one line and exit 2;
-    a file, encoding, overflow or memory error no check caught becomes one line and exit 1
-    (`COTPLAN_DEBUG=1` shows the traceback instead).
+    a file, encoding, overflow or memory error no check caught becomes one line and exit 1;
+    anything else is a bug, said in one line with exit 1. `COTPLAN_DEBUG=1` prints the
+    traceback instead, every secret in it masked. Ctrl-C and SIGTERM both stop the run, say
+    how to resume, and exit 130 and 143 (128 + the signal, as a shell reports them).
     """
+    debug = bool(os.environ.get("COTPLAN_DEBUG"))
     try:
-        with cost.warnings_as_notes():  # warnings print as one `note:` line, never raw
+        with sigterm_as_interrupt(), cost.warnings_as_notes():  # warnings print as `note:`
             app(args=argv)
     except CotplanError as exc:
-        if os.environ.get("COTPLAN_DEBUG"):
-            raise
-        _stderr.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
-        sys.exit(2)
+        _fail(exc, escape(str(exc)), 2, debug)
     except (OSError, UnicodeError, OverflowError, MemoryError) as exc:
         # What a file, a folder or an absurd size the user gave can raise below the checks
         # (a folder where a file goes, bytes that are not UTF-8, a number past what floats or
         # memory hold): one line that says what failed, not a traceback.
-        if os.environ.get("COTPLAN_DEBUG"):
-            raise
-        _stderr.print(f"[bold red]error:[/] {escape(_describe(exc))}", highlight=False)
-        sys.exit(1)
+        _fail(exc, escape(_describe(exc)), 1, debug)
     except KeyboardInterrupt:
         _interrupted()
-        sys.exit(130)
+        sys.exit(_interrupt_status())
     except SystemExit as exc:
         # Typer turns Ctrl-C into a silent exit with status 130 (the shell's code for SIGINT);
         # no other path of ours exits 130, so this is where the user hears how to resume.
         if exc.code == 130:
             _interrupted()
+            sys.exit(_interrupt_status())
         raise
+    except Exception:
+        # No check caught it: a bug. It propagates (a caller in-process sees it as it is),
+        # and the process's last word is `_unexpected`'s, never Python's unscrubbed traceback.
+        sys.excepthook = _unexpected
+        raise
+
+
+def _unexpected(kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
+    """A bug, said in one line (the traceback with COTPLAN_DEBUG=1), every secret masked."""
+    if os.environ.get("COTPLAN_DEBUG"):
+        sys.stderr.write(scrubbed_traceback(exc))
+        return
+    line = f"internal error: {kind.__name__}: {exc} (COTPLAN_DEBUG=1 shows where)"
+    _stderr.print(
+        f"[bold red]error:[/] {escape(scrub_secrets(line, known_secrets()))}", highlight=False
+    )
+
+
+def _fail(exc: BaseException, line: str, status: int, debug: bool) -> None:
+    if debug:
+        sys.stderr.write(scrubbed_traceback(exc))
+    else:
+        _stderr.print(f"[bold red]error:[/] {line}", highlight=False)
+    sys.exit(status)
+
+
+def _interrupt_status() -> int:
+    signum = terminated()
+    return 128 + (signum if signum is not None else 2)
 
 
 def _interrupted() -> None:

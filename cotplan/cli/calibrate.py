@@ -353,6 +353,10 @@ def print_spend(frame: Any) -> None:
         + (f"; tokens {', '.join(tokens)}" if tokens else "")
         + f"; {usd}"
     )
+    from cotplan.planner.calibration_file import usage_note
+
+    if note := usage_note(frame):
+        console.print(f"[yellow]note:[/] {note}")
 
 
 # -- the command -------------------------------------------------------------------------------
@@ -379,11 +383,29 @@ def calibrate(
     timeout: TimeoutOption = DEFAULT_TIMEOUT_S,
     max_retries: MaxRetriesOption = DEFAULT_MAX_RETRIES,
     protocol: ProtocolOption = "auto",
+    batch: Annotated[
+        bool, typer.Option(help="Submit the requests through the endpoint's Batch API.")
+    ] = False,
+    batch_file: Annotated[
+        bool, typer.Option(help="Write batch files for an executor (vLLM's run-batch).")
+    ] = False,
+    batch_output: Annotated[
+        list[Path] | None, typer.Option(help="An executor's output file to read back.")
+    ] = None,
+    status: Annotated[
+        Path | None, typer.Option(help="Show where a report folder's batches stand.")
+    ] = None,
+    yes: Annotated[bool, typer.Option(help="Submit a priced batch without asking.")] = False,
 ) -> None:
     """Answer items at several reasoning budgets and save the calibration table."""
     from cotplan.backends import connect
     from cotplan.planner.calibrate import calibrate as run_calibration
 
+    if status is not None:  # the batch path (docs/batch.md) lives in cli/calibrate_batch
+        from cotplan.cli.calibrate_batch import show_status
+
+        show_status(status)
+        return
     sizes = parse_ints(n, "n")
     check_item_source(family, tasks, sizes)
     check_timeouts(timeout, max_retries)
@@ -400,6 +422,24 @@ def calibrate(
     )  # all before the first (maybe paid) call
     items = build_items(family, tasks, sizes, count, seed, backend=backend)
     options = connect_options(backend, timeout, max_retries, protocol)
+    if batch or batch_file or batch_output:
+        from cotplan.cli.calibrate_batch import calibrate_in_batches
+
+        calibrate_in_batches(
+            backend=backend,
+            base_url=base_url,
+            options=options,
+            items=items,
+            grid=grid,
+            answer_tokens=answer_tokens,
+            out=out,
+            submit=batch,
+            write_files=batch_file,
+            outputs=batch_output or [],
+            yes=yes,
+            show=print_calibration,
+        )
+        return
     with (
         start_report(out, command="calibrate") as report,
         connect(backend, base_url=base_url, **options) as model,

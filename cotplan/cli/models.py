@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -11,7 +12,7 @@ from rich.table import Table
 from cotplan.backends import models as model_files
 from cotplan.backends.adapters import KNOWN_ADAPTERS, locate_adapter
 from cotplan.errors import InputError, ModelFileError
-from cotplan.validation import require_positive
+from cotplan.validation import require_choice, require_int, require_positive
 
 __all__ = ["app"]
 
@@ -55,21 +56,37 @@ def pull(
 def train_thinking(
     *,
     out: Path = typer.Option(..., help="Folder for the adapter (PEFT folder, GGUF, record)."),
-    examples: int = typer.Option(1400, help="Training examples (thinking traces)."),
+    examples: int | None = typer.Option(
+        None, help="Training examples (thinking traces); the preset's by default (1400, 900)."
+    ),
     seed: int = typer.Option(0, help="Seed of the examples and of the LoRA initialisation."),
     max_seconds: float | None = typer.Option(None, help="Stop training after this long."),
     resume: Path | None = typer.Option(None, help="Train further the adapter in this folder."),
-    learning_rate: float = typer.Option(1e-3, help="Peak learning rate."),
+    learning_rate: float | None = typer.Option(
+        None, help="Peak learning rate; the preset's by default (1e-3, 5e-4)."
+    ),
     rechecks: str = typer.Option(
         "1-3", help="Re-checks after the settled answer, fewest-most (the second stage: 2-3)."
     ),
     install: bool = typer.Option(
         False, help="Also install the result as the shipped adapter (for maintainers)."
     ),
+    preset: str = typer.Option(
+        "short",
+        help="What to train: 'short' (local:thinking) or 'long' (local:thinking-long, traces "
+        "of hundreds to thousands of tokens).",
+    ),
+    checkpoint_every: int | None = typer.Option(
+        None, help="Also save the adapter every this many steps (OUT/checkpoint, resumable)."
+    ),
 ) -> None:
     """Train the embedded thinking model's LoRA adapter (needs `pip install 'cotplan[train]'`)."""
-    from cotplan.thinking.data import ThinkingSettings
+    from cotplan.thinking.data import PRESETS, ThinkingSettings
     from cotplan.thinking.train import check_out, install_adapter, train_adapter
+
+    require_choice(preset, "preset", PRESETS)
+    if checkpoint_every is not None:
+        require_int(checkpoint_every, "checkpoint_every", low=1)
 
     low, _, high = rechecks.partition("-")
     if not (low.isdigit() and high.isdigit() and 0 <= int(low) <= int(high)):
@@ -79,19 +96,26 @@ def train_thinking(
     if max_seconds is not None:
         require_positive(max_seconds, "max_seconds")
     check_out(out)
-    settings = ThinkingSettings(
-        examples=examples,
-        seed=seed,
-        learning_rate=learning_rate,
-        rechecks=(int(low), int(high)),
-    )
+    chosen: dict[str, Any] = {**PRESETS[preset], "seed": seed}
+    if learning_rate is not None:
+        chosen["learning_rate"] = learning_rate
+    chosen["rechecks"] = (int(low), int(high))
+    if examples is not None:
+        chosen["examples"] = examples
+    settings = ThinkingSettings(**chosen)
     report = train_adapter(
-        settings, out, log=_console.print, max_seconds=max_seconds, resume=resume
+        settings,
+        out,
+        log=_console.print,
+        max_seconds=max_seconds,
+        resume=resume,
+        checkpoint_every=checkpoint_every,
     )
     _console.print(report.to_dict())
     if install:
         earlier = (resume,) if resume is not None else ()
-        _console.print(f"installed: {install_adapter(out, earlier)}")
+        name = "thinking-long" if preset == "long" else "thinking"
+        _console.print(f"installed: {install_adapter(out, earlier, adapter=name)}")
 
 
 @app.command()

@@ -215,11 +215,19 @@ class DebiasResult(ExperimentResult):
         ):
             # Not significant is no evidence of absence by itself; it becomes evidence when the
             # best harmonics explain less than the paper's structure did (> 60%), interval and all.
-            verdict = NOT_REPRODUCED
+            # Period 64 belongs to GPT-3's learned absolute positions: on any other model (a
+            # RoPE model, an exact reference) its absence is no test of the paper's claim.
+            verdict = NOT_REPRODUCED if paper_model else NOT_COMPARABLE_MODEL
+            tied = (
+                ""
+                if paper_model
+                else f"; the paper ties period 64 to GPT-3's learned absolute positions, which "
+                f"{self.source} does not have"
+            )
             why = (
                 f"no period stands out from noise, and the fitted harmonics explain "
                 f"{fmt(self.explained)} {self.explained_ci or ''} of the variance, wholly below "
-                f"the paper's 60%: a structure as strong as the paper's is excluded; {note}"
+                f"the paper's 60%: a structure as strong as the paper's is excluded{tied}; {note}"
             )
         else:
             verdict = NOT_TESTABLE
@@ -228,39 +236,41 @@ class DebiasResult(ExperimentResult):
                 f"{fmt(self.explained)} {self.explained_ci or ''} does not exclude the paper's "
                 f"60% either: more sequences (--n-sequences) would tell; {note}"
             )
-        period_verdict = verdict
         rows.append(
             ReportRow("debias", claim, "64", self.period, self.period_ci, limit, verdict, why)
         )
 
         def magnitude(outcome: Settled) -> tuple[Verdict, str]:
-            """The debias percentages are GPT-3's magnitudes, and need a period to remove."""
-            if not self.significant:
-                if short:
-                    return NOT_TESTABLE, (
-                        "no significant period on this short grid (the harmonics fit noise): "
-                        "run the full grid, --full"
-                    )
-                if period_verdict == NOT_TESTABLE:
-                    return NOT_TESTABLE, (
-                        "no significant period, and none as strong as the paper's excluded: "
-                        "more sequences would tell whether there is one to remove"
-                    )
-                return (NOT_REPRODUCED if paper_model else NOT_COMPARABLE_MODEL), (
-                    "no significant period in these gaps, so the harmonics fit noise and the "
-                    "number means nothing; the paper's figure is GPT-3's"
+            """The debias percentages are GPT-3's magnitudes, read by their intervals first
+            (`cotplan.experiments.verdicts.margin_verdict`'s rule): an interval that still holds
+            the paper's value, or crosses its tolerance, is "not testable" with or without a
+            period; one wholly outside is a miss ("not comparable (model)" on another model);
+            one wholly inside counts only when there is a period to remove."""
+            if short and not self.significant:
+                return NOT_TESTABLE, (
+                    "no significant period on this short grid (the harmonics fit noise): "
+                    "run the full grid, --full"
                 )
-            if outcome == "holds":
-                return REPRODUCED, "the interval lies within the paper's value's tolerance"
+            if outcome == "fails":
+                return (NOT_REPRODUCED if paper_model else NOT_COMPARABLE_MODEL), (
+                    "the interval lies wholly outside the paper's value's tolerance "
+                    f"(±{TOLERANCE:g}); the figure is GPT-3's magnitude"
+                    + ("" if paper_model else f" and {self.source} is another model")
+                    + ("" if self.significant else "; no significant period in these gaps")
+                )
             if outcome == "undecided":
                 return NOT_TESTABLE, (
-                    "the interval crosses an edge of the paper's value's tolerance: more "
-                    "sequences would narrow it"
+                    "the interval holds the paper's value or crosses an edge of its tolerance "
+                    f"(±{TOLERANCE:g}), so it neither matches nor excludes it: more sequences "
+                    "would narrow it"
+                    + ("" if self.significant else "; no significant period in these gaps")
                 )
-            return (NOT_REPRODUCED if paper_model else NOT_COMPARABLE_MODEL), (
-                f"the interval lies wholly outside the paper's value's tolerance; the figure is "
-                f"GPT-3's magnitude and {self.source} is another model"
-            )
+            if not self.significant:
+                return NOT_TESTABLE, (
+                    "the interval lies within the paper's value's tolerance, but no period is "
+                    "significant, so the harmonics fit noise: more sequences would tell"
+                )
+            return REPRODUCED, "the interval lies within the paper's value's tolerance"
 
         explained_verdict, explained_why = magnitude(
             _settle(PAPER_DEBIAS["explained_above"], math.inf, self.explained, self.explained_ci)

@@ -210,7 +210,7 @@ class EntropyResult(ExperimentResult):
             ),
             ReportRow(
                 "entropy",
-                "Laplace smoothing needs > 100 examples for 99%",
+                f"Laplace smoothing needs > 100 examples for 99% (read at {setting})",
                 "> 100",
                 float(laplace_exact) if laplace_exact is not None else math.inf,
                 None,
@@ -218,7 +218,8 @@ class EntropyResult(ExperimentResult):
                 "excess is about 1/(2n) nats, so it needs about n ≥ 99/(2·H(p))",
                 NOT_A_MODEL_CLAIM,
                 f"{setting}, exact expectation of Laplace's rule, the same for every model; "
-                "whether Laplace needs > 100 depends on p (see `laplace_threshold_table`)",
+                "the paper gives no p and the answer depends on it: "
+                + _laplace_over_100(self.threshold),
                 measured_text=str(laplace_exact)
                 if laplace_exact is not None
                 else f"not within n ≤ {LAPLACE_HORIZON}",
@@ -568,3 +569,17 @@ def _limit_flags(losses: dict[str, FloatArray], bayes: str, p: float | None) -> 
                 f"({-diff.mean() / se:.1f} standard errors): impossible in expectation"
             )
     return tuple(flags)
+
+
+def _laplace_over_100(threshold: float) -> str:
+    """Where on the grid of p Laplace needs more than 100 examples (`laplace_threshold_table`),
+    so the row's outcome is read as one setting's, not the claim's."""
+    table = laplace_threshold_table(threshold=threshold)
+    over = [f"{p:g}" for p, n in zip(table["p"], table["Laplace_first_n"], strict=True) if n > 100]
+    under = [
+        f"{p:g}" for p, n in zip(table["p"], table["Laplace_first_n"], strict=True) if n <= 100
+    ]
+    return (
+        f"it needs > 100 at p = {', '.join(over) or 'none'} and ≤ 100 at p = "
+        f"{', '.join(under) or 'none'} (`laplace_threshold_table`)"
+    )

@@ -11,8 +11,11 @@ A row answers one question about one claim; its verdict says which kind of answe
                            (an exact reference, a planted effect): the row is then a control
 ``not comparable (scale)`` the paper's figure belongs to a setting of another size (a grid,
                            a length) than the one measured, and the number depends on it
-``not testable``           too little data at this preset; `why` says what would make it
-                           testable
+``not testable``           the interval still holds the paper's value, or crosses the edge
+                           of its stated margin: too little data at this preset; `why` says
+                           what would make it testable
+``outside the premise``    the claim is a theorem's conclusion and the measured curve fails
+                           the theorem's premise: the theorem says nothing about it
 ``follows from averaging`` true for any predictor whose orderings are independent draws (the
                            central limit theorem): it cannot tell one model from another
 ``not a model claim``      computed from exact references or the paper's own arithmetic: the
@@ -20,15 +23,18 @@ A row answers one question about one claim; its verdict says which kind of answe
 ``cotplan check``          a check cotplan adds; not a claim of the paper
 =========================  ==============================================================
 
-The first five answer claims about models; `tally` counts every category apart and
-`model_claims` counts only those five. The last three carry `holds` (did the statement hold
+The first six answer claims about models; `tally` counts every category apart and
+`model_claims` counts only those six. The last three carry `holds` (did the statement hold
 where it was evaluated) so a reader still sees, for example, that the paper's worked example
 does not add up.
 
-Value rules (`value_verdict`): an interval that excludes the paper's band is a miss whatever
-its width; only an interval that still overlaps the band and is too wide to tell is "not
-testable". A miss is "not reproduced" on the paper's own model and "not comparable (model)" on
-any other.
+One rule for every row with an interval (`margin_verdict`; `value_verdict` adds the words):
+against the paper's value ± its stated margin, a 95% interval wholly inside the band is
+"reproduced"; one wholly outside it (no point in common) is a miss; any other (it holds the
+paper's value but is too wide to lie inside the band, or crosses an edge) is "not testable".
+A miss is "not reproduced", except where the quantity is the paper's model's own magnitude (a
+GPT-3 figure, a period tied to GPT-3's learned absolute positions) and the predictor is another
+model: then it is "not comparable (model)". Nothing else earns "not comparable".
 
 Every other rule is two-sided too (`settles`, `claim_verdict`): a claim holds when its 95%
 interval lies wholly inside the region the claim names ("exponent ≤ −0.5", "within ±δ of the
@@ -59,6 +65,7 @@ __all__ = [
     "NOT_COMPARABLE_SCALE",
     "NOT_REPRODUCED",
     "NOT_TESTABLE",
+    "OUTSIDE_PREMISE",
     "REPRODUCED",
     "VERDICTS",
     "ReportRow",
@@ -68,6 +75,7 @@ __all__ = [
     "capability_line",
     "claim_verdict",
     "is_paper_model",
+    "margin_verdict",
     "model_claims",
     "rows_frame",
     "settles",
@@ -81,6 +89,7 @@ Verdict = Literal[
     "not comparable (model)",
     "not comparable (scale)",
     "not testable",
+    "outside the theorem's premise",
     "follows from averaging",
     "not a model claim",
     "cotplan check",
@@ -90,6 +99,7 @@ NOT_REPRODUCED: Verdict = "not reproduced"
 NOT_COMPARABLE_MODEL: Verdict = "not comparable (model)"
 NOT_COMPARABLE_SCALE: Verdict = "not comparable (scale)"
 NOT_TESTABLE: Verdict = "not testable"
+OUTSIDE_PREMISE: Verdict = "outside the theorem's premise"
 FOLLOWS_FROM_AVERAGING: Verdict = "follows from averaging"
 NOT_A_MODEL_CLAIM: Verdict = "not a model claim"
 COTPLAN_CHECK: Verdict = "cotplan check"
@@ -101,12 +111,13 @@ VERDICTS: tuple[Verdict, ...] = (
     NOT_COMPARABLE_MODEL,
     NOT_COMPARABLE_SCALE,
     NOT_TESTABLE,
+    OUTSIDE_PREMISE,
     FOLLOWS_FROM_AVERAGING,
     NOT_A_MODEL_CLAIM,
     COTPLAN_CHECK,
 )
 #: The verdicts that answer a claim of the paper about models.
-MODEL_CLAIM_VERDICTS: tuple[Verdict, ...] = VERDICTS[:5]
+MODEL_CLAIM_VERDICTS: tuple[Verdict, ...] = VERDICTS[:6]
 
 #: One line per verdict, printed under the report's table.
 MEANINGS: dict[Verdict, str] = {
@@ -116,7 +127,10 @@ MEANINGS: dict[Verdict, str] = {
     "model misses, or a claim about models read on a predictor that is no model (a control)",
     NOT_COMPARABLE_SCALE: "the paper's figure belongs to a setting of another size than the one "
     "measured",
-    NOT_TESTABLE: "too little data at this preset; the row says what would make it testable",
+    NOT_TESTABLE: "the interval holds the paper's value or crosses its margin: too little data "
+    "at this preset; the row says what would make it testable",
+    OUTSIDE_PREMISE: "the measured curve fails the theorem's premise, so the theorem's "
+    "conclusion is not tested by it",
     FOLLOWS_FROM_AVERAGING: "true for any predictor whose orderings are independent draws: it "
     "cannot tell one model from another",
     NOT_A_MODEL_CLAIM: "computed from exact references or the paper's arithmetic: the same for "
@@ -220,6 +234,30 @@ def claim_verdict(ci: Interval, low: float, high: float) -> Verdict:
     return NOT_TESTABLE
 
 
+def margin_verdict(
+    ci: Interval,
+    value: float,
+    margin: float,
+    *,
+    magnitude: bool = False,
+    paper_model: bool = True,
+) -> Verdict:
+    """The one two-sided rule for a claim "the quantity is `value` ± `margin`".
+
+    Wholly inside the band: "reproduced". Wholly outside it: "not reproduced", or "not
+    comparable (model)" when the quantity is the paper's model's own magnitude (`magnitude`)
+    and the predictor is not that model (`paper_model` False). Anything else (the interval
+    holds `value` but is wider than the band, crosses an edge, or is not computed): "not
+    testable". `margin` may be 0 (then only an interval excluding `value` is decided).
+    """
+    outcome = settles(ci, value - margin, value + margin)
+    if outcome == "holds":
+        return REPRODUCED
+    if outcome == "fails":
+        return NOT_COMPARABLE_MODEL if magnitude and not paper_model else NOT_REPRODUCED
+    return NOT_TESTABLE
+
+
 def value_verdict(
     ci: Interval,
     paper: float,
@@ -230,39 +268,42 @@ def value_verdict(
     n_sequences: int | None = None,
     max_width_factor: float = 4.0,
 ) -> tuple[Verdict, str]:
-    """The verdict on a model-specific value with a 95% interval against the paper's value ± err.
+    """The verdict on the paper's model's magnitude (value ± err, 95% interval) and its reason.
 
-    Exclusion is checked first: an interval that lies wholly outside [paper − err, paper + err]
+    `margin_verdict` with `magnitude=True`: an interval wholly outside [paper − err, paper + err]
     is a miss however wide it is ("not reproduced" on the paper's own model, "not comparable
-    (model)" on any other). An interval that overlaps the band is "reproduced" unless it is more
-    than `max_width_factor` times as wide as the paper's ±err band, when it is "not testable":
-    the row then says roughly how many sequences would narrow it enough (widths fall as 1/√n).
+    (model)" on any other); one wholly inside is "reproduced"; any other is "not testable", and
+    the row says roughly how many sequences would narrow it to the band's width (widths fall as
+    1/√n). `max_width_factor` is kept for callers; the rule no longer needs it.
     """
+    del max_width_factor
     low, high = paper - err, paper + err
     width = ci.high - ci.low
     note = f"the paper measured {paper_model}; this is {predictor}"
     if not (math.isfinite(ci.low) and math.isfinite(ci.high)):
         return NOT_TESTABLE, f"no interval could be computed; {note}"
-    if not ci.overlaps(low, high):
+    verdict = margin_verdict(ci, paper, err, magnitude=True, paper_model=is_paper_model(predictor))
+    if verdict == REPRODUCED:
+        return REPRODUCED, f"the interval lies within the paper's band ±{err:g}; {note}"
+    if verdict != NOT_TESTABLE:
         side = "above" if ci.low > high else "below"
-        if is_paper_model(predictor):
+        if verdict == NOT_REPRODUCED:
             return NOT_REPRODUCED, f"the whole interval lies {side} the paper's band; {note}"
         return NOT_COMPARABLE_MODEL, (
             f"the whole interval lies {side} the paper's band (a miss whatever its width), but "
             f"the figure is {paper_model}'s magnitude; {note}"
         )
-    limit = 2 * max_width_factor * err
-    if width > limit:
-        need = ""
-        if n_sequences is not None and width > 0:
-            factor = (width / limit) ** 2
-            need = f"; about {math.ceil(factor * n_sequences):,} sequences (now {n_sequences}) "
-            need += "would narrow it enough"
-        return NOT_TESTABLE, (
-            f"the interval overlaps the paper's band but is {width:.3g} wide, more than "
-            f"{max_width_factor:g}x the paper's ±{err:g}{need}; {note}"
-        )
-    return REPRODUCED, f"the interval overlaps the paper's band; {note}"
+    band = high - low
+    need = ""
+    if n_sequences is not None and width > 0 and band > 0:
+        factor = (width / band) ** 2
+        need = f"; about {math.ceil(factor * n_sequences):,} sequences (now {n_sequences}) "
+        need += "would narrow it to the band's width"
+    held = "holds the paper's value" if paper in ci else "crosses an edge of the paper's band"
+    return NOT_TESTABLE, (
+        f"the interval ({width:.3g} wide) {held} ±{err:g}, so it neither lies within the band "
+        f"nor excludes it{need}; {note}"
+    )
 
 
 def as_control(rows: Iterable[ReportRow], predictor: str, kind: str) -> list[ReportRow]:
@@ -300,7 +341,7 @@ def tally(rows: Iterable[ReportRow]) -> dict[Verdict, int]:
 
 
 def model_claims(rows: Iterable[ReportRow]) -> dict[Verdict, int]:
-    """The tally restricted to claims about models (the first five verdicts)."""
+    """The tally restricted to claims about models (the first six verdicts)."""
     full = tally(rows)
     return {v: full[v] for v in MODEL_CLAIM_VERDICTS}
 
@@ -321,7 +362,12 @@ def capability_line(rows: Sequence[ReportRow], predictor: str, kind: str) -> str
         f"{_rows(testable)} decided here) but "
         f"not the paper's model's magnitudes ({_rows(counts[NOT_COMPARABLE_MODEL])} not "
         f"comparable); {_rows(counts[NOT_TESTABLE])} not testable here (each says what would "
-        "make it testable: more data than this preset, or another command)."
+        "make it testable: more data than this preset, or another command)"
+        + (
+            f"; {_rows(counts[OUTSIDE_PREMISE])} outside the theorem's premise."
+            if counts[OUTSIDE_PREMISE]
+            else "."
+        )
     )
 
 

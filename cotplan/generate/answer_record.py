@@ -92,7 +92,21 @@ class BudgetedAnswer:
         row = asdict(self)
         del row["answer_prompt"]  # the whole conversation: too big for a table row
         row["completion_tokens"] = self.completion_tokens
+        if not self.usage_trusted:
+            # Counts the server did not send or got wrong are unknown: a blank cell, never a 0
+            # that a sum or a mean would take as measured.
+            for name in _TOKEN_COLUMNS:
+                row[name] = None
         return row
+
+
+_TOKEN_COLUMNS = (
+    "prompt_tokens",
+    "question_tokens",
+    "reasoning_tokens",
+    "answer_tokens",
+    "completion_tokens",
+)
 
 
 _ROW_FIELDS = [name for name in BudgetedAnswer.__dataclass_fields__ if name != "answer_prompt"]

@@ -46,7 +46,9 @@ Several budgets from one run. With greedy decoding the first k tokens of a run c
 ARE the run capped at k, so `budgeted_answers(backend, item, budgets)` makes one reasoning
 request at the largest budget and cuts it at each k by its token strings; the answer-phase
 requests are then exactly the ones `budgeted_answer` would make (and share its cache entries).
-The reasoning latency of each shorter budget is the long run's, pro-rated by tokens.
+The reasoning latency of each shorter budget is the long run's, pro-rated by tokens. A run
+whose token count the server did not send (or sent unbelievably) serves no other budget: each
+budget is then asked on its own.
 """
 
 from __future__ import annotations
@@ -148,7 +150,11 @@ def budgeted_answer(
 
 def cut_run(run: Completion, k: int) -> Completion | None:
     """The run capped at `k` tokens, from a greedy run capped higher (None: cannot tell)."""
-    used = run.usage.completion_tokens
+    used = run.usage.known("completion_tokens")
+    if used is None:
+        # A server that sent no (or no believable) count: whether the run is longer than k is
+        # unknown, and taking its 0 as real would hand every budget the whole long thought.
+        return None
     if k >= used:
         return run
     tokens = run.logprobs

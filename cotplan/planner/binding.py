@@ -50,11 +50,17 @@ def check_plan_model(
     `base_url`) it will be started from: a ``lab:FAMILY`` spec is checked by family, since its
     weights are known only once loaded. With `allow_other_model` nothing is refused and the
     returned line says what is being done; "" when there is nothing to say. A plan that
-    records no model (a version-1 file) is applied with a note."""
+    records no model (a version-1 file, or one planned from a calibration without a `model`
+    column) fits any model as badly as another's: refused the same way."""
     if not plan.model:
-        return (
-            "the plan does not record the model it was made for (written by an older "
-            "cotplan): plan again to bind it"
+        what = "the plan does not record the model it was made for"
+        if allow_other_model:
+            return f"{what}; applying it anyway (--allow-other-model): its caps are not certified"
+        raise InputError(
+            f"{what} (written by an older cotplan, or planned from a calibration without a "
+            "`model` column): plan again from a calibration of this model, or "
+            "--allow-other-model",
+            field="backend",
         )
     if model is None and backend is not None:
         provider, _, rest = backend.partition(":")

@@ -23,7 +23,13 @@ import pandas as pd
 from cotplan.errors import InputError
 from cotplan.model_registry import PROTOCOL_NAMES
 
-__all__ = ["MAX_CALIBRATION_K", "MAX_CALIBRATION_N", "check_calibration_frame", "record_lines"]
+__all__ = [
+    "MAX_CALIBRATION_K",
+    "MAX_CALIBRATION_N",
+    "check_calibration_frame",
+    "record_lines",
+    "usage_note",
+]
 
 #: The largest budget a calibration row may hold: no model writes a million tokens in one
 #: answer, so a larger k is a damaged or hand-edited file.
@@ -180,3 +186,22 @@ def _recorded_columns(
         for row, value in enumerate(frame[column]):
             if not pd.isna(value) and str(value) and str(value) not in known:
                 raise fail(row, column, f"must be one of {', '.join(known)}, got {value!r}")
+
+
+def usage_note(frame: pd.DataFrame) -> str:
+    """What a plan must say about answers whose token counts are unknown ("" when every count
+    was measured): the server sent no `usage`, or counts that cannot be right. Their token
+    columns are blank and left out of the spend, and no shorter budget was cut from their runs
+    (`cotplan.generate.budgeted.cut_run`): each budget was asked on its own."""
+    if "usage_trusted" not in frame.columns or not len(frame):
+        return ""
+    flags = frame["usage_trusted"].map(lambda v: str(v).strip().lower() in {"false", "0"})
+    unknown = int(flags.sum())
+    if not unknown:
+        return ""
+    return (
+        f"the token counts of {unknown} of {len(frame)} answers are unknown (the server sent no "
+        "`usage`, or counts that cannot be right): their tokens are left out of the spend, and "
+        "each of their budgets must be asked on its own (a calibration from a cotplan that read "
+        "them as 0 let small budgets reuse a longer thought: calibrate again)"
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -106,7 +107,7 @@ def _validate_frame(raw_frame: object) -> _Data:
             f"must hold True/False or 1/0 (drop failed calls first); bad {rows_where(bad_y)}",
             field="correct",
         )
-    item_codes, _ = pd.factorize(frame["item"], sort=False)
+    item_codes = _item_codes(frame["item"].to_numpy())
     pairs = pd.MultiIndex.from_arrays([arrays["n"], arrays["k"]])
     cell_codes, cell_index = pd.factorize(pairs, sort=True)
     cell_n = np.array([p[0] for p in cell_index], dtype=float)
@@ -121,6 +122,26 @@ def _validate_frame(raw_frame: object) -> _Data:
         cell_k=cell_k,
         n_items=int(item_codes.max()) + 1,
     )
+
+
+def _item_codes(items: NDArray[Any]) -> NDArray[np.intp]:
+    """Item codes 0..m-1 in the items' sorted order, not their order of appearance: every
+    seeded draw over items (bootstrap weights, cross-validation folds) picks items by code, so
+    codes by appearance made a seeded interval depend on the calibration's row order. Sorted by
+    type, then text with its numbers by value ("it2" before "it10", the order generated ids
+    are written in), so that mixed labels (1 and "1") stay two items and never fail to sort."""
+    codes, uniques = pd.factorize(items, sort=False)
+    order = sorted(range(len(uniques)), key=lambda i: _natural(uniques[i]))
+    rank = np.empty(len(uniques), dtype=np.intp)
+    rank[order] = np.arange(len(uniques), dtype=np.intp)
+    return rank[codes]
+
+
+def _natural(label: object) -> tuple[str, tuple[tuple[int, str], ...]]:
+    # Digit runs compare by length, then digits: numeric order without int() of a huge run.
+    parts = re.split(r"(\d+)", str(label))
+    key = tuple((1, f"{len(part):08d}{part}") if part.isdigit() else (0, part) for part in parts)
+    return type(label).__name__, key
 
 
 def _cells(data: _Data, weights: NDArray[np.float64] | None = None) -> _Cells:
@@ -140,7 +161,7 @@ def _cells(data: _Data, weights: NDArray[np.float64] | None = None) -> _Cells:
 
 def _subset(data: _Data, rows: NDArray[np.bool_]) -> _Data:
     """The calibration restricted to `rows` (cells and item codes renumbered)."""
-    item_codes, _ = pd.factorize(data.item[rows], sort=False)
+    item_codes = _item_codes(data.item[rows])
     pairs = pd.MultiIndex.from_arrays([data.n[rows], data.k[rows]])
     cell_codes, cell_index = pd.factorize(pairs, sort=True)
     return _Data(

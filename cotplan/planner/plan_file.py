@@ -92,10 +92,27 @@ def value_lines(text: str) -> dict[str, int]:
     return lines
 
 
-def check_plan_record(record: Mapping[str, Any], source: str, text: str = "") -> None:
+def _required(record: Mapping[str, Any], source: str, version: int | None, fail: _Fail) -> None:
+    missing = [name for name in _REQUIRED if name not in record]
+    if missing:
+        raise InputError(
+            f"not a plan written by `cotplan plan`: no {', '.join(missing)}",
+            field="plan",
+            source=source,
+        )
+    # Every plan cotplan writes from version 2 on names the model it was calibrated on;
+    # without it the plan would be applied to any model.
+    if version is not None and version >= 2 and "model" not in record:
+        raise fail("model", "is missing: a plan names the model it was made for")
+
+
+def check_plan_record(
+    record: Mapping[str, Any], source: str, text: str = "", *, version: int | None = None
+) -> None:
     """Raise `InputError` at the first field of a plan.json record that `run` must not use.
 
-    `record` is the parsed file (any schema version), `text` its source for line numbers.
+    `record` is the parsed file (any schema version), `text` its source for line numbers,
+    `version` its `schema_version` (from 2 on, a plan names its `model`).
     """
     lines = value_lines(text) if text else {}
 
@@ -105,13 +122,7 @@ def check_plan_record(record: Mapping[str, Any], source: str, text: str = "") ->
             line = lines.get(path.rsplit(".", 1)[0])  # a missing field: its record's line
         return InputError(message, field=path, line=line, source=source)
 
-    missing = [name for name in _REQUIRED if name not in record]
-    if missing:
-        raise InputError(
-            f"not a plan written by `cotplan plan`: no {', '.join(missing)}",
-            field="plan",
-            source=source,
-        )
+    _required(record, source, version, fail)
     _unit(record, "eps", fail, required=True)
     _unit(record, "delta", fail, required=True)
     _unit(record, "confidence", fail)

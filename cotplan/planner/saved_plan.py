@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -26,7 +27,7 @@ from numpy.typing import NDArray
 from cotplan.backends.budgets import request_fields as budget_fields
 from cotplan.errors import InfeasibleTargetError, InputError
 from cotplan.intervals import Interval, percentile_interval
-from cotplan.io import write_text
+from cotplan.io import read_json_text, write_text
 from cotplan.planner.plan_file import check_plan_record, record_back, strict_record
 from cotplan.planner.records import (
     Budget,
@@ -441,12 +442,15 @@ class SavedPlan:
         # rather than writing a file other languages' JSON parsers reject.
         return json.dumps(strict_record(record), indent=2, ensure_ascii=False, allow_nan=False)
 
-    def save(self, path: Path) -> Path:
-        write_text(path, self.to_json() + "\n", private=False)
-        return path
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        return write_text(path, self.to_json() + "\n", private=False)
 
     @classmethod
-    def load(cls, path: Path) -> SavedPlan:
+    def load(cls, path: str | os.PathLike[str]) -> SavedPlan:
+        """Read a plan.json written by `save`: every field checked, and the file read as any
+        untrusted JSON is (`cotplan.io.read_json`: nesting, size, UTF-8, a key given twice),
+        so that a damaged or hostile file is one error line naming it."""
+        path = Path(path)
         if path.is_dir():
             raise InputError(
                 f"{path} is a folder; give the plan.json in it",
@@ -459,10 +463,9 @@ class SavedPlan:
                 field="plan",
                 source=str(path),
             )
+        # Lenient on NaN: version-1 files hold it, and they still load.
+        record, text = read_json_text(path)
         try:
-            # Lenient on NaN: version-1 files hold it, and they still load.
-            text = path.read_text(encoding="utf-8")
-            record = json.loads(text)
             if not isinstance(record, dict):
                 raise TypeError("the file holds no JSON object")
             version = record.pop("schema_version", 1)
@@ -477,7 +480,9 @@ class SavedPlan:
                 field="schema_version",
                 source=str(path),
             )
-        check_plan_record(record, str(path), text)  # every field, before anything uses one
+        check_plan_record(
+            record, str(path), text, version=version
+        )  # every field, before anything uses one
         try:
             for derived in ("caps", "nothing_certified"):
                 record.pop(derived, None)  # recomputed from the rest

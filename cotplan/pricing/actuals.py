@@ -12,7 +12,6 @@ A call whose model has no price is counted apart (``unpriced_calls``), never as 
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Iterable
@@ -24,6 +23,7 @@ from typing import Any
 import pandas as pd
 
 from cotplan.errors import InputError
+from cotplan.io import parse_json
 from cotplan.pricing.table import PriceTable, price_table
 
 __all__ = [
@@ -150,10 +150,8 @@ def actuals_from_jsonl(path: str | os.PathLike[str], *, table: PriceTable | None
     for number, text in enumerate(lines, start=1):
         if not text.strip():
             continue
-        try:
-            body = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"not valid JSON: {exc.msg}", line=number, source=str(file)) from None
+        # One reader for untrusted JSON: nesting, size and a key given twice, naming the line.
+        body = parse_json(text, source=str(file), line=number)
         if not isinstance(body, dict):
             raise InputError(
                 "must be a JSON object (one response a line)", line=number, source=str(file)

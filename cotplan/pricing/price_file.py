@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import csv
 import difflib
-import json
 import os
 import tomllib
 from collections.abc import Mapping
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from cotplan.errors import InputError
+from cotplan.io import parse_json
 from cotplan.pricing.rows import (
     _COLUMNS,
     _PRICE_COLUMNS,
@@ -149,8 +149,11 @@ def _read_records(path: Path) -> list[tuple[dict[str, Any], _Where]]:
 
     if suffix in {".json", ".toml"}:
         try:
-            data: Any = json.loads(text) if suffix == ".json" else tomllib.loads(text)
-        except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
+            # JSON through the one reader of untrusted JSON (nesting, size, a key given twice).
+            data: Any = (
+                parse_json(text, source=source) if suffix == ".json" else tomllib.loads(text)
+            )
+        except tomllib.TOMLDecodeError as exc:
             raise file_where.error(f"not valid {suffix[1:].upper()}: {exc}") from exc
         entries = data.get("prices") if isinstance(data, dict) else data
         if not isinstance(entries, list) or not entries:

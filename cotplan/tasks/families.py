@@ -234,6 +234,22 @@ def _count(rng: np.random.Generator, n: int) -> tuple[str, str, None]:
     return question, str(hits), None
 
 
+def _find(rng: np.random.Generator, n: int) -> tuple[str, str, tuple[str, ...]]:
+    # At most one occurrence, at a uniform position or absent: the answer settles where the word
+    # is found, so the thinking an item needs varies item to item within a size (what a
+    # per-item early exit can win on), and an absent word needs the whole list read.
+    target = _SHORT_WORDS[int(rng.integers(len(_SHORT_WORDS)))]
+    others = [w for w in _SHORT_WORDS if w != target]
+    words = [others[int(i)] for i in rng.integers(len(others), size=n)]
+    present = bool(rng.random() < 0.6)
+    if present:
+        words[int(rng.integers(n))] = target
+    question = (
+        f'Does the word "{target}" appear in this list: {", ".join(words)}? Answer yes or no.'
+    )
+    return question, "yes" if present else "no", ("yes", "no")
+
+
 def _pattern(rng: np.random.Generator, n: int) -> tuple[str, str, None]:
     slope = int(rng.integers(1, 4))
     offset = int(rng.integers(0, 10))
@@ -329,6 +345,16 @@ _REGISTRY: dict[str, _Family] = {
             sizes=(3, 6),
         ),
         _family(
+            "find",
+            description="Does a word appear in a list of n words? (At most once, anywhere.)",
+            n_meaning="words in the list",
+            kind="choice",
+            n_min=1,
+            n_max=100,
+            generate=_find,
+            sizes=(8, 16),
+        ),
+        _family(
             "pattern",
             description="Induce a rule y = a·x + b from n input/output examples and apply it to a "
             "new input.",
@@ -368,6 +394,11 @@ _MEASURED: dict[str, tuple[bool, str]] = {
         True,
         "n=3: 0.00 -> 0.12, n=6: 0.06 -> 0.19 from 32 tokens on (p = 0.0036); small gain, "
         "error floor about 0.84",
+    ),
+    "find": (
+        True,
+        "n=8: 0.25 -> 0.44-0.56, n=16: 0.38 -> 0.56-0.62 with 32-128 tokens (p = 0.046); a "
+        "yes/no guess, error floor about 0.45",
     ),
     "pattern": (False, "no answer right at any budget up to 128 tokens"),
     "parity": (

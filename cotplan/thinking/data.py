@@ -19,7 +19,15 @@ from cotplan.tasks import make_tasks
 from cotplan.thinking.traces import make_trace
 from cotplan.validation import require_int, require_positive
 
-__all__ = ["DEFAULT_MIX", "Example", "ThinkingSettings", "render_prompt", "training_examples"]
+__all__ = [
+    "DEFAULT_MIX",
+    "LONG_MIX",
+    "PRESETS",
+    "Example",
+    "ThinkingSettings",
+    "render_prompt",
+    "training_examples",
+]
 
 #: Families, their share of the examples, and the sizes drawn (inclusive range). Count carries
 #: the most weight: it is the demo's family.
@@ -30,6 +38,17 @@ DEFAULT_MIX: dict[str, tuple[float, int, int]] = {
     "addition": (0.13, 2, 6),
     "arithmetic": (0.10, 1, 5),
     "last_letter": (0.05, 1, 5),
+}
+
+#: The long thinker's mix (`local:thinking-long`): lists of 10-80 words and sums of 10-40
+#: numbers, one step a line, so that uncapped thinking runs to hundreds and thousands of tokens
+#: as real reasoning models' does. `find` settles where its word stands (item to item within a
+#: size) and `count` where the last occurrence stands; the others settle at the end.
+LONG_MIX: dict[str, tuple[float, int, int]] = {
+    "count": (0.35, 10, 80),
+    "find": (0.35, 10, 80),
+    "addition": (0.15, 10, 40),
+    "parity": (0.15, 10, 60),
 }
 
 
@@ -52,6 +71,8 @@ class ThinkingSettings:
     #: continuation, so with 1-3 the model settled on one re-check (about 1.9 times the thinking
     #: its answer needs); the second stage trains 2-3 to reach the 2-4 times reasoning models show.
     rechecks: tuple[int, int] = (1, 3)
+    #: Every re-check reads at least to where the answer settled (the long thinker's traces).
+    recheck_to_settled: bool = False
     rank: int = 16
     alpha: float = 32.0
     targets: tuple[str, ...] = ("v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -117,7 +138,13 @@ def training_examples(settings: ThinkingSettings) -> list[Example]:
         # Training items come from their own seed range, far from the seeds evaluations use.
         item = make_tasks(family, n=n, count=1, seed=1_000_000 + settings.seed * 100_000 + index)[0]
         truncated = bool(rng.random() < settings.truncated_share)
-        trace = make_trace(item, rng, truncate=truncated, rechecks=settings.rechecks)
+        trace = make_trace(
+            item,
+            rng,
+            truncate=truncated,
+            rechecks=settings.rechecks,
+            recheck_to_settled=settings.recheck_to_settled,
+        )
         question = item.prompt if isinstance(item.prompt, str) else str(item.prompt)
         if rng.random() < settings.instruction_share:
             question = f"{question}\n{_INSTRUCTION}"
@@ -125,3 +152,21 @@ def training_examples(settings: ThinkingSettings) -> list[Example]:
             Example(family, n, render_prompt(question), trace.text + "<|im_end|>", truncated)
         )
     return out
+
+
+#: Named starting points for `cotplan models train-thinking --preset`: "short" is the shipped
+#: `local:thinking` (stage 1); "long" the long thinker. Its traces are 5-10 times longer, so
+#: one trace a step already carries about as many tokens as the short preset's eight; and a
+#: batch of one needs no padding mask, which keeps torch on its memory-saving attention kernel
+#: (four padded traces of 2,700 tokens took over 22 GB and were killed).
+PRESETS: dict[str, dict[str, object]] = {
+    "short": {},
+    "long": {
+        "mix": dict(LONG_MIX),
+        "recheck_to_settled": True,
+        "examples": 700,
+        "batch_size": 1,
+        "learning_rate": 5e-4,
+        "warmup_steps": 20,
+    },
+}

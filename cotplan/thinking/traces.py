@@ -105,6 +105,31 @@ def _count(question: str) -> Work:
     )
 
 
+def _find(question: str) -> Work:
+    match = re.search(
+        r'the word "([^"]+)" appear in this list: (.*)\? Answer yes or no\.$', question
+    )
+    if match is None:
+        raise ValueError("not a find question")
+    target, words = match.group(1), [w.strip() for w in match.group(2).split(",")]
+    steps, states = [], ["no"]
+    # The search stops where the word is found, as a person's would: the thinking an item
+    # needs is where its word stands, not the list's length.
+    for word in words:
+        hit = word == target
+        steps.append(f"{word} - {'yes' if hit else 'no'}")
+        states.append("yes" if hit else "no")
+        if hit:
+            break
+    found = states[-1] == "yes"
+    return Work(
+        f'I look for "{target}" in the list.',
+        tuple(steps),
+        tuple(states),
+        f'So "{target}" is in the list: yes.' if found else f'So "{target}" is not there: no.',
+    )
+
+
 def _addition(question: str) -> Work:
     match = re.fullmatch(r"What is ([\d +]+)\?", question)
     if match is None:
@@ -192,6 +217,7 @@ def _last_letter(question: str) -> Work:
 #: The families a trace can be written for, by family name.
 TRACE_FAMILIES: dict[str, Callable[[str], Work]] = {
     "count": _count,
+    "find": _find,
     "addition": _addition,
     "arithmetic": _arithmetic,
     "coin_flip": _coin_flip,
@@ -222,19 +248,31 @@ def work_lines(item: TaskItem) -> Work:
         raise InputError(f"item {item.id!r}: {error}", field="prompt") from None
 
 
+def _settled_step(work: Work) -> int:
+    """The fewest steps after which the state is the final answer and stays so."""
+    final = work.states[-1]
+    step = len(work.states) - 1
+    while step > 0 and work.states[step - 1] == final:
+        step -= 1
+    return step
+
+
 def make_trace(
     item: TaskItem,
     rng: np.random.Generator,
     *,
     truncate: bool = False,
     rechecks: tuple[int, int] = (1, 3),
+    recheck_to_settled: bool = False,
 ) -> Trace:
     """A thinking trace for `item`, with over-thinking of random length after the answer settles.
 
     With `truncate`, the thinking stops part-way through the work (at a random step, sometimes
     mid-line) and the answer is the state the work had reached: what an answer forced at a
     budget can honestly give. `rechecks` bounds how many re-checks follow the settled answer
-    (inclusive).
+    (inclusive). With `recheck_to_settled`, every re-check reads at least up to the step after
+    which the answer no longer changes (the long thinker's traces: a re-check that stops
+    before the found word, or the last one counted, confirms nothing).
     """
     work = work_lines(item)
     settled = "\n".join([work.heading, *work.steps, work.conclusion])
@@ -251,7 +289,10 @@ def make_trace(
     # three re-checks, each re-reading a random share of the steps.
     for _ in range(int(rng.integers(rechecks[0], rechecks[1] + 1))):
         lines.append(_RECHECKS[int(rng.integers(len(_RECHECKS)))])
-        seen = int(rng.integers(max(1, len(work.steps) // 2), len(work.steps) + 1))
+        least = max(1, len(work.steps) // 2)
+        if recheck_to_settled:
+            least = max(1, _settled_step(work))
+        seen = int(rng.integers(least, len(work.steps) + 1))
         lines.extend(work.steps[:seen])
         lines.append(_CONFIRM[int(rng.integers(len(_CONFIRM)))].format(answer=answer))
     return Trace("\n".join(lines), answer, len(settled))

@@ -167,6 +167,8 @@ def _train_steps(
     pad: int,
     log: Callable[[str], None],
     max_seconds: float | None,
+    checkpoint: Callable[[int], None] | None = None,
+    checkpoint_every: int | None = None,
 ) -> _Progress:
     """Run the batches of `plan` through AdamW, logging every 10 steps, until done or out of
     time."""
@@ -193,6 +195,8 @@ def _train_steps(
                 f"step {step}/{len(plan)}  loss {recent:.4f}  {tokens / elapsed:.0f} tokens/s  "
                 f"{elapsed:.0f} s"
             )
+        if checkpoint is not None and checkpoint_every and step % checkpoint_every == 0:
+            checkpoint(step)
         if max_seconds is not None and elapsed > max_seconds:
             log(f"stopping at the time limit ({max_seconds:.0f} s) after {step} steps")
             break
@@ -225,6 +229,7 @@ def train_adapter(
     log: Callable[[str], None] = print,
     max_seconds: float | None = None,
     resume: Path | None = None,
+    checkpoint_every: int | None = None,
 ) -> TrainReport:
     """Train the adapter `settings` describe and write it to `out` (PEFT folder + GGUF).
 
@@ -241,8 +246,24 @@ def train_adapter(
     rng = np.random.default_rng(settings.seed)
     plan = [b for _ in range(settings.epochs) for b in _batches(encoded, settings.batch_size, rng)]
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+
+    def checkpoint(step: int) -> None:
+        # A run of hours must survive being stopped: the adapter so far, resumable with
+        # `--resume OUT/checkpoint` (the optimiser's moments are not kept).
+        model.save_pretrained(str(out / "checkpoint" / "peft"))
+        (out / "checkpoint" / "step.json").write_text(json.dumps({"step": step}))
+        log(f"checkpoint at step {step}: {out / 'checkpoint'}")
+
     done = _train_steps(
-        model, encoded, plan, settings=settings, pad=pad, log=log, max_seconds=max_seconds
+        model,
+        encoded,
+        plan,
+        settings=settings,
+        pad=pad,
+        log=log,
+        max_seconds=max_seconds,
+        checkpoint=checkpoint,
+        checkpoint_every=checkpoint_every,
     )
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(out / "peft"))
@@ -261,16 +282,18 @@ def train_adapter(
     return report
 
 
-def install_adapter(folder: Path, earlier: tuple[Path, ...] = ()) -> Path:
+def install_adapter(
+    folder: Path, earlier: tuple[Path, ...] = (), *, adapter: str = "thinking"
+) -> Path:
     """Copy a trained adapter into the package as the shipped one, with its record (SHA-256,
     settings, training report, and those of the `earlier` stages it was resumed from) beside
     it. For maintainers shipping a new adapter."""
     import hashlib
     import shutil
 
-    from cotplan.backends.adapters import KNOWN_ADAPTERS, adapter_dir
+    from cotplan.backends.adapters import ADAPTER_ALIASES, KNOWN_ADAPTERS, adapter_dir
 
-    spec = KNOWN_ADAPTERS["smollm2-135m-thinking"]
+    spec = KNOWN_ADAPTERS[ADAPTER_ALIASES.get(adapter, adapter)]
     source = folder / "adapter.gguf"
     if not source.is_file():
         raise InputError(f"no adapter.gguf in {folder}", field="folder")

@@ -47,8 +47,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from cotplan.experiments.verdicts import OUTSIDE_PREMISE as OUTSIDE_PREMISE_VERDICT
 from cotplan.intervals import Interval
-from cotplan.lab.reasoning.report import exponent_verdict
+from cotplan.lab.reasoning.exponent import exponent_verdict
 
 __all__ = [
     "OUTSIDE_PREMISE",
@@ -210,7 +211,7 @@ def premise_test(
 
 
 #: The law's verdict where the premise on B(k) fails at a size it is read over.
-OUTSIDE_PREMISE = "outside the theorem's premise"
+OUTSIDE_PREMISE: str = OUTSIDE_PREMISE_VERDICT
 
 
 def law_verdict(low: float, high: float, premises: Sequence[str]) -> str:

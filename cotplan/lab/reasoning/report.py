@@ -11,26 +11,34 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 
 from cotplan.experiments.verdicts import (
     COTPLAN_CHECK,
-    NOT_REPRODUCED,
     NOT_TESTABLE,
+    OUTSIDE_PREMISE,
     ReportRow,
-    Verdict,
-    claim_verdict,
 )
 from cotplan.intervals import Interval
 from cotplan.io import write_csv
+from cotplan.lab.reasoning.exponent import EXPONENT_MARGIN, exponent_verdict
+from cotplan.lab.reasoning.premise import premise_test
 from cotplan.lab.reasoning.settings import StudySettings
 from cotplan.lab.reasoning.tasks import STEP_TOKENS
 from cotplan.planner.fit import BudgetPlanner
+from cotplan.planner.run import wilson_interval
 
-__all__ = ["EXPONENT_MARGIN", "LabStudy", "exponent_verdict", "study_report_rows"]
+__all__ = [
+    "EXPONENT_MARGIN",
+    "LabStudy",
+    "calibration_premise",
+    "exponent_verdict",
+    "premise_words",
+    "study_report_rows",
+]
 
 
 @dataclass(frozen=True)
@@ -210,28 +218,45 @@ def _savings_text(study: LabStudy) -> str:
     )
 
 
-#: How far from 1/2 an exponent may lie and still read as √n: a quarter, half-way to the
-#: linear law (1) and to no growth (0), so an interval that settles it tells √n from both.
-EXPONENT_MARGIN = 0.25
+def calibration_premise(calibration: pd.DataFrame) -> pd.DataFrame:
+    """The theorem's premise on the 0/1 error curve, per size, from a study's calibration frame
+    (item, n, k, correct): `cotplan.lab.reasoning.premise.premise_test` on items × budgets.
+    One row per size: n, premise ("holds", "fails", "not testable"), reason."""
+    rows = []
+    for n, mine in calibration.groupby("n"):
+        wide = mine.pivot_table(index="item", columns="k", values="correct", aggfunc="mean")
+        wide = wide.sort_index(axis=1)
+        result = premise_test(wide.columns.to_numpy(dtype=float), 1.0 - wide.to_numpy(float))
+        rows.append({"n": int(cast(int, n)), "premise": result.verdict, "reason": result.reason})
+    return pd.DataFrame(rows, columns=["n", "premise", "reason"])
 
 
-def exponent_verdict(interval: Interval | None) -> tuple[Verdict, str]:
-    """The two-sided verdict on "the exponent is 1/2" and the rule in words.
+def premise_words(premise: pd.DataFrame) -> str:
+    """E.g. "the premise on the 0/1 error fails at n = 4, 8; holds at n = 16"."""
+    groups = []
+    for word in ("fails", "holds", "not testable"):
+        sizes = [str(int(n)) for n in premise[premise["premise"] == word]["n"]]
+        if sizes:
+            groups.append(f"{word} at n = {', '.join(sizes)}")
+    return "the theorem's premise (B falls fastest first) on the 0/1 error " + "; ".join(groups)
 
-    Exclusion: an interval without 1/2 is "not reproduced"; equivalence: one wholly inside
-    1/2 ± `EXPONENT_MARGIN` is "reproduced"; any other (1/2 inside, but wider than the margin
-    allows, or none computed) is "not testable": it cannot tell √n from linear growth.
-    """
-    low, high = 0.5 - EXPONENT_MARGIN, 0.5 + EXPONENT_MARGIN
-    rule = (
-        f"reproduced when the 95% interval lies within [{low:g}, {high:g}], not reproduced "
-        "when it excludes 1/2, not testable otherwise"
+
+def _heldout_check(plan: pd.DataFrame, eps: float) -> tuple[bool | None, str]:
+    """Whether the planned k* meets ε on held-out items, by each size's Wilson interval: met
+    when every upper end is ≤ ε, missed when some lower end is > ε, else undecided (None)."""
+    lows, highs = [], []
+    for items, right in zip(plan["heldout_items"], plan["heldout_right"], strict=True):
+        interval = wilson_interval(int(items - right), int(items))
+        lows.append(interval.low)
+        highs.append(interval.high)
+    if any(low > eps for low in lows):
+        return False, "some size's held-out error interval lies wholly above ε"
+    if all(high <= eps for high in highs):
+        return True, "every size's held-out error interval lies at or below ε"
+    return None, (
+        "held-out items cannot tell: some size's 95% Wilson interval straddles ε "
+        f"(highest upper end {max(highs):.2f}); more held-out items would decide"
     )
-    if interval is None or math.isnan(interval.low) or math.isnan(interval.high):
-        return NOT_TESTABLE, f"no interval could be computed; {rule}"
-    if 0.5 not in interval:
-        return NOT_REPRODUCED, rule
-    return claim_verdict(interval, low, high), rule
 
 
 def study_report_rows(studies: Iterable[LabStudy]) -> list[ReportRow]:
@@ -262,6 +287,11 @@ def study_report_rows(studies: Iterable[LabStudy]) -> list[ReportRow]:
                 else None
             )
             verdict, rule = exponent_verdict(interval)
+            premise = calibration_premise(study.calibration)
+            rule = f"{rule}; {premise_words(premise)}; one training seed, so the interval is "
+            rule += "over items only"
+            if (premise["premise"] == "fails").any():
+                verdict = OUTSIDE_PREMISE
             rows.append(
                 ReportRow(
                     "cot-lab",
@@ -307,6 +337,10 @@ def study_report_rows(studies: Iterable[LabStudy]) -> list[ReportRow]:
             if interval.high - interval.low == 0.0:
                 # Every resample landed on the same α, which a tiny calibration does at a bound.
                 verdict = NOT_TESTABLE
+                rule = f"every resample gave the same α (a fit at its bound); {rule}"
+            elif (calibration_premise(study.calibration)["premise"] == "fails").any():
+                verdict = OUTSIDE_PREMISE
+                rule = f"{rule}; {premise_words(calibration_premise(study.calibration))}"
             rows.append(
                 ReportRow(
                     "cot-lab",
@@ -321,7 +355,7 @@ def study_report_rows(studies: Iterable[LabStudy]) -> list[ReportRow]:
             )
         plan = study.plan
         if len(plan):
-            met = bool(np.all(plan["heldout_error"] <= study.settings.eps + 1e-12))
+            met, settled = _heldout_check(plan, study.settings.eps)
             worst = float(plan["heldout_error"].max())
             rows.append(
                 ReportRow(
@@ -339,7 +373,8 @@ def study_report_rows(studies: Iterable[LabStudy]) -> list[ReportRow]:
                             plan["n"], plan["heldout_error"], plan["tokens"], strict=True
                         )
                     )
-                    + _savings_text(study),
+                    + _savings_text(study)
+                    + f"; {settled}",
                     measured_text=f"worst held-out error {worst:.2f}",
                     holds=met,
                 )

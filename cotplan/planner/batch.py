@@ -1,0 +1,264 @@
+"""A calibration answered through batch files: the same table as a live run, at batch prices.
+
+`calibrate_batch(backend, items, budgets, folder=...)` builds the calibration a live
+`calibrate` builds, row for row, but sends its requests as batch files (OpenAI's Batch API
+through the `openai` SDK, or files an executor such as vLLM's ``run-batch`` runs) instead of
+one at a time.
+
+How the requests are found. The live code itself is run, unchanged (`budgeted_answers` for
+each item, as `calibrate` calls it), over a backend that sends nothing: each request it makes
+is the exact request the live client would send (`OpenAICompatibleBackend`'s own request
+fields); one already answered in the report folder is answered from there (parsed and checked
+as a live answer is), one not yet answered joins the next batch and gets a stand-in answer so
+that the item's other requests are found too. A request built from a stand-in (an answer phase
+that continues a reasoning run not yet back) is not a real request: it waits for the next
+round. So a hidden-reasoning calibration is one round (one request per item and budget, plus
+a second where a cap ate the whole reply), visible thinking two (the reasoning runs, then the
+forced answers at every budget, cut from the one run as the live path does). When every
+request has its answer, the live code runs once more over the answers alone and its answers
+are the calibration.
+
+Resumable. The batch files, the provider's ids and every answer live under
+``<folder>/batch/`` (`cotplan.planner.batch_state`); running the same call again after a
+kill picks up the batches already submitted and the answers already received, and submits
+only requests that are in no open batch and have no answer: none twice. Failed requests (the
+error file, a line that fails the live checks, a batch that expired) go into a follow-up
+batch; after `max_attempts` failed batch attempts a request is sent live. None is dropped.
+
+Cost. Before a submission, `CostEstimate` gives the most it can cost at live and at batch
+rates (every prompt counted, every cap spent); `confirm` may refuse it. The calibration's
+`cost_usd` is at the model's batch rates (`batch_priced`), and `BatchSpend` has the spend at
+both.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import pandas as pd
+
+from cotplan.backends.base import Backend
+from cotplan.backends.keys import scrub_secrets
+from cotplan.backends.openai_compat import OpenAICompatibleBackend
+from cotplan.errors import CapabilityError, CotplanError, InputError
+from cotplan.generate.budgeted import BudgetedAnswer, CoTPrompt, Mode
+from cotplan.planner.batch_collect import Collector, drive
+from cotplan.planner.batch_costs import (
+    BatchSpend,
+    CostEstimate,
+    batch_priced,
+    estimate_cost,
+    spend_of,
+)
+from cotplan.planner.batch_rounds import (
+    BatchService,
+    Say,
+    adopt,
+    read_files,
+    submit,
+)
+from cotplan.planner.batch_rounds import wait as wait_for_batches
+from cotplan.planner.batch_state import BatchFolder, BatchStatus
+from cotplan.planner.calibrate import (
+    Budgets,
+    Calibration,
+    CostUnknownWarning,
+    _budgets_for,
+    _check_items,
+    _notes,
+    calibration_frame,
+)
+from cotplan.tasks.item import TaskItem
+
+__all__ = [
+    "BatchCalibration",
+    "BatchDeclinedError",
+    "BatchService",
+    "BatchSpend",
+    "CostEstimate",
+    "batch_priced",
+    "batch_status",
+    "calibrate_batch",
+]
+
+
+class BatchDeclinedError(CotplanError):
+    """The expected cost was shown and the submission refused: nothing was sent."""
+
+
+@dataclass(frozen=True)
+class BatchCalibration:
+    """Where a batch calibration stands: `calibration` once every answer is in (None while
+    batches are open or files wait for an executor), `waiting` the input files an executor
+    must run (file mode), `estimates` the cost shown before each submission, `spend` what the
+    answers cost, `status` the folder's batches."""
+
+    calibration: Calibration | None
+    status: BatchStatus
+    waiting: tuple[Path, ...] = ()
+    estimates: tuple[CostEstimate, ...] = ()
+    spend: BatchSpend | None = None
+    submitted: int = 0
+    sent_live: int = 0
+
+    @property
+    def done(self) -> bool:
+        return self.calibration is not None
+
+    def to_frame(self) -> pd.DataFrame:
+        """The calibration's table when done, else the batches' status."""
+        if self.calibration is not None:
+            return self.calibration.to_frame()
+        return self.status.to_frame()
+
+
+def batch_status(folder: str | Path) -> BatchStatus:
+    """Where the batches of a report folder stand, as last seen (no request is sent)."""
+    state = BatchFolder(folder)
+    if not state.exists:
+        raise InputError(f"{folder} holds no batch calibration", field="status")
+    return state.status()
+
+
+def calibrate_batch(
+    backend: Backend,
+    items: Iterable[TaskItem],
+    budgets: Budgets = None,
+    *,
+    folder: str | Path,
+    service: BatchService | None = None,
+    outputs: Sequence[str | Path] = (),
+    answer_tokens: int = 16,
+    mode: Mode | Literal["auto"] = "auto",
+    prompt: CoTPrompt | None = None,
+    confirm: Callable[[CostEstimate], bool] | None = None,
+    say: Say | None = None,
+    poll_s: float = 30.0,
+    sleep: Callable[[float], None] = time.sleep,
+    max_attempts: int = 3,
+    wait: bool = True,
+) -> BatchCalibration:
+    """`calibrate` through batch files (see the module docstring).
+
+    `folder` is the report folder (its ``batch/`` holds the state; give the same one to
+    resume). `service` submits the files (`OpenAIBatches`); without one the files are written
+    for an executor (``vllm run-batch -i FILE -o FILE.output.jsonl``, beside the input, or any
+    path given in `outputs`), and the call returns `waiting` for them: call again once they
+    ran. `confirm` sees the expected cost before each submission and may refuse it
+    (`BatchDeclinedError`). `say` receives progress lines. `wait` False returns after
+    submitting instead of polling until the batches end.
+    """
+    if not isinstance(backend, OpenAICompatibleBackend):
+        raise CapabilityError(
+            f"batch calibration needs an OpenAI-compatible backend, got {type(backend).__name__}"
+        )
+    chosen = _check_items(items)
+    grid = _budgets_for(budgets)
+    tell = say or (lambda line: None)
+    state = BatchFolder(folder)
+    where = scrub_secrets(backend.base_url or "https://api.openai.com/v1")
+    state.bind(backend.model, where)
+
+    def budgets_of(item: TaskItem) -> list[int]:
+        if item.n is not None:
+            return grid(item.n)
+        from cotplan.tasks.size import item_size
+
+        return grid(item_size(item, counter=backend.count_tokens))
+
+    estimates: list[CostEstimate] = []
+    submitted = sent_live = 0
+    pending_outputs = [Path(p) for p in outputs]
+    while True:
+        collector = Collector(backend, state.results())
+        answers = drive(
+            collector, chosen, budgets_of, answer_tokens=answer_tokens, mode=mode, prompt=prompt
+        )
+        if answers is not None:
+            return _finish(
+                backend, state, chosen, answers, collector, estimates, submitted, sent_live
+            )
+        wanted = collector.wanted
+        # Outputs an executor wrote (named, or beside their input) are read first.
+        read_files(state, collector, pending_outputs, tell)
+        pending_outputs = []
+        received = state.results()
+        if any(cid in received for cid in wanted):
+            continue
+        open_ids = {cid for entry in state.entries if entry.open for cid in state.input_ids(entry)}
+        failures = state.failure_counts()
+        new = [r for cid, r in wanted.items() if cid not in open_ids]
+        live = [r for r in new if failures.get(r.custom_id, 0) >= max_attempts]
+        if live:
+            tell(f"sending {len(live)} request(s) live after {max_attempts} failed batch tries")
+            fresh = {r.custom_id: backend._call(r.operation, dict(r.params))[0] for r in live}
+            state.add_results(fresh)
+            collector.record(fresh)
+            sent_live += len(live)
+            continue
+        if new:
+            estimate = estimate_cost(backend, new)
+            estimates.append(estimate)
+            tell(f"expected cost: {estimate}")
+            # Files for an executor cost nothing until someone runs them: only a submission asks.
+            if service is not None and confirm is not None and not confirm(estimate):
+                raise BatchDeclinedError("the batch was not submitted: nothing was sent")
+            submit(state, service, new, tell)
+            submitted += len(new)
+        if service is None:
+            waiting = tuple(state.path / e.file for e in state.entries if e.open)
+            for path in waiting:
+                tell(
+                    f"run {path} (e.g. `vllm run-batch -i {path} -o "
+                    f"{path.with_suffix('.output.jsonl')} --model {backend.model}`), then "
+                    "run this again"
+                )
+            return BatchCalibration(
+                None, state.status(), waiting, tuple(estimates), None, submitted, sent_live
+            )
+        adopt(state, service)
+        if not wait:
+            return BatchCalibration(
+                None, state.status(), (), tuple(estimates), None, submitted, sent_live
+            )
+        wait_for_batches(state, service, collector, tell, poll_s, sleep)
+
+
+def _finish(
+    backend: OpenAICompatibleBackend,
+    state: BatchFolder,
+    items: Sequence[TaskItem],
+    answers: list[BudgetedAnswer],
+    collector: Collector,
+    estimates: list[CostEstimate],
+    submitted: int,
+    sent_live: int,
+) -> BatchCalibration:
+    import warnings
+
+    frame = batch_priced(calibration_frame(answers, items, provider=backend.provider or ""))
+    notes = _notes(answers, items)
+    for note in notes:
+        if note.startswith("no price"):
+            warnings.warn(CostUnknownWarning(note), stacklevel=3)
+    batches = len(state.entries)
+    notes.append(
+        f"answered through {batches} batch file(s), priced at batch rates; a batch does not "
+        "time its requests, so latency_s is blank"
+    )
+    spend = spend_of(collector.used.values())
+    calibration = Calibration(
+        frame=frame,
+        model=answers[0].model if answers else backend.model,
+        requests=spend.requests,
+        cache_hits=spend.cache_hits,
+        notes=tuple(notes),
+        answers=tuple(answers),
+    )
+    return BatchCalibration(
+        calibration, state.status(), (), tuple(estimates), spend, submitted, sent_live
+    )

@@ -1,0 +1,178 @@
+"""The backend that sends nothing: it runs the live code's requests against the answers a batch
+calibration has received (`cotplan.planner.batch`, "How the requests are found").
+
+`Collector.generate` builds the exact request the live client would send
+(`OpenAICompatibleBackend`'s own request fields); one already answered (in the report folder,
+or the call cache) is answered from there, parsed as a live answer is; one not yet answered is
+collected for the next batch and gets a stand-in answer, so the item's other requests are
+found too. A request built from a stand-in is no real request: it waits for the next round.
+`drive` asks for every item's answers as `calibrate` does.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
+
+from cotplan.backends.base import (
+    Backend,
+    Completion,
+    NextTokenProbs,
+    Prompt,
+    Usage,
+    validate_prompt,
+)
+from cotplan.backends.cache import canonical_key, endpoint_namespace
+from cotplan.backends.openai_compat import OpenAICompatibleBackend
+from cotplan.backends.parsing import parse_completion
+from cotplan.errors import CapabilityError, CotplanError
+from cotplan.generate.budgeted import BudgetedAnswer, CoTPrompt, Mode, budgeted_answers
+from cotplan.planner.batch_format import BatchRequest
+from cotplan.tasks.item import TaskItem
+
+__all__ = ["PENDING_TEXT", "Collector", "drive"]
+
+PENDING_TEXT = "\u2063cotplan: answer pending in a batch\u2063"
+
+
+class Collector(Backend):
+    """Runs the live code's requests against answers already received (see the module
+    docstring): answers what it can, collects what it cannot, stands in for the rest."""
+
+    def __init__(self, inner: OpenAICompatibleBackend, answered: Mapping[str, dict[str, Any]]):
+        self.inner = inner
+        for name in (
+            "model",
+            "supports_logprobs",
+            "max_top_logprobs",
+            "default_concurrency",
+            "text_completions",
+            "reasoning",
+            "budget_rule",
+            "provider",
+            "base_url",
+            "supports_tokenize",
+            "protocol",
+        ):
+            setattr(self, name, getattr(inner, name))
+        self.supports_prompt_logprobs = False
+        self.answered = answered
+        self.wanted: dict[str, BatchRequest] = {}
+        # By custom_id: a request several budgets share (hidden reasoning's answer asked for
+        # alone) is one request in a batch, paid once, where a live run sends it each time.
+        self.used: dict[str, Completion] = {}
+        self.incomplete = False
+
+    def count_tokens(self, text: str) -> int:
+        return self.inner.count_tokens(text)
+
+    def tokenize(self, text: str) -> list[int]:
+        return self.inner.tokenize(text)
+
+    def next_token_probs(self, prompt: Prompt, candidates: Sequence[str]) -> NextTokenProbs:
+        raise CapabilityError("a batch calibration asks for generations only")
+
+    def _stand_in(self) -> Completion:
+        self.incomplete = True
+        return Completion(text=PENDING_TEXT, finish_reason="stop", model=self.model, usage=_ZERO)
+
+    def _cache_key(self, request: BatchRequest) -> str:
+        # The live client's own key (`OpenAICompatibleBackend._call`), so each replays the other.
+        namespace = endpoint_namespace(self.inner.cache_namespace)
+        return canonical_key(
+            {"ns": namespace, "op": request.operation, "params": dict(request.params)}
+        )
+
+    def generate(
+        self,
+        prompt: Prompt,
+        *,
+        max_tokens: int,
+        temperature: float = 0.0,
+        stop: Sequence[str] | None = None,
+        seed: int | None = None,
+        logprobs: int = 0,
+        extra: Mapping[str, Any] | None = None,
+    ) -> Completion:
+        validate_prompt(prompt)
+        operation, params = self.inner._request_params(
+            prompt,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            stop=stop,
+            seed=seed,
+            logprobs=logprobs,
+            extra=extra,
+        )
+        if PENDING_TEXT in json.dumps(params, ensure_ascii=False):
+            return self._stand_in()  # built from an answer not yet received: no real request
+        request = BatchRequest(operation, params)
+        body = self.answered.get(request.custom_id)
+        cached = False
+        if body is None and self.inner.cache is not None:
+            hit = self.inner._replay(self.inner.cache, self._cache_key(request), operation, params)
+            if hit is not None:
+                body, cached = hit["response"], True
+        if body is None:
+            self.wanted[request.custom_id] = request
+            return self._stand_in()
+        completion = parse_completion(
+            body, model=self.model, latency_s=math.nan, from_cache=cached, params=params
+        )
+        self.used[request.custom_id] = completion
+        return completion
+
+    def record(self, answers: Mapping[str, dict[str, Any]]) -> None:
+        """Put fresh answers in the live client's call cache too, so a live run replays them."""
+        cache = self.inner.cache
+        if cache is None:
+            return
+        for custom_id, body in answers.items():
+            request = self.wanted.get(custom_id)
+            if request is not None:
+                cache.put(
+                    self._cache_key(request),
+                    model=self.model,
+                    operation=request.operation,
+                    request=dict(request.params),
+                    response={"response": body, "latency_s": 0.0},
+                )
+
+
+_ZERO = Usage()
+
+
+def drive(
+    collector: Collector,
+    items: Sequence[TaskItem],
+    budgets_of: Callable[[TaskItem], list[int]],
+    *,
+    answer_tokens: int,
+    mode: Mode | Literal["auto"],
+    prompt: CoTPrompt | None,
+) -> list[BudgetedAnswer] | None:
+    """The live answers of every item (as `calibrate` asks for them), or None while some wait."""
+    out: list[BudgetedAnswer] = []
+    complete = True
+    for item in items:
+        collector.incomplete = False
+        try:
+            answers = budgeted_answers(
+                collector,
+                item,
+                budgets_of(item),
+                answer_tokens=answer_tokens,
+                mode=mode,
+                prompt=prompt,
+            )
+        except CotplanError:
+            if not collector.incomplete:
+                raise
+            answers = []  # a stand-in the live code could not read: the real answer will do
+        if collector.incomplete:
+            complete = False
+        else:
+            out.extend(answers)
+    return out if complete else None

@@ -1,0 +1,52 @@
+"""The long thinker's training data: traces of hundreds to thousands of tokens whose answer
+settles item by item, and the command that trains it refusing bad options before torch loads."""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from cotplan.cli import app
+from cotplan.errors import InputError
+from cotplan.thinking.data import LONG_MIX, PRESETS, ThinkingSettings, training_examples
+from cotplan.thinking.traces import work_lines
+
+
+def test_the_long_preset_writes_traces_several_times_longer_than_the_short_one() -> None:
+    def lengths(preset: str) -> list[int]:
+        settings = ThinkingSettings(**{**PRESETS[preset], "examples": 80})
+        return [len(e.completion) for e in training_examples(settings) if not e.truncated]
+
+    short, long = lengths("short"), lengths("long")
+    # Characters, not tokens (no tokenizer here): a step line is about 6 tokens of 12 chars.
+    assert statistics.median(long) > 3 * statistics.median(short)
+    assert statistics.median(long) > 1_000
+    settings = ThinkingSettings(**{**PRESETS["long"], "examples": 80})
+    assert {e.family for e in training_examples(settings)} == set(LONG_MIX)
+    assert all(10 <= e.n <= 80 for e in training_examples(settings))
+
+
+def test_find_items_settle_at_different_steps_within_one_size() -> None:
+    from cotplan.tasks import make_tasks
+
+    steps = {len(work_lines(item).steps) for item in make_tasks("find", n=40, count=30, seed=3)}
+    # Where the word stands decides how much thinking an item needs: many distinct lengths.
+    assert len(steps) >= 10
+
+
+@pytest.mark.parametrize(
+    ("extra", "field"),
+    [(["--preset", "huge"], "preset"), (["--checkpoint-every", "0"], "checkpoint_every")],
+)
+def test_train_thinking_refuses_bad_options_before_torch_loads(
+    tmp_path: Path, extra: list[str], field: str
+) -> None:
+    result = CliRunner().invoke(
+        app, ["models", "train-thinking", "--out", str(tmp_path / "a"), *extra]
+    )
+    assert isinstance(result.exception, InputError)
+    assert result.exception.field == field
+    assert not (tmp_path / "a").exists()
