@@ -206,7 +206,8 @@ def _check_notebook_prose() -> None:
                 result.error = NotebookError(
                     summary=f"{run.filename.name}: its committed outputs are stale",
                     trace=f"cell {cell} shows other text than a fresh run: run "
-                    f"scripts/execute-notebooks {run.filename.name} and commit the notebook",
+                    f"scripts/execute-notebooks {run.filename.name} and commit the notebook\n"
+                    + outputs.stale_detail(committed, result.nb, cell),
                     failing_cell_index=cell,
                 )
         return result

@@ -29,6 +29,7 @@ import os
 import re
 import sys
 import tempfile
+from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
@@ -147,6 +148,16 @@ def stale_cell(committed: Any, fresh: Any) -> int | None:
         if fresh_cells.get(index) != [steady(t) for t in texts]:
             return index
     return None
+
+
+def stale_detail(committed: Any, fresh: Any, cell: int) -> str:
+    """The first line of `cell`'s text that a fresh run shows differently, both ways."""
+    old = "\n".join(steady(t) for t in dict(text_outputs(committed)).get(cell, []))
+    new = "\n".join(steady(t) for t in dict(text_outputs(fresh)).get(cell, []))
+    for was, now in zip_longest(old.splitlines(), new.splitlines(), fillvalue=""):
+        if was != now:
+            return f"committed: {was.strip()}\nfresh run: {now.strip()}"
+    return ""
 
 
 def execute(path: Path, timeout: int = 1200) -> Any:
