@@ -118,12 +118,15 @@ def text_outputs(notebook: Any) -> list[tuple[int, list[str]]]:
 
 
 #: What differs between two runs of the same code and is no result: wall-clock durations, a
-#: report folder's time-and-random name, a timestamp, an object's address.
+#: report folder's time-and-random name, a timestamp, an object's address, request counts.
 _VOLATILE = (
     (re.compile(r"\b\d{8}-\d{6}-[0-9a-f]{6}\b"), "<folder>"),
     (re.compile(r"\b\d{4}-\d\d-\d\d[T ]\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:?\d\d)?"), "<time>"),
     (re.compile(r"\b\d+(\.\d+)? ?(s|ms|seconds|minutes)\b"), "<duration>"),
     (re.compile(r"\b0x[0-9a-f]{6,}\b"), "<address>"),
+    # Counts of model requests depend on what the call cache already held, not on the code.
+    (re.compile(r"(requests used:? )\d+"), r"\1<count>"),
+    (re.compile(r"\b\d+ (requests?|answered by the call cache|cache hits?)\b"), r"<count> \1"),
 )
 
 
