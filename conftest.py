@@ -171,6 +171,7 @@ def _check_notebook_prose() -> None:
     """Make each executed notebook also fail when its prose cites a number none of its outputs
     shows (tests/notebook_prose.py). The outputs exist only inside nbmake's run (the notebooks
     are stored without them), so the check runs there rather than executing them twice."""
+    import nbformat
     from nbmake.nb_result import NotebookError  # type: ignore[import-untyped]
     from nbmake.nb_run import NotebookRun  # type: ignore[import-untyped]
 
@@ -183,6 +184,7 @@ def _check_notebook_prose() -> None:
     prose = importlib.util.module_from_spec(spec)
     sys.modules["notebook_prose"] = prose  # dataclasses look their module up while it loads
     spec.loader.exec_module(prose)
+    outputs = _load_module("notebook_outputs", checker.with_name("notebook_outputs.py"))
     execute = NotebookRun.execute
 
     def execute_and_read(run: NotebookRun) -> Any:
@@ -196,9 +198,32 @@ def _check_notebook_prose() -> None:
                     trace="\n".join(lines),
                     failing_cell_index=missing[0].cell,
                 )
+        if result.error is None:
+            # The committed outputs are what a reader sees: they must be this run's.
+            committed = nbformat.read(run.filename, as_version=4)
+            cell = outputs.stale_cell(committed, result.nb)
+            if cell is not None:
+                result.error = NotebookError(
+                    summary=f"{run.filename.name}: its committed outputs are stale",
+                    trace=f"cell {cell} shows other text than a fresh run: run "
+                    f"scripts/execute-notebooks {run.filename.name} and commit the notebook\n"
+                    + outputs.stale_detail(committed, result.nb, cell),
+                    failing_cell_index=cell,
+                )
         return result
 
     NotebookRun.execute = execute_and_read
+
+
+def _load_module(name: str, path: Path) -> Any:
+    """A helper module of tests/ by its path (the test folder is not on the path here)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def _moment(when: str) -> datetime:

@@ -1,5 +1,5 @@
 """The budget rules against each provider's documented parameters, the answer's room, the
-after-call check, and the table in docs/planner.md.
+after-call check, and the table in docs/reference/providers.md.
 
 Every request body below is checked field by field against what the provider documents. The
 documented fields and values, and where they were read (2026-12-01):
@@ -60,7 +60,7 @@ from cotplan.backends.budgets import (
 from cotplan.backends.server_rules import CLOSE_ROOM
 from cotplan.errors import InputError
 
-DOCS = Path(__file__).resolve().parents[1] / "docs" / "planner.md"
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "reference" / "providers.md"
 
 _OPENAI_CHAT = {"max_completion_tokens", "reasoning_effort"}
 _OPENAI_RESPONSES = {"max_output_tokens", "reasoning.effort"}
@@ -472,7 +472,7 @@ def test_check_cap_names_a_bad_field() -> None:
         check_cap(4, 4, finish_reason="length", content=["x"])  # type: ignore[arg-type]
 
 
-# -- the table in docs/planner.md ------------------------------------------------------------
+# -- the table in docs/reference/providers.md ---------------------------------------------------
 
 
 def test_the_docs_table_is_the_functions_output() -> None:
@@ -480,9 +480,9 @@ def test_the_docs_table_is_the_functions_output() -> None:
     found = re.search(
         r"<!-- budget-table:start -->\n(.*?)<!-- budget-table:end -->", text, flags=re.S
     )
-    assert found is not None, "docs/planner.md lost its budget-table markers"
+    assert found is not None, "docs/reference/providers.md lost its budget-table markers"
     assert found.group(1) == budget_table(), (
-        "docs/planner.md's budget table is stale: regenerate it with "
+        "docs/reference/providers.md's budget table is stale: regenerate it with "
         "`python -c 'from cotplan.backends.budgets import budget_table; print(budget_table())'`"
     )
     assert "## What cotplan sends for a budget" in text

@@ -48,14 +48,14 @@ def test_plan_prints_constants_and_k_star_and_writes_artefacts(tmp_path: Path) -
     result = runner.invoke(
         app,
         ["plan", "--calibration", str(calibration), "--eps", "0.3", "--n", "4,16",
-         "--bootstrap", "30"],
+         "--bootstrap", "30", "--details"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     assert "reasoning helps" in result.output
     assert "Fitted constants" in result.output
     # The α = 0 boundary test is printed with its mixture reference.
     assert "for α = 0 against ½χ²₀ + ½χ²₁" in " ".join(result.output.split())
-    assert "target error ε = 0.3" in result.output
+    assert "k* for ε = 0.3" in result.output
     assert "Error laws by held-out log-likelihood" in result.output
     assert "law: paper" in result.output
     assert "Certified budgets" in result.output
@@ -88,8 +88,10 @@ def test_plan_lists_only_the_files_it_wrote(
         monkeypatch.setattr(f"cotplan.charts.planner.{drawer}", lambda result: _Unrenderable())
     with pytest.warns(ChartNotSavedWarning, match="could not render"):
         result = runner.invoke(
-            app, ["plan", "--calibration", str(calibration), "--eps", "0.3", "--bootstrap", "0"]
-        )
+            app,
+            ["plan", "--calibration", str(calibration), "--eps", "0.3", "--bootstrap", "0",
+             "--details"],
+        )  # fmt: skip
     assert result.exit_code == 0, result.output
     output = " ".join(result.output.split())
     wrote = output[output.index("wrote ") :]
@@ -181,7 +183,7 @@ def test_calibrate_then_run_on_the_embedded_model(tmp_path: Path) -> None:
     comparison = pd.read_csv(out / "comparison.csv")
     assert comparison["policy"].tolist() == ["planned", "uncapped"]
     assert (comparison["items"] == 2).all()
-    assert "plan vs uncapped" in result.output
+    assert "Planned vs uncapped" in result.output
     assert (out / "run.csv").exists()
 
 
@@ -197,7 +199,7 @@ def test_demo_runs_end_to_end(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     for heading in ("1. calibrate", "2. plan", "3. run the plan", "4. projected cost"):
         assert heading in result.output
-    assert "verdict:" in result.output
+    assert "Law:" in result.output
     assert "what-if" in result.output
     for name in ("calibration.csv", "constants.csv", "run.csv", "comparison.csv", "costs.csv"):
         assert (out / name).exists(), name

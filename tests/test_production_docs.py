@@ -1,5 +1,5 @@
-"""Every example of docs/planner.md's "Shipping the cap" runs, as written, against the real
-embedded model: the address of the server is the only thing changed (port 8080 in the docs,
+"""Every example of docs/reference/production.md's "Shipping the cap" runs, as written, against
+the real embedded model: the address of the server is the only thing changed (port 8080 in the docs,
 the test server's port here), with a plan.json made for that model in the working folder."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from production_support import make_plan
 
 from cotplan.errors import InputError
 
-DOCS = Path(__file__).resolve().parents[1] / "docs" / "planner.md"
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "reference" / "production.md"
 #: The examples, in the order they run (the monitor's reads what the others logged).
 NAMES = ("request fields", "wrapper", "streaming", "gateway", "litellm", "monitor")
 BLOCK = re.compile(r"```python\n# shipping: ([a-z ]+)\n(.*?)```", re.DOTALL)
@@ -23,7 +23,8 @@ BLOCK = re.compile(r"```python\n# shipping: ([a-z ]+)\n(.*?)```", re.DOTALL)
 def examples() -> dict[str, str]:
     text = DOCS.read_text(encoding="utf-8")
     section = text[text.index("## Shipping the cap") :]
-    section = section[: section.index("\n## ", 1)]
+    end = section.find("\n## ", 1)
+    section = section if end < 0 else section[:end]
     return {name: code for name, code in BLOCK.findall(section)}
 
 
@@ -52,14 +53,15 @@ def test_every_example_runs_against_the_embedded_model(
             monkeypatch.setattr(litellm, "callbacks", [])
         code = found[name].replace("http://127.0.0.1:8080/v1", local_model.base_url)
         namespace: dict[str, Any] = {}
+        where = f"docs/reference/production.md ({name})"
         if name == "litellm":
             # The embedded model thinks in visible text and its server has no thinking budget:
-            # the callback now refuses it at start-up, naming the gateway as the fix
-            # (docs/shipping.md; the example in docs/planner.md is to say so).
+            # the callback refuses it at start-up, naming the gateway as the fix
+            # (docs/shipping.md).
             with pytest.raises(InputError, match="cotplan serve"):
-                exec(compile(code, f"docs/planner.md ({name})", "exec"), namespace)
+                exec(compile(code, where, "exec"), namespace)
             continue
-        exec(compile(code, f"docs/planner.md ({name})", "exec"), namespace)
+        exec(compile(code, where, "exec"), namespace)
         ran[name] = namespace
     assert ran["request fields"]["reply"].usage.completion_tokens <= 6  # the plan's cap
     assert ran["wrapper"]["report"].answer_forced

@@ -166,7 +166,7 @@ CITED = re.compile(r"benchmarks/results/[\w.*=/-]*[\w*]")
 
 
 def test_every_transcript_the_docs_cite_exists() -> None:
-    docs = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    docs = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
     cited = {
         (str(doc.relative_to(ROOT)), name)
         for doc in docs

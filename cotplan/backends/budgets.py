@@ -25,7 +25,8 @@ each one accepts: the hosted APIs in `cotplan.backends.hosted_rules`, the server
   (where budgeted CoT forces an answer after a cut thought in chat requests);
 - `check_cap`: after the call, whether the provider kept to the budget and whether the answer
   survived the cap (`finish_reason == "length"` with no text: the cap ate the answer);
-- `budget_table`: what cotplan sends for a budget, per rule (the table in docs/planner.md).
+- `budget_table`: what cotplan sends for a budget, per rule (the table in
+  docs/reference/providers.md).
 
 The level thresholds (`EFFORT_THRESHOLDS`) are cotplan's assumption, not a provider's: effort
 levels are not token counts, so a hard cap travels with a level wherever the API has one, and
@@ -539,7 +540,7 @@ def _rule(rule: str | BudgetRule | None) -> BudgetRule:
     )
 
 
-# -- the table in docs/planner.md --------------------------------------------------------------
+# -- the table in docs/reference/providers.md -----------------------------------------------------
 
 
 def _flat(params: Mapping[str, Any], prefix: str = "") -> list[str]:
@@ -577,8 +578,8 @@ def _how_held(rule: BudgetRule) -> str:
 
 def budget_table(k: int = 2048, *, answer_tokens: int = 16) -> str:
     """What cotplan sends for a budget under every rule, as the Markdown table in
-    docs/planner.md (a test keeps the two equal): the fields at k = 0 and at `k`, whether
-    the cap is hard or soft, and how the answer is forced out at the cap."""
+    docs/reference/providers.md (a test keeps the two equal): the fields at k = 0 and at `k`,
+    whether the cap is hard or soft, and how the answer is forced out at the cap."""
     k = _check_k(k, "k")
     lines = [
         f"| rule | API or server | k = 0 | k = {k} | cap | the answer at the cap |",

@@ -47,7 +47,7 @@ class BudgetRule:
     `off_fields` are sent (dotted names) when thinking is wanted / not wanted. `total_cap`:
     the rule also sends `cap_parameter`, the field that caps all generated tokens, at k plus
     the answer's room. `logprobs` says whether answer probabilities exist. `provider` and
-    `forcing` (how the answer is forced out at the cap) are printed in docs/planner.md;
+    `forcing` (how the answer is forced out at the cap) are printed in docs/reference/providers.md;
     `source` is where the rule was read, and when. `variants` are the per-model rules within
     this API (see the module docstring). `close_room` is kept under the overall cap for the
     end-of-thinking marker a server writes when it ends the thinking at the budget. `prefill`
@@ -401,7 +401,7 @@ def _xai_variant(name: str, levels: tuple[str, ...], who: str) -> BudgetRule:
     return replace(base, name=name, levels=levels, provider=f"xAI ({who})", variants=())
 
 
-#: Every hosted rule, in the order docs/planner.md lists them.
+#: Every hosted rule, in the order docs/reference/providers.md lists them.
 HOSTED_RULES: tuple[BudgetRule, ...] = (
     *_openai_rules(),
     *_ANTHROPIC,

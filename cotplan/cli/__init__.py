@@ -27,6 +27,7 @@ from cotplan.cli import (
     monitor,
     notebooks,
     plan,
+    report_page,
     reproduce,
     serve,
     tasks,
@@ -62,6 +63,7 @@ lab_reasoning.register(app)
 serve.register(app)
 monitor.register(app)
 reproduce.register(app)
+report_page.register(app)
 
 _stderr = Console(stderr=True)
 

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from cotplan.cli.report_folders import finish_report, start_report
+from cotplan.cli.report_page import add_report_page
 from cotplan.errors import InputError, ModelFileError
 from cotplan.model_registry import PROTOCOL_NAMES
 from cotplan.validation import (
@@ -304,32 +304,32 @@ def mode_and_protocol(model: Backend) -> str:
 
 
 def print_calibration(
-    calibration: Calibration, *, title: str = "Calibration: accuracy by size and budget"
+    calibration: Calibration,
+    *,
+    title: str = "Calibration: accuracy (mean reasoning tokens) by budget k and size n",
 ) -> None:
     """Accuracy per (n, k) with the mean reasoning tokens spent at each budget."""
+    from cotplan.cli.glance import print_grid
+
     summary = calibration.summary()
     budgets = sorted(int(k) for k in summary["k"].unique())
-    table = Table(title=title)
-    table.add_column("n", justify="right")
+    sizes = sorted(int(n) for n in summary["n"].unique())
+    # One row per budget, one column per size: a grid of budgets would be wider than a
+    # terminal (every cell cut to '…'); the sizes are few. Too many sizes split the grid.
+    cells = {(int(r["n"]), int(r["k"])): r for r in summary.to_dict("records")}
+    rows = []
     for k in budgets:
-        table.add_column(f"k={k}", justify="right")
-    for n, rows in summary.groupby("n"):
-        cells = []
-        for k in budgets:
-            hit = rows[rows["k"] == k]
-            if hit.empty:
-                cells.append("")
-                continue
-            r = hit.iloc[0]
-            cells.append(f"{r['accuracy']:.2f} ({r['reasoning_tokens']:.0f} tok)")
-        table.add_row(str(n), *cells)
-    console.print(table)
+        row = []
+        for n in sizes:
+            r = cells.get((n, k))
+            row.append("" if r is None else f"{r['accuracy']:.2f} ({r['reasoning_tokens']:.0f})")
+        rows.append((str(k), row))
+    print_grid(console, "k", [f"n={n}" for n in sizes], rows, title=title)
     answers = len(calibration.frame)
     items = calibration.frame["item"].nunique()
     console.print(
-        f"{items} items x {len(budgets)} budgets = {answers} answers; cells: accuracy (mean "
-        f"reasoning tokens spent); {calibration.requests} requests, {calibration.cache_hits} "
-        "answered by the call cache"
+        f"{items} items x {len(budgets)} budgets = {answers} answers; "
+        f"{calibration.requests} requests, {calibration.cache_hits} answered by the call cache"
         + (f", {calibration.retries} retried after failures" if calibration.retries else "")
     )
     for note in calibration.notes:
@@ -503,7 +503,8 @@ def calibrate(
         result.to_csv(report.path / "calibration.csv")
         print_calibration(result)
         folder = finish_report(report)
-    console.print(f"wrote {folder / 'calibration.csv'}")
+    page = add_report_page(folder, command="calibrate")
+    console.print(f"wrote {folder / 'calibration.csv'}" + (f", {page.name}" if page else ""))
 
 
 #: `--uncapped-tokens` on the embedded and lab models (see the option's help).

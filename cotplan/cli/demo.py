@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
 from cotplan.cli.calibrate import (
     DEFAULT_MAX_RETRIES,
@@ -24,6 +23,7 @@ from cotplan.cli.calibrate import (
     TimeoutOption,
     check_protocol,
 )
+from cotplan.cli.glance import law_sentence, print_budget_caps, print_costs, print_run_glance
 from cotplan.cli.plan import (
     check_at_least,
     check_unit,
@@ -37,6 +37,7 @@ from cotplan.cli.plan import (
     save_chart,
 )
 from cotplan.cli.report_folders import finish_report, start_report
+from cotplan.cli.report_page import add_report_page
 from cotplan.io import write_csv
 from cotplan.workflow import (
     DEMO_FALLBACK_FAMILY,
@@ -57,31 +58,16 @@ __all__ = ["DEMO_FALLBACK_FAMILY", "FULL", "QUICK", "DemoPreset", "demo", "demo_
 
 
 def _print_costs(costs: pd.DataFrame, queries_per_day: float, what_if: str) -> None:
-    table = Table(
-        title=f"Projected cost at {queries_per_day:,.0f} queries a day (first month, 12 months)"
-    )
-    for column in ("model", "policy", "tokens/query", "USD/query", "month P50", "P10–P90", "year"):
-        table.add_column(column, justify="left" if column in ("model", "policy") else "right")
-    for r in costs.to_dict("records"):
-        what = " (what-if)" if r["pricing"] == "what-if" else ""
-        table.add_row(
-            f"{r['model']}{what}",
-            str(r["policy"]),
-            f"{r['tokens_per_query']:.0f}",
-            f"{r['usd_per_query']:.6f}",
-            f"{r['month_p50_usd']:,.2f}",
-            f"{r['month_p10_usd']:,.2f}–{r['month_p90_usd']:,.2f}",
-            f"{r['year_mean_usd']:,.2f}",
-        )
-    console.print(table)
+    print_costs(console, costs, queries_per_day)
     console.print(
         f"what-if: the same token counts priced at {what_if} (one call per query: the question "
         "in, reasoning and answer out); the embedded model itself costs nothing per token."
     )
 
 
-def _show_step(step: str, result: Demo, eps: float | None, folder: Path) -> None:
-    """Print and save what `run_demo` just finished."""
+def _show_step(step: str, result: Demo, eps: float | None, folder: Path, details: bool) -> None:
+    """Print and save what `run_demo` just finished: the answer of each step, and with
+    `details` the statistics behind it."""
     from cotplan.charts import chart
     from cotplan.charts.planner import budget_chart, calibration_chart
 
@@ -91,15 +77,19 @@ def _show_step(step: str, result: Demo, eps: float | None, folder: Path) -> None
         console.rule("2. plan")
     elif step == "plan" and result.planner is not None:
         planner = result.planner
-        print_report(planner)
         if eps is None:
             console.print(f"target: {result.target_reason}")
-        print_certified(planner, result.target)
         shown = result.planned
         if shown:
-            print_budgets(shown, result.target)
+            print_budget_caps(console, shown, result.target)
         else:
             console.print(f"plan: k* = 0 at every size ({planner.verdict_})")
+        console.print(f"[bold]Law:[/] {law_sentence(planner)}")
+        if details:
+            print_report(planner)
+            print_certified(planner, result.target)
+            if shown:
+                print_budgets(shown, result.target)
         write_csv(planner.report().to_frame(), folder / "constants.csv")
         if shown:
             import pandas as pd
@@ -109,7 +99,9 @@ def _show_step(step: str, result: Demo, eps: float | None, folder: Path) -> None
         save_chart(calibration_chart(planner), folder / "calibration.png")
         console.rule("3. run the plan on held-out items")
     elif step == "run" and result.run is not None:
-        print_comparison(result.run)
+        print_run_glance(console, result.run)
+        if details:
+            print_comparison(result.run)
         write_csv(result.run.frame, folder / "run.csv")
         write_csv(result.run.comparison, folder / "comparison.csv")
         save_chart(chart(result.run), folder / "comparison.png")
@@ -153,6 +145,9 @@ def demo(
     timeout: TimeoutOption = DEFAULT_TIMEOUT_S,
     max_retries: MaxRetriesOption = DEFAULT_MAX_RETRIES,
     protocol: ProtocolOption = "auto",
+    details: Annotated[
+        bool, typer.Option("--details", help="Also print the statistics of each step.")
+    ] = False,
 ) -> None:
     """Calibrate, plan and run on a built-in task, then project the cost."""
     # Every option is checked before the model starts.
@@ -182,14 +177,14 @@ def demo(
     report = start_report(out, kind="demo", command="demo")
     staging = report.path  # every step writes here; moved into place together at the end
     preset = setup.preset
-    console.rule(f"cotplan demo: {setup.family} ({setup.description})")
+    console.print(f"[bold]cotplan demo:[/] {setup.family} ({setup.description})")
     options = connect_options(backend, timeout, max_retries, protocol)
     with report, connect(backend, base_url=base_url, **options) as model:
         console.print(
-            f"model {model.model} ({mode_and_protocol(model)}); "
-            f"sizes n = {', '.join(map(str, setup.sizes))} "
-            f"({setup.n_meaning}); {len(setup.items)} calibration items at budgets k = "
-            + "; ".join(f"{', '.join(map(str, preset.grid(n)))} (n = {n})" for n in setup.sizes)
+            f"model {model.model} ({mode_and_protocol(model)}); sizes n = "
+            f"{', '.join(map(str, setup.sizes))} ({setup.n_meaning}); "
+            f"{len(setup.items)} calibration items at budgets "
+            + "; ".join(_grid_words(preset.grid(n), n) for n in setup.sizes)
             + (" (the paper's grid, [0, 10√n])" if preset.budgets is None else "")
             + f"; {len(setup.held_out)} held-out items"
         )
@@ -201,17 +196,26 @@ def demo(
             queries_per_day=queries_per_day,
             what_if=what_if,
             progress=progress,
-            on_step=lambda step, done: _show_step(step, done, eps, staging),
+            on_step=lambda step, done: _show_step(step, done, eps, staging, details),
         )
         assert finished.costs is not None
         write_csv(finished.costs, staging / "costs.csv")
         folder = finish_report(report)
+    page = add_report_page(folder, command="demo")
     _print_costs(finished.costs, queries_per_day, what_if)
     console.rule()
     console.print(
-        f"report folder: {folder} (calibration.csv, constants.csv, plan.csv, run.csv, "
-        f"comparison.csv, costs.csv, *.png); finished in {time.perf_counter() - started:.0f} s"
+        f"report folder: {folder} ({page.name + ', ' if page else ''}calibration.csv, "
+        "constants.csv, plan.csv, run.csv, comparison.csv, costs.csv, *.png); finished in "
+        f"{time.perf_counter() - started:.0f} s"
     )
+
+
+def _grid_words(grid: list[int], n: int) -> str:
+    """A budget grid in a few words: listed when short, its range and size when long."""
+    if len(grid) <= 6:
+        return f"k = {', '.join(map(str, grid))} (n = {n})"
+    return f"{len(grid)} from k = {grid[0]} to {grid[-1]} (n = {n})"
 
 
 def register(app: typer.Typer) -> None:

@@ -12,14 +12,11 @@ option checks are in `cotplan.cli.calibrate`.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from cotplan.cli.calibrate import (
     DEFAULT_MAX_RETRIES,
@@ -48,16 +45,26 @@ from cotplan.cli.calibrate import (
     print_calibration,
     print_spend,
 )
+from cotplan.cli.glance import made_for, print_plan_glance, print_run_glance
+from cotplan.cli.plan_print import (
+    console,
+    print_budgets,
+    print_caps,
+    print_certificates,
+    print_certified,
+    print_comparison,
+    print_report,
+    print_size_checks,
+)
 from cotplan.cli.report_folders import check_read, finish_report, start_report
+from cotplan.cli.report_page import add_report_page
 from cotplan.errors import InputError
 from cotplan.reports import save_chart
 from cotplan.validation import require_choice, require_number, require_unit
 
 if TYPE_CHECKING:
     from cotplan.backends import Backend
-    from cotplan.planner import Budget, BudgetPlanner, CertifiedBudget, SavedPlan
-    from cotplan.planner.records import SizeChecks
-    from cotplan.planner.run import PlanRun
+    from cotplan.planner import SavedPlan
     from cotplan.tasks import TaskItem
 
 __all__ = [
@@ -65,6 +72,7 @@ __all__ = [
     "check_at_least",
     "check_item_source",
     "check_unit",
+    "console",
     "mode_and_protocol",
     "parse_ints",
     "plan",
@@ -81,7 +89,6 @@ __all__ = [
     "save_chart",
 ]
 
-console = Console()
 
 CalibrationFile = Annotated[
     Path, typer.Option(help="calibration.csv written by `cotplan calibrate`.")
@@ -101,6 +108,10 @@ DeltaOption = Annotated[
 OutNextToCalibration = Annotated[
     Path | None, typer.Option(help="Report folder (default: the calibration's folder).")
 ]
+DetailsOption = Annotated[
+    bool,
+    typer.Option("--details", help="Also print the statistics (fit, laws, tests, certificates)."),
+]
 ExitOption = Annotated[
     str,
     typer.Option(
@@ -118,212 +129,6 @@ def check_at_least(value: float | None, name: str, low: float) -> None:
     """`value` ≥ `low` (None passes: the option was not given)."""
     if value is not None:
         require_number(value, name, low=low)
-
-
-# ------------------------------------------------------------------------------------------
-# Printing
-
-
-def _fmt(x: float, digits: int = 2) -> str:
-    if isinstance(x, float) and math.isnan(x):
-        return "–"
-    if isinstance(x, float) and math.isinf(x):
-        return "∞"
-    return f"{x:.{digits}f}"
-
-
-def _pct(x: float) -> str:
-    return "–" if math.isnan(x) else f"{x:.0%}"
-
-
-def print_report(planner: BudgetPlanner) -> None:
-    """The verdict and the constants with their intervals."""
-    report = planner.report()
-    console.print(f"[bold]verdict:[/] {report.verdict}")
-    if report.constants:
-        table = Table(title="Fitted constants (95% item-bootstrap intervals)")
-        for column in ("constant", "estimate", "interval", "meaning"):
-            table.add_column(
-                column, justify="left" if column in ("constant", "meaning") else "right"
-            )
-        meaning = {
-            "e0": "error floor no budget removes",
-            "e_base": "error without useful reasoning",
-            "k0": "tokens before reasoning pays",
-            "c": "tokens per e-fold of error, per n^α",
-            "alpha": "how the budget grows with n (paper: 1/2)",
-        }
-        meaning = {**meaning, **{k: "" for k in report.constants if k not in meaning}}
-        flat = report.status not in ("helps", "given")
-        for name, est in report.constants.items():
-            if flat and name != "e0":
-                continue  # a flat fit has one constant: the error at every budget
-            interval = f"[{_fmt(est.interval.low)}, {_fmt(est.interval.high)}]"
-            what = "error at every budget (flat: no effect of k)" if flat else meaning[name]
-            table.add_row(name, _fmt(est.value, 3), interval, what)
-        console.print(table)
-    for line in (
-        report.trend.verdict if report.trend else None,
-        report.lrt.verdict if report.lrt else None,
-        # The α = 0 test; the verdict already carries it when α sits at 0.
-        report.growth.verdict
-        if report.growth and report.growth.verdict not in report.verdict
-        else None,
-    ):
-        if line:
-            console.print(f"  {line}")
-    laws = planner.laws_
-    if laws is None:
-        return
-    table = Table(
-        title=f"Error laws by held-out log-likelihood ({laws.folds}-fold cross-validation over "
-        "items)"
-    )
-    for column in ("law", "held-out", "vs paper ± se", "parameters (95% intervals)"):
-        table.add_column(column, justify="left" if column[0] in "lp" else "right")
-    for fit in laws.fits:
-        mark = " *" if fit.law == laws.selected else ""
-        table.add_row(
-            fit.law + mark,
-            f"{fit.heldout_loglik:.1f}",
-            f"{fit.difference:+.1f} ± {_fmt(fit.difference_se, 1)}",
-            fit.parameter_text() or "(one error per calibrated budget)",
-        )
-    console.print(table)
-    console.print(f"[bold]law:[/] {laws.selected} ({laws.reason})")
-
-
-def print_certified(planner: BudgetPlanner, eps: float) -> None:
-    """The certified budget at each calibrated size for `eps` (`print_certificates` of the
-    planner's certificates), or nothing when reasoning is not credited."""
-    certified = planner.certified_
-    if certified is None or planner.status_ != "helps":
-        return
-    print_certificates([certified.at(n, eps) for n in certified.sizes], eps)
-
-
-def print_certificates(certificates: Sequence[CertifiedBudget], eps: float) -> None:
-    """The certified budget at each calibrated size for `eps`, or why there is none."""
-    if not certificates:
-        return
-    delta = certificates[0].delta
-    table = Table(
-        title=f"Certified budgets: error ≤ ε = {eps:g} with {1 - delta:.0%} confidence "
-        "(exact binomial bounds, tested from the largest budget down)"
-    )
-    for column in ("n", "cap", "error bound", "wrong / items", "note"):
-        table.add_column(column, justify="left" if column == "note" else "right")
-    for cert in certificates:
-        table.add_row(
-            str(cert.n),
-            "–" if cert.k is None else str(cert.k),
-            f"{cert.error_bound:.3f}",
-            f"{cert.errors} / {cert.items}",
-            cert.note,
-        )
-    console.print(table)
-
-
-def print_budgets(budgets: Sequence[Budget], eps: float) -> None:
-    """k* per size, with its interval and the cap to use."""
-    table = Table(title=f"Planned budget k* for target error ε = {eps:g}")
-    for column in ("n", "law", "k*", "interval", "cap (tokens)", "how", "note"):
-        table.add_column(column, justify="left" if column in ("law", "how", "note") else "right")
-    for budget in budgets:
-        how = budget.basis
-        if budget.extrapolated and math.isfinite(budget.cap_high):
-            how += f" (cap interval {budget.cap_low:.0f}–{budget.cap_high:.0f})"
-        table.add_row(
-            f"{budget.n:g}",
-            budget.law,
-            _fmt(budget.k_star, 1),
-            f"[{_fmt(budget.low, 1)}, {_fmt(budget.high, 1)}]",
-            str(budget.tokens),
-            how,
-            budget.note,
-        )
-    console.print(table)
-    if budgets and budgets[0].formula:
-        console.print(f"  {budgets[0].formula}")
-
-
-def print_caps(plan: SavedPlan, sizes: Sequence[int]) -> None:
-    """The cap a saved plan deploys at each size (`SavedPlan.cap`), or why it refuses one."""
-    table = Table(title=f"Caps to deploy for ε = {plan.eps:g} (plan.cap(n))")
-    for column in ("n", "cap (tokens)", "certified", "how"):
-        table.add_column(column, justify="left" if column == "how" else "right")
-    for n in sizes:
-        try:
-            cap = plan.cap(n)
-        except InputError as exc:
-            table.add_row(str(n), "–", "no", f"refused: {exc}")
-            continue
-        table.add_row(str(n), str(cap.tokens), "yes" if cap.certified else "no", cap.note)
-    console.print(table)
-    if plan.nothing_certified and plan.status_ == "helps":
-        console.print(
-            f"[yellow]note:[/] no calibrated size certifies ε = {plan.eps:g}: every cap is an "
-            "estimate (the conservative end of the law's interval where it has one)"
-        )
-
-
-def print_size_checks(checks: SizeChecks) -> None:
-    """Each size's held-out error with its exact interval against ε."""
-    table = Table(
-        title=f"Held-out error against ε = {checks.eps:g} per size "
-        f"({checks.confidence:.0%} exact intervals)"
-    )
-    for column in ("n", "items", "cap", "certified", "error [interval]", "verdict"):
-        table.add_column(column, justify="left" if column == "verdict" else "right")
-    for size in checks.sizes:
-        table.add_row(
-            str(size.n),
-            str(size.items),
-            "–" if size.cap is None else str(size.cap),
-            "yes" if size.certified else "no",
-            f"{size.error:.2f} [{size.low:.2f}, {size.high:.2f}]",
-            f"{size.verdict} ε",
-        )
-    console.print(table)
-
-
-def print_comparison(run: PlanRun, *, title: str | None = None) -> None:
-    """Planned vs uncapped: accuracy with intervals, tokens, cost, and the paired savings."""
-    comparison = run.comparison
-    table = Table(
-        title=title or f"Held-out items: plan (ε = {run.eps:g}) vs uncapped (cap {run.uncapped})"
-    )
-    for column in (
-        "policy",
-        "items",
-        "accuracy [95% CI]",
-        "reasoning tok",
-        "answer tok",
-        "cost (USD)",
-    ):
-        table.add_column(column, justify="left" if column == "policy" else "right")
-    for _, r in comparison.iterrows():
-        table.add_row(
-            str(r["policy"]),
-            str(int(r["items"])),
-            f"{r['accuracy']:.2f} [{r['accuracy_low']:.2f}, {r['accuracy_high']:.2f}]",
-            f"{r['reasoning_tokens']:.1f}",
-            f"{r['answer_tokens']:.1f}",
-            _fmt(float(r["cost_usd"]), 6),
-        )
-    console.print(table)
-    if run.by_size is not None:
-        print_size_checks(run.by_size)
-    planned = run.row("planned")
-    console.print(
-        f"plan vs uncapped: reasoning tokens saved {planned['tokens_saved']:.0%} "
-        f"[{_pct(float(planned['tokens_saved_low']))}, "
-        f"{_pct(float(planned['tokens_saved_high']))}], "
-        f"accuracy change {planned['accuracy_change']:+.2f} "
-        f"[{planned['accuracy_change_low']:+.2f}, {planned['accuracy_change_high']:+.2f}] "
-        "(paired item bootstrap, 95%)"
-    )
-    console.print(f"[bold]conclusion:[/] {run.conclusion}")
 
 
 # ------------------------------------------------------------------------------------------
@@ -362,11 +167,14 @@ def plan(
             "'both', or 'all' (every chain, each at its share of --delta)."
         ),
     ] = "auto",
+    details: DetailsOption = False,
 ) -> None:
-    """Fit the error laws on a calibration, print the chosen law, the certified budgets and
-    k* for the sizes asked; write plan.json for `cotplan run` (and exit.json with --exit)."""
+    """Plan reasoning caps from a calibration: print the cap per size (certified or not), what
+    it saves, how to ship it and the law in a sentence (--details: the statistics); write
+    plan.json for `cotplan run` and `cotplan serve` (and exit.json with --exit)."""
     from cotplan.charts import chart
     from cotplan.planner.plan_result import plan_from_calibration
+    from cotplan.planner.savings import calibration_savings
 
     sizes = parse_ints(n, "n", low=1)
     check_out(out)  # the rest is checked by the library, all before the file is read
@@ -387,31 +195,52 @@ def plan(
         exit_family=exit_family,
     )
     saved = result.plan
-    print_spend(result.calibration)
-    print_report(result.planner)
-    if result.planner.status_ == "helps":
-        print_certificates(result.certificates, result.eps)
-    print_budgets(result.budgets, result.eps)
-    print_caps(saved, sorted({*saved.calibrated_sizes, *saved.sizes_}))
-    console.print(_made_for(saved))
-    if result.exit_note:
-        console.print(f"[yellow]note:[/] no exit plan written: {result.exit_note}")
-    for line in result.exit_lines():
-        console.print(line)
     with start_report(out, calibration.parent, command="plan") as report:
+        plan_path = report.target / "plan.json"
+        caps = _calibrated_caps(saved, result.calibration["n"])
+        savings = calibration_savings(result.calibration, caps)
+        print_plan_glance(console, result, plan_path, report.target / "report.html", savings)
+        if details:
+            console.rule("details")
+            print_spend(result.calibration)
+            print_report(result.planner)
+            if result.planner.status_ == "helps":
+                print_certificates(result.certificates, result.eps)
+            print_budgets(result.budgets, result.eps, caps=caps)
+            print_caps(saved, sorted({*saved.calibrated_sizes, *saved.sizes_}))
+        if result.exit_note:
+            console.print(f"[yellow]note:[/] no exit plan written: {result.exit_note}")
+        for line in result.exit_lines():
+            console.print(line)
         written = result.save(report.path, draw=chart)
         # plan.json last: a folder whose plan.json is new holds the new tables too.
         folder = finish_report(report, last=("plan.json",))
-    names = ", ".join(path.name for path in written[1:])
+    page = add_report_page(folder, command="plan")
+    names = ", ".join(path.name for path in [*written[1:], *([page] if page else [])])
     console.print(f"wrote {folder}/plan.json (for `cotplan run --plan`), {names}")
+
+
+def _calibrated_caps(saved: SavedPlan, sizes: Iterable[int]) -> dict[int, int]:
+    """plan.cap(n) at each calibrated size that has one."""
+    caps = {}
+    for n in sorted({int(size) for size in sizes}):
+        tokens = _cap_tokens(saved, n)
+        if tokens is not None:
+            caps[n] = tokens
+    return caps
+
+
+def _cap_tokens(saved: SavedPlan, n: float) -> int | None:
+    """plan.cap(n) in tokens, None where the plan refuses the size."""
+    try:
+        return saved.cap(n).tokens
+    except InputError:
+        return None
 
 
 def _made_for(saved: SavedPlan) -> str:
     """The plan's binding in words: model, mode and protocol."""
-    model = saved.model or "(not recorded)"
-    mode = f", mode {saved.mode}" if saved.mode else ""
-    protocol = saved.protocol or "(not recorded)"
-    return f"made for model {model}{mode}, protocol {protocol}"
+    return made_for(saved)
 
 
 def run(
@@ -445,6 +274,12 @@ def run(
         Path | None,
         typer.Option(help="With --exit certified: exit.json (default: beside the plan)."),
     ] = None,
+    details: Annotated[
+        bool,
+        typer.Option(
+            "--details", help="Also print the plan's caps and the full policy comparison."
+        ),
+    ] = False,
 ) -> None:
     """Apply the plan that `cotplan plan` wrote on held-out items; judge each size against
     ε and compare with uncapped."""
@@ -475,11 +310,13 @@ def run(
     items, sizes = _held_out(
         saved, family=family, tasks=tasks, asked=asked, count=count, seed=seed, backend=backend
     )
-    console.print(f"plan {plan} (law {saved.law or 'none'}): {saved.verdict_}")
-    console.print(_made_for(saved))
+    console.print(f"plan {plan} (ε = {saved.eps:g}, law {saved.law or 'none'})")
     for note in notes:
         console.print(f"[yellow]note:[/] {note}")
-    print_caps(saved, sizes)
+    if details:
+        console.print(f"verdict: {saved.verdict_}")
+        console.print(_made_for(saved))
+        print_caps(saved, sizes)
     options = connect_options(backend, timeout, max_retries, protocol)
     with (
         start_report(out, plan.parent, command="run") as report,
@@ -500,13 +337,18 @@ def run(
             progress=progress,
             exit_plan=exits,
         )
-        print_comparison(result)
+        print_run_glance(console, result)
+        if details:
+            console.rule("details")
+            print_comparison(result)
         for note in result.exit_notes:
             console.print(f"[yellow]note:[/] {note}")
         if result.exit_summary:
             console.print(result.exit_summary)
         written = result.save(report.path, draw=chart)
         folder = finish_report(report)
+    page = add_report_page(folder, command="run")
+    written += [page] if page else []
     console.print(f"wrote {folder}/" + ", ".join(path.name for path in written))
 
 

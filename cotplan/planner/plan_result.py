@@ -91,8 +91,17 @@ class PlanResult:
         ]
 
     def to_frame(self) -> pd.DataFrame:
-        """k* per size asked (plan.csv)."""
-        return pd.concat([b.to_frame() for b in self.budgets], ignore_index=True)
+        """k* per size asked (plan.csv); `tokens` is the cap the plan deploys there
+        (`plan.cap(n)`, the one number printed and applied), blank where it refuses one."""
+        frame = pd.concat([b.to_frame() for b in self.budgets], ignore_index=True)
+        frame["tokens"] = [self._deployed(float(n)) for n in frame["n"]]
+        return frame
+
+    def _deployed(self, n: float) -> float:
+        try:
+            return float(self.plan.cap(n).tokens)
+        except InputError:
+            return float("nan")
 
     def certified_frame(self) -> pd.DataFrame:
         """The certified budget per calibrated size for ε (certified.csv)."""

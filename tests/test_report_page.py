@@ -1,0 +1,95 @@
+"""report.html: one self-contained page per report folder, rebuilt by `cotplan report DIR`, that
+opens offline (checked in headless Chromium where one is installed)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from cotplan.charts.report_page import build_report_page
+from cotplan.cli import app
+from cotplan.errors import InputError
+from cotplan.planner.run import SavedPlan
+
+runner = CliRunner()
+FIXTURE = Path(__file__).parent / "data" / "calibration_three_sizes.csv"
+BROWSERS = ("chromium", "chromium-browser", "google-chrome", "chrome-headless-shell")
+
+
+@pytest.fixture(scope="module")
+def planned(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A plan folder: `cotplan plan` on the three-size calibration."""
+    folder = tmp_path_factory.mktemp("plan")
+    shutil.copyfile(FIXTURE, folder / "calibration.csv")
+    result = runner.invoke(
+        app,
+        ["plan", "--calibration", str(folder / "calibration.csv"), "--eps", "0.2",
+         "--n", "4,8,16,32", "--bootstrap", "10"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    return folder
+
+
+def test_plan_writes_a_page_with_the_caps_first_and_its_charts(planned: Path) -> None:
+    page = (planned / "report.html").read_text(encoding="utf-8")
+    saved = SavedPlan.load(planned / "plan.json")
+    answer = page[page.index('<section class="answer">') : page.index("</section>")]
+    for n in (4, 8, 16, 32):
+        cap = saved.cap(n)
+        certified = "yes" if cap.certified else "no"
+        assert f'<tr><td>{n}</td><td>{cap.tokens}</td><td class="text">{certified}</td>' in answer
+    # The answer, then the charts, then the statistics.
+    assert page.index("Reasoning caps") < page.index("<h2>Charts") < page.index("<h2>Statistics")
+    assert page.count("<svg") >= 2
+    # Nothing to fetch: no script, no stylesheet or image from elsewhere.
+    assert "<script" not in page
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", page)
+    manifest = json.loads((planned / "manifest.json").read_text(encoding="utf-8"))
+    assert "report.html" in manifest["files"]
+    assert manifest["command"] == "plan"
+
+
+def test_cotplan_report_rebuilds_the_page(planned: Path) -> None:
+    before = (planned / "report.html").read_text(encoding="utf-8")
+    (planned / "report.html").unlink()
+    result = runner.invoke(app, ["report", str(planned)])
+    assert result.exit_code == 0, result.output
+    assert (planned / "report.html").read_text(encoding="utf-8") == before
+
+
+def test_a_folder_with_nothing_to_report_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"`folder`: .* holds no calibration, plan, run or demo"):
+        build_report_page(tmp_path)
+    with pytest.raises(InputError, match=r"`folder`: .* is not a folder"):
+        build_report_page(tmp_path / "none")
+
+
+def test_the_page_opens_offline_in_a_real_browser(planned: Path, tmp_path: Path) -> None:
+    browser = next((found for name in BROWSERS if (found := shutil.which(name))), None)
+    if browser is None:
+        pytest.skip(f"no headless browser installed (looked for {', '.join(BROWSERS)})")
+    # A proxy that refuses every connection: the page must render with no network at all.
+    command = [
+        browser, "--headless", "--no-sandbox", "--disable-gpu",
+        "--proxy-server=127.0.0.1:9", f"--user-data-dir={tmp_path / 'profile'}",
+        f"--screenshot={tmp_path / 'page.png'}", "--window-size=1200,2400",
+        (planned / "report.html").resolve().as_uri(),
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    dom = subprocess.run(
+        [*command[:-3], "--dump-dom", command[-1]],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert dom.returncode == 0, dom.stderr
+    assert dom.stdout.count("<svg") >= 2  # the charts are in the rendered page
+    assert "Reasoning caps for error ≤ 0.2" in dom.stdout
+    # A rendered page with charts is far from blank: the screenshot has many colours.
+    shot = (tmp_path / "page.png").read_bytes()
+    assert len(shot) > 20_000
