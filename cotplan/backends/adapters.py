@@ -56,6 +56,8 @@ class AdapterSpec:
     reasoning_format: str
     description: str
     chat_template: str = ""
+    #: The context each server slot gets (tokens): prompt plus all it may write.
+    context: int = 4096
 
     def record(self) -> dict[str, object]:
         """The adapter's JSON record (SHA-256, settings, training report)."""
@@ -108,6 +110,7 @@ KNOWN_ADAPTERS: dict[str, AdapterSpec] = {
         "hundreds to thousands of tokens in <think> over lists of 10-80 items, then re-checks, "
         "served by llama.cpp",
         chat_template="smollm2-thinking.jinja",
+        context=8192,
     ),
 }
 

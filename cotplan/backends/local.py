@@ -28,7 +28,7 @@ import httpx2 as httpx
 import openai
 
 from cotplan import paths
-from cotplan.backends.adapters import locate_adapter
+from cotplan.backends.adapters import ADAPTER_ALIASES, KNOWN_ADAPTERS, locate_adapter
 from cotplan.backends.cache import CallCache
 from cotplan.backends.models import DEFAULT_MODEL, check_gguf, locate, sha256_file
 from cotplan.backends.openai_compat import OpenAICompatibleBackend
@@ -83,7 +83,8 @@ class LocalModel:
     port:
         The loopback port; None picks a free one.
     n_ctx:
-        Context length per parallel slot.
+        Context length per parallel slot: 4096 by default, or a shipped adapter's own (8192
+        for the long thinker, whose uncapped runs pass 4096 with their prompt).
     parallel:
         Requests the server decodes at once (slots). The default, 1, keeps greedy results
         reproducible: with several slots llama.cpp decodes concurrent requests in one batch and
@@ -123,7 +124,7 @@ class LocalModel:
         model: str = DEFAULT_MODEL,
         *,
         port: int | None = None,
-        n_ctx: int = 4096,
+        n_ctx: int | None = None,
         parallel: int = 1,
         threads: int | None = None,
         replicas: int | None = None,
@@ -133,6 +134,11 @@ class LocalModel:
     ) -> None:
         if port is not None and not (0 < port < 65536):
             raise InputError(f"must be in 1..65535, got {port!r}", field="port")
+        if n_ctx is None:
+            # The long thinker writes up to about 2,700 tokens after its prompt, uncapped more:
+            # its slots get SmolLM2's whole context (adapters.AdapterSpec.context).
+            spec = KNOWN_ADAPTERS.get(ADAPTER_ALIASES.get(model, model))
+            n_ctx = spec.context if spec is not None else 4096
         if n_ctx < 64:
             raise InputError(f"must be at least 64, got {n_ctx!r}", field="n_ctx")
         if parallel < 1:
