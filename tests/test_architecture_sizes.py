@@ -6,8 +6,10 @@ from pathlib import Path
 
 import cotplan
 
-#: The line count no module of the library may reach (issue 28's house rule).
-MAX_LINES = 600
+#: The line count no module of the library may reach: the house rule's "under about 800
+#: lines". Issue 47 found the earlier 600 had split modules by size rather than by job (nine
+#: sat at 575-599), so the limit is the rule's own number, not a tighter one.
+MAX_LINES = 800
 
 
 def test_no_module_in_the_library_reaches_the_limit() -> None:

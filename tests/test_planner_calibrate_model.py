@@ -34,7 +34,8 @@ def test_calibration_frame_is_tidy(local_backend: LocalBackend) -> None:
     # One reasoning run per item at k = 8 serves k = 4; k = 0 needs no reasoning run:
     # 2 items x (1 reasoning + 3 answers).
     assert result.requests == 8
-    assert result.notes == ()
+    # The one note: this grid stops short of the model's thinking, on purpose (a quick test).
+    assert all(note.startswith("the grid's top") for note in result.notes)
 
 
 def test_a_killed_run_resumes_without_paying_twice(local_model: LocalModel, tmp_path: Path) -> None:
