@@ -173,8 +173,10 @@ def test_calibrate_then_run_on_the_embedded_model(tmp_path: Path) -> None:
     saved = SavedPlan.load(tmp_path / "plan.json")
     result = runner.invoke(
         app,
+        # The planted calibration names no model, so its plan is applied to this one on purpose.
         ["run", "--plan", str(tmp_path / "plan.json"), "--family", "parity", "--n", "4",
-         "--count", "2", "--uncapped", "8", "--out", str(out), "--no-progress"],
+         "--count", "2", "--uncapped", "8", "--out", str(out), "--no-progress",
+         "--allow-other-model"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     # The caps run are the ones the plan file holds (no refit).
