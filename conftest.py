@@ -272,7 +272,9 @@ MODEL_FIXTURES = {"local_model", "local_backend", "thinking_model", "thinking_ba
 # A notebook that starts the embedded model (through the library) or trains a lab model with
 # torch says so in its source (its paired .py file, see scripts/sync-notebooks).
 MODEL_IN_NOTEBOOK = re.compile(r"LocalModel|local_backend|connect\((?!f?[\"']lab:)")
-TORCH_IN_NOTEBOOK = re.compile(r"import torch|cotplan\.lab\.(ablation|bernoulli|reasoning)")
+TORCH_IN_NOTEBOOK = re.compile(
+    r"import torch|cotplan\.research\.lab\.(ablation|bernoulli|reasoning)"
+)
 
 
 def _notebook_source(path: Path) -> str:

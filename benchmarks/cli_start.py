@@ -2,8 +2,8 @@
 
 Every command pays this before it does anything, and so does every test that runs the command
 line in a child process. The public names (`cotplan`, `cotplan.backends`,
-`cotplan.experiments`) are imported on first use, so that starting cotplan imports neither the
-OpenAI client nor scipy; this prints the median wall time of --repeats runs of each, in fresh
+`cotplan.research.experiments`) are imported on first use, so that starting cotplan imports neither
+the OpenAI client nor scipy; this prints the median wall time of --repeats runs of each, in fresh
 processes (the operating system's file cache warm after the first).
 
     .venv/bin/python benchmarks/cli_start.py [--repeats 7]

@@ -19,9 +19,9 @@ import argparse
 import numpy as np
 from _outcome import Outcome
 
-from cotplan.experiments.debias import positional_debias
-from cotplan.experiments.martingale import MARTINGALE_FULL, martingale_gap
-from cotplan.experiments.predictors import laplace
+from cotplan.research.experiments.debias import positional_debias
+from cotplan.research.experiments.martingale import MARTINGALE_FULL, martingale_gap
+from cotplan.research.experiments.predictors import laplace
 
 
 def main() -> None:

@@ -79,8 +79,6 @@ from scipy.stats import binom
 from cotplan.backends import Backend, connect
 from cotplan.generate.budgeted import BudgetedAnswer
 from cotplan.generate.probing import ExitRule, ProbedAnswer, StoppingRule, probe_answer
-from cotplan.lab.reasoning import blind_error, get_lab_family
-from cotplan.lab.reasoning.families import STEP_TOKENS
 from cotplan.planner.calibrate import CostUnknownWarning, calibrate
 from cotplan.planner.early_exit import (
     EarlyExit,
@@ -98,6 +96,8 @@ from cotplan.planner.exit_probes import (
 )
 from cotplan.planner.refine import Refinement, answer_refinement
 from cotplan.planner.run import wilson_interval
+from cotplan.research.lab.reasoning import blind_error, get_lab_family
+from cotplan.research.lab.reasoning.families import STEP_TOKENS
 from cotplan.tasks import TaskItem, make_tasks
 
 GOAL_ORACLE_RATIO, GOAL_CAP_SAVING = 1.15, 0.25

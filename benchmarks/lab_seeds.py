@@ -31,8 +31,8 @@ from typing import Any
 import pandas as pd
 from _outcome import Outcome
 
-from cotplan.lab.reasoning.logloss import LogLossStudy, n_form
-from cotplan.lab.reasoning.train import is_trained
+from cotplan.research.lab.reasoning.logloss import LogLossStudy, n_form
+from cotplan.research.lab.reasoning.train import is_trained
 
 SIZES = "16,24,32,40,48,56,64"
 EPS = "0.5,0.45,0.4,0.36,0.3,0.2,0.1,0.05"
@@ -71,9 +71,9 @@ def parse_args() -> argparse.Namespace:
 def measure_seed(seed: int, args: argparse.Namespace) -> tuple[LogLossStudy, dict[str, Any]]:
     """One seed's law, as `cotplan kstar-lab law lamp --preset long --seed S` measures it, and
     its model's training record (its own check: accuracy and exact traces by size)."""
-    from cotplan.lab.reasoning.backend import LabBackend
-    from cotplan.lab.reasoning.logloss import logloss_study
-    from cotplan.lab.reasoning.train import one_thread
+    from cotplan.research.lab.reasoning.backend import LabBackend
+    from cotplan.research.lab.reasoning.logloss import logloss_study
+    from cotplan.research.lab.reasoning.train import one_thread
 
     with one_thread():
         backend = LabBackend.for_family("lamp", "long", seed=seed)

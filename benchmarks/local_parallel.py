@@ -25,7 +25,7 @@ from rich.table import Table
 
 from cotplan import calibrate
 from cotplan.backends.local import LocalModel
-from cotplan.experiments import MARTINGALE_QUICK, BackendPredictor, martingale_gap
+from cotplan.research.experiments import MARTINGALE_QUICK, BackendPredictor, martingale_gap
 from cotplan.tasks import make_tasks
 
 SETTINGS = ((1, True), (1, False), (2, False))

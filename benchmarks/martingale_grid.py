@@ -22,7 +22,7 @@ from _outcome import Outcome
 from rich.console import Console
 
 from cotplan.backends.registry import connect
-from cotplan.experiments import (
+from cotplan.research.experiments import (
     MARTINGALE_FULL,
     MARTINGALE_QUICK,
     PAPER_MARTINGALE,

@@ -23,8 +23,8 @@ import pandas as pd
 from _outcome import Outcome
 from rich.console import Console
 
-from cotplan.lab.pe_trainer import PE_LAB_PRESETS, EvalPoint, train
-from cotplan.lab.transformer import POSITIONAL_ENCODINGS
+from cotplan.research.lab.pe_trainer import PE_LAB_PRESETS, EvalPoint, train
+from cotplan.research.lab.transformer import POSITIONAL_ENCODINGS
 
 
 def _load() -> str:

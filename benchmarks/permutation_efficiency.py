@@ -1,7 +1,7 @@
 """How much does permutation averaging buy, and how many calls does the balanced schedule save?
 
 On the embedded SmolLM2-135M model and the built-in few-shot tasks (sentiment, parity,
-mammal; `cotplan.generate.fewshot_tasks`), every question is scored under all n! orderings of
+mammal; `cotplan.permutation.fewshot_tasks`), every question is scored under all n! orderings of
 its examples (n = 4: 24 one-token requests per question). Each schedule's orderings are then
 looked up in that pool, so the spread of the m-ordering average over `--replicates` seeds is
 exact for these questions up to Monte Carlo error, at no extra calls.
@@ -32,9 +32,8 @@ import pandas as pd
 from _outcome import Outcome
 
 from cotplan.backends.local import LocalModel
-from cotplan.generate.fewshot_tasks import FEWSHOT_FAMILIES, FewShotItem, make_fewshot_tasks
-from cotplan.generate.permutation import permutation_average
-from cotplan.generate.permutation_eval import (
+from cotplan.permutation.average import permutation_average
+from cotplan.permutation.evaluate import (
     OrderingPool,
     brier_score,
     expected_calibration_error,
@@ -43,7 +42,8 @@ from cotplan.generate.permutation_eval import (
     schedule_spread,
     score_every_ordering,
 )
-from cotplan.generate.schedules import Schedule, make_orderings
+from cotplan.permutation.fewshot_tasks import FEWSHOT_FAMILIES, FewShotItem, make_fewshot_tasks
+from cotplan.permutation.schedules import Schedule, make_orderings
 
 SHOWN_M = (1, 2, 3, 4, 6, 8, 12, 16, 20, 24)
 

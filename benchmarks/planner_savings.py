@@ -47,8 +47,8 @@ the TALE-style prompt runs on the same model and items as cotplan's k*.
     .venv/bin/python benchmarks/planner_savings.py --backend my-model --base-url http://host/v1
     .venv/bin/python benchmarks/planner_savings.py --backend lab:parity   # a lab model
 
-With ``--backend lab:FAMILY`` (the lab reasoning models of `cotplan.lab.reasoning`, trained on
-first use) the family defaults to ``lab-FAMILY``, the sizes to 4,8,16, the calibration
+With ``--backend lab:FAMILY`` (the lab reasoning models of `cotplan.research.lab.reasoning`, trained
+on first use) the family defaults to ``lab-FAMILY``, the sizes to 4,8,16, the calibration
 budgets to every budget up to past the full trace (`study_grid`, "--budgets study") and the
 target to ε = 0.1 (the over-thinker: 0.03, above); the TALE-style prompt is read as a plain
 request to reason (a lab model cannot read the number).
@@ -239,8 +239,8 @@ def make_items(
     held: list[TaskItem] = []
     for n in sizes:
         if family.startswith("lab-"):
-            from cotplan.lab.reasoning import make_lab_tasks
-            from cotplan.lab.reasoning.study import item_counts
+            from cotplan.research.lab.reasoning import make_lab_tasks
+            from cotplan.research.lab.reasoning.study import item_counts
 
             first, second = item_counts(family, n, count, held_out)
             mine = make_lab_tasks(family, n=n, count=first, seed=seed)
@@ -262,7 +262,7 @@ def calibration_grid(args: argparse.Namespace) -> Any:
     if args.budgets == "paper":
         return lambda n: paper_budgets(n, count=args.paper_count)
     if args.budgets == "study":
-        from cotplan.lab.reasoning.study import study_grid
+        from cotplan.research.lab.reasoning.study import study_grid
 
         return study_grid
     fixed = ints(args.budgets)

@@ -1,7 +1,7 @@
 """The planted √n positive control, on several seeds, beside the construction's exact k*.
 
-`cotplan.lab.reasoning.planted` plants k* ∝ √n · log(1/ε) (an exact reader of votes from a coin
-whose bias shrinks as n^(−1/4)). This runs the pipeline on it per seed: the empirical k*(n, ε),
+`cotplan.research.lab.reasoning.planted` plants k* ∝ √n · log(1/ε) (an exact reader of votes from a
+coin whose bias shrinks as n^(−1/4)). This runs the pipeline on it per seed: the empirical k*(n, ε),
 the item-bootstrap n-exponent with its interval and verdict, the premise test and the planner's
 α; beside it the exact k* of the construction at these sizes (binomial error, no sampling), whose
 exponent is what a perfect pipeline would read at finite n (the √n law holds as n grows; at
@@ -25,7 +25,7 @@ import pandas as pd
 from _outcome import RESULTS, Outcome
 from scipy import stats
 
-from cotplan.lab.reasoning.planted import PLANTED_SIZES, planted_control
+from cotplan.research.lab.reasoning.planted import PLANTED_SIZES, planted_control
 
 EPS = (0.2, 0.1, 0.05)
 

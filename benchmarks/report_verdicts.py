@@ -24,14 +24,18 @@ import numpy as np
 import pandas as pd
 from _outcome import RESULTS, Outcome
 
-from cotplan.experiments.debias import positional_debias
-from cotplan.experiments.entropy import _laplace_over_100
-from cotplan.experiments.martingale import PAPER_MARTINGALE
-from cotplan.experiments.verdicts import MODEL_CLAIM_VERDICTS, OUTSIDE_PREMISE, value_verdict
 from cotplan.intervals import Interval
-from cotplan.lab.reasoning.report import _heldout_check, exponent_verdict
-from cotplan.lab.reasoning.settings import STUDY_PRESETS
-from cotplan.lab.reasoning.study import item_counts
+from cotplan.research.experiments.debias import positional_debias
+from cotplan.research.experiments.entropy import _laplace_over_100
+from cotplan.research.experiments.martingale import PAPER_MARTINGALE
+from cotplan.research.experiments.verdicts import (
+    MODEL_CLAIM_VERDICTS,
+    OUTSIDE_PREMISE,
+    value_verdict,
+)
+from cotplan.research.lab.reasoning.report import _heldout_check, exponent_verdict
+from cotplan.research.lab.reasoning.settings import STUDY_PRESETS
+from cotplan.research.lab.reasoning.study import item_counts
 
 REPORT = RESULTS / "reproduce_full_local.md"
 DEBIAS = RESULTS / "experiments_csv" / "debias_summary_full_local.csv"

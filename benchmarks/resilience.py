@@ -1,11 +1,11 @@
 """Does a flaky endpoint change results? A calibration and a quick martingale run, clean and
 through the fault proxy, on the embedded model.
 
-The proxy (`cotplan.testing.FaultProxy`, loopback only) injects 500s, 429s with Retry-After,
-responses slower than the client's timeout, dropped connections and truncated JSON, each at an
-equal share of `--rate`, seeded. For each workload this prints the fault rate, the requests the
-run counted, the faults injected, the client's retries, the wall time against the clean run, and
-whether the results matched the clean run exactly. The calibration is 8 items (count n = 3,
+The proxy (`cotplan.backends.testing.FaultProxy`, loopback only) injects 500s, 429s with
+Retry-After, responses slower than the client's timeout, dropped connections and truncated JSON,
+each at an equal share of `--rate`, seeded. For each workload this prints the fault rate, the
+requests the run counted, the faults injected, the client's retries, the wall time against the clean
+run, and whether the results matched the clean run exactly. The calibration is 8 items (count n = 3,
 arithmetic n = 2) at budgets 0, 16, 32; the martingale run is the quick preset.
 
     .venv/bin/python benchmarks/resilience.py [--rate 0.2] [--seed 7] [--timeout 2]
@@ -28,9 +28,9 @@ from rich.table import Table
 from cotplan import calibrate
 from cotplan.backends.local import LocalModel
 from cotplan.backends.openai_compat import OpenAICompatibleBackend
-from cotplan.experiments import MARTINGALE_QUICK, BackendPredictor, martingale_gap
+from cotplan.backends.testing import FaultProxy
+from cotplan.research.experiments import MARTINGALE_QUICK, BackendPredictor, martingale_gap
 from cotplan.tasks import make_tasks
-from cotplan.testing import FaultProxy
 
 
 def client(model: LocalModel, url: str, timeout: float) -> OpenAICompatibleBackend:

@@ -39,11 +39,12 @@ if TYPE_CHECKING:
         Usage,
         connect,
     )
+    from cotplan.backends.tokens import count_tokens
     from cotplan.errors import CotplanError, InfeasibleTargetError
     from cotplan.generate.budgeted import BudgetedAnswer, budgeted_answer, budgeted_answers
-    from cotplan.generate.fewshot import Example, FewShotTemplate, load_examples
-    from cotplan.generate.permutation import AnswerDistribution, permutation_average
     from cotplan.intervals import Interval, percentile_interval
+    from cotplan.permutation.average import AnswerDistribution, permutation_average
+    from cotplan.permutation.fewshot import Example, FewShotTemplate, load_examples
     from cotplan.planner import (
         AdaptiveCertificate,
         BoundaryTest,
@@ -85,12 +86,11 @@ if TYPE_CHECKING:
     from cotplan.production.monitor import MonitorReport, monitor
     from cotplan.production.wrapper import capped
     from cotplan.tasks import TaskItem, drop_seen, list_families, load_tasks, make_tasks, save_tasks
-    from cotplan.tokens import count_tokens
     from cotplan.workflow import demo_setup, project_run_costs, run_demo
 
 _PUBLIC = {  # name: the module that defines it, imported on first use
     "AdaptiveCertificate": "cotplan.planner",
-    "AnswerDistribution": "cotplan.generate.permutation",
+    "AnswerDistribution": "cotplan.permutation.average",
     "Backend": "cotplan.backends",
     "BoundaryTest": "cotplan.planner",
     "Budget": "cotplan.planner",
@@ -105,8 +105,8 @@ _PUBLIC = {  # name: the module that defines it, imported on first use
     "Completion": "cotplan.backends",
     "CotplanError": "cotplan.errors",
     "EmpiricalTokens": "cotplan.pricing",
-    "Example": "cotplan.generate.fewshot",
-    "FewShotTemplate": "cotplan.generate.fewshot",
+    "Example": "cotplan.permutation.fewshot",
+    "FewShotTemplate": "cotplan.permutation.fewshot",
     "FixedCap": "cotplan.pricing",
     "InfeasibleTargetError": "cotplan.errors",
     "Interval": "cotplan.intervals",
@@ -141,16 +141,16 @@ _PUBLIC = {  # name: the module that defines it, imported on first use
     "cost_of": "cotplan.pricing",
     "cost_of_completion": "cotplan.pricing",
     "cost_of_text": "cotplan.pricing",
-    "count_tokens": "cotplan.tokens",
+    "count_tokens": "cotplan.backends.tokens",
     "demo_setup": "cotplan.workflow",
     "drop_seen": "cotplan.tasks",
     "list_families": "cotplan.tasks",
-    "load_examples": "cotplan.generate.fewshot",
+    "load_examples": "cotplan.permutation.fewshot",
     "load_tasks": "cotplan.tasks",
     "make_tasks": "cotplan.tasks",
     "monitor": "cotplan.production.monitor",
     "percentile_interval": "cotplan.intervals",
-    "permutation_average": "cotplan.generate.permutation",
+    "permutation_average": "cotplan.permutation.average",
     "plan_from_calibration": "cotplan.planner",
     "prices": "cotplan.pricing",
     "project_costs": "cotplan.pricing",

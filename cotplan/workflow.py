@@ -157,7 +157,7 @@ def demo_setup(
     held-out items (seed `seed + 1`, minus any question calibration saw) at each of the
     family's two sizes; `count`/`held_out` None take the preset's. A lab backend
     (``lab:FAMILY``) is answered on its own family, sizes and budgets instead."""
-    from cotplan.lab.reasoning.tasks import lab_demo_items
+    from cotplan.research.lab.reasoning.tasks import lab_demo_items
     from cotplan.tasks import drop_seen, get_family, make_tasks
 
     if native_thinker(backend):

@@ -41,7 +41,7 @@ import altair as alt
 
 import cotplan
 from cotplan.charts import chart
-from cotplan.experiments import (
+from cotplan.research.experiments import (
     MARTINGALE_QUICK,
     BackendPredictor,
     laplace,
@@ -83,7 +83,7 @@ print(f"model requests used: {result.run.requests}, wall time {result.run.wall_s
 # predictor whose confidence swings with position (period 16).
 
 # %%
-from cotplan.experiments import PositionalBias
+from cotplan.research.experiments import PositionalBias
 
 planted = PositionalBias(amplitude=0.5, period=16, mode="temperature")
 planted_gaps = martingale_gap(

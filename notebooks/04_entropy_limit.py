@@ -37,7 +37,7 @@ import altair as alt
 
 import cotplan
 from cotplan.charts import chart
-from cotplan.experiments import (
+from cotplan.research.experiments import (
     ENTROPY_QUICK,
     BackendPredictor,
     entropy_efficiency,

@@ -37,7 +37,7 @@ import pandas as pd
 
 import cotplan
 from cotplan.charts.permutation import orderings_chart
-from cotplan.generate.permutation import permutation_average
+from cotplan.permutation.average import permutation_average
 
 alt.renderers.enable("png")  # renders with no network
 backend = cotplan.connect(backend_spec, base_url=base_url)

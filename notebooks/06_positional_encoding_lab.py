@@ -41,9 +41,9 @@ import numpy as np
 import pandas as pd
 
 from cotplan.charts import chart
-from cotplan.experiments import random_orderings, reproduction_report
-from cotplan.lab.ablation import pe_ablation
-from cotplan.lab.pe_trainer import train
+from cotplan.research.experiments import random_orderings, reproduction_report
+from cotplan.research.lab.ablation import pe_ablation
+from cotplan.research.lab.pe_trainer import train
 
 alt.renderers.enable("png")  # renders with no network
 pd.set_option("display.precision", 4)
@@ -126,7 +126,7 @@ report = reproduction_report(ablation.models["rope"], "quick", seed)
 report.to_frame()[["experiment", "claim", "paper", "measured", "verdict", "holds"]]
 
 # %% [markdown]
-# The verdicts come from `cotplan.experiments.verdicts`: a lab transformer can test the
+# The verdicts come from `cotplan.research.experiments.verdicts`: a lab transformer can test the
 # structural claims, not GPT-3's magnitudes (those read *not comparable (model)*); the tally
 # counts each category apart.
 

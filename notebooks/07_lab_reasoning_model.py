@@ -22,7 +22,7 @@
 # the answer is forced. cotplan's own calibration, planner and held-out check run on it
 # unchanged, and their output can be held against that ground truth.
 #
-# The models ship with cotplan (`cotplan/lab/reasoning/weights/`): nothing trains here. The
+# The models ship with cotplan (`cotplan/research/lab/reasoning/weights/`): nothing trains here. The
 # tiny preset (sizes 2 to 5) runs in seconds; `preset = "standard"` (sizes up to 16) gives the
 # study in docs/lab-reasoning.md. Section 6 shows the two models added in round two: an
 # over-thinker that goes on long after its answer is settled, and the lamp, where every step
@@ -38,16 +38,16 @@ import altair as alt
 import torch
 
 import cotplan
-from cotplan.charts.lab_reasoning import budget_law_chart, error_grid_chart
 from cotplan.generate import budgeted_answer
-from cotplan.lab.reasoning import (
+from cotplan.research.charts.lab_reasoning import budget_law_chart, error_grid_chart
+from cotplan.research.lab.reasoning import (
     get_lab_family,
     load_or_train,
     make_lab_tasks,
     reasoning_study,
     solve,
 )
-from cotplan.lab.reasoning.study import STUDY_PRESETS
+from cotplan.research.lab.reasoning.study import STUDY_PRESETS
 
 alt.renderers.enable("png")  # renders with no network
 torch.set_num_threads(threads)
@@ -201,8 +201,8 @@ print(uncapped.reasoning.strip())
 # falls gradually with every step. `mechanism_error` is that curve, exactly.
 
 # %%
-from cotplan.lab.reasoning.logloss import logloss_study
-from cotplan.lab.reasoning.tasks import mechanism_error
+from cotplan.research.lab.reasoning.logloss import logloss_study
+from cotplan.research.lab.reasoning.tasks import mechanism_error
 
 print([round(mechanism_error("lamp", 16, k), 3) for k in range(0, 49, 6)])
 
@@ -240,7 +240,7 @@ law.budgets.round(2)
 # seeds"), so the linear law is this model's, not yet the recipe's.
 
 # %%
-from cotplan.lab.reasoning.logloss import in_domain
+from cotplan.research.lab.reasoning.logloss import in_domain
 
 long_lamp = cotplan.connect("lab:lamp", preset="long")
 print("trace written exactly:", long_lamp.lab.meta["trace_exact"])

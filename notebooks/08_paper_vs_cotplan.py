@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from cotplan.experiments.verdicts import MEANINGS, MODEL_CLAIM_VERDICTS
+from cotplan.research.experiments.verdicts import MEANINGS, MODEL_CLAIM_VERDICTS
 
 
 def stored(name: str) -> Path:

@@ -17,9 +17,9 @@ from typer.testing import CliRunner
 
 import cotplan
 import cotplan.charts
-import cotplan.lab
-import cotplan.lab.reasoning
-import cotplan.reproduction
+import cotplan.research.lab
+import cotplan.research.lab.reasoning
+import cotplan.research.reproduction
 from cotplan.cli import app
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
@@ -43,7 +43,12 @@ def api_markdown() -> str:
         "",
     ]
     lines += _module_section(cotplan, "cotplan", level="##")
-    for module in (cotplan.charts, cotplan.reproduction, cotplan.lab, cotplan.lab.reasoning):
+    for module in (
+        cotplan.charts,
+        cotplan.research.reproduction,
+        cotplan.research.lab,
+        cotplan.research.lab.reasoning,
+    ):
         lines += [f"# `{module.__name__}`", "", _first_paragraph(module.__doc__), ""]
         lines += _module_section(module, module.__name__, level="##")
     return "\n".join(lines).rstrip() + "\n"

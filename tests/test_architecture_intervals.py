@@ -1,5 +1,5 @@
 """One interval type and one percentile helper (the old names `cotplan.planner.ConfidenceInterval`
-and `cotplan.generate.permutation.ProbabilityInterval` are gone: see CHANGELOG.md)."""
+and `cotplan.permutation.average.ProbabilityInterval` are gone: see CHANGELOG.md)."""
 
 from __future__ import annotations
 
@@ -8,20 +8,20 @@ import math
 import numpy as np
 import pytest
 
-from cotplan.experiments import Interval as ExperimentInterval
-from cotplan.experiments._stats import percentile_interval as experiments_percentile
 from cotplan.intervals import Interval, percentile_interval
 from cotplan.planner.data import _percentile as planner_percentile
 from cotplan.planner.run import wilson_interval
+from cotplan.research.experiments import Interval as ExperimentInterval
+from cotplan.research.experiments._stats import percentile_interval as experiments_percentile
 
 
 def test_every_interval_name_is_the_one_type() -> None:
-    import cotplan.generate.permutation
+    import cotplan.permutation.average
     import cotplan.planner
 
     assert ExperimentInterval is Interval
     assert not hasattr(cotplan.planner, "ConfidenceInterval")
-    assert not hasattr(cotplan.generate.permutation, "ProbabilityInterval")
+    assert not hasattr(cotplan.permutation.average, "ProbabilityInterval")
     assert experiments_percentile is percentile_interval
 
 

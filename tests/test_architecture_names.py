@@ -10,15 +10,16 @@ pytest.importorskip("torch")
 
 
 def test_the_pe_trainers_old_module_name_is_gone() -> None:
-    # `cotplan.lab.bernoulli` was an alias of `cotplan.lab.pe_trainer` in 0.1 (CHANGELOG.md).
+    # `cotplan.research.lab.bernoulli` was an alias of `cotplan.research.lab.pe_trainer` in 0.1
+    # (CHANGELOG.md).
     with pytest.raises(ModuleNotFoundError):
-        importlib.import_module("cotplan.lab.bernoulli")
+        importlib.import_module("cotplan.research.lab.bernoulli")
 
 
 def test_the_two_training_settings_have_two_names() -> None:
-    import cotplan.lab
-    from cotplan.lab.reasoning.settings import TrainSettings as ReasoningSettings
+    import cotplan.research.lab
+    from cotplan.research.lab.reasoning.settings import TrainSettings as ReasoningSettings
 
-    assert cotplan.lab.PETrainSettings is cotplan.lab.TrainSettings
-    assert cotplan.lab.PETrainSettings is not ReasoningSettings
-    assert cotplan.lab.PETrainSettings.__name__ == "PETrainSettings"
+    assert cotplan.research.lab.PETrainSettings is cotplan.research.lab.TrainSettings
+    assert cotplan.research.lab.PETrainSettings is not ReasoningSettings
+    assert cotplan.research.lab.PETrainSettings.__name__ == "PETrainSettings"

@@ -28,10 +28,10 @@ from cotplan.backends.base import (
 from cotplan.backends.budgets import rule_for
 from cotplan.errors import CapabilityError
 from cotplan.generate.budgeted import budgeted_answer, resolve_mode
-from cotplan.generate.fewshot import as_examples
-from cotplan.generate.permutation import permutation_average
-from cotplan.generate.permutation_eval import score_every_ordering
-from cotplan.generate.scoring import token_pieces
+from cotplan.permutation.average import permutation_average
+from cotplan.permutation.evaluate import score_every_ordering
+from cotplan.permutation.fewshot import as_examples
+from cotplan.permutation.scoring import token_pieces
 from cotplan.tasks import TaskItem
 
 CHOICES = ["positive", "negative"]

@@ -20,13 +20,13 @@ from cotplan.backends.budgets import (
     request_fields,
     rule_for_model,
 )
+from cotplan.backends.known_models import MODEL_FAMILIES, family_of
 from cotplan.backends.openai_compat import OpenAICompatibleBackend, is_reasoning_model
 from cotplan.backends.registry import ConnectRequest, connect, providers, register_provider
+from cotplan.backends.tokens import encoding_name_for
 from cotplan.errors import InputError, UnknownModelError
 from cotplan.generate.budgeted import CHAT_TEMPLATES, budgeted_answer, template_for
-from cotplan.model_registry import MODEL_FAMILIES, family_of
 from cotplan.tasks import TaskItem
-from cotplan.tokens import encoding_name_for
 
 ITEM = TaskItem(id="q1", prompt="What is 3 + 4 + 8?", answer="15", kind="integer", n=3)
 
@@ -54,7 +54,7 @@ def test_the_price_table_has_api_models_to_check() -> None:
 @pytest.mark.parametrize("row", API_ROWS, ids=lambda r: r["model"])
 def test_every_priced_api_model_resolves_to_a_budget_rule(row: dict[str, str]) -> None:
     family = family_of(row["model"])
-    assert family is not None, f"{row['model']} has no family in cotplan.model_registry"
+    assert family is not None, f"{row['model']} has no family in cotplan.backends.known_models"
     assert family.vendor == row["provider"]
     assert family.budget_rule in BUDGET_RULES
     assert rule_for_model(row["provider"], row["model"]).name == family.budget_rule
@@ -215,9 +215,9 @@ def test_the_lab_registers_itself_and_bare_names_go_to_the_openai_client() -> No
 def test_plugins_are_found_by_their_entry_points(monkeypatch: pytest.MonkeyPatch) -> None:
     module = importlib.import_module("cotplan.backends.registry")
     declared = importlib.metadata.entry_points(group="cotplan.backends")
-    assert {entry.name: entry.value for entry in declared}["lab"] == "cotplan.lab"
+    assert {entry.name: entry.value for entry in declared}["lab"] == "cotplan.research.lab"
     # The lab is found through its entry point, not by a name written into connect.
-    assert '"cotplan.lab"' not in inspect.getsource(module)
+    assert '"cotplan.research.lab"' not in inspect.getsource(module)
     plugin = importlib.metadata.EntryPoint(
         name="plug", value="cotplan.backends.registry:_openai", group="cotplan.backends"
     )

@@ -83,7 +83,7 @@ def no_model_calls() -> Iterator[list[str]]:
         return None
 
     from cotplan.backends import openai_compat
-    from cotplan.lab.reasoning import backend as lab
+    from cotplan.research.lab.reasoning import backend as lab
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(socket.socket, "connect", connect)
@@ -523,7 +523,7 @@ API_CASES += [
             ("`model`", "no-such-model")),
     ApiCase("models.pull of a path", lambda d: _pull("../../etc/passwd"), ("`model`",)),
     ApiCase("a fault proxy off loopback",
-            lambda d: __import__("cotplan.testing").testing.FaultProxy("http://10.0.0.1:8/v1"),
+            lambda d: __import__("cotplan.backends.testing").backends.testing.FaultProxy("http://10.0.0.1:8/v1"),
             ("`upstream`", "loopback")),
     ApiCase("the embedded model's backend pointed off loopback",
             lambda d: __import__("cotplan").LocalModel().backend(base_url="http://10.0.0.1:8/v1"),
@@ -836,7 +836,7 @@ CASES += [
 
 
 def _falck_with_few_null_draws() -> object:
-    from cotplan.experiments import falck_tests, laplace
+    from cotplan.research.experiments import falck_tests, laplace
 
     return falck_tests(laplace(), n_null=500)
 
@@ -954,13 +954,13 @@ CASES += [
 
 
 def _lab_mechanism(k: int) -> object:
-    from cotplan.lab.reasoning.tasks import mechanism_error
+    from cotplan.research.lab.reasoning.tasks import mechanism_error
 
     return mechanism_error("lamp", 4, k)
 
 
 def _lab_items(n: int) -> object:
-    from cotplan.lab.reasoning.tasks import make_lab_tasks
+    from cotplan.research.lab.reasoning.tasks import make_lab_tasks
 
     return make_lab_tasks("lamp", n=n, count=1)
 

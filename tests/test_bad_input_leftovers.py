@@ -249,7 +249,7 @@ def test_a_file_in_place_of_a_folder_in_cotplan_home_names_it(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from cotplan.backends.local import LocalModel
-    from cotplan.lab.store import lab_dir
+    from cotplan.research.lab.store import lab_dir
 
     monkeypatch.setenv("COTPLAN_HOME", str(tmp_path))
     (tmp_path / name).write_text("x")

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from cotplan.errors import InputError
-from cotplan.experiments.bayes_expectation import bayes_in_expectation
-from cotplan.experiments.predictors import BetaBernoulli, FloatArray, Predictor, laplace
-from cotplan.experiments.priors import fit_beta_prior
+from cotplan.research.experiments.bayes_expectation import bayes_in_expectation
+from cotplan.research.experiments.predictors import BetaBernoulli, FloatArray, Predictor, laplace
+from cotplan.research.experiments.priors import fit_beta_prior
 
 
 class Affine(Predictor):

@@ -10,8 +10,8 @@ from typer.testing import CliRunner
 
 from cotplan.backends.cache import CallCache
 from cotplan.backends.openai_compat import OpenAICompatibleBackend
+from cotplan.backends.testing import ScriptedEndpoint
 from cotplan.cli import app, main
-from cotplan.testing import ScriptedEndpoint
 
 runner = CliRunner()
 

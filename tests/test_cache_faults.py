@@ -19,8 +19,8 @@ import pytest
 
 from cotplan.backends.cache import CallCache, DamagedCacheWarning, endpoint_namespace
 from cotplan.backends.openai_compat import OpenAICompatibleBackend, check_recorded_row
+from cotplan.backends.testing import Answer, ScriptedEndpoint, echo_answer
 from cotplan.errors import ResponseFormatError
-from cotplan.testing import Answer, ScriptedEndpoint, echo_answer
 
 # The openai SDK's models warn when they serialise the wrong types these tests send on purpose.
 pytestmark = pytest.mark.filterwarnings("ignore:Pydantic serializer warnings:UserWarning")

@@ -8,8 +8,8 @@ import pytest
 
 from cotplan import charts
 from cotplan.errors import InputError
-from cotplan.experiments.order import ORDER_QUICK, order_variance
-from cotplan.experiments.predictors import Recency
+from cotplan.research.experiments.order import ORDER_QUICK, order_variance
+from cotplan.research.experiments.predictors import Recency
 
 
 def test_save_writes_the_chart_beside_the_tables(tmp_path: Path) -> None:

@@ -14,8 +14,8 @@ import pytest
 import vl_convert as vlc
 
 from cotplan.charts import chart
-from cotplan.charts.experiments import debias_chart, entropy_chart, martingale_chart
-from cotplan.experiments import (
+from cotplan.research.charts.experiments import debias_chart, entropy_chart, martingale_chart
+from cotplan.research.experiments import (
     ENTROPY_QUICK,
     MARTINGALE_QUICK,
     Recency,
@@ -24,8 +24,8 @@ from cotplan.experiments import (
     martingale_gap,
     positional_debias,
 )
-from cotplan.experiments.debias import DebiasResult
-from cotplan.experiments.martingale import MartingaleResult
+from cotplan.research.experiments.debias import DebiasResult
+from cotplan.research.experiments.martingale import MartingaleResult
 
 #: Channels that draw an axis or a legend, and so need a title a reader can read.
 TITLED = ("x", "y", "color", "strokeDash", "size", "shape")
@@ -174,7 +174,7 @@ def test_chart_dispatch_draws_the_fixed_charts(gaps: MartingaleResult) -> None:
 @pytest.fixture(scope="module")
 def study() -> Any:
     torch = pytest.importorskip("torch")
-    from cotplan.lab.reasoning import LabBackend, load_or_train, reasoning_study
+    from cotplan.research.lab.reasoning import LabBackend, load_or_train, reasoning_study
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -190,7 +190,7 @@ def study() -> Any:
 @pytest.mark.slow
 class TestLabReasoningCharts:
     def test_error_grid_has_intervals_and_item_counts(self, study: Any) -> None:
-        from cotplan.charts.lab_reasoning import error_grid_chart
+        from cotplan.research.charts.lab_reasoning import error_grid_chart
 
         spec = error_grid_chart(study).to_dict()
         assert untitled(spec) == []
@@ -208,7 +208,7 @@ class TestLabReasoningCharts:
         renders(error_grid_chart(study))
 
     def test_budget_law_chart_tells_its_lines_apart_and_fits_its_axes(self, study: Any) -> None:
-        from cotplan.charts.lab_reasoning import budget_law_chart
+        from cotplan.research.charts.lab_reasoning import budget_law_chart
 
         spec = budget_law_chart(study).to_dict()
         assert untitled(spec) == []

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from cotplan.backends.testing import HangAfter, ScriptedEndpoint
 from cotplan.cli import main
-from cotplan.testing import HangAfter, ScriptedEndpoint
 
 #: A key of no known shape: only the process's own knowledge of it can mask it.
 CANARY = "canary7f3a9c1e5b2d4f60a8e1"

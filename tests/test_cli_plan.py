@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 from cotplan.cli import app, main
 from cotplan.cli.plan import parse_ints
 from cotplan.errors import InputError
+from cotplan.io.reports import ChartNotSavedWarning
 from cotplan.planner.run import SCHEMA_VERSION, SavedPlan
-from cotplan.reports import ChartNotSavedWarning
 
 runner = CliRunner()
 

@@ -7,8 +7,8 @@ import pytest
 import vl_convert as vlc
 
 from cotplan.charts import chart
-from cotplan.experiments import PRESETS, Recency, laplace
-from cotplan.experiments.order import order_variance
+from cotplan.research.experiments import PRESETS, Recency, laplace
+from cotplan.research.experiments.order import order_variance
 
 
 def _render(result: object) -> tuple[str, bytes]:

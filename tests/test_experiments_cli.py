@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 
 from cotplan.cli import app, main
 from cotplan.errors import InputError
-from cotplan.experiments import exact_predictor
+from cotplan.research.experiments import exact_predictor
 
 runner = CliRunner()
 

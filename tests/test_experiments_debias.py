@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from cotplan.errors import InputError
-from cotplan.experiments.debias import positional_debias
-from cotplan.experiments.martingale import martingale_gap, paper_grid
-from cotplan.experiments.predictors import PositionalBias, laplace
+from cotplan.research.experiments.debias import positional_debias
+from cotplan.research.experiments.martingale import martingale_gap, paper_grid
+from cotplan.research.experiments.predictors import PositionalBias, laplace
 
 
 def _synthetic(period: float, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -97,7 +97,7 @@ def test_validation() -> None:
 
 
 def test_nested_gap_data_uses_the_even_grid_unless_asked(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from cotplan.experiments.martingale import read_gaps
+    from cotplan.research.experiments.martingale import read_gaps
 
     r = martingale_gap(laplace(), [10, 12, 14, 40], n_sequences=20, n_boot=100)
     r.save(tmp_path)

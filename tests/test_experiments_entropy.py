@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from cotplan.errors import InputError
-from cotplan.experiments.entropy import (
+from cotplan.research.experiments.entropy import (
     ENTROPY_QUICK,
     _limit_flags,
     bayes_limit,
@@ -17,8 +17,10 @@ from cotplan.experiments.entropy import (
     first_reaching,
     laplace_threshold_table,
 )
-from cotplan.experiments.entropy_exact import expected_prior_entropy as _expected_prior_entropy
-from cotplan.experiments.predictors import BetaBernoulli, ClippedMLE, Oracle, kt, laplace
+from cotplan.research.experiments.entropy_exact import (
+    expected_prior_entropy as _expected_prior_entropy,
+)
+from cotplan.research.experiments.predictors import BetaBernoulli, ClippedMLE, Oracle, kt, laplace
 
 
 def test_binary_entropy_and_prior_mean() -> None:

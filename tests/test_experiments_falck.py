@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from cotplan.errors import InputError
-from cotplan.experiments.falck import FALCK_QUICK, falck_tests, path_statistics
-from cotplan.experiments.predictors import Recency, kt, laplace
+from cotplan.research.experiments.falck import FALCK_QUICK, falck_tests, path_statistics
+from cotplan.research.experiments.predictors import Recency, kt, laplace
 
 SMALL = {
     "thetas": (0.3, 0.7),

@@ -6,14 +6,14 @@ import numpy as np
 import pytest
 
 from cotplan.errors import InputError
-from cotplan.experiments.martingale import (
+from cotplan.research.experiments.martingale import (
     MARTINGALE_QUICK,
     gap_matrix,
     martingale_gap,
     paper_grid,
     read_gaps,
 )
-from cotplan.experiments.predictors import PositionalBias, kt, laplace
+from cotplan.research.experiments.predictors import PositionalBias, kt, laplace
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cotplan.experiments import (
+from cotplan.research.experiments import (
     ENTROPY_QUICK,
     FALCK_QUICK,
     MARTINGALE_QUICK,
@@ -102,7 +102,7 @@ def test_planted_and_exact_predictors_do_not_outscore_the_model(
 ) -> None:
     """On claims about models, a 12-line recency predictor and exact Laplace must not score more
     "reproduced" rows than a real model: before the verdicts were separated, recency did."""
-    from cotplan.experiments import Recency, laplace
+    from cotplan.research.experiments import Recency, laplace
 
     model = quick_report
     claims = model.model_claims()

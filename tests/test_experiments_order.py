@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from cotplan.errors import InputError
-from cotplan.experiments.order import ORDER_FULL, ORDER_QUICK, order_variance
-from cotplan.experiments.predictors import ClippedMLE, Recency, kt, laplace
+from cotplan.research.experiments.order import ORDER_FULL, ORDER_QUICK, order_variance
+from cotplan.research.experiments.predictors import ClippedMLE, Recency, kt, laplace
 
 
 @pytest.mark.parametrize("predictor", [laplace(), kt(), ClippedMLE(), Recency(1.0)])

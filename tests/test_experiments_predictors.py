@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from cotplan.backends.base import Backend, Completion, NextTokenProbs
 from cotplan.errors import InputError, ResponseFormatError
-from cotplan.experiments.predictors import (
+from cotplan.research.experiments.predictors import (
     BackendPredictor,
     BetaBernoulli,
     ClippedMLE,
@@ -173,7 +173,7 @@ def test_openai_compatible_clients_score_all_positions_only_where_declared() -> 
 
 
 def test_specs_name_the_exact_references_and_p() -> None:
-    from cotplan.experiments import exact_predictor, open_predictor, read_p
+    from cotplan.research.experiments import exact_predictor, open_predictor, read_p
 
     assert exact_predictor("recency:0.8").name == Recency(0.8).name  # type: ignore[union-attr]
     assert exact_predictor("openai:gpt-4o-mini") is None

@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cotplan.errors import InputError
-from cotplan.experiments import fit_beta_prior
-from cotplan.experiments.predictors import laplace
-from cotplan.experiments.priors import refit_max_gaps
+from cotplan.research.experiments import fit_beta_prior
+from cotplan.research.experiments.predictors import laplace
+from cotplan.research.experiments.priors import refit_max_gaps
 
 
 def test_the_issues_averaged_predictions_are_a_bayesian_with_a_strong_prior() -> None:

@@ -7,14 +7,14 @@ import math
 import pytest
 
 from cotplan.errors import InputError
-from cotplan.experiments.predictors import Recency, laplace
-from cotplan.experiments.report import (
+from cotplan.research.experiments.predictors import Recency, laplace
+from cotplan.research.experiments.report import (
     PRESETS,
     cot_example_rows,
     planned_predictions,
     reproduction_report,
 )
-from cotplan.experiments.verdicts import VERDICTS
+from cotplan.research.experiments.verdicts import VERDICTS
 
 
 def test_cot_worked_example_arithmetic() -> None:
@@ -74,8 +74,8 @@ def test_report_subset_and_validation() -> None:
 @pytest.mark.slow
 def test_the_report_can_test_the_cot_law_on_a_lab_model() -> None:
     pytest.importorskip("torch")
-    from cotplan.experiments import laplace
-    from cotplan.reproduction import reproduction_report
+    from cotplan.research.experiments import laplace
+    from cotplan.research.reproduction import reproduction_report
 
     report = reproduction_report(
         laplace(), "quick", experiments=("order",), cot_lab=("parity",), cot_lab_preset="tiny"

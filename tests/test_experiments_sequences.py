@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cotplan.errors import InputError
-from cotplan.experiments.sequences import (
+from cotplan.research.experiments.sequences import (
     balanced_sequences,
     bernoulli_sequences,
     beta_bernoulli_sequences,

@@ -11,15 +11,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cotplan.errors import InputError
-from cotplan.experiments import Interval, ReportRow
-from cotplan.experiments.entropy import entropy_efficiency
-from cotplan.experiments.falck import falck_tests, path_statistics, t1_null
-from cotplan.experiments.falck_stats import exact_p as _exact_p
-from cotplan.experiments.falck_stats import outside as _outside
-from cotplan.experiments.order import ORDER_QUICK, order_variance
-from cotplan.experiments.predictors import BetaBernoulli, Recency, kt, laplace
-from cotplan.experiments.report import check_params
-from cotplan.experiments.verdicts import (
+from cotplan.research.experiments import Interval, ReportRow
+from cotplan.research.experiments.entropy import entropy_efficiency
+from cotplan.research.experiments.falck import falck_tests, path_statistics, t1_null
+from cotplan.research.experiments.falck_stats import exact_p as _exact_p
+from cotplan.research.experiments.falck_stats import outside as _outside
+from cotplan.research.experiments.order import ORDER_QUICK, order_variance
+from cotplan.research.experiments.predictors import BetaBernoulli, Recency, kt, laplace
+from cotplan.research.experiments.report import check_params
+from cotplan.research.experiments.verdicts import (
     MODEL_CLAIM_VERDICTS,
     VERDICTS,
     as_control,
@@ -236,7 +236,7 @@ def test_check_params_validates_without_a_model() -> None:
 
 
 def test_every_row_of_every_experiment_uses_the_vocabulary() -> None:
-    from cotplan.experiments.report import reproduction_report
+    from cotplan.research.experiments.report import reproduction_report
 
     report = reproduction_report(Recency(0.8), "quick", experiments=("order", "entropy"))
     assert set(report.to_frame()["verdict"]) <= set(VERDICTS)
@@ -270,9 +270,9 @@ def test_a_t3_slope_interval_that_holds_zero_too_is_not_a_reproduction() -> None
 
 
 def test_rows_that_say_they_are_cotplans_own_check_carry_that_verdict() -> None:
-    from cotplan.reproduction import _own_check
+    from cotplan.research.reproduction import _own_check
 
-    # The lab k* study's row (cotplan.lab.reasoning.study) as it reads today.
+    # The lab k* study's row (cotplan.research.lab.reasoning.study) as it reads today.
     met = ReportRow(
         "cot-lab",
         "planned k* meets ε = 0.1 on held-out lab-parity items",
@@ -391,7 +391,7 @@ def test_the_99_percent_rule_needs_the_interval_at_20_to_settle(entropy_model) -
 
 
 def test_the_gap_form_rule_needs_one_form_to_win_for_either_verdict() -> None:
-    from cotplan.experiments.martingale import MARTINGALE_QUICK, martingale_gap
+    from cotplan.research.experiments.martingale import MARTINGALE_QUICK, martingale_gap
 
     base = _model_run(martingale_gap(laplace(), **MARTINGALE_QUICK))
 
@@ -406,7 +406,7 @@ def test_the_gap_form_rule_needs_one_form_to_win_for_either_verdict() -> None:
 
 
 def test_bayes_in_expectation_is_judged_against_the_fitted_prior() -> None:
-    from cotplan.experiments.priors import fit_beta_prior
+    from cotplan.research.experiments.priors import fit_beta_prior
 
     base = _model_run(order_variance(Recency(0.9), **ORDER_QUICK))
     claim_row = 4
@@ -491,7 +491,7 @@ def test_no_violation_refutes_only_when_the_bands_could_have_shown_one() -> None
 
 
 def test_the_debias_period_row_without_significance_needs_the_share_excluded() -> None:
-    from cotplan.experiments.debias import positional_debias
+    from cotplan.research.experiments.debias import positional_debias
 
     n = np.arange(10, 199, 2, dtype=float)
     gaps = 1.0 / n + np.random.default_rng(5).normal(0, 0.002, n.size)
@@ -520,7 +520,7 @@ def test_the_debias_period_row_without_significance_needs_the_share_excluded() -
 def test_a_debias_magnitude_that_holds_the_papers_value_is_not_testable() -> None:
     """The full run's variance change, −2.0% [−19.7%, +2.7%], holds the paper's −14.1%: with
     or without a period it is "not testable", never "not comparable"."""
-    from cotplan.experiments.debias import positional_debias
+    from cotplan.research.experiments.debias import positional_debias
 
     n = np.arange(10, 199, 2, dtype=float)
     gaps = 1.0 / n + np.random.default_rng(5).normal(0, 0.002, n.size)

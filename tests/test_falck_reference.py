@@ -14,9 +14,9 @@ import pytest
 import scipy.stats as stats
 
 from cotplan.errors import InputError
-from cotplan.experiments import falck_reference
-from cotplan.experiments.falck import FALCK_QUICK, falck_tests
-from cotplan.experiments.falck_reference import (
+from cotplan.research.experiments import falck_reference
+from cotplan.research.experiments.falck import FALCK_QUICK, falck_tests
+from cotplan.research.experiments.falck_reference import (
     BS_K_EU,
     BS_K_MP,
     COMMIT,
@@ -28,7 +28,7 @@ from cotplan.experiments.falck_reference import (
     multi_acf_diff,
     remove_outliers_abs,
 )
-from cotplan.experiments.predictors import BetaBernoulli, Recency, laplace
+from cotplan.research.experiments.predictors import BetaBernoulli, Recency, laplace
 
 # --- Test-only transcription of meta-inf/bayes_icl (MIT License, Copyright (c) 2024 The Authors)
 # https://github.com/meta-inf/bayes_icl/blob/9e9d544ac464ade1c119c514393fa9d3c03acfe8/plotting.py

@@ -24,14 +24,14 @@ from cotplan.backends.cache import CallCache
 from cotplan.backends.keys import scrub_secrets
 from cotplan.backends.openai_compat import OpenAICompatibleBackend
 from cotplan.backends.parsing import read_usage
+from cotplan.backends.testing import Answer, ScriptedEndpoint, echo_answer
 from cotplan.errors import (
     APIStatusError,
     RateLimitError,
     ResponseFormatError,
     ServerUnreachableError,
 )
-from cotplan.generate.scoring import sample_prompt
-from cotplan.testing import Answer, ScriptedEndpoint, echo_answer
+from cotplan.permutation.scoring import sample_prompt
 
 # The openai SDK's models warn when they serialise the wrong types these tests send on purpose.
 pytestmark = pytest.mark.filterwarnings("ignore:Pydantic serializer warnings:UserWarning")

@@ -119,7 +119,7 @@ def lab() -> Iterator[Backend]:
 
 
 def _lab_items() -> list[TaskItem]:
-    from cotplan.lab.reasoning import make_lab_tasks
+    from cotplan.research.lab.reasoning import make_lab_tasks
 
     return make_lab_tasks("lab-parity-overthink", n=8, count=6, seed=3)
 

@@ -13,12 +13,12 @@ import pytest
 
 from cotplan.backends import connect
 from cotplan.backends.base import Backend, Completion, NextTokenProbs, Prompt, Usage
+from cotplan.backends.known_models import PROTOCOL_NAMES
 from cotplan.backends.openai_compat import parse_completion
 from cotplan.errors import InputError
 from cotplan.generate import budgeted_answer
 from cotplan.generate.budgeted import driven_as
 from cotplan.generate.protocols import PROTOCOLS, protocol_for, resolve_protocol, split_reasoning
-from cotplan.model_registry import PROTOCOL_NAMES
 from cotplan.tasks import TaskItem
 
 ITEM = TaskItem(id="q1", prompt="What is 3 + 4?", answer="7", kind="integer", n=2)

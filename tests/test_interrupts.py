@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from cotplan.backends.base import Backend, Completion, NextTokenProbs, Prompt
-from cotplan.testing import HangAfter, ScriptedEndpoint, echo_answer
+from cotplan.backends.testing import HangAfter, ScriptedEndpoint, echo_answer
 
 #: Requests the endpoint answers before it hangs.
 ANSWERED = 3

@@ -15,13 +15,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import stats
 
-from cotplan.lab.reasoning.kstar_reading import (
+from cotplan.research.lab.reasoning.kstar_reading import (
     first_index,
     raw_first_budget,
     robust_first_budget,
     smoothed_gap,
 )
-from cotplan.lab.reasoning.premise import PREMISE_LEVEL, premise_test
+from cotplan.research.lab.reasoning.premise import PREMISE_LEVEL, premise_test
 
 # A monotone (non-increasing) gap curve on an evenly spaced grid of budgets.
 monotone_gaps = st.lists(st.floats(0.0, 1.0, allow_nan=False), min_size=3, max_size=40).map(
@@ -214,7 +214,7 @@ def _law_frame(shape: str) -> pd.DataFrame:
 
 
 def test_the_law_reads_both_k_stars_and_words_a_failed_premise() -> None:
-    from cotplan.lab.reasoning.logloss import _curve_rows, law_verdict
+    from cotplan.research.lab.reasoning.logloss import _curve_rows, law_verdict
 
     vocab = 402
     tables = _curve_rows(_law_frame("concave"), (0.5, 0.4, 0.1), 60, 0, vocab)

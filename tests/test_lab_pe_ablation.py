@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch")
 
 from cotplan.cli import app, main  # noqa: E402
 from cotplan.errors import InputError  # noqa: E402
-from cotplan.lab.ablation import PEAblationResult, pe_ablation  # noqa: E402
+from cotplan.research.lab.ablation import PEAblationResult, pe_ablation  # noqa: E402
 
 #: Seconds: two tiny encodings plus the ordinary decoder (the quick preset), short evaluation.
 SMALL = {
@@ -174,7 +174,7 @@ TINY_SEEDS = {
 
 
 def test_seeds_give_the_spread_across_training_seeds(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from cotplan.lab.ablation import pe_ablation_seeds
+    from cotplan.research.lab.ablation import pe_ablation_seeds
 
     spread = pe_ablation_seeds("quick", seeds=(0, 1, 2), **TINY_SEEDS)  # type: ignore[arg-type]
     assert spread.seeds == (0, 1, 2)
@@ -201,13 +201,13 @@ def test_seeds_give_the_spread_across_training_seeds(tmp_path) -> None:  # type:
 
 
 def _range(values: list[float]) -> str:
-    from cotplan.experiments import Interval
+    from cotplan.research.experiments import Interval
 
     return str(Interval(min(values), max(values)))
 
 
 def test_seeds_must_be_distinct_and_at_least_two() -> None:
-    from cotplan.lab.ablation import pe_ablation_seeds
+    from cotplan.research.lab.ablation import pe_ablation_seeds
 
     with pytest.raises(InputError, match="`seeds`: need at least 2 distinct"):
         pe_ablation_seeds("quick", seeds=(3, 3))

@@ -8,7 +8,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from cotplan.errors import InputError  # noqa: E402
-from cotplan.experiments import (  # noqa: E402
+from cotplan.research.experiments import (  # noqa: E402
     ENTROPY_QUICK,
     FALCK_QUICK,
     MARTINGALE_QUICK,
@@ -21,9 +21,9 @@ from cotplan.experiments import (  # noqa: E402
     positional_debias,
     random_orderings,
 )
-from cotplan.lab.pe_trainer import LabModel, train  # noqa: E402
-from cotplan.lab.predictor import TransformerPredictor  # noqa: E402
-from cotplan.lab.transformer import TinyTransformer, TransformerConfig  # noqa: E402
+from cotplan.research.lab.pe_trainer import LabModel, train  # noqa: E402
+from cotplan.research.lab.predictor import TransformerPredictor  # noqa: E402
+from cotplan.research.lab.transformer import TinyTransformer, TransformerConfig  # noqa: E402
 
 #: The quick preset at seed 0, as in the ablation tests: one session trains each model once.
 TINY = {"preset": "quick", "threads": 1}

@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 torch = pytest.importorskip("torch")
 
 from cotplan.errors import InputError  # noqa: E402
-from cotplan.experiments.predictors import Predictor  # noqa: E402
-from cotplan.experiments.sequences import beta_bernoulli_sequences  # noqa: E402
-from cotplan.lab import store  # noqa: E402
-from cotplan.lab.pe_trainer import (  # noqa: E402
+from cotplan.research.experiments.predictors import Predictor  # noqa: E402
+from cotplan.research.experiments.sequences import beta_bernoulli_sequences  # noqa: E402
+from cotplan.research.lab import store  # noqa: E402
+from cotplan.research.lab.pe_trainer import (  # noqa: E402
     STORE_KIND,
     EvalPoint,
     LabModel,

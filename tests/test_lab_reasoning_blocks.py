@@ -15,11 +15,11 @@ import pytest
 
 from cotplan.cli import main
 from cotplan.errors import InputError
-from cotplan.lab.reasoning.data import training_sequence
-from cotplan.lab.reasoning.families import block_size, block_trace
-from cotplan.lab.reasoning.logloss import answer_candidates, budget_grid
-from cotplan.lab.reasoning.settings import settings_for
-from cotplan.lab.reasoning.tasks import (
+from cotplan.research.lab.reasoning.data import training_sequence
+from cotplan.research.lab.reasoning.families import block_size, block_trace
+from cotplan.research.lab.reasoning.logloss import answer_candidates, budget_grid
+from cotplan.research.lab.reasoning.settings import settings_for
+from cotplan.research.lab.reasoning.tasks import (
     blind_error,
     distinct_questions,
     get_lab_family,
@@ -28,7 +28,7 @@ from cotplan.lab.reasoning.tasks import (
     mechanism_error,
     solve,
 )
-from cotplan.lab.reasoning.tokenizer import MAX_N, default_tokenizer
+from cotplan.research.lab.reasoning.tokenizer import MAX_N, default_tokenizer
 
 
 def test_blocks_by_hand() -> None:

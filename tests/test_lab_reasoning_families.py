@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from cotplan.errors import InputError
-from cotplan.lab.reasoning.data import training_sequence
-from cotplan.lab.reasoning.logloss import (
+from cotplan.research.lab.reasoning.data import training_sequence
+from cotplan.research.lab.reasoning.logloss import (
     _curve_rows,
     _eps_form,
     answer_candidates,
@@ -21,7 +21,7 @@ from cotplan.lab.reasoning.logloss import (
     n_form,
     relative_budgets,
 )
-from cotplan.lab.reasoning.tasks import (
+from cotplan.research.lab.reasoning.tasks import (
     blind_error,
     get_lab_family,
     lab_example,
@@ -29,8 +29,8 @@ from cotplan.lab.reasoning.tasks import (
     mechanism_error,
     solve,
 )
-from cotplan.lab.reasoning.tokenizer import CHECK, default_tokenizer
-from cotplan.lab.reasoning.train import settings_for
+from cotplan.research.lab.reasoning.tokenizer import CHECK, default_tokenizer
+from cotplan.research.lab.reasoning.train import settings_for
 from cotplan.tasks import TaskItem
 
 

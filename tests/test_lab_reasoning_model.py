@@ -19,18 +19,18 @@ torch = pytest.importorskip("torch")
 
 from cotplan.backends import connect  # noqa: E402
 from cotplan.errors import InputError  # noqa: E402
-from cotplan.experiments.verdicts import ReportRow  # noqa: E402
 from cotplan.generate import budgeted_answer  # noqa: E402
-from cotplan.lab.reasoning import (  # noqa: E402
+from cotplan.planner import BudgetPlanner  # noqa: E402
+from cotplan.planner.calibrate import CostUnknownWarning, calibrate  # noqa: E402
+from cotplan.research.experiments.verdicts import ReportRow  # noqa: E402
+from cotplan.research.lab.reasoning import (  # noqa: E402
     LabBackend,
     load_or_train,
     make_lab_tasks,
     reasoning_study,
     solve,
 )
-from cotplan.lab.reasoning.study import LabStudy  # noqa: E402
-from cotplan.planner import BudgetPlanner  # noqa: E402
-from cotplan.planner.calibrate import CostUnknownWarning, calibrate  # noqa: E402
+from cotplan.research.lab.reasoning.study import LabStudy  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -230,7 +230,7 @@ def test_the_over_thinker_spends_twice_the_tokens_it_needs_and_a_cap_keeps_its_a
 
 
 def test_the_logloss_study_measures_b_of_k_on_the_lamp(tmp_path: Path) -> None:
-    from cotplan.lab.reasoning.logloss import logloss_study
+    from cotplan.research.lab.reasoning.logloss import logloss_study
 
     with connect("lab:lamp", preset="tiny") as model:
         study = logloss_study(model, sizes=[4, 5], items=24, n_bootstrap=30)
@@ -283,7 +283,7 @@ def test_the_cli_law_command_prints_the_law(tmp_path: Path) -> None:
 
 
 def test_the_studys_own_check_is_labelled_as_a_cotplan_check(study: LabStudy) -> None:
-    from cotplan.lab.reasoning.report import _heldout_check, study_report_rows
+    from cotplan.research.lab.reasoning.report import _heldout_check, study_report_rows
 
     rows = study_report_rows([study])
     check = [row for row in rows if row.claim.startswith("planned k* meets")]

@@ -9,14 +9,14 @@ import pytest
 
 from cotplan.errors import InputError
 from cotplan.generate.budgeted import DEFAULT_PROMPT
-from cotplan.lab.reasoning.backend import encode_prompt
-from cotplan.lab.reasoning.study import (
+from cotplan.research.lab.reasoning.backend import encode_prompt
+from cotplan.research.lab.reasoning.study import (
     StudySettings,
     empirical_budgets,
     oracle_budgets,
     study_grid,
 )
-from cotplan.lab.reasoning.tokenizer import default_tokenizer
+from cotplan.research.lab.reasoning.tokenizer import default_tokenizer
 
 TOKENIZER = default_tokenizer()
 QUESTION = "Parity: [1] 1 [2] 0"
@@ -125,7 +125,7 @@ def test_study_settings_are_checked(changes: dict[str, object], match: str) -> N
 
 
 def test_a_family_needing_no_reasoning_says_so() -> None:
-    from cotplan.lab.reasoning.report import _no_law
+    from cotplan.research.lab.reasoning.report import _no_law
 
     frame = pd.DataFrame(
         {"item": ["a", "a", "b", "b"], "n": [4, 4, 8, 8], "k": [0, 3, 0, 3], "correct": [True] * 4}

@@ -13,19 +13,19 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from cotplan.errors import ModelFileError  # noqa: E402
-from cotplan.lab.reasoning.shipped import (  # noqa: E402
+from cotplan.research.lab.reasoning.shipped import (  # noqa: E402
     StaleWeightsWarning,
     ship,
     shipped_dir,
     shipped_state,
     shipped_weights,
 )
-from cotplan.lab.reasoning.train import (  # noqa: E402
+from cotplan.research.lab.reasoning.train import (  # noqa: E402
     TrainSettings,
     load_or_train,
     settings_for,
 )
-from cotplan.lab.store import model_key  # noqa: E402
+from cotplan.research.lab.store import model_key  # noqa: E402
 
 RECORDS = sorted(shipped_dir().glob("*.json"))
 #: What the tests, the demo and `connect("lab:...")` load instead of training.
@@ -61,7 +61,7 @@ def test_every_shipped_file_fits_todays_settings_and_its_checksum(record: Path) 
 
 
 def test_the_wide_lamp_writes_its_trace_where_its_record_says() -> None:
-    from cotplan.lab.reasoning.train import one_thread
+    from cotplan.research.lab.reasoning.train import one_thread
 
     model = load_or_train("lamp", "wide")
     with one_thread():
@@ -71,7 +71,7 @@ def test_the_wide_lamp_writes_its_trace_where_its_record_says() -> None:
 
 
 def test_the_long_lamp_writes_its_trace_at_n_64() -> None:
-    from cotplan.lab.reasoning.train import one_thread
+    from cotplan.research.lab.reasoning.train import one_thread
 
     model = load_or_train("lamp", "long")
     assert model.settings.n_max == 64
@@ -91,7 +91,7 @@ def test_the_long_lamps_stages_move_their_sizes_up_then_mix_them_back() -> None:
 
 
 def test_a_shipped_preset_loads_without_training(monkeypatch: pytest.MonkeyPatch) -> None:
-    import cotplan.lab.reasoning.train as train_module
+    import cotplan.research.lab.reasoning.train as train_module
 
     def no_training(*args: object, **kwargs: object) -> None:
         raise AssertionError("the shipped weights should have been loaded, not trained")
@@ -185,9 +185,9 @@ def test_curriculum_settings_leave_older_keys_alone() -> None:
     import numpy as np
 
     from cotplan.errors import InputError
-    from cotplan.lab.reasoning.data import Mix, make_batch
-    from cotplan.lab.reasoning.settings import settings_for
-    from cotplan.lab.reasoning.tokenizer import REASONING, default_tokenizer
+    from cotplan.research.lab.reasoning.data import Mix, make_batch
+    from cotplan.research.lab.reasoning.settings import settings_for
+    from cotplan.research.lab.reasoning.tokenizer import REASONING, default_tokenizer
 
     standard = settings_for("lamp", "standard").to_dict()
     assert "init" not in standard

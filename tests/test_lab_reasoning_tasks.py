@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cotplan.errors import InputError
-from cotplan.lab.reasoning.data import IGNORE, Mix, make_batch, training_sequence
-from cotplan.lab.reasoning.tasks import (
+from cotplan.research.lab.reasoning.data import IGNORE, Mix, make_batch, training_sequence
+from cotplan.research.lab.reasoning.tasks import (
     STEP_TOKENS,
     blind_error,
     get_lab_family,
@@ -23,7 +23,7 @@ from cotplan.lab.reasoning.tasks import (
     make_lab_tasks,
     solve,
 )
-from cotplan.lab.reasoning.tokenizer import ANSWER, REASONING, default_tokenizer
+from cotplan.research.lab.reasoning.tokenizer import ANSWER, REASONING, default_tokenizer
 from cotplan.tasks import TaskItem, is_correct
 
 FAMILIES = list(lab_families)

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from cotplan.cli import main
-from cotplan.lab.reasoning.settings import settings_for
-from cotplan.lab.reasoning.shipped import shipped_weights
-from cotplan.lab.store import model_key
+from cotplan.research.lab.reasoning.settings import settings_for
+from cotplan.research.lab.reasoning.shipped import shipped_weights
+from cotplan.research.lab.store import model_key
 
 #: The store keys of the seed-0 presets as they were before seeds could be chosen (the shipped
 #: records carry the same for the presets that ship): seed 0 must keep finding these.
@@ -95,7 +95,7 @@ def test_a_bad_seed_in_the_library_names_seed(bad: Any) -> None:
 def test_the_curriculum_asks_every_start_stage_for_the_same_seed(
     one_thread: None, home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import cotplan.lab.reasoning.train as train_module
+    import cotplan.research.lab.reasoning.train as train_module
 
     asked: list[tuple[str, str, int | None]] = []
 
@@ -117,7 +117,7 @@ def test_the_curriculum_asks_every_start_stage_for_the_same_seed(
 def test_seed_1_never_loads_the_shipped_weights(
     one_thread: None, home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import cotplan.lab.reasoning.train as train_module
+    import cotplan.research.lab.reasoning.train as train_module
 
     trained: list[int] = []
 
@@ -138,8 +138,8 @@ def test_seed_1_never_loads_the_shipped_weights(
 def test_the_cli_passes_the_seed_to_law_train_and_study(
     one_thread: None, home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import cotplan.lab.reasoning.train as train_module
-    from cotplan.lab.reasoning.backend import LabBackend
+    import cotplan.research.lab.reasoning.train as train_module
+    from cotplan.research.lab.reasoning.backend import LabBackend
 
     asked: list[tuple[str, Any, Any]] = []
 
@@ -223,11 +223,11 @@ def test_seed_1_of_the_tiny_preset_is_its_own_model_stored_apart(
     import torch
     from typer.testing import CliRunner
 
-    import cotplan.lab.reasoning.train as train_module
+    import cotplan.research.lab.reasoning.train as train_module
     from cotplan.cli.lab_reasoning import app
-    from cotplan.lab import store
-    from cotplan.lab.reasoning.backend import LabBackend
-    from cotplan.lab.reasoning.shipped import shipped_state
+    from cotplan.research.lab import store
+    from cotplan.research.lab.reasoning.backend import LabBackend
+    from cotplan.research.lab.reasoning.shipped import shipped_state
 
     assert train_module.is_trained("parity", "tiny")  # the shipped seed 0
     assert not train_module.is_trained("parity", "tiny", seed=1)

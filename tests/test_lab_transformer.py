@@ -7,8 +7,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from cotplan.errors import InputError  # noqa: E402
-from cotplan.lab import store  # noqa: E402
-from cotplan.lab.transformer import (  # noqa: E402
+from cotplan.research.lab import store  # noqa: E402
+from cotplan.research.lab.transformer import (  # noqa: E402
     POSITIONAL_ENCODINGS,
     TinyTransformer,
     TransformerConfig,

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from cotplan.intervals import Interval
-from cotplan.lab.reasoning.report import EXPONENT_MARGIN, exponent_verdict
+from cotplan.research.lab.reasoning.report import EXPONENT_MARGIN, exponent_verdict
 
 
 def test_the_exponent_rule_reads_an_uninformative_interval_as_not_testable() -> None:
@@ -31,7 +31,7 @@ def _ablation(
     variance: tuple[float, float, float], gap: tuple[float, float, float], ref_gap: float
 ) -> object:
     pytest.importorskip("torch")
-    from cotplan.lab.ablation import PEAblationResult, Variant
+    from cotplan.research.lab.ablation import PEAblationResult, Variant
 
     label = "rope"
     order = pd.DataFrame(
@@ -74,7 +74,7 @@ def _ablation(
 
 
 def test_the_ablation_variance_rule_is_two_sided() -> None:
-    from cotplan.experiments.order import V2_ORDER_VARIANCE
+    from cotplan.research.experiments.order import V2_ORDER_VARIANCE
 
     v2 = V2_ORDER_VARIANCE["RoPE"]
 
@@ -90,7 +90,7 @@ def test_the_ablation_variance_rule_is_two_sided() -> None:
 
 def test_the_ablation_gap_rule_needs_a_share_of_the_bayes_gap_not_a_sign() -> None:
     pytest.importorskip("torch")
-    from cotplan.lab.ablation import GAP_SHARE
+    from cotplan.research.lab.ablation import GAP_SHARE
 
     def verdict(low: float, high: float) -> str:
         result = _ablation((1e-7, 1e-8, 1e-6), ((low + high) / 2, low, high), 1.0)

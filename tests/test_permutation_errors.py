@@ -9,7 +9,7 @@ import pytest
 
 from cotplan.backends.base import Backend, Completion, NextTokenProbs, Prompt
 from cotplan.errors import InputError
-from cotplan.generate.permutation import permutation_average
+from cotplan.permutation.average import permutation_average
 
 
 class _NoCalls(Backend):

@@ -8,15 +8,15 @@ from pathlib import Path
 import pytest
 
 from cotplan.errors import InputError
-from cotplan.generate.fewshot import (
+from cotplan.permutation.fewshot import (
     Example,
     FewShotTemplate,
     as_examples,
     check_choices,
     load_examples,
 )
-from cotplan.generate.fewshot_tasks import FEWSHOT_FAMILIES, make_fewshot_tasks
-from cotplan.generate.scoring import _count_pieces, _server_pieces
+from cotplan.permutation.fewshot_tasks import FEWSHOT_FAMILIES, make_fewshot_tasks
+from cotplan.permutation.scoring import _count_pieces, _server_pieces
 
 EXAMPLES = (Example("I loved it", "positive"), Example("dull {braces}", "negative"))
 

@@ -20,12 +20,12 @@ import pytest
 from cotplan.backends.cache import CallCache
 from cotplan.backends.local import LocalBackend, LocalModel
 from cotplan.errors import CapabilityError, InputError
-from cotplan.generate.fewshot import Example, FewShotTemplate
-from cotplan.generate.fewshot_tasks import make_fewshot_tasks
-from cotplan.generate.permutation import permutation_average
-from cotplan.generate.permutation_eval import score_every_ordering
-from cotplan.generate.schedules import make_orderings, position_counts
-from cotplan.generate.scoring import plan_candidates
+from cotplan.permutation.average import permutation_average
+from cotplan.permutation.evaluate import score_every_ordering
+from cotplan.permutation.fewshot import Example, FewShotTemplate
+from cotplan.permutation.fewshot_tasks import make_fewshot_tasks
+from cotplan.permutation.schedules import make_orderings, position_counts
+from cotplan.permutation.scoring import plan_candidates
 
 pytestmark = pytest.mark.model
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cotplan.errors import InputError
-from cotplan.generate.schedules import (
+from cotplan.permutation.schedules import (
     band_sizes,
     cycle_length,
     latin_square,

@@ -16,8 +16,8 @@ import pytest
 from scipy import stats
 
 from cotplan.errors import InputError
-from cotplan.generate.permutation import summarize_orderings
-from cotplan.generate.permutation_eval import (
+from cotplan.permutation.average import summarize_orderings
+from cotplan.permutation.evaluate import (
     OrderingPool,
     brier_score,
     expected_calibration_error,
@@ -25,7 +25,7 @@ from cotplan.generate.permutation_eval import (
     matching_m,
     schedule_spread,
 )
-from cotplan.generate.schedules import make_orderings
+from cotplan.permutation.schedules import make_orderings
 
 N = 4
 ALL = np.array(list(itertools.permutations(range(N))), dtype=np.int64)

@@ -159,7 +159,7 @@ def lab() -> Iterator[Backend]:
 
 
 def test_applied_at_the_items_size(lab: Backend) -> None:
-    from cotplan.lab.reasoning import make_lab_tasks
+    from cotplan.research.lab.reasoning import make_lab_tasks
 
     items = make_lab_tasks("lab-parity-overthink", n=8, count=4, seed=5)
     answers = [answer_with_exit(lab, item, PLAN) for item in items]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from cotplan.errors import InputError
-from cotplan.lab.reasoning.planted import planted_calibration, planted_control
+from cotplan.research.lab.reasoning.planted import planted_calibration, planted_control
 
 
 @pytest.mark.parametrize("eps", [0.1, 0.05])

@@ -155,7 +155,7 @@ def test_cost_of_completion_rejects_other_objects() -> None:
 
 
 def test_cost_of_text_counts_the_prompt() -> None:
-    from cotplan.tokens import count_tokens
+    from cotplan.backends.tokens import count_tokens
 
     prompt = "Count the ones in 0 1 1 0 1 and answer with a number."
     n = count_tokens(prompt, "gpt-5")

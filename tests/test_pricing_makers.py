@@ -48,7 +48,7 @@ def test_no_maker_among_the_sellers_still_needs_the_provider() -> None:
 
 
 def test_makers_come_from_the_registry_then_the_name(tmp_path: Path) -> None:
-    assert maker_of("o3-mini") == "openai"  # cotplan.model_registry
+    assert maker_of("o3-mini") == "openai"  # cotplan.backends.known_models
     assert maker_of("openai/gpt-4o") == "openai"
     assert maker_of("grok-4") == "x-ai"  # the prefix table
     assert maker_of("deepseek-reasoner") == "deepseek"

@@ -35,7 +35,7 @@ from typer.testing import CliRunner
 
 from cotplan import connect
 from cotplan.cli import app, main
-from cotplan.experiments import MARTINGALE_QUICK, BackendPredictor
+from cotplan.research.experiments import MARTINGALE_QUICK, BackendPredictor
 
 runner = CliRunner()
 

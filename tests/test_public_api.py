@@ -83,9 +83,9 @@ def test_every_public_name_resolves_to_what_its_module_defines() -> None:
     import importlib
 
     import cotplan
-    import cotplan.experiments
+    import cotplan.research.experiments
 
-    for package in (cotplan, cotplan.experiments):
+    for package in (cotplan, cotplan.research.experiments):
         public = package._PUBLIC  # type: ignore[attr-defined]
         for name in package.__all__:
             module = importlib.import_module(public[name])

@@ -18,10 +18,10 @@ from cotplan import calibrate
 from cotplan.backends.cache import CallCache
 from cotplan.backends.local import LocalModel
 from cotplan.backends.openai_compat import OpenAICompatibleBackend
+from cotplan.backends.testing import FAULT_KINDS, FaultProxy
 from cotplan.errors import InputError
-from cotplan.experiments import MARTINGALE_QUICK, BackendPredictor, martingale_gap
+from cotplan.research.experiments import MARTINGALE_QUICK, BackendPredictor, martingale_gap
 from cotplan.tasks import make_tasks
-from cotplan.testing import FAULT_KINDS, FaultProxy
 
 pytestmark = pytest.mark.model
 

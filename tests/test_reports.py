@@ -1,4 +1,4 @@
-"""Report folders are written as a unit (`cotplan.reports`): named at the start, staged beside
+"""Report folders are written as a unit (`cotplan.io.reports`): named at the start, staged beside
 the target, moved into place together, a manifest written last; an interrupted command leaves
 the folder exactly as it was."""
 
@@ -12,7 +12,7 @@ import pytest
 
 from cotplan.cli import main
 from cotplan.errors import InputError
-from cotplan.reports import MANIFEST, ReportFolder, check_report_file, report_name
+from cotplan.io.reports import MANIFEST, ReportFolder, check_report_file, report_name
 
 
 def _visible(folder: Path) -> list[str]:

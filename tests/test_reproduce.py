@@ -23,9 +23,9 @@ from typer.testing import CliRunner
 import cotplan.cli.reproduce as cli_reproduce
 from cotplan.cli import app, main
 from cotplan.errors import CotplanError, InputError
-from cotplan.experiments import PRESETS, planned_predictions
-from cotplan.provenance import UNKNOWN, git_commit
-from cotplan.reproduce_plan import (
+from cotplan.research.experiments import PRESETS, planned_predictions
+from cotplan.research.provenance import UNKNOWN, git_commit
+from cotplan.research.reproduce_plan import (
     LEDGER,
     MEASURED,
     OVERHEAD,
@@ -254,7 +254,7 @@ def test_accepting_it_or_yes_runs_every_step(
 ) -> None:
     fake = FakeRunner()
     monkeypatch.setattr(cli_reproduce, "run_in_subprocess", fake)
-    monkeypatch.setattr("cotplan.reproduce_plan.plan_reproduction", _fake_plan)
+    monkeypatch.setattr("cotplan.research.reproduce_plan.plan_reproduction", _fake_plan)
     args = ["reproduce", "-b", "openai:gpt-4o-mini", "--out", str(tmp_path)]
     result = runner.invoke(app, args, input="y\n")
     assert result.exit_code == 0, result.output
@@ -365,7 +365,7 @@ def test_a_step_without_a_page_shows_its_small_tables(tmp_path: Path) -> None:
 
 def test_the_local_model_digest_is_the_files(tmp_path: Path) -> None:
     from cotplan.backends.models import DEFAULT_MODEL, KNOWN_MODELS
-    from cotplan.provenance import provenance
+    from cotplan.research.provenance import provenance
 
     digest = provenance(local_model=True)["embedded model SHA-256"]
     assert digest.startswith((KNOWN_MODELS[DEFAULT_MODEL].sha256, "not found"))

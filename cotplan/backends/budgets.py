@@ -10,7 +10,7 @@ each one accepts: the hosted APIs in `cotplan.backends.hosted_rules`, the server
 `cotplan.backends.server_rules`, each rule with the source it follows.
 
 - `rule_for_model(provider, model)`: the API's rule, from the model's family
-  (`cotplan.model_registry`) or else the provider serving it (`PROVIDER_RULES`);
+  (`cotplan.backends.known_models`) or else the provider serving it (`PROVIDER_RULES`);
   `resolve_rule(rule, model)`: the rule's per-model variant (the levels a model accepts, the
   request form it requires);
 - `request_fields(provider, model, k)` / `budget_params(rule, k, model=)`: the request fields
@@ -43,9 +43,9 @@ from typing import Any, Literal
 
 from cotplan.backends.base import Backend
 from cotplan.backends.hosted_rules import HOSTED_RULES, BudgetRule, Covers
+from cotplan.backends.known_models import bare_name, family_of
 from cotplan.backends.server_rules import SERVER_RULES
 from cotplan.errors import InputError
-from cotplan.model_registry import bare_name, family_of
 from cotplan.validation import require_budget
 
 __all__ = [
@@ -485,7 +485,7 @@ def check_cap(
 
 def rule_for_model(provider: str, model: str) -> BudgetRule:
     """The rule for `model` served by `provider`: its family's own rule where it has one
-    (`cotplan.model_registry`: OpenAI's chat and reasoning models, Claude, Gemini), else the
+    (`cotplan.backends.known_models`: OpenAI's chat and reasoning models, Claude, Gemini), else the
     provider's (`PROVIDER_RULES`). This is the API's rule, the one a backend declares; the
     model's variant of it is `resolve_rule(rule, model)`."""
     if provider not in PROVIDER_RULES:

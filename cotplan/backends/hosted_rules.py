@@ -7,8 +7,8 @@ before relying on a detail that may have moved (see ../shared/reasoning-protocol
 A rule is one request form. Where an API takes different forms by model (Claude 4.6+ refuses
 ``budget_tokens``; OpenAI's models accept different effort levels; Gemini 2.5 takes a budget
 with per-model ranges, Gemini 3 a level), the API's rule lists `variants`: (model-name prefix,
-rule name) pairs, the longest matching prefix winning. `cotplan.model_registry` names the API's
-rule for a family; the variant is picked from the model's name when the request is built.
+rule name) pairs, the longest matching prefix winning. `cotplan.backends.known_models` names the
+API's rule for a family; the variant is picked from the model's name when the request is built.
 
 Effort and thinking levels are not token counts: a rule with `levels` says so in the notes of
 every request it builds, and keeps a hard cap on all generated tokens where the API has one.

@@ -341,9 +341,9 @@ class LocalModel:
         """A Backend for this server, through the OpenAI-compatible client.
 
         `timeout` is per request; a long generation on a busy 2-core machine can take minutes.
-        `base_url` sends the requests elsewhere, e.g. to a `cotplan.testing.FaultProxy` in front
-        of this server; the tokenizer and crash reports still use the server itself. It must be
-        a loopback address: the embedded model's traffic never leaves this machine.
+        `base_url` sends the requests elsewhere, e.g. to a `cotplan.backends.testing.FaultProxy` in
+        front of this server; the tokenizer and crash reports still use the server itself. It must
+        be a loopback address: the embedded model's traffic never leaves this machine.
         """
         if base_url is not None:
             require_loopback(base_url, field="base_url")

@@ -100,7 +100,7 @@ class OpenAICompatibleBackend(Backend):
         The API behind `base_url`, for its budget rule (`cotplan.backends.budgets`):
         ``"vllm"``, ``"llama.cpp"``, ``"ollama"``, ... Default: ``"openai"`` without a
         `base_url`, else ``"openai-compatible"``. A model family with a rule of its own
-        (`cotplan.model_registry`: OpenAI's reasoning models, Claude, Gemini) keeps it.
+        (`cotplan.backends.known_models`: OpenAI's reasoning models, Claude, Gemini) keeps it.
     """
 
     def __init__(
@@ -297,7 +297,7 @@ class OpenAICompatibleBackend(Backend):
         counter = self._tokenizer
         if counter is None:
             try:
-                from cotplan.tokens import encoding_name_for
+                from cotplan.backends.tokens import encoding_name_for
 
                 encoding_name_for(self.model)
                 counter = super().count_tokens

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from cotplan.backends.base import Completion, TokenLogprob, Usage
+from cotplan.backends.known_models import family_of
 from cotplan.errors import ResponseFormatError
-from cotplan.model_registry import family_of
 
 __all__ = [
     "ABSURD_TOKENS",
@@ -32,7 +32,7 @@ __all__ = [
 
 
 def is_reasoning_model(model: str) -> bool:
-    """Whether `model` reasons in hidden tokens (`cotplan.model_registry`): such models take
+    """Whether `model` reasons in hidden tokens (`cotplan.backends.known_models`): such models take
     `max_completion_tokens` and `reasoning_effort`, and refuse logprobs and temperature."""
     family = family_of(model)
     return family is not None and family.reasoning

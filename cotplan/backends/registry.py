@@ -21,11 +21,11 @@ from typing import Any
 from cotplan.backends.adapters import locate_adapter
 from cotplan.backends.base import Backend
 from cotplan.backends.budgets import rule_for_model
+from cotplan.backends.known_models import PROTOCOL_NAMES
 from cotplan.backends.local import CacheChoice, LocalBackend, LocalModel, resolve_cache
 from cotplan.backends.openai_compat import OpenAICompatibleBackend
 from cotplan.backends.responses import OpenAIResponsesBackend
 from cotplan.errors import InputError
-from cotplan.model_registry import PROTOCOL_NAMES
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -264,7 +264,7 @@ def connect(
     - ``"MODEL"`` with `base_url`: the same as ``openai:MODEL``.
     - ``"lab:FAMILY"``: the lab reasoning model of a lab family (``lab:parity``, ``lab:sum``,
       ``lab:state``, ``lab:bits``), in-process; needs the `lab` extra, and trains the model on
-      first use (options `preset`, `retrain`, `seed`; see `cotplan.lab.reasoning`).
+      first use (options `preset`, `retrain`, `seed`; see `cotplan.research.lab.reasoning`).
     - ``"NAME:..."`` for any provider a plugin declares (entry points in the group
       ``cotplan.backends``) or code adds with `register_provider`.
 

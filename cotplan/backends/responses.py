@@ -33,6 +33,7 @@ from cotplan.backends.base import Backend, CallStats, Completion, NextTokenProbs
 from cotplan.backends.budgets import cap_fields, rule_for_model
 from cotplan.backends.cache import CallCache, canonical_key, endpoint_namespace
 from cotplan.backends.keys import find_key
+from cotplan.backends.known_models import family_of
 from cotplan.backends.sdk_errors import translate_sdk_error
 from cotplan.errors import (
     BackendError,
@@ -42,7 +43,6 @@ from cotplan.errors import (
     ResponseFormatError,
 )
 from cotplan.messages import validate_prompt
-from cotplan.model_registry import family_of
 
 __all__ = ["OpenAIResponsesBackend", "parse_response"]
 

@@ -19,22 +19,43 @@ from cotplan.errors import InputError
 __all__ = ["CHARTS", "chart", "save"]
 
 #: Which chart draws which result: the result class (module and name) -> the chart module
-#: under `cotplan.charts` and its function. A test checks that every entry still names a class
+#: (its full name) and its function. A test checks that every entry still names a class
 #: and a function, so moving a result class fails there instead of silently losing its chart.
 CHARTS: dict[tuple[str, str], tuple[str, str]] = {
-    ("cotplan.pricing.projection", "Projection"): ("costs", "projection_chart"),
-    ("cotplan.pricing.projection", "Comparison"): ("costs", "comparison_chart"),
-    ("cotplan.experiments.debias", "DebiasResult"): ("experiments", "debias_chart"),
-    ("cotplan.experiments.entropy", "EntropyResult"): ("experiments", "entropy_chart"),
-    ("cotplan.experiments.falck", "FalckResult"): ("experiments", "falck_chart"),
-    ("cotplan.experiments.martingale", "MartingaleResult"): ("experiments", "martingale_chart"),
-    ("cotplan.experiments.order", "OrderResult"): ("experiments", "order_chart"),
-    ("cotplan.lab.ablation", "PEAblationResult"): ("lab", "pe_ablation_chart"),
-    ("cotplan.planner.fit", "BudgetPlanner"): ("planner", "calibration_chart"),
-    ("cotplan.planner.plan_result", "PlanResult"): ("planner", "plan_budget_chart"),
-    ("cotplan.planner.run", "PlanRun"): ("planner", "plan_run_chart"),
+    ("cotplan.pricing.projection", "Projection"): ("cotplan.charts.costs", "projection_chart"),
+    ("cotplan.pricing.projection", "Comparison"): ("cotplan.charts.costs", "comparison_chart"),
+    ("cotplan.research.experiments.debias", "DebiasResult"): (
+        "cotplan.research.charts.experiments",
+        "debias_chart",
+    ),
+    ("cotplan.research.experiments.entropy", "EntropyResult"): (
+        "cotplan.research.charts.experiments",
+        "entropy_chart",
+    ),
+    ("cotplan.research.experiments.falck", "FalckResult"): (
+        "cotplan.research.charts.experiments",
+        "falck_chart",
+    ),
+    ("cotplan.research.experiments.martingale", "MartingaleResult"): (
+        "cotplan.research.charts.experiments",
+        "martingale_chart",
+    ),
+    ("cotplan.research.experiments.order", "OrderResult"): (
+        "cotplan.research.charts.experiments",
+        "order_chart",
+    ),
+    ("cotplan.research.lab.ablation", "PEAblationResult"): (
+        "cotplan.research.charts.lab",
+        "pe_ablation_chart",
+    ),
+    ("cotplan.planner.fit", "BudgetPlanner"): ("cotplan.charts.planner", "calibration_chart"),
+    ("cotplan.planner.plan_result", "PlanResult"): ("cotplan.charts.planner", "plan_budget_chart"),
+    ("cotplan.planner.run", "PlanRun"): ("cotplan.charts.planner", "plan_run_chart"),
     # A study has two charts: its entry returns both, by file name (LabStudy.save writes them).
-    ("cotplan.lab.reasoning.report", "LabStudy"): ("lab_reasoning", "study_charts"),
+    ("cotplan.research.lab.reasoning.report", "LabStudy"): (
+        "cotplan.research.charts.lab_reasoning",
+        "study_charts",
+    ),
 }
 
 
@@ -72,8 +93,6 @@ def _drawer(result: Any) -> Callable[[Any], Any] | None:
         loaded = sys.modules.get(module)
         kind = getattr(loaded, name, None) if loaded is not None else None
         if isinstance(kind, type) and isinstance(result, kind):
-            drawer: Callable[[Any], Any] = getattr(
-                importlib.import_module(f"cotplan.charts.{area}"), function
-            )
+            drawer: Callable[[Any], Any] = getattr(importlib.import_module(area), function)
             return drawer
     return None

@@ -18,7 +18,7 @@ import pandas as pd
 from cotplan.errors import InputError
 
 if TYPE_CHECKING:
-    from cotplan.generate.permutation import AnswerDistribution
+    from cotplan.permutation.average import AnswerDistribution
 
 __all__ = ["orderings_chart", "spread_chart"]
 

@@ -280,9 +280,9 @@ def register(app: typer.Typer) -> None:
         """Answer --query from the few-shot EXAMPLES, averaged over orderings of the examples."""
         from cotplan.backends.registry import connect
         from cotplan.cli.calibrate import check_timeouts, connect_options
-        from cotplan.generate.fewshot import FewShotTemplate, load_examples
-        from cotplan.generate.permutation import permutation_average
-        from cotplan.generate.schedules import check_schedule, make_orderings
+        from cotplan.permutation.average import permutation_average
+        from cotplan.permutation.fewshot import FewShotTemplate, load_examples
+        from cotplan.permutation.schedules import check_schedule, make_orderings
 
         loaded = _load_examples(load_examples, examples)
         default_choices = not choice

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 
+from cotplan.backends.known_models import PROTOCOL_NAMES
 from cotplan.cli.report_folders import finish_report, start_report
 from cotplan.cli.report_page import add_report_page
 from cotplan.errors import InputError, ModelFileError
-from cotplan.model_registry import PROTOCOL_NAMES
 from cotplan.validation import (
     MAX_BUDGET,
     require_budget,
@@ -175,7 +175,7 @@ def check_backend(spec: str, base_url: str | None = None) -> None:
             raise InputError(str(exc), field="backend") from exc
         return
     if provider == "lab":
-        from cotplan.lab.reasoning.tasks import get_lab_family
+        from cotplan.research.lab.reasoning.tasks import get_lab_family
 
         try:
             get_lab_family(rest)  # "parity" or "lab-parity"
@@ -544,7 +544,7 @@ def confirm_calibration(
     its first request, and ask before a backend that may charge unless `yes`."""
     from cotplan.planner.calibrate import paper_budgets
     from cotplan.planner.calibration_estimate import estimate_calibration
-    from cotplan.reproduce_plan import is_paid
+    from cotplan.research.reproduce_plan import is_paid
 
     of_n: Callable[[int], Sequence[int]] | None
     if grid == "auto":

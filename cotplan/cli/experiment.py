@@ -2,7 +2,7 @@
 
 Each command runs one experiment with the `--quick` preset (seconds) or the full one (the
 paper's grid), shows a progress bar, prints the side-by-side table against the paper, and saves
-CSV tables and PNG charts in a report folder (`cotplan.reports`: named when the command starts,
+CSV tables and PNG charts in a report folder (`cotplan.io.reports`: named when the command starts,
 written as a unit when it ends).
 """
 
@@ -140,7 +140,7 @@ def debias(
     prompt_logprobs: PromptLogprobs = False,
 ) -> None:
     """Find, fit and remove the periodic positional part of the per-position gaps."""
-    from cotplan.experiments import (
+    from cotplan.research.experiments import (
         martingale_gap,
         planned_predictions,
         positional_debias,
@@ -254,7 +254,7 @@ def entropy(
     prompt_logprobs: PromptLogprobs = False,
 ) -> None:
     """Cross-entropy per position against H(p), beside Laplace, KT, the MLE and the Bayes limit."""
-    from cotplan.experiments import read_p
+    from cotplan.research.experiments import read_p
 
     options = given(n_max=n_max, n_sequences=n_sequences)
     if p is not None:
@@ -350,8 +350,8 @@ def report(
     prompt_logprobs: PromptLogprobs = False,
 ) -> None:
     """Every headline number of the paper beside what this backend gives, with verdicts."""
-    from cotplan.experiments import EXPERIMENTS, PRESETS, read_p
-    from cotplan.reproduction import check_lab_options, reproduction_report
+    from cotplan.research.experiments import EXPERIMENTS, PRESETS, read_p
+    from cotplan.research.reproduction import check_lab_options, reproduction_report
 
     chosen = tuple(e.strip() for e in only.split(",") if e.strip()) if only else EXPERIMENTS
     unknown = [e for e in chosen if e not in EXPERIMENTS]
@@ -444,12 +444,12 @@ def pe_ablation(
             raise InputError(f"must be >= 1, got {value}", field=name)
     if seed < 0:
         raise InputError(f"must be >= 0, got {seed}", field="seed")
-    from cotplan.lab import require_torch
+    from cotplan.research.lab import require_torch
 
     require_torch()
-    from cotplan.lab.ablation import ablation_variants, pe_ablation_seeds
-    from cotplan.lab.ablation import pe_ablation as run_ablation
-    from cotplan.lab.transformer import POSITIONAL_ENCODINGS
+    from cotplan.research.lab.ablation import ablation_variants, pe_ablation_seeds
+    from cotplan.research.lab.ablation import pe_ablation as run_ablation
+    from cotplan.research.lab.transformer import POSITIONAL_ENCODINGS
 
     chosen = (
         tuple(e.strip().lower() for e in encodings.split(",") if e.strip())

@@ -12,8 +12,8 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from cotplan.experiments._common import RunInfo
 from cotplan.intervals import compact as fmt
+from cotplan.research.experiments._common import RunInfo
 
 __all__ = [
     "VERDICT_COLOURS",
@@ -53,7 +53,7 @@ def progress() -> Iterator[Callable[[str, int], Callable[[int], None] | None]]:
         yield stage
 
 
-#: How each verdict of `cotplan.experiments.verdicts` is shown.
+#: How each verdict of `cotplan.research.experiments.verdicts` is shown.
 VERDICT_COLOURS = {
     "reproduced": "green",
     "not reproduced": "red",
@@ -112,7 +112,7 @@ def order_details(result: Any) -> None:
 
 
 def entropy_details(result: Any) -> None:
-    from cotplan.experiments import laplace_threshold_table
+    from cotplan.research.experiments import laplace_threshold_table
 
     console.print(result.first_n_frame().to_string(index=False))
     console.print("Laplace, exact, per p (first n at 99% efficiency):")
@@ -137,7 +137,7 @@ def entropy_notes(result: Any) -> None:
 
 
 def falck_details(result: Any) -> None:
-    from cotplan.experiments.falck_reference import printed_side_by_side
+    from cotplan.research.experiments.falck_reference import printed_side_by_side
 
     console.print("T1 and T2 per setting, bayes_icl's definition beside cotplan's exact band:")
     console.print(escape(printed_side_by_side(result.to_frame()).to_string(index=False)))

@@ -32,10 +32,10 @@ from cotplan.cli.experiment_print import (
 )
 from cotplan.cli.report_folders import finish_report
 from cotplan.errors import InputError
-from cotplan.reports import ReportFolder
+from cotplan.io.reports import ReportFolder
 
 if TYPE_CHECKING:
-    from cotplan.experiments import Predictor
+    from cotplan.research.experiments import Predictor
 
 # The experiments (scipy, pandas) are imported by the functions that run them, so that every
 # other command starts without them.
@@ -64,13 +64,13 @@ def open_predictor_shown(
     max_retries: int = DEFAULT_MAX_RETRIES,
     prompt_logprobs: bool = False,
 ) -> Iterator[Predictor]:
-    """The predictor `spec` names (`cotplan.experiments.open_predictor`), a model connected so
-    that --timeout and --max-retries reach its client, a lab model's training shown.
+    """The predictor `spec` names (`cotplan.research.experiments.open_predictor`), a model connected
+    so that --timeout and --max-retries reach its client, a lab model's training shown.
 
     `prompt_logprobs` (checked first by `check_prompt_logprobs`) declares the endpoint a vLLM
     server, so that `BackendPredictor` reads a sequence's every position from one request."""
-    import cotplan.lab  # noqa: F401  (registers the lab's predictor kind pe:; loads no torch)
-    from cotplan.experiments import open_predictor
+    import cotplan.research.lab  # noqa: F401  (registers the lab's predictor kind pe:; loads no torch)
+    from cotplan.research.experiments import open_predictor
 
     options = connect_options(spec, timeout, max_retries)
     if prompt_logprobs:
@@ -103,7 +103,7 @@ def saved(report: ReportFolder, files: list[Path]) -> None:
 
 
 def preset(name: str, quick: bool) -> dict[str, Any]:
-    from cotplan.experiments import PRESETS
+    from cotplan.research.experiments import PRESETS
 
     return dict(PRESETS["quick" if quick else "full"][name])
 
@@ -116,8 +116,8 @@ def check_first(
     prompt_logprobs: bool = False,
 ) -> None:
     """Validate every option before a model is started or connected to."""
-    from cotplan.experiments import check_prompt_logprobs, exact_predictor
-    from cotplan.experiments.report import check_params
+    from cotplan.research.experiments import check_prompt_logprobs, exact_predictor
+    from cotplan.research.experiments.report import check_params
 
     if concurrency is not None and concurrency < 1:
         raise InputError(f"must be >= 1, got {concurrency}", field="concurrency")
@@ -141,7 +141,12 @@ class Experiment:
 
 def experiments() -> dict[str, Experiment]:
     """The commands that run one experiment on one predictor, by name (imported on first use)."""
-    from cotplan.experiments import entropy_efficiency, falck_tests, martingale_gap, order_variance
+    from cotplan.research.experiments import (
+        entropy_efficiency,
+        falck_tests,
+        martingale_gap,
+        order_variance,
+    )
 
     return {
         "martingale": Experiment(
@@ -178,7 +183,7 @@ def run_experiment(
     prompt_logprobs: bool = False,
 ) -> None:
     """Run experiment `name` with its preset and `options` over it; print, then save."""
-    from cotplan.experiments import PROMPT_LOGPROBS_CHANGE_NOTHING, planned_predictions
+    from cotplan.research.experiments import PROMPT_LOGPROBS_CHANGE_NOTHING, planned_predictions
 
     experiment = experiments()[name]
     params = {**preset(name, quick), **options}

@@ -2,12 +2,12 @@
 
 - ``cotplan kstar-lab train FAMILY``: train a lab family's model now and print what training
   measured (``--export DIR`` also writes shipped-weights files).
-- ``cotplan kstar-lab study [FAMILY ...]``: the study of `cotplan.lab.reasoning.study` per
+- ``cotplan kstar-lab study [FAMILY ...]``: the study of `cotplan.research.lab.reasoning.study` per
   family: the error grid, the planner's constants, which law holds, the oracle per-item budget
   and the held-out policies; tables and charts go into a report folder.
 - ``cotplan kstar-lab weights``: the weights that ship (key, checksum, still fitting?).
 - ``cotplan kstar-lab law FAMILY``: the law on the paper's terms (B(k), relative ε, the
-  theorem's domain; `cotplan.lab.reasoning.logloss`).
+  theorem's domain; `cotplan.research.lab.reasoning.logloss`).
 
 Every option is checked before a model is loaded or trained. ``--seed`` picks the model's
 training seed (train, study, law): seed 0 is the shipped model, another is trained on first use.
@@ -34,7 +34,7 @@ from cotplan.errors import InputError
 from cotplan.validation import require_int
 
 if TYPE_CHECKING:  # the lab is imported inside each command, so the CLI starts without it
-    from cotplan.lab.reasoning.settings import TrainSettings
+    from cotplan.research.lab.reasoning.settings import TrainSettings
 
 __all__ = ["app", "print_study", "register"]
 
@@ -89,7 +89,7 @@ def _cell(value: Any, digits: int) -> str:
 
 
 def _set_threads(threads: int) -> None:
-    from cotplan.lab._torch import require_torch
+    from cotplan.research.lab._torch import require_torch
 
     require_torch().set_num_threads(max(1, threads))
 
@@ -220,10 +220,11 @@ def train_command(
 ) -> None:
     """Train a lab family's model now (saved in the user folder) and print its checks.
 
-    Shipped weights are not touched; `--export cotplan/lab/reasoning/weights` refreshes them.
+    Shipped weights are not touched; `--export cotplan/research/lab/reasoning/weights` refreshes
+    them.
     """
-    from cotplan.lab.reasoning.shipped import ship
-    from cotplan.lab.reasoning.train import load_or_train, settings_for
+    from cotplan.research.lab.reasoning.shipped import ship
+    from cotplan.research.lab.reasoning.train import load_or_train, settings_for
 
     settings = settings_for(family, preset, seed=seed)  # validates the family, preset, seed
     if export is not None and settings.seed != 0:
@@ -235,7 +236,7 @@ def train_command(
     _set_threads(threads)
     started = time.perf_counter()
     if estimate:
-        from cotplan.lab.reasoning.train import time_training
+        from cotplan.research.lab.reasoning.train import time_training
 
         per_step = time_training(settings, estimate)
         console.print(
@@ -276,9 +277,13 @@ def study_command(
     import dataclasses
 
     from cotplan.charts import save as save_result
-    from cotplan.lab.reasoning.study import STUDY_PRESETS, reasoning_study, study_report_rows
-    from cotplan.lab.reasoning.tasks import get_lab_family, lab_families
-    from cotplan.lab.reasoning.train import settings_for
+    from cotplan.research.lab.reasoning.study import (
+        STUDY_PRESETS,
+        reasoning_study,
+        study_report_rows,
+    )
+    from cotplan.research.lab.reasoning.tasks import get_lab_family, lab_families
+    from cotplan.research.lab.reasoning.train import settings_for
 
     names = [get_lab_family(f).name for f in (families or list(lab_families))]
     if preset not in STUDY_PRESETS:
@@ -352,9 +357,9 @@ def law_command(
     threads: Threads = 1,
 ) -> None:
     """The law on the paper's terms: B(k) = mean −ln P(correct answer), relative ε, domain."""
-    from cotplan.lab.reasoning.backend import LabBackend
-    from cotplan.lab.reasoning.logloss import logloss_study
-    from cotplan.lab.reasoning.train import settings_for
+    from cotplan.research.lab.reasoning.backend import LabBackend
+    from cotplan.research.lab.reasoning.logloss import logloss_study
+    from cotplan.research.lab.reasoning.train import settings_for
 
     settings = settings_for(family, preset, seed=seed)
     ns = _trained_sizes(sizes, settings, "sizes")
@@ -445,8 +450,8 @@ def weights_command() -> None:
     training measured."""
     import json
 
-    from cotplan.lab.reasoning.shipped import shipped_dir, shipped_state
-    from cotplan.lab.reasoning.train import settings_for
+    from cotplan.research.lab.reasoning.shipped import shipped_dir, shipped_state
+    from cotplan.research.lab.reasoning.train import settings_for
 
     table = Table(title=f"Shipped lab weights ({shipped_dir().name}/)")
     for column in (

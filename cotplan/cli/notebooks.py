@@ -1,7 +1,7 @@
 """`cotplan notebooks`: JupyterLab on the explanatory notebooks, on 127.0.0.1 only.
 
 `cotplan lab`, its earlier name, still works and is hidden from the help: "lab" now means
-the lab models only (`cotplan.lab`, `cotplan kstar-lab`).
+the lab models only (`cotplan.research.lab`, `cotplan kstar-lab`).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Each command checks ALL its options before it reads a file or connects to a model, calls one
 library function, prints with rich, and has the library write its report folder
-(`cotplan.reports`: named at the start, written as a unit). `plan` calls
+(`cotplan.io.reports`: named at the start, written as a unit). `plan` calls
 `cotplan.planner.plan_result.plan_from_calibration`, whose `PlanResult.save` decides what a plan
 folder holds (by default the calibration's own folder); `run` loads plan.json as written (no
 refit), checks it is this model's and protocol's, and calls `run_plan`, whose `PlanRun.save`
@@ -59,7 +59,7 @@ from cotplan.cli.plan_print import (
 from cotplan.cli.report_folders import check_read, finish_report, start_report
 from cotplan.cli.report_page import add_report_page
 from cotplan.errors import InputError
-from cotplan.reports import save_chart
+from cotplan.io.reports import save_chart
 from cotplan.validation import require_choice, require_number, require_unit
 
 if TYPE_CHECKING:

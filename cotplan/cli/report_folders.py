@@ -1,6 +1,6 @@
 """The CLI's side of report folders: start one, finish it saying what it replaced, and note a
 file about to be read that differs from its folder's manifest. The work is
-`cotplan.reports.ReportFolder`'s; every command that writes a report calls these.
+`cotplan.io.reports.ReportFolder`'s; every command that writes a report calls these.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import cast
 from rich.console import Console
 
 from cotplan.cli.out_lock import lock_folder, remove_leftovers, unlock_folder
-from cotplan.reports import Committed, ReportFolder, check_report_file
+from cotplan.io.reports import Committed, ReportFolder, check_report_file
 
 __all__ = ["check_read", "finish_report", "start_report"]
 
@@ -49,7 +49,7 @@ def start_report(
     out: Path | None, default: Path | None = None, *, kind: str = "", command: str = ""
 ) -> ReportFolder:
     """The report folder a command writes into, named now (`out`, else `default`, else a new
-    folder under `reports/`); write into its `.path`, then `finish_report` (`cotplan.reports`).
+    folder under `reports/`); write into its `.path`, then `finish_report` (`cotplan.io.reports`).
 
     The folder is this run's until then: a second run naming it is refused (`InputError`
     naming `out`) instead of replacing this one's files, and staging folders that killed runs

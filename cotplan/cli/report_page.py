@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from cotplan.reports import ChartNotSavedWarning, ReportFolder
+from cotplan.io.reports import ChartNotSavedWarning, ReportFolder
 
 __all__ = ["add_report_page", "register", "report"]
 

@@ -1,4 +1,5 @@
-"""`cotplan reproduce`: the documented reproduction in one command (`cotplan.reproduce_plan`).
+"""`cotplan reproduce`: the documented reproduction in one command
+(`cotplan.research.reproduce_plan`).
 
 Prints the plan (every step's command line, its requests and its measured time) before
 anything starts, asks before requests that may cost money, runs each step as its own
@@ -19,11 +20,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from cotplan.experiments import PROMPT_LOGPROBS_CHANGE_NOTHING
-from cotplan.reports import reports_root
+from cotplan.io.reports import reports_root
+from cotplan.research.experiments import PROMPT_LOGPROBS_CHANGE_NOTHING
 
 if TYPE_CHECKING:
-    from cotplan.reproduce_plan import ReproductionPlan
+    from cotplan.research.reproduce_plan import ReproductionPlan
 
 __all__ = ["register", "reproduce_command", "run_in_subprocess"]
 
@@ -119,7 +120,7 @@ def reproduce_command(
 ) -> None:
     """Run the documented reproduction: plan and estimate first, resumable, one report."""
     # Imported here: planning reads every experiment module (scipy), which no other command needs.
-    from cotplan.reproduce_plan import plan_reproduction, run_plan
+    from cotplan.research.reproduce_plan import plan_reproduction, run_plan
 
     plan = plan_reproduction(
         preset,

@@ -81,7 +81,7 @@ def family_items(
     in the command line, for `tasks make` and `calibrate` alike."""
     lab_backend = backend is not None and backend.partition(":")[0] == "lab"
     if family.startswith("lab-") or lab_backend:
-        from cotplan.lab.reasoning.tasks import make_lab_tasks
+        from cotplan.research.lab.reasoning.tasks import make_lab_tasks
 
         return make_lab_tasks(family, n=n, count=count, seed=seed)
     return make_tasks(family, n=n, count=count, seed=seed)
@@ -97,7 +97,7 @@ def _check_backend(spec: str) -> None:
     check_spec(spec)
     provider, _, family = spec.partition(":")
     if provider == "lab":
-        from cotplan.lab.reasoning.tasks import get_lab_family
+        from cotplan.research.lab.reasoning.tasks import get_lab_family
 
         try:
             get_lab_family(family)

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from cotplan.backends.known_models import family_of
 from cotplan.messages import Message
-from cotplan.model_registry import family_of
 
 __all__ = ["CHAT_TEMPLATES", "DEFAULT_PROMPT", "ChatTemplate", "CoTPrompt", "template_for"]
 
@@ -147,7 +147,8 @@ CHAT_TEMPLATES: dict[str, ChatTemplate] = {
 
 
 def template_for(model: str) -> ChatTemplate | None:
-    """The chat template of a model's family (`cotplan.model_registry`); None when unknown."""
+    """The chat template of a model's family (`cotplan.backends.known_models`); None when
+    unknown."""
     family = family_of(model)
     if family is None or family.chat_template is None:
         return None

@@ -26,16 +26,16 @@ A protocol is the `CoTPrompt` budgeted generation writes around a question:
   Mistral recommends its reasoning system prompt (the one used in RL): pass it as the item's
   system message, cotplan does not add it.
 
-The model registry names each family's protocol (`cotplan.model_registry`); callers override it
-with `protocol=`.
+The model registry names each family's protocol (`cotplan.backends.known_models`); callers override
+it with `protocol=`.
 """
 
 from __future__ import annotations
 
 from cotplan.backends.base import Backend
+from cotplan.backends.known_models import family_of
 from cotplan.errors import InputError
 from cotplan.generate.prompts import CoTPrompt
-from cotplan.model_registry import family_of
 
 __all__ = ["PROTOCOLS", "protocol_for", "resolve_protocol", "split_reasoning"]
 

@@ -125,6 +125,14 @@ def batch_status(folder: str | Path) -> BatchStatus:
     return state.status()
 
 
+def _fixed_grid(budgets: Budgets) -> Callable[[int], list[int]]:
+    if budgets == "auto":
+        # The auto grid is built from each item's uncapped run, which one batch round would
+        # have to return before the grid's requests could be written: not built yet.
+        raise InputError("batch calibration needs a budget grid, not 'auto'", field="budgets")
+    return _budgets_for(budgets)
+
+
 def calibrate_batch(
     backend: Backend,
     items: Iterable[TaskItem],
@@ -158,11 +166,7 @@ def calibrate_batch(
             f"batch calibration needs an OpenAI-compatible backend, got {type(backend).__name__}"
         )
     chosen = _check_items(items)
-    if budgets == "auto":
-        # The auto grid is built from each item's uncapped run, which one batch round would
-        # have to return before the grid's requests could be written: not built yet.
-        raise InputError("batch calibration needs a budget grid, not 'auto'", field="budgets")
-    grid = _budgets_for(budgets)
+    grid = _fixed_grid(budgets)
     tell = say or (lambda line: None)
     state = BatchFolder(folder)
     where = scrub_secrets(backend.base_url or "https://api.openai.com/v1")

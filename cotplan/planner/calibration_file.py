@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from cotplan.backends.known_models import PROTOCOL_NAMES
 from cotplan.errors import InputError
-from cotplan.model_registry import PROTOCOL_NAMES
 
 __all__ = [
     "MAX_CALIBRATION_K",

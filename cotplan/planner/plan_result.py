@@ -34,6 +34,7 @@ import pandas as pd
 
 from cotplan.errors import InputError
 from cotplan.io import write_csv
+from cotplan.io.reports import save_chart
 from cotplan.planner.calibrate import load_calibration
 from cotplan.planner.early_exit import FAMILIES, Family
 from cotplan.planner.exit_plan import (
@@ -46,7 +47,6 @@ from cotplan.planner.fit import BudgetPlanner
 from cotplan.planner.laws import LAW_NAMES
 from cotplan.planner.records import Budget, CertifiedBudget
 from cotplan.planner.saved_plan import DEFAULT_REACH, SavedPlan
-from cotplan.reports import save_chart
 from cotplan.validation import (
     require_choice,
     require_int,

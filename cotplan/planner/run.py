@@ -34,6 +34,7 @@ from cotplan.errors import CapabilityError, InputError, NotFittedError
 from cotplan.generate.budgeted import BudgetedAnswer, CoTPrompt, Mode, answers_frame
 from cotplan.generate.probing import ProbedAnswer, probed_frame
 from cotplan.io import write_csv
+from cotplan.io.reports import save_chart
 from cotplan.planner.binding import backend_model, check_plan_model, check_plan_protocol
 from cotplan.planner.calibrate import _answer_items, _check_items, _stat
 from cotplan.planner.compare import check_against_eps, compare_answers, wilson_interval
@@ -47,7 +48,6 @@ from cotplan.planner.saved_plan import (
     SavedPlan,
     cap_of_budget,
 )
-from cotplan.reports import save_chart
 from cotplan.tasks.item import TaskItem
 from cotplan.tasks.size import item_size
 from cotplan.validation import MAX_BUDGET, require_int, require_unit

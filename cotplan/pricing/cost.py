@@ -454,13 +454,13 @@ def cost_of_text(
 ) -> CallCost:
     """Estimate a call before making it: the prompt's tokens are counted, the rest expected.
 
-    The prompt (text or chat messages) is counted with `cotplan.tokens.count_tokens` using
+    The prompt (text or chat messages) is counted with `cotplan.backends.tokens.count_tokens` using
     `tokenizer` (a model name or a `Backend`; default `model`). For a provider whose tokenizer
     cotplan cannot run offline, pass the closest one and treat the count as an estimate.
     `expected_output_tokens` are visible answer tokens; `expected_reasoning_tokens` hidden
     reasoning tokens on top of them.
     """
-    from cotplan.tokens import count_tokens
+    from cotplan.backends.tokens import count_tokens
 
     output = _count(expected_output_tokens, "expected_output_tokens")
     reasoning = _count(expected_reasoning_tokens, "expected_reasoning_tokens")

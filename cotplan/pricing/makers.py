@@ -7,7 +7,7 @@ other providers sell it (`PriceRow.notes`). Only a name whose maker is unknown, 
 does not sell it under that name (``deepseek-r1-distill-llama-70b`` at Groq and OVHcloud), still
 needs the provider.
 
-The maker comes from, in order: cotplan's model registry (`cotplan.model_registry`, the one
+The maker comes from, in order: cotplan's model registry (`cotplan.backends.known_models`, the one
 table of model families), the name prefixes below for makers that registry does not list, and
 last genai-prices' own rule (the provider whose `model_match` claims the name).
 """
@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+from cotplan.backends.known_models import bare_name, family_of
 from cotplan.errors import InputError
-from cotplan.model_registry import bare_name, family_of
 from cotplan.pricing.rows import PriceRow
 
 __all__ = ["maker_note", "maker_of", "maker_rows", "pick_maker"]

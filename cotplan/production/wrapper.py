@@ -441,7 +441,7 @@ class _Capper:
         raise InputError(
             f"cannot cap {model!r} at {self.provider}: its thinking is neither capped by the "
             "provider nor written with a chat template cotplan knows (see "
-            "cotplan.model_registry)",
+            "cotplan.backends.known_models)",
             field="model",
         )
 

@@ -40,7 +40,7 @@ def item_size(
     if counter is not None:
         size = int(counter(text))
     elif model is not None:
-        from cotplan.tokens import count_tokens  # lazy: tokenizers load slowly
+        from cotplan.backends.tokens import count_tokens  # lazy: tokenizers load slowly
 
         size = int(count_tokens(text, model))
     else:
