@@ -31,15 +31,7 @@ NOTEBOOK_FILES = sorted(NOTEBOOKS.glob("*.ipynb"))
 #: Notebooks still committed without outputs. `scripts/execute-notebooks` (run over all of
 #: them once the notebooks' edits are in) fills them; then this set is emptied, and every
 #: notebook must keep its outputs.
-PENDING = {
-    "01_capping_reasoning_spend.ipynb",
-    "02_projecting_api_costs.ipynb",
-    "03_martingale_and_positional_bias.ipynb",
-    "05_permutation_averaging.ipynb",
-    "06_positional_encoding_lab.ipynb",
-    "07_lab_reasoning_model.ipynb",
-    "08_paper_vs_cotplan.ipynb",
-}
+PENDING: set[str] = set()
 
 
 @pytest.mark.parametrize("path", NOTEBOOK_FILES, ids=lambda p: p.name)
