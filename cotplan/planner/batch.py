@@ -189,7 +189,14 @@ def calibrate_batch(
         )
         if answers is not None:
             return _finish(
-                backend, state, chosen, answers, collector, estimates, submitted, sent_live
+                backend,
+                state,
+                chosen,
+                answers,
+                collector,
+                estimates=estimates,
+                submitted=submitted,
+                sent_live=sent_live,
             )
         wanted = collector.wanted
         # Outputs an executor wrote (named, or beside their input) are read first.
@@ -234,7 +241,7 @@ def calibrate_batch(
             return BatchCalibration(
                 None, state.status(), (), tuple(estimates), None, submitted, sent_live
             )
-        wait_for_batches(state, service, collector, tell, poll_s, sleep)
+        wait_for_batches(state, service, collector, tell, poll_s=poll_s, sleep=sleep)
 
 
 def _finish(
@@ -243,6 +250,7 @@ def _finish(
     items: Sequence[TaskItem],
     answers: list[BudgetedAnswer],
     collector: Collector,
+    *,
     estimates: list[CostEstimate],
     submitted: int,
     sent_live: int,

@@ -93,6 +93,7 @@ def wait(
     service: BatchService,
     collector: Collector,
     tell: Say,
+    *,
     poll_s: float,
     sleep: Callable[[float], None],
 ) -> None:

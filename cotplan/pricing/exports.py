@@ -266,7 +266,15 @@ def _line_item(item: str) -> tuple[str, bool, str]:
 
 
 def _openai_cost_line(
-    day: date, value: Any, currency: Any, item: str, project: str, key: str, where: str, src: Path
+    day: date,
+    value: Any,
+    currency: Any,
+    item: str,
+    project: str,
+    *,
+    key: str,
+    where: str,
+    src: Path,
 ) -> ExportLine:
     amount = _money(value, f"{where}.amount.value", str(src))
     model, batch, tier = _line_item(item)
@@ -305,9 +313,9 @@ def read_openai_costs(path: str | os.PathLike[str]) -> list[ExportLine]:
                     amount.get("currency"),
                     _text(result.get("line_item")),
                     _text(result.get("project_id")),
-                    _text(result.get("api_key_id")),
-                    at,
-                    file,
+                    key=_text(result.get("api_key_id")),
+                    where=at,
+                    src=file,
                 )
             )
     return out
@@ -362,9 +370,9 @@ def read_openai_costs_csv(path: str | os.PathLike[str]) -> list[ExportLine]:
                     _column(row, ("amount_currency", "currency")) or "usd",
                     _text(_column(row, ("line_item",))),
                     _text(_column(row, ("project_id", "project_name"))),
-                    _text(_column(row, ("api_key_id",))),
-                    f"line {number}",
-                    file,
+                    key=_text(_column(row, ("api_key_id",))),
+                    where=f"line {number}",
+                    src=file,
                 )
             )
         except InputError as exc:

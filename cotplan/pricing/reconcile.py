@@ -333,10 +333,10 @@ def reconcile(
             stated,
             has_cost,
             logged,
-            has_log,
-            other_currency,
-            chosen,
-            cuts,
+            has_log=has_log,
+            other_currency=other_currency,
+            table=chosen,
+            cuts=cuts,
         )
         if converted.get(key):
             row["why"] = _joined(row["why"], "converted at " + "; ".join(sorted(converted[key])))
@@ -351,6 +351,7 @@ def _row(
     stated: dict[_Key, Decimal],
     has_cost: set[_Key],
     logged: dict[_Key, Decimal],
+    *,
     has_log: set[_Key],
     other_currency: dict[_Key, set[str]],
     table: PriceTable,
