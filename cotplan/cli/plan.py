@@ -200,6 +200,11 @@ def plan(
         caps = _calibrated_caps(saved, result.calibration["n"])
         savings = calibration_savings(result.calibration, caps)
         print_plan_glance(console, result, plan_path, report.target / "report.html", savings)
+        # Unknown token counts change what a plan can be trusted for: said at a glance too.
+        from cotplan.planner.calibration_file import usage_note
+
+        if not details and (note := usage_note(result.calibration)):
+            console.print(f"[yellow]note:[/] {note}")
         if details:
             console.rule("details")
             print_spend(result.calibration)
