@@ -23,6 +23,7 @@ __all__ = [
     "MAX_JSON_BYTES",
     "MAX_JSON_DEPTH",
     "parse_json",
+    "read_document",
     "read_json",
     "read_json_text",
     "write_bytes",
@@ -175,3 +176,26 @@ def read_json(path: str | os.PathLike[str], **limits: Any) -> Any:
     """`parse_json` of the file at `path`; a missing or unreadable file is an InputError that
     names it."""
     return read_json_text(path, **limits)[0]
+
+
+def read_document(path: str | os.PathLike[str]) -> Any:
+    """A user's settings file, TOML or JSON by its suffix (JSON through `parse_json`'s limits).
+    Unreadable, not UTF-8, bad syntax or nested too deep: an InputError naming the file."""
+    import tomllib
+
+    file = Path(path).expanduser()
+    source = str(file)
+    try:
+        text = file.read_bytes().decode("utf-8-sig")
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", source=source) from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text (byte {exc.start})", source=source) from None
+    if file.suffix.lower() == ".json":
+        return parse_json(text, source=source)
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"not valid TOML: {exc}", source=source) from None
+    except RecursionError:
+        raise InputError("nested too deep to read", source=source) from None

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import math
 import os
-import tomllib
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import date
@@ -31,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from cotplan.errors import InputError
-from cotplan.io import parse_json
+from cotplan.io import read_document
 from cotplan.pricing.call_vectors import _call_stats
 from cotplan.pricing.gamma_sums import _summary
 from cotplan.pricing.simulation import _price_months, _sum_models
@@ -305,23 +304,8 @@ def read_portfolio(path: str | os.PathLike[str]) -> tuple[list[PortfolioWorkload
     ...), and optionally ``cap``, ``batch_share``, ``cache_hit_rate``, ``growth_beta``,
     ``provider`` and ``tags`` (a table: team, feature). Returns the workloads and growth_sd.
     Errors name the file and the workload's field."""
-    file = Path(path).expanduser()
-    source = str(file)
-    try:
-        text = file.read_bytes().decode("utf-8-sig")
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror or exc}", source=source) from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text (byte {exc.start})", source=source) from None
-    if file.suffix.lower() == ".json":
-        data = parse_json(text, source=source)
-    else:
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise InputError(f"not valid TOML: {exc}", source=source) from None
-        except RecursionError:
-            raise InputError("nested too deep to read", source=source) from None
+    source = str(Path(path).expanduser())
+    data = read_document(path)
     if not isinstance(data, dict) or not isinstance(data.get("workloads"), list):
         raise InputError("needs a list of [[workloads]]", field="workloads", source=source)
     unknown = set(data) - _TOP_KEYS

@@ -30,7 +30,6 @@ first. Money in the file is read exactly (Decimal).
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -40,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from cotplan.errors import InputError
-from cotplan.io import parse_json
+from cotplan.io import read_document
 
 __all__ = [
     "Commitment",
@@ -161,23 +160,8 @@ def _entries(data: dict[str, Any], name: str, source: str) -> list[tuple[str, di
 
 def read_terms(path: str | os.PathLike[str]) -> Terms:
     """A terms file (TOML or JSON; see the module docstring). Errors name the file and entry."""
-    file = Path(path).expanduser()
-    source = str(file)
-    try:
-        text = file.read_bytes().decode("utf-8-sig")
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror or exc}", source=source) from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text (byte {exc.start})", source=source) from None
-    if file.suffix.lower() == ".json":
-        data = parse_json(text, source=source)
-    else:
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise InputError(f"not valid TOML: {exc}", source=source) from None
-        except RecursionError:
-            raise InputError("nested too deep to read", source=source) from None
+    source = str(Path(path).expanduser())
+    data = read_document(path)
     if not isinstance(data, dict):
         raise InputError("must be a table of commitments, tiers and credits", source=source)
     unknown = set(data) - {"commitments", "tiers", "credits"}
