@@ -73,8 +73,8 @@ def train_thinking(
     ),
     preset: str = typer.Option(
         "short",
-        help="What to train: 'short' (local:thinking) or 'long' (local:thinking-long, traces "
-        "of hundreds to thousands of tokens).",
+        help="What to train: 'short' (local:thinking), 'long' (local:thinking-long, traces "
+        "of hundreds to thousands of tokens) or 'long-focus' (its second stage, with --resume).",
     ),
     checkpoint_every: int | None = typer.Option(
         None, help="Also save the adapter every this many steps (OUT/checkpoint, resumable)."
@@ -91,6 +91,11 @@ def train_thinking(
     low, _, high = rechecks.partition("-")
     if not (low.isdigit() and high.isdigit() and 0 <= int(low) <= int(high)):
         raise InputError(f"must read FEWEST-MOST, e.g. 2-3, got {rechecks!r}", field="rechecks")
+    if preset == "long-focus" and resume is None:
+        raise InputError(
+            "the 'long-focus' stage trains further a 'long' adapter: give --resume DIR",
+            field="resume",
+        )
     if resume is not None and not (resume / "peft").is_dir():
         raise InputError(f"no trained adapter (peft/) in {resume}", field="resume")
     if max_seconds is not None:
@@ -114,7 +119,7 @@ def train_thinking(
     _console.print(report.to_dict())
     if install:
         earlier = (resume,) if resume is not None else ()
-        name = "thinking-long" if preset == "long" else "thinking"
+        name = "thinking-long" if preset.startswith("long") else "thinking"
         _console.print(f"installed: {install_adapter(out, earlier, adapter=name)}")
 
 

@@ -169,4 +169,21 @@ PRESETS: dict[str, dict[str, object]] = {
         "learning_rate": 5e-4,
         "warmup_steps": 20,
     },
+    # A second stage on top of "long" (with --resume): the first stage's uncapped accuracy was
+    # lowest on addition and parity (benchmarks/results/long_thinker_count_3_families_addition_
+    # parity.txt), so they get most of the fresh examples; count and find keep a share so the
+    # stage does not forget them.
+    "long-focus": {
+        "mix": {
+            "count": (0.15, 10, 80),
+            "find": (0.15, 10, 80),
+            "addition": (0.35, 10, 40),
+            "parity": (0.35, 10, 60),
+        },
+        "recheck_to_settled": True,
+        "examples": 600,
+        "batch_size": 1,
+        "learning_rate": 3e-4,
+        "warmup_steps": 10,
+    },
 }
