@@ -67,8 +67,8 @@ budgets up to the peak (`peak_budget_`) and no cap above the peak is recommended
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import Any, Literal
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, Literal, TypeVar, overload
 
 import numpy as np
 import pandas as pd
@@ -77,12 +77,10 @@ from numpy.typing import ArrayLike, NDArray
 from cotplan.errors import InfeasibleTargetError, InputError, NotFittedError
 from cotplan.intervals import Interval
 from cotplan.planner.budgets import certified_only, model_budget, with_certificate
-from cotplan.planner.certify import Certification
 from cotplan.planner.data import (
     _ALPHA_MAX,
     _cells,
     _check_log_base,
-    _Data,
     _percentile,
     _validate_frame,
 )
@@ -95,7 +93,6 @@ from cotplan.planner.records import (
     BoundaryTest,
     Budget,
     Estimate,
-    LawComparison,
     LikelihoodRatioTest,
     LogBase,
     OptimalBudget,
@@ -119,6 +116,26 @@ __all__ = [
     "Status",
     "TrendTest",
 ]
+
+
+_NOT_FITTED = "this BudgetPlanner is not fitted yet: call `fit(calibration_frame)` first"
+_T = TypeVar("_T")
+
+
+class _view(Generic[_T]):
+    """A read-only fitted attribute computed from the planner's one record, `state_`."""
+
+    def __init__(self, read: Callable[[PlannerFit], _T]) -> None:
+        self._read = read
+
+    @overload
+    def __get__(self, planner: None, owner: type) -> _view[_T]: ...
+    @overload
+    def __get__(self, planner: BudgetPlanner, owner: type) -> _T: ...
+    def __get__(self, planner: BudgetPlanner | None, owner: type) -> _view[_T] | _T:
+        if planner is None:
+            return self
+        return self._read(planner._fitted())
 
 
 class BudgetPlanner:
@@ -155,6 +172,8 @@ class BudgetPlanner:
     for planning is `law_`; `laws_` (a `LawComparison`) holds every law's fit and held-out
     score (None unless reasoning helps); `certified_` (a `Certification`) the exact evidence per
     calibrated size and budget; `peak_budgets_` the peak per size where accuracy falls after it.
+    All of these are read from one frozen record, `state_` (a `PlannerFit`), which holds the
+    calibration, every fit and its bootstrap draws.
     """
 
     def __init__(
@@ -267,79 +286,53 @@ class BudgetPlanner:
         return self
 
     def _assign(self, state: PlannerFit) -> None:
-        """Keep the fitted record and copy its public parts into the `*_` attributes.
+        self.state_ = state
 
-        The attributes get their own dicts, so a caller who edits one does not edit the record
-        that `budget` and the other methods read."""
-        self._state = state
-        constants, half = state.constants, state.alpha_half
-        self.e0_, self.e_base_, self.k0_, self.c_, self.alpha_ = (
-            float(v) for v in constants.params
-        )
-        self.intervals_ = dict(constants.intervals)
-        self.loglik_ = constants.loglik
-        self.alpha_half_ = half.named()
-        self.alpha_half_intervals_ = dict(half.intervals)
-        self.alpha_half_loglik_ = half.loglik
-        self.c_least_squares_ = state.c_least_squares
-        self.intervals_c_least_squares_ = state.intervals_c_least_squares
-        self.bootstrap_ = state.bootstrap_frame()
-        if state.mle is not None:
-            self.mle_: dict[str, float] = dict(state.mle)
-        self.trend_: TrendTest | None = state.trend
-        self.lrt_: LikelihoodRatioTest | None = state.lrt
-        self.growth_: BoundaryTest | None = state.growth
-        self.n_items_ = state.n_items
-        self.n_rows_ = state.n_rows
-        self.sizes_ = state.sizes
-        self.budgets_ = state.budgets
-        self.peak_budget_: int | None = state.peak_budget
-        self.peak_budgets_: dict[int, int] = dict(state.peak_budgets)
-        self.law_: str | None = state.law_name
-        self.laws_: LawComparison | None = state.laws
-        self.certified_: Certification | None = state.certified
-        self.status_: Status = state.status
-        self.verdict_ = state.verdict
-
-    # The calibration, the paper law's constants and draws, and the planning law's parameters
-    # and draws, read by `run.SavedPlan` and by tests that replay the fit: kept as read-only
-    # views of the record (AttributeError where the fit has none, as before).
-
-    def _missing(self, name: str) -> AttributeError:
-        return AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+    # The fitted attributes, scikit-learn style, are views of the one record `state_` (a frozen
+    # `PlannerFit`): the planner holds its state once. Before `fit` each raises
+    # `NotFittedError` (an AttributeError, so `hasattr(planner, "c_")` is False); dicts are
+    # copies, so a caller who edits one does not edit the record the planner plans from.
+    e0_ = _view(lambda fit: float(fit.constants.params[0]))
+    e_base_ = _view(lambda fit: float(fit.constants.params[1]))
+    k0_ = _view(lambda fit: float(fit.constants.params[2]))
+    c_ = _view(lambda fit: float(fit.constants.params[3]))
+    alpha_ = _view(lambda fit: float(fit.constants.params[4]))
+    intervals_ = _view(lambda fit: dict(fit.constants.intervals))
+    loglik_ = _view(lambda fit: fit.constants.loglik)
+    alpha_half_ = _view(lambda fit: fit.alpha_half.named())
+    alpha_half_intervals_ = _view(lambda fit: dict(fit.alpha_half.intervals))
+    alpha_half_loglik_ = _view(lambda fit: fit.alpha_half.loglik)
+    c_least_squares_ = _view(lambda fit: fit.c_least_squares)
+    intervals_c_least_squares_ = _view(lambda fit: fit.intervals_c_least_squares)
+    bootstrap_ = _view(lambda fit: fit.bootstrap_frame())
+    trend_ = _view(lambda fit: fit.trend)
+    lrt_ = _view(lambda fit: fit.lrt)
+    growth_ = _view(lambda fit: fit.growth)
+    n_items_ = _view(lambda fit: fit.n_items)
+    n_rows_ = _view(lambda fit: fit.n_rows)
+    sizes_ = _view(lambda fit: fit.sizes)
+    budgets_ = _view(lambda fit: fit.budgets)
+    peak_budget_ = _view(lambda fit: fit.peak_budget)
+    peak_budgets_ = _view(lambda fit: dict(fit.peak_budgets))
+    law_ = _view(lambda fit: fit.law_name)
+    laws_ = _view(lambda fit: fit.laws)
+    certified_ = _view(lambda fit: fit.certified)
+    status_ = _view(lambda fit: fit.status)
+    verdict_ = _view(lambda fit: fit.verdict)
 
     @property
-    def _data(self) -> _Data:
-        if self._state.data is None:
-            raise self._missing("_data")
-        return self._state.data
-
-    @property
-    def _params(self) -> NDArray[np.float64]:
-        return self._state.constants.params
-
-    @property
-    def _draws(self) -> NDArray[np.float64]:
-        return self._state.draws
-
-    @property
-    def _law_params(self) -> NDArray[np.float64]:
-        if self._state.law is None:
-            raise self._missing("_law_params")
-        return self._state.law.params
-
-    @property
-    def _law_draws(self) -> NDArray[np.float64]:
-        if self._state.law is None:
-            raise self._missing("_law_draws")
-        return self._state.law.draws
+    def mle_(self) -> dict[str, float]:
+        """The unconstrained maximum-likelihood constants, where the fit kept them."""
+        mle = self._fitted().mle
+        if mle is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute 'mle_'")
+        return dict(mle)
 
     def _fitted(self) -> PlannerFit:
-        if not hasattr(self, "_state"):
-            raise NotFittedError(
-                "this BudgetPlanner is not fitted yet: call `fit(calibration_frame)` first"
-            )
-        return self._state
+        state: PlannerFit | None = vars(self).get("state_")
+        if state is None:
+            raise NotFittedError(_NOT_FITTED)
+        return state
 
     def _check_fitted(self) -> PlannerFit:
         """The fitted record, where it can plan (not too few items or budgets)."""

@@ -88,9 +88,10 @@ def relative_target(planner: BudgetPlanner, remaining: float = 0.25) -> float:
     if status in NO_BENEFIT_STATUSES:
         return min(0.99, math.ceil(max(planner.e0_, 0.01) * 100) / 100)
     e0, e_base = planner.e0_, planner.e_base_
-    if planner.law_ in ("logistic", "step"):
+    law = planner.state_.law
+    if planner.law_ in ("logistic", "step") and law is not None:
         # The planning law's own floor and base error (the paper law's may not fit the curve).
-        e0, e_base = (float(v) for v in planner._law_params[:2])
+        e0, e_base = (float(v) for v in law.params[:2])
     eps = e0 + remaining * (e_base - e0)
     return min(0.99, math.ceil(eps * 100 - 1e-9) / 100)
 

@@ -147,9 +147,10 @@ class SavedPlan:
         elif certificates is None and planner.certified_ is not None:
             certificates = tuple(planner.certified_.at(n, eps) for n in planner.certified_.sizes)
         law_params = law_draws = None
-        if planner.status_ == "helps" and planner.law_ is not None:
-            law_params = np.asarray(planner._law_params, dtype=float).tolist()
-            law_draws = np.asarray(planner._law_draws, dtype=float).tolist()
+        law = planner.state_.law
+        if planner.status_ == "helps" and planner.law_ is not None and law is not None:
+            law_params = np.asarray(law.params, dtype=float).tolist()
+            law_draws = np.asarray(law.draws, dtype=float).tolist()
         source = Path(calibration)
         digest = hashlib.sha256(source.read_bytes()).hexdigest() if source.is_file() else ""
         cost = math.nan
