@@ -41,8 +41,8 @@ def test_the_fitted_state_is_a_frozen_record() -> None:
 def test_building_the_record_twice_gives_the_same_values() -> None:
     planner = BudgetPlanner("paper", n_bootstrap=3)
     data = _validate_frame(_helps())
-    first = fit_planner(planner._validated_params(), data)
-    second = fit_planner(planner._validated_params(), data)
+    first = fit_planner(planner.check_params(), data)
+    second = fit_planner(planner.check_params(), data)
     assert first.status == second.status == "helps"
     assert first.verdict == second.verdict
     assert np.array_equal(first.constants.params, second.constants.params)

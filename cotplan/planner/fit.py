@@ -101,7 +101,14 @@ from cotplan.planner.records import (
     TrendTest,
 )
 from cotplan.planner.state import FitSettings, PlannerFit
-from cotplan.validation import require_int, require_positive, require_unit
+from cotplan.validation import (
+    SHARE,
+    SIZE,
+    require_int,
+    require_positive,
+    require_unit,
+    validate_params,
+)
 
 __all__ = [
     "BoundaryTest",
@@ -226,7 +233,19 @@ class BudgetPlanner:
         changed = {k: v for k, v in self.get_params().items() if v != defaults[k]}
         return f"BudgetPlanner({', '.join(f'{k}={v!r}' for k, v in changed.items())})"
 
-    def _validated_params(self) -> FitSettings:
+    def check_params(self) -> FitSettings:
+        """The parameters, checked (each once per value: a planner checked before its data is
+        read is not checked again by `fit`), as the `FitSettings` a fit uses."""
+        params = tuple(self.get_params().items())
+        checked = vars(self).get("_checked")
+        if checked is not None and checked[0] == params:
+            settings: FitSettings = checked[1]
+            return settings
+        settings = self._settings()
+        self._checked = (params, settings)
+        return settings
+
+    def _settings(self) -> FitSettings:
         if self.law != "auto" and self.law not in LAW_NAMES:
             raise InputError(
                 f"must be 'auto' or one of {', '.join(repr(n) for n in LAW_NAMES)}, "
@@ -280,7 +299,7 @@ class BudgetPlanner:
         calibrations (too few items, one budget, every answer right or wrong, no rise in
         accuracy) do not raise: `status_` and `verdict_` say what can and cannot be planned.
         """
-        settings = self._validated_params()
+        settings = self.check_params()
         data = _validate_frame(calibration)
         self._assign(fit_planner(settings, data))
         return self
@@ -359,6 +378,7 @@ class BudgetPlanner:
         out = state.error(n_arr, k_arr)
         return float(out) if out.ndim == 0 else out
 
+    @validate_params(n=SIZE, eps=SHARE)
     def budget(self, n: float, eps: float) -> Budget:
         """The reasoning cap for size `n` and target error `eps`, and how it is backed.
 
@@ -376,8 +396,7 @@ class BudgetPlanner:
         or a non-positive `n`.
         """
         state = self._check_fitted()
-        n_val = require_positive(n, "n")
-        eps_val = require_unit(eps, "eps")
+        n_val, eps_val = float(n), float(eps)
         calibrated = state.status != "given" and n_val in state.sizes
         certificate = (
             state.certified.at(int(n_val), eps_val)
@@ -394,15 +413,17 @@ class BudgetPlanner:
             return budget
         return with_certificate(state, budget, certificate)
 
+    @validate_params(eps=SHARE)
     def certify(self, eps: float) -> pd.DataFrame:
         """The certified budget at every calibrated size for target `eps` (one row each; see
         `CertifiedBudget`)."""
         state = self._check_fitted()
-        eps_val = require_unit(eps, "eps")
+        eps_val = float(eps)
         if state.certified is None:
             raise InputError("nothing was calibrated to certify", field="calibration")
         return state.certified.frame_at(eps_val)
 
+    @validate_params(n=SIZE)
     def optimal(self, n: float, value_of_correct: float, price_per_token: float) -> OptimalBudget:
         """The budget minimising value_of_correct · e(k, n) + price_per_token · k per query.
 
@@ -410,7 +431,7 @@ class BudgetPlanner:
         `price_per_token` the price of one reasoning token, in the same currency.
         """
         state = self._check_fitted()
-        n_val = require_positive(n, "n")
+        n_val = float(n)
         value = require_positive(value_of_correct, "value_of_correct")
         price = require_positive(price_per_token, "price_per_token")
         choice = state.law
@@ -567,7 +588,7 @@ class BudgetPlanner:
         plans k* = 1.2 · √n · log2(1/ε). No intervals, tests or calibration ranges.
         """
         planner = cls("paper", log_base=log_base, alpha=alpha, n_bootstrap=0)
-        settings = planner._validated_params()
+        settings = planner.check_params()
         c_nat = require_positive(c, "c") / LOG_BASES[settings.log_base]
         if not 0.0 <= e0 < 1.0:
             raise InputError(f"must be in [0, 1), got {e0:g}", field="e0")
