@@ -308,59 +308,67 @@ def project(
         render_forecast(result, _console, out=out)
 
 
+OpenaiUsage = Annotated[
+    list[Path] | None, Opt("--openai-usage", help="OpenAI Usage API pages (JSON), completions.")
+]
+OpenaiCosts = Annotated[
+    list[Path] | None,
+    Opt("--openai-costs", help="OpenAI Costs API pages (JSON) or the cost CSV export."),
+]
+AnthropicUsage = Annotated[
+    list[Path] | None,
+    Opt("--anthropic-usage", help="Anthropic Admin API messages usage report (JSON)."),
+]
+AnthropicCosts = Annotated[
+    list[Path] | None, Opt("--anthropic-costs", help="Anthropic Admin API cost report (JSON).")
+]
+GcpBilling = Annotated[
+    list[Path] | None,
+    Opt("--gcp-billing", help="Google Cloud billing export (BigQuery table as CSV)."),
+]
+OwnLog = Annotated[
+    Path | None, Opt("--log", help="cotplan's own log: JSONL of responses (with tags) or .sqlite.")
+]
+Invoices = Annotated[
+    Path | None, Opt("--invoices", help="CSV: provider,month,total_usd,tax_usd,credits_usd.")
+]
+Discounts = Annotated[
+    Path | None,
+    Opt("--terms", help="Negotiated terms (TOML/JSON): discounts explain lower bills."),
+]
+Exchange = Annotated[
+    Path | None,
+    Opt(
+        "--rates",
+        help="CSV date,currency,per_usd: converts costs stated in another "
+        "currency at the rate dated on or before each line's day.",
+    ),
+]
+ByModel = Annotated[bool, Opt("--by-model", help="One row per model, not per model and project.")]
+ReconcileCsv = Annotated[
+    Path | None, Opt("--csv", help="Write the reconciliation table to this CSV.")
+]
+LogOn = Annotated[
+    str | None, Opt("--on", help="As if today were this date: log calls after it are refused.")
+]
+
+
 @app.command("reconcile")
 def reconcile_(
     *,
-    openai_usage: Annotated[
-        list[Path] | None,
-        Opt("--openai-usage", help="OpenAI Usage API pages (JSON), completions."),
-    ] = None,
-    openai_costs: Annotated[
-        list[Path] | None,
-        Opt("--openai-costs", help="OpenAI Costs API pages (JSON) or the cost CSV export."),
-    ] = None,
-    anthropic_usage: Annotated[
-        list[Path] | None,
-        Opt("--anthropic-usage", help="Anthropic Admin API messages usage report (JSON)."),
-    ] = None,
-    anthropic_costs: Annotated[
-        list[Path] | None,
-        Opt("--anthropic-costs", help="Anthropic Admin API cost report (JSON)."),
-    ] = None,
-    gcp_billing: Annotated[
-        list[Path] | None,
-        Opt("--gcp-billing", help="Google Cloud billing export (BigQuery table as CSV)."),
-    ] = None,
-    log: Annotated[
-        Path | None,
-        Opt("--log", help="cotplan's own log: JSONL of responses (with tags) or .sqlite."),
-    ] = None,
-    invoices: Annotated[
-        Path | None, Opt("--invoices", help="CSV: provider,month,total_usd,tax_usd,credits_usd.")
-    ] = None,
-    terms: Annotated[
-        Path | None,
-        Opt("--terms", help="Negotiated terms (TOML/JSON): discounts explain lower bills."),
-    ] = None,
-    rates: Annotated[
-        Path | None,
-        Opt(
-            "--rates",
-            help="CSV date,currency,per_usd: converts costs stated in another "
-            "currency at the rate dated on or before each line's day.",
-        ),
-    ] = None,
-    by_model: Annotated[
-        bool, Opt("--by-model", help="One row per model, not per model and project.")
-    ] = False,
+    openai_usage: OpenaiUsage = None,
+    openai_costs: OpenaiCosts = None,
+    anthropic_usage: AnthropicUsage = None,
+    anthropic_costs: AnthropicCosts = None,
+    gcp_billing: GcpBilling = None,
+    log: OwnLog = None,
+    invoices: Invoices = None,
+    terms: Discounts = None,
+    rates: Exchange = None,
+    by_model: ByModel = False,
     file: Prices = None,
-    csv_out: Annotated[
-        Path | None, Opt("--csv", help="Write the reconciliation table to this CSV.")
-    ] = None,
-    on: Annotated[
-        str | None,
-        Opt("--on", help="As if today were this date: log calls after it are refused."),
-    ] = None,
+    csv_out: ReconcileCsv = None,
+    on: LogOn = None,
 ) -> None:
     """Provider's stated cost, cotplan's price of its usage and cotplan's own log, per
     month, model and project; every difference explained or flagged."""
