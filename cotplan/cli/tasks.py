@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections import Counter
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from cotplan.errors import InputError
 from cotplan.tasks import (
@@ -40,34 +38,9 @@ def list_command(
     ] = False,
 ) -> None:
     """List the built-in task families, what n means for each, and which suit the demo."""
-    table = Table(title="built-in task families", show_lines=measured)
-    table.add_column("family", style="bold")
-    if measured:
-        table.add_column("demo")
-        table.add_column("measured on SmolLM2-135M (accuracy by reasoning budget)")
-        for info in list_families():
-            table.add_row(info.name, "yes" if info.demo else "no", info.measured)
-    else:
-        table.add_column("n means")
-        table.add_column("n range", justify="right")
-        table.add_column("answer")
-        table.add_column("demo")
-        table.add_column("description")
-        for info in list_families():
-            table.add_row(
-                info.name,
-                info.n_meaning,
-                f"{info.n_min}-{info.n_max}",
-                info.answer_kind,
-                "yes" if info.demo else "no",
-                info.description,
-            )
-    console = _console()
-    console.print(table)
-    console.print(
-        "demo = reasoning measurably helped the embedded SmolLM2-135M on this family "
-        "(docs/tasks.md has the numbers and the command)."
-    )
+    from cotplan.render.tasks import render_families
+
+    render_families(list_families(), _console(), measured=measured)
 
 
 def family_items(
@@ -201,34 +174,6 @@ def check_command(
     path: Annotated[Path, typer.Argument(help="A JSONL task file.")],
 ) -> None:
     """Validate a task file and summarise it (errors name the line and field)."""
-    items = load_tasks(path)
-    console = _console()
-    console.print(f"[bold]{escape(str(path))}[/]: {len(items)} items, all valid")
-    table = Table(show_header=True)
-    table.add_column("family")
-    table.add_column("items", justify="right")
-    table.add_column("answer kinds")
-    table.add_column("n")
-    by_family: dict[str, list[int | None]] = {}
-    kinds: dict[str, Counter[str]] = {}
-    for item in items:
-        by_family.setdefault(item.family, []).append(item.n)
-        kinds.setdefault(item.family, Counter())[item.kind] += 1
-    for family, sizes in by_family.items():
-        known = sorted({s for s in sizes if s is not None})
-        missing = sum(s is None for s in sizes)
-        shown = ", ".join(map(str, known[:8])) + (" ..." if len(known) > 8 else "")
-        if missing:
-            shown = (shown + "; " if shown else "") + f"{missing} without n (prompt tokens)"
-        table.add_row(
-            family,
-            str(len(sizes)),
-            ", ".join(f"{k} {v}" for k, v in kinds[family].items()),
-            shown,
-        )
-    console.print(table)
-    if any(item.n is None for item in items):
-        console.print(
-            "items without `n` are sized by their prompt's token count when calibrating; "
-            "set `n` to say what size means for your task."
-        )
+    from cotplan.render.tasks import render_task_file
+
+    render_task_file(path, load_tasks(path), _console())
