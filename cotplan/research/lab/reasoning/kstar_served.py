@@ -273,8 +273,14 @@ def _answer_rows(
     rows = []
     for answer in answers:
         wrong = float(not answer.correct)
-        if measure == "logprob" and answer.answer_prompt:
+        if measure == "logprob":
             prompt = answer.answer_prompt
+            if not prompt:  # chat mode: no exact text to score, and no silent change of measure
+                raise InputError(
+                    "the answers were not written as text (template mode), so there is no "
+                    "prompt to score the gold answer after: use --measure accuracy",
+                    field="measure",
+                )
             gold = str(item.answer) if prompt.endswith((" ", "\n")) else f" {item.answer}"
             scored = backend.prompt_logprobs(prompt + gold, top_logprobs=1)  # type: ignore[attr-defined]
             p = math.exp(gold_logprob(scored, prompt))
