@@ -115,3 +115,20 @@ def test_study_end_to_end_on_the_long_thinker(tmp_path: Path, cotplan_home: Path
     assert "forced answer's 0/1 error" in result.output
     assert "the theorem's premise" in result.output
     assert "k* ∝ L^" in result.output
+
+
+def test_the_measure_is_b_only_where_a_text_prompt_can_be_scored() -> None:
+    from cotplan import connect
+    from cotplan.research.lab.reasoning.kstar_served import resolve_measure
+
+    url = "http://127.0.0.1:9/v1"  # never called: choosing the measure sends nothing
+    scored = connect("openai:Qwen3-8B", base_url=url, prompt_logprobs=True, cache=None)
+    plain = connect("openai:Qwen3-8B", base_url=url, cache=None)
+    unknown = connect("openai:my-model", base_url=url, prompt_logprobs=True, cache=None)
+    auto, forced = check_protocol("openai:m"), check_protocol("openai:m", measure="logprob")
+    assert resolve_measure(auto, scored) == "logprob"
+    assert resolve_measure(auto, plain) == "accuracy"  # the server was not said to score
+    assert resolve_measure(auto, unknown) == "accuracy"  # no template: no exact text to score
+    with pytest.raises(InputError, match="`measure`"):
+        resolve_measure(forced, unknown)
+    assert resolve_measure(check_protocol("openai:m", measure="accuracy"), scored) == "accuracy"

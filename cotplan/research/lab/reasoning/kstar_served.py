@@ -39,7 +39,7 @@ import pandas as pd
 
 from cotplan.backends.base import Backend
 from cotplan.errors import InputError
-from cotplan.generate.budgeted import budgeted_answers
+from cotplan.generate.budgeted import budgeted_answers, resolve_mode
 from cotplan.intervals import percentile_interval
 from cotplan.io import write_csv, write_text
 from cotplan.research.lab.reasoning.exponent import EXPONENT_MARGIN
@@ -242,10 +242,12 @@ def gold_logprob(rows: Sequence[tuple[str, dict[str, float]]], prefix: str) -> f
 
 
 def _scores_prompts(backend: Backend) -> bool:
+    """The server scores prompts and the answers are written as text with a known chat
+    template (template mode), so there is an exact prompt to score the gold answer after."""
     return bool(
         getattr(backend, "supports_prompt_logprobs", False)
         and callable(getattr(backend, "prompt_logprobs", None))
-        and backend.text_completions
+        and resolve_mode(backend) == "template"
     )
 
 
@@ -255,8 +257,9 @@ def resolve_measure(protocol: KstarProtocol, backend: Backend) -> str:
     able = _scores_prompts(backend)
     if protocol.measure == "logprob" and not able:
         raise InputError(
-            "the backend does not score prompts (vLLM's prompt_logprobs on a completions "
-            "endpoint): use --measure accuracy, or --prompt-logprobs on a vLLM server",
+            "the backend does not score prompts as text (vLLM's prompt_logprobs on a "
+            "completions endpoint, for a model whose chat template cotplan knows): use "
+            "--measure accuracy, or --prompt-logprobs on a vLLM server",
             field="measure",
         )
     if protocol.measure == "auto":
