@@ -22,6 +22,7 @@ from cotplan.cli import (
     cost,
     demo,
     experiment,
+    kstar,
     lab_reasoning,
     models,
     monitor,
@@ -60,6 +61,7 @@ demo.register(app)
 answer.register(app)
 notebooks.register(app)
 lab_reasoning.register(app)
+kstar.register(app)
 serve.register(app)
 monitor.register(app)
 reproduce.register(app)
