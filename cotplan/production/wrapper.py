@@ -71,6 +71,7 @@ from typing import Any, Generic, Literal, TypeVar, overload
 import openai
 from openai.types.chat import ChatCompletion
 
+from cotplan.backends.base import Usage
 from cotplan.backends.budgets import rule_for_model
 from cotplan.errors import InputError
 from cotplan.generate.prompts import template_for
@@ -79,7 +80,15 @@ from cotplan.messages import Message
 from cotplan.planner import SavedPlan
 from cotplan.planner.binding import check_plan_model, check_plan_protocol
 from cotplan.planner.exit_plan import ExitPlan
+from cotplan.production.answer_phase import (
+    ANSWER_ARGS,
+    answer_message,
+    answer_spec,
+    chat_logprobs,
+    tool_turns,
+)
 from cotplan.production.calls import (
+    DEFAULT_ANSWER_TOKENS,
     METADATA_SIZE,
     SIZE_POLICIES,
     TEMPLATE_ARGS,
@@ -88,9 +97,10 @@ from cotplan.production.calls import (
     CapReport,
     answer_room,
     cap_at,
-    chat_reply,
     check_chat,
     check_messages,
+    choices_reply,
+    completion_limit,
     provider_of,
     report_of,
     stop_list,
@@ -330,6 +340,8 @@ class _Capper:
         mode = self._mode(model, exit_checked=self.exits is not None)
         if mode == "server":  # the client's messages go on as they came (tool turns, parts)
             messages = check_chat(args.pop("messages", None))
+        elif mode == "template":  # tool turns written out as text
+            messages = check_messages(tool_turns(args.pop("messages", None)))
         else:
             messages = check_messages(args.pop("messages", None))
         try:
@@ -357,23 +369,18 @@ class _Capper:
         cap = cap_at(self.plan, size, self.size_policy)
         exit_rule, exit_note = (None, "") if self.exits is None else exit_at(self.exits, cap)
         stream, include_usage = _stream_arguments(args)
+        limit: int | None = None
         if mode == "server":
             # Everything passes on; the client's max_tokens bounds the whole completion.
             answer_tokens = answer_room(dict(args))
-        elif args.get("n") not in (None, 1):
+        elif args.get("n") not in (None, 1) and (mode != "template" or exit_rule is not None):
             raise InputError(f"must be 1 (one answer per call), got {args['n']!r}", field="n")
-        if mode != "server":
-            args.pop("n", None)
         if mode == "template":
-            unknown = sorted(set(args) - TEMPLATE_ARGS)
-            if unknown:
-                raise InputError(
-                    "two-phase budget forcing writes the chat out as text and cannot apply it; "
-                    "remove it or call the client itself",
-                    field=unknown[0],
-                )
-            stop_list(args.get("stop"))  # checked before the first request, not after
-        if mode != "server":
+            # OpenAI's meaning: the limit bounds thinking and answer together.
+            limit = _template_args(args, stream=stream, exits=exit_rule is not None)
+            answer_tokens = DEFAULT_ANSWER_TOKENS if limit is None else limit
+        elif mode != "server":
+            args.pop("n", None)
             answer_tokens = answer_room(args)
         temperature = args.pop("temperature", None)
         temperature = 0.0 if temperature is None else temperature
@@ -396,6 +403,7 @@ class _Capper:
             exit_rule=exit_rule,
             bill_prompt=self.exits.bill_prompt if self.exits is not None else False,
             answer_kind=answer_kind_of(self.plan),
+            limit=limit,
         )
 
     def _size(self, given: object, messages: list[Message], metadata: object) -> float | None:
@@ -448,26 +456,55 @@ class _Capper:
     # -- template mode: the two phases of `budgeted_answer`, through the client ---------------
 
     def _two_phase(self, call: CallArgs) -> _Steps:
+        """The two phases for each of the call's `n` choices (one, unless it asks for more)."""
         phases = TwoPhase(call)
-        thinking, thinking_usage, cut = "", None, False
-        first_request = phases.thinking_request()
-        if first_request is not None:
-            first = yield ("completions", first_request)
-            choice = first.choices[0]
-            thinking, thinking_usage = choice.text, usage_of(first.usage)
-            cut = choice.finish_reason == "length"
-        second = yield ("completions", phases.answer_request(thinking, cut=cut))
-        answer_choice = second.choices[0]
-        answered = bool((answer_choice.text or "").strip())
-        report = phases.report(thinking_usage, usage_of(second.usage), cut=cut, answered=answered)
-        reply = chat_reply(
-            call,
-            content=answer_choice.text,
-            reasoning=thinking,
-            finish_reason=answer_choice.finish_reason,
-            report=report,
+        spec = phases.spec
+        choices: list[dict[str, Any]] = []
+        thinking_usages: list[Usage] = []
+        answer_usages: list[Usage] = []
+        cuts: list[bool] = []
+        missing = False
+        for _ in range(call.rest.get("n") or 1):
+            thinking, thinking_usage, finish = "", None, None
+            first_request = phases.thinking_request()
+            if first_request is not None:
+                first = yield ("completions", first_request)
+                choice = first.choices[0]
+                thinking, thinking_usage = choice.text, usage_of(first.usage)
+                finish = choice.finish_reason
+                thinking_usages.append(thinking_usage)
+            cut = phases.cut(finish)
+            cuts.append(cut)
+            second_request = phases.answer_request(
+                thinking, cut=cut, thought=phases.thought(finish, thinking_usage)
+            )
+            text, finish, logprobs = "", "length", None
+            if second_request is not None:
+                second = yield ("completions", second_request)
+                answer_choice = second.choices[0]
+                answer_usages.append(usage_of(second.usage))
+                text, finish = answer_choice.text or "", answer_choice.finish_reason
+                if spec.logprobs is not None:
+                    logprobs = chat_logprobs(answer_choice.logprobs)
+            answered = bool(text.strip())
+            missing = missing or not answered
+            message, finish_reason = answer_message(
+                text, spec, marker=call.words.marker, finish_reason=finish
+            )
+            if not answered:  # no answer is not an answer: no marker, the cut said
+                message, finish_reason = {"role": "assistant", "content": ""}, "length"
+            message["reasoning_content"] = thinking
+            choices.append(
+                {"message": message, "finish_reason": finish_reason, "logprobs": logprobs}
+            )
+        report = phases.report(
+            _summed(thinking_usages),
+            _summed(answer_usages),
+            cut=any(cuts),
+            answered=not missing,
+            requests=len(thinking_usages) + len(answer_usages),
         )
-        return reply, report
+        return choices_reply(call, choices, report), report
 
     # -- hidden mode: the provider's own cap, in one request ----------------------------------
 
@@ -485,6 +522,42 @@ class _Capper:
         report = one.report(usages, bitten=bitten, forced=forced)
         setattr(reply, "cotplan", report.to_dict())  # noqa: B010 (an extra field, not declared)
         return reply, report
+
+
+def _template_args(args: dict[str, Any], *, stream: bool, exits: bool) -> int | None:
+    """Checks what two-phase forcing can apply (naming the first field it cannot) before the
+    first request; the client's completion limit, popped (None: none given)."""
+    unknown = sorted(set(args) - TEMPLATE_ARGS)
+    if exits:  # the exit's probes read a line of text
+        unknown += sorted(set(args) & ANSWER_ARGS)
+    if unknown:
+        raise InputError(
+            "two-phase budget forcing writes the chat out as text and cannot apply it; "
+            "remove it or call the client itself",
+            field=unknown[0],
+        )
+    stop_list(args.get("stop"))
+    answer_spec(args)
+    n = args.get("n")
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+        raise InputError(f"must be a whole number ≥ 1, got {n!r}", field="n")
+    if stream and n not in (None, 1):
+        raise InputError("must be 1 for a streamed two-phase call", field="n")
+    if stream and args.get("logprobs"):
+        raise InputError(
+            "is not streamed in two-phase mode: call without stream=True", field="logprobs"
+        )
+    return completion_limit(args)
+
+
+def _summed(usages: list[Usage]) -> Usage | None:
+    """The usages added up (None for none: that phase was never run)."""
+    if not usages:
+        return None
+    total = usages[0]
+    for usage in usages[1:]:
+        total = total + usage
+    return total
 
 
 def _stream_arguments(args: dict[str, Any]) -> tuple[bool, bool]:
