@@ -17,7 +17,8 @@ from cotplan.backends.local import LocalModel
 from cotplan.production import capped, report_of
 from cotplan.production.gateway import Gateway
 
-pytestmark = pytest.mark.model
+# Grammars make llama.cpp slow on 2 cores: a few minutes under load.
+pytestmark = [pytest.mark.model, pytest.mark.slow]
 
 CAP = 6  # make_plan's cap at n = 3
 QUESTION: list[Any] = [{"role": "user", "content": "What is 1 + 4 + 8?"}]

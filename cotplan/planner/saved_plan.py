@@ -29,6 +29,7 @@ from cotplan.errors import InfeasibleTargetError, InputError
 from cotplan.intervals import Interval, percentile_interval
 from cotplan.io import read_json_text, write_text
 from cotplan.planner.plan_file import check_plan_record, record_back, strict_record
+from cotplan.planner.pooled import POOLED_N, pooled_certificate, pooled_record
 from cotplan.planner.records import (
     Budget,
     CapBasis,
@@ -106,6 +107,9 @@ class SavedPlan:
     created: str = ""
     calibration_sha256: str = ""
     calibration_cost_usd: float = math.nan
+    #: The cap certified on every calibrated size's items pooled (`cotplan.planner.pooled`),
+    #: for calls that carry no size; None where the calibration cannot give one (older plans).
+    pooled: CertifiedBudget | None = None
 
     @property
     def sizes_(self) -> tuple[int, ...]:
@@ -146,6 +150,9 @@ class SavedPlan:
             certificates = ()
         elif certificates is None and planner.certified_ is not None:
             certificates = tuple(planner.certified_.at(n, eps) for n in planner.certified_.sizes)
+        pooled = None
+        if helps and planner.certified_ is not None:
+            pooled = pooled_certificate(planner.certified_, eps)
         law_params = law_draws = None
         if planner.status_ == "helps" and planner.law_ is not None:
             law_params = np.asarray(planner._law_params, dtype=float).tolist()
@@ -180,6 +187,28 @@ class SavedPlan:
             created=datetime.now(UTC).isoformat(timespec="seconds"),
             calibration_sha256=digest,
             calibration_cost_usd=float(cost),
+            pooled=pooled,
+        )
+
+    def pooled_cap(self) -> PlanCap | None:
+        """The pooled cap (`pooled`) as the cap a call without a size gets; None without one."""
+        cert = self.pooled
+        if cert is None or cert.k is None:
+            return None
+        return PlanCap(
+            n=float(POOLED_N),
+            eps=self.eps,
+            tokens=cert.k,
+            basis="certified",
+            certified=True,
+            calibrated=True,
+            nothing_certified=self.nothing_certified,
+            error_bound=cert.error_bound,
+            note=(
+                f"pooled cap: error ≤ {cert.error_bound:.3f} at k = {cert.k} with "
+                f"{1 - self.delta:.0%} confidence over {cert.items} items "
+                f"({cert.errors} wrong), {cert.note}"
+            ),
         )
 
     def budget(self, n: float, eps: float) -> Budget:
@@ -433,6 +462,7 @@ class SavedPlan:
             "nothing_certified": self.nothing_certified,
             "caps": self.caps(),
             "certificates": [asdict(c) for c in self.certificates],
+            "pooled": asdict(self.pooled) if self.pooled is not None else None,
             "peaks": {str(n): k for n, k in self.peaks.items()},
             "law_params": self.law_params,
             "law_draws": self.law_draws,
@@ -491,12 +521,14 @@ class SavedPlan:
                 CertifiedBudget(**record_back(c)) for c in record.pop("certificates", ())
             )
             peaks = {int(n): int(k) for n, k in record.pop("peaks", {}).items()}
+            pooled = pooled_record(record.pop("pooled", None))
             cost = record.pop("calibration_cost_usd", None)
             return cls(
                 **record,
                 budgets=budgets,
                 certificates=certificates,
                 peaks=peaks,
+                pooled=pooled,
                 schema_version=version,
                 calibration_cost_usd=math.nan if cost is None else float(cost),
             )

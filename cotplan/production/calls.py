@@ -404,9 +404,14 @@ def largest_cap(plan: SavedPlan, why: str) -> PlanCap:
 
 def cap_at(plan: SavedPlan, size: float | None, policy: str = "refuse") -> PlanCap:
     """`plan.cap(size)`, its refusals naming the call's `size` rather than the plan's `n`;
-    with `policy` ``largest``, a call without a size or beyond the plan's reach gets the
-    plan's largest certified cap instead (`largest_cap`), with a note."""
+    with `policy` ``largest``, a call without a size gets the plan's pooled cap (certified on
+    every size's items pooled, `SavedPlan.pooled_cap`; its `n` is 0) where the plan holds one,
+    and a call without one, or beyond the plan's reach, the largest certified cap
+    (`largest_cap`), each with a note."""
     if size is None:
+        pooled = plan.pooled_cap() if policy == "largest" else None
+        if pooled is not None:  # certified for the calibration's mix of sizes
+            return replace(pooled, note=f"no size given: {pooled.note}")
         if policy == "largest":
             return largest_cap(plan, "no size given")
         raise InputError(
