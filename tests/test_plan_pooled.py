@@ -97,3 +97,49 @@ def test_a_call_without_a_size_gets_the_pooled_cap(
         **ask()
     )
     assert "largest" in report_of(reply).note
+
+
+def test_a_size_rule_in_the_plan_gives_a_call_its_size(tmp_path: Path) -> None:
+    rule = {"by": "prompt_chars", "steps": [[10, 1], [100, 3]]}
+    plan = make_plan(THINKER).with_size_rule(rule)
+    path = plan.save(tmp_path / "plan.json")
+    assert SavedPlan.load(path).size_rule == plan.size_rule
+    upstream = Upstream(text_reply("Let me add", "length", 6), text_reply(" 13", "stop", 2))
+    client = capped(upstream.client(), path, log=False, size_policy="refuse")
+    report = report_of(client.chat.completions.create(**ask()))  # 18 characters: n = 3
+    assert (report.size, report.cap) == (3.0, 6)
+    long = {"model": THINKER, "messages": [{"role": "user", "content": "x" * 101}]}
+    with pytest.raises(InputError) as info:  # beyond the rule: no size, and refusal asked for
+        client.chat.completions.create(**long)
+    assert info.value.field == "size"
+    assert (
+        plan.with_size_rule({"by": "prompt_tokens", "steps": [[5, 3]]}).size_rule.size(  # type: ignore[union-attr]
+            [{"role": "user", "content": "x" * 20}]
+        )
+        == 3.0
+    )
+
+
+@pytest.mark.parametrize(
+    ("rule", "field"),
+    [
+        ({"by": "words", "steps": [[1, 1]]}, "size_rule.by"),
+        ({"by": "prompt_chars", "steps": []}, "size_rule.steps"),
+        ({"by": "prompt_chars", "steps": [[10, 1], [5, 2]]}, "size_rule.steps"),
+        ({"by": "prompt_chars", "steps": [[10, -1]]}, "size_rule.steps"),
+    ],
+)
+def test_a_bad_size_rule_is_refused_naming_the_field(
+    rule: dict[str, object], field: str, tmp_path: Path
+) -> None:
+    with pytest.raises(InputError) as info:
+        make_plan(THINKER).with_size_rule(rule)
+    assert info.value.field == field
+    record = json.loads(make_plan(THINKER).to_json())
+    record["size_rule"] = rule
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(record, indent=2))
+    with pytest.raises(InputError) as loaded:
+        SavedPlan.load(path)
+    assert loaded.value.field == field
+    assert loaded.value.line is not None

@@ -161,7 +161,7 @@ def check_plan_record(
             if value is not None and not _number(value):
                 raise fail(f"{where}.{name}", f"must be a number or null, got {value!r}")
     _certificates(record.get("certificates"), fail)
-    _pooled(record.get("pooled"), fail)
+    _serving(record, fail)
     peaks = record.get("peaks")
     if peaks is not None:
         if not isinstance(peaks, dict):
@@ -263,6 +263,18 @@ def _numbers(value: object, path: str, fail: _Fail) -> None:
         return
     if not isinstance(value, list) or not all(v is None or _number(v) for v in value):
         raise fail(path, f"must be a list of numbers, got {value!r}")
+
+
+def _serving(record: Mapping[str, Any], fail: _Fail) -> None:
+    """What serves calls without a size: the pooled cap and the operator's size rule."""
+    _pooled(record.get("pooled"), fail)
+    if record.get("size_rule") is not None:
+        from cotplan.planner.size_rule import SizeRule
+
+        try:
+            SizeRule.from_record(record["size_rule"])
+        except InputError as exc:
+            raise fail(exc.field or "size_rule", str(exc).removeprefix(f"`{exc.field}`: ")) from exc
 
 
 def _pooled(pooled: object, fail: _Fail) -> None:

@@ -15,7 +15,7 @@ import json
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,6 +36,7 @@ from cotplan.planner.records import (
     CertifiedBudget,
     PlanCap,
 )
+from cotplan.planner.size_rule import SizeRule
 from cotplan.validation import require_number
 
 if TYPE_CHECKING:
@@ -110,6 +111,9 @@ class SavedPlan:
     #: The cap certified on every calibrated size's items pooled (`cotplan.planner.pooled`),
     #: for calls that carry no size; None where the calibration cannot give one (older plans).
     pooled: CertifiedBudget | None = None
+    #: How a call without a size gets one from its prompt (`cotplan.planner.size_rule`);
+    #: None: no rule (written by an operator, `with_size_rule`).
+    size_rule: SizeRule | None = None
 
     @property
     def sizes_(self) -> tuple[int, ...]:
@@ -189,6 +193,13 @@ class SavedPlan:
             calibration_cost_usd=float(cost),
             pooled=pooled,
         )
+
+    def with_size_rule(self, rule: SizeRule | Mapping[str, Any] | None) -> SavedPlan:
+        """This plan with `rule` (a `SizeRule` or its record; None: no rule) giving calls
+        without a size theirs: save it to ship it."""
+        if rule is not None and not isinstance(rule, SizeRule):
+            rule = SizeRule.from_record(rule)
+        return replace(self, size_rule=rule)
 
     def pooled_cap(self) -> PlanCap | None:
         """The pooled cap (`pooled`) as the cap a call without a size gets; None without one."""
@@ -463,6 +474,7 @@ class SavedPlan:
             "caps": self.caps(),
             "certificates": [asdict(c) for c in self.certificates],
             "pooled": asdict(self.pooled) if self.pooled is not None else None,
+            "size_rule": self.size_rule.to_record() if self.size_rule is not None else None,
             "peaks": {str(n): k for n, k in self.peaks.items()},
             "law_params": self.law_params,
             "law_draws": self.law_draws,
@@ -522,6 +534,8 @@ class SavedPlan:
             )
             peaks = {int(n): int(k) for n, k in record.pop("peaks", {}).items()}
             pooled = pooled_record(record.pop("pooled", None))
+            rule = record.pop("size_rule", None)
+            size_rule = SizeRule.from_record(rule) if rule is not None else None
             cost = record.pop("calibration_cost_usd", None)
             return cls(
                 **record,
@@ -529,6 +543,7 @@ class SavedPlan:
                 certificates=certificates,
                 peaks=peaks,
                 pooled=pooled,
+                size_rule=size_rule,
                 schema_version=version,
                 calibration_cost_usd=math.nan if cost is None else float(cost),
             )

@@ -407,8 +407,9 @@ class _Capper:
         )
 
     def _size(self, given: object, messages: list[Message], metadata: object) -> float | None:
-        """The call's size: its own `size=`, its metadata's ``cotplan_size``, or the client's
-        size (a number or a function of the messages); None when none is given."""
+        """The call's size: its own `size=`, its metadata's ``cotplan_size``, the client's
+        size (a number or a function of the messages), or the plan's size rule
+        (`cotplan.planner.size_rule`); None when none gives one."""
         if given is None and isinstance(metadata, Mapping) and METADATA_SIZE in metadata:
             try:
                 given = float(metadata[METADATA_SIZE])
@@ -420,6 +421,8 @@ class _Capper:
         size: object = given if given is not None else self.size
         if callable(size):
             size = size(messages)
+        if size is None and self.plan.size_rule is not None:
+            size = self.plan.size_rule.size(messages)  # the operator's rule, in the plan
         if size is None:
             return None
         if isinstance(size, bool) or not isinstance(size, int | float) or not size > 0:
