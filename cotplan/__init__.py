@@ -83,6 +83,7 @@ if TYPE_CHECKING:
         prices,
         project_costs,
     )
+    from cotplan.production.model_map import register_model
     from cotplan.production.monitor import MonitorReport, monitor
     from cotplan.production.wrapper import capped
     from cotplan.tasks import TaskItem, drop_seen, list_families, load_tasks, make_tasks, save_tasks
@@ -155,6 +156,7 @@ _PUBLIC = {  # name: the module that defines it, imported on first use
     "prices": "cotplan.pricing",
     "project_costs": "cotplan.pricing",
     "project_run_costs": "cotplan.workflow",
+    "register_model": "cotplan.production.model_map",
     "run_demo": "cotplan.workflow",
     "run_plan": "cotplan.planner.run",
     "save_tasks": "cotplan.tasks",
@@ -227,6 +229,7 @@ __all__ = [
     "prices",
     "project_costs",
     "project_run_costs",
+    "register_model",
     "run_demo",
     "run_plan",
     "save_tasks",

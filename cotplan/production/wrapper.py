@@ -73,6 +73,7 @@ from openai.types.chat import ChatCompletion
 
 from cotplan.backends.base import Usage
 from cotplan.backends.budgets import rule_for_model
+from cotplan.backends.known_models import family_of
 from cotplan.errors import InputError
 from cotplan.generate.prompts import template_for
 from cotplan.generate.protocols import resolve_protocol
@@ -290,7 +291,7 @@ class _Capper:
         elif call.mode == "template":
             steps = self._two_phase(call)
         elif call.mode == "server":
-            steps = server_steps(call, self.provider)
+            steps = server_steps(call, self.provider_for(call.model))
         else:
             steps = self._one_request(call)
         reply, report = yield from steps
@@ -303,7 +304,7 @@ class _Capper:
 
         if call.exit_rule is not None:
             return exit_stream_steps(call, finish)
-        return stream_steps(call, provider=self.provider, finish=finish)
+        return stream_steps(call, provider=self.provider_for(call.model), finish=finish)
 
     def _log_call(self, model: str, report: CapReport, call_id: str, outcome: str) -> None:
         if self.log is None:
@@ -429,14 +430,21 @@ class _Capper:
             raise InputError(f"must be a positive number, got {size!r}", field="size")
         return float(size)
 
+    def provider_for(self, model: str) -> str:
+        """What serves `model`: the server its team declared (`cotplan.register_model`, a
+        model map) or the client's provider."""
+        family = family_of(model)
+        return family.server if family is not None and family.server else self.provider
+
     def _mode(self, model: str, *, exit_checked: bool = False) -> ApplyMode:
         """How `model` is capped here; with `exit_checked`, only a mode the certified exit can
         probe (the thinking written out as text)."""
-        rule = rule_for_model(self.provider, model)
+        provider = self.provider_for(model)
+        rule = rule_for_model(provider, model)
         if rule.covers == "reasoning+output":
             if exit_checked:
                 raise InputError(
-                    f"certified cannot apply to {model!r} at {self.provider}: the provider "
+                    f"certified cannot apply to {model!r} at {provider}: the provider "
                     "caps its hidden reasoning in one request, so there is no thinking to "
                     "probe; use exit='none' (the fixed cap)",
                     field="exit",
@@ -446,11 +454,11 @@ class _Capper:
         if server_capped(rule) and not (exit_checked and template_for(model) is not None):
             return "server"
         if template_for(model) is not None and (
-            self.provider == "openai-compatible" or server_capped(rule)
+            provider == "openai-compatible" or server_capped(rule)
         ):
             return "template"
         raise InputError(
-            f"cannot cap {model!r} at {self.provider}: its thinking is neither capped by the "
+            f"cannot cap {model!r} at {provider}: its thinking is neither capped by the "
             "provider nor written with a chat template cotplan knows (see "
             "cotplan.backends.known_models)",
             field="model",
@@ -512,7 +520,7 @@ class _Capper:
     # -- hidden mode: the provider's own cap, in one request ----------------------------------
 
     def _one_request(self, call: CallArgs) -> _Steps:
-        one = OneRequest(call, self.provider)
+        one = OneRequest(call, self.provider_for(call.model))
         reply = yield ("chat", one.request())
         usages = [usage_of(reply.usage)]
         choice = reply.choices[0]
