@@ -11,8 +11,9 @@ counts come from the upstream's usage as they do unstreamed:
 
 - ``template`` (two-phase forcing): the thinking is streamed as it comes, as
   `delta.reasoning_content` (the first request's `max_tokens` stops it at the cap), then the
-  forced answer as `delta.content`, trimmed of its outer whitespace as the unstreamed reply's
-  `content` is. All chunks carry one id.
+  forced answer as `delta.content`, as the unstreamed reply's `content` reads (the marker
+  before the model's first words, trailing whitespace dropped); a tool call is read whole and
+  sent as one `delta.tool_calls` after the thinking. All chunks carry one id.
 - ``hidden`` (the provider's cap): the upstream's chunks are passed on as they come (a retry
   for an answer the cap ate is streamed after them, under the first id).
 - the certified early exit (`cotplan.production.exiting`): its short requests are made

@@ -21,8 +21,12 @@ How the cap is applied depends on how the model thinks (`mode`, chosen once per 
   `client.completions.create`, closed the protocol's way (a cut thought is closed before the
   answer, as `budgeted_answer` does), and the answer generated after it. These are the very
   requests `budgeted_answer` makes, so the answer is the one the calibration measured. The reply's
-  `message.content` is the answer and `message.reasoning_content` the thinking, as llama.cpp's
-  and DeepSeek's reasoning parsers return it.
+  `message.content` is the model's answer as it reads after its thinking (``Answer: 13``: the
+  marker the forcing wrote for it, then its words) and `message.reasoning_content` the
+  thinking, as llama.cpp's and DeepSeek's reasoning parsers return it. What the client asks of
+  the answer, the answer phase carries (`cotplan.production.answer_phase`): a JSON schema or
+  JSON mode under the server's grammar, tools as a tool call (`message.tool_calls`), logprobs
+  of the answer; `n > 1` runs both phases n times.
 - ``hidden``: a provider that caps hidden reasoning itself (OpenAI's o-series, Claude): one chat
   request with the budget rule's fields (`cotplan.backends.budgets.budget_params`); when the cap
   left no answer, one more request asks for the answer alone (as `budgeted_answer` does).
@@ -48,8 +52,10 @@ the usual fields keep their meaning, with the reasoning tokens in
 The prompt. A cap is certified for the prompt the calibration used, so the protocol's
 instruction (for ``plain``: "Think step by step, then give the final answer after "Answer:"")
 is added to the last user message here too, and generation is greedy (temperature 0) unless the
-call sets a temperature. `max_tokens` / `max_completion_tokens` cap the answer; the plan caps
-the thinking.
+call sets a temperature. `max_tokens` / `max_completion_tokens` bound the whole completion,
+thinking and answer, as they do uncapped; the plan's cap can only lower the thinking. A
+completion they end before any answer says so (``finish_reason="length"``, empty content and
+the report's `answer_missing`), never an empty answer passed off as one.
 
 Streaming. `stream=True` gives what the client gives for a stream: a `CappedStream` of
 `ChatCompletionChunk` (an `AsyncCappedStream` for `AsyncOpenAI`), from the same requests, each
@@ -669,10 +675,11 @@ def capped(
     False: no log).
     An `openai.AsyncOpenAI` client gives an `AsyncCappedClient`, whose `create` is awaited.
 
-    A call with no size (none given, no ``metadata["cotplan_size"]``, no `size` here) or one
-    beyond the plan's reach gets the plan's largest certified cap, with a note in its report
-    (`size_policy="largest"`); `size_policy="refuse"` refuses it instead (`InputError` naming
-    `size`).
+    A call with no size (none given, no ``metadata["cotplan_size"]``, no `size` here, none
+    from the plan's size rule) gets the plan's pooled cap where it holds one, else its largest
+    certified cap, and one beyond the plan's reach the largest certified cap, each with a note
+    in its report (`size_policy="largest"`); `size_policy="refuse"` refuses them instead
+    (`InputError` naming `size`).
 
     `exit="certified"` answers under the certified early exit where the exit plan certifies
     one (`cotplan.production.exiting`): `exit_plan` is an `ExitPlan` or the path of an
