@@ -7,6 +7,7 @@ test_production_two_phase_model.py.)"""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from production_support import THINKER, Upstream, ask, make_plan, text_chunks, text_reply
@@ -222,3 +223,18 @@ def test_a_streamed_text_answer_reads_as_the_unstreamed_one() -> None:
     chunks = list(client(upstream).chat.completions.create(**ask(), size=3, stream=True))
     content = "".join(c.delta.content or "" for chunk in chunks for c in chunk.choices)
     assert content == "Answer: 13"
+
+
+def test_the_gateway_says_an_answer_is_missing_in_a_header(tmp_path: Path) -> None:
+    from starlette.testclient import TestClient
+
+    from cotplan.production.gateway import make_app
+
+    upstream = Upstream(text_reply("Let", "length", 1), text_reply("Let me", "length", 6))
+    upstream.replies.append(text_reply(" 13", "stop", 2))
+    with TestClient(make_app(capped(upstream.client(), make_plan(THINKER), log=False))) as http:
+        cut = http.post("/v1/chat/completions", json={**ask(), "size": 3, "max_tokens": 1})
+        whole = http.post("/v1/chat/completions", json={**ask(), "size": 3})
+    assert cut.headers["x-cotplan-answer-missing"] == "true"
+    assert cut.json()["choices"][0]["finish_reason"] == "length"
+    assert "x-cotplan-answer-missing" not in whole.headers
