@@ -85,6 +85,7 @@ if TYPE_CHECKING:
         prices,
         project_costs,
     )
+    from cotplan.production.model_map import register_model
     from cotplan.production.monitor import MonitorReport, monitor
     from cotplan.production.wrapper import capped
     from cotplan.tasks import TaskItem, drop_seen, list_families, load_tasks, make_tasks, save_tasks

@@ -120,6 +120,7 @@ PROVIDER_RULES: Mapping[str, str] = MappingProxyType(
         "vllm-thinking": "vllm-thinking",
         "llama.cpp-thinking": "llama.cpp-thinking",
         "sglang-thinking": "sglang-thinking",
+        "nim-thinking": "nim-thinking",
     }
 )
 

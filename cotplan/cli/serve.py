@@ -90,6 +90,13 @@ def serve(
             "largest certified cap, noted in the report) or 'refuse' (400 naming `size`)."
         ),
     ] = "largest",
+    model_map: Annotated[
+        Path | None,
+        typer.Option(
+            help="A model map (TOML or JSON): protocol, template and server of the team's own "
+            "model names (see cotplan.register_model)."
+        ),
+    ] = None,
 ) -> None:
     """Serve /v1/chat/completions on 127.0.0.1 with the plan's reasoning cap applied.
 
@@ -109,6 +116,10 @@ def serve(
     from cotplan.production.log import CallLog
 
     # Every option is checked before anything starts listening.
+    if model_map is not None:
+        from cotplan.production.model_map import load_model_map
+
+        load_model_map(model_map)
     require_choice(exit_, "exit", EXIT_CHOICES)
     if exit_plan is not None and exit_ != "certified":
         raise InputError("is read only with --exit certified", field="exit_plan")
