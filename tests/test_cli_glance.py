@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 
 from cotplan.cli import app, options, report_folders
 from cotplan.planner.calibrate import load_calibration
-from cotplan.render.calibration import print_calibration
 from cotplan.planner.run import SavedPlan
 from cotplan.planner.savings import calibration_savings
+from cotplan.render.calibration import print_calibration
 
 runner = CliRunner()
 FIXTURE = Path(__file__).parent / "data" / "calibration_three_sizes.csv"

@@ -7,7 +7,6 @@ table `cotplan.render.calibration`'s. The batch path is `cotplan.cli.calibrate_b
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -41,6 +40,7 @@ from cotplan.cli.options import (
     connect_options,
     console,
     mode_and_protocol,
+    noted_in_tables,
     parse_ints,
 )
 from cotplan.cli.report_folders import finish_report, start_report
@@ -195,7 +195,6 @@ def _calibrate(
     run: dict[str, Any],
 ) -> None:
     from cotplan.backends import connect
-    from cotplan.planner.auto_grid import GridShortWarning
     from cotplan.planner.calibrate import calibrate as run_calibration
     from cotplan.workflow import preview_calibration
 
@@ -214,9 +213,7 @@ def _calibrate(
         if preview.paid and not yes and not typer.confirm(question, default=False):
             console.print("not started: no requests sent")
             raise typer.Exit(1)
-        with warnings.catch_warnings():
-            # The table below says a short grid in its notes: the warning would say it twice.
-            warnings.simplefilter("ignore", GridShortWarning)
+        with noted_in_tables():
             result = run_calibration(
                 model, items, grid, answer_tokens=answer_tokens, uncapped_tokens=cap, **run
             )

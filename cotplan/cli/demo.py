@@ -9,6 +9,7 @@ finishes, and every table is also written to a report folder (CSV and PNG).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -27,6 +28,7 @@ from cotplan.cli.options import (
     connect_options,
     console,
     mode_and_protocol,
+    noted_in_tables,
 )
 from cotplan.cli.report_folders import finish_report, start_report
 from cotplan.cli.report_page import add_report_page
@@ -110,15 +112,11 @@ def demo(
     with report, connect(backend, base_url=base_url, **options) as model:
         print_demo_setup(console, setup, model.model, mode_and_protocol(model))
         console.rule("1. calibrate")
-
-        def step(name: str, done: Demo) -> None:
-            _save_step(name, done, staging)
-            print_demo_step(console, name, done, eps=eps, details=details)
-
-        finished = run_demo(
-            model, setup, eps=eps, queries_per_day=queries_per_day, what_if=what_if,
-            progress=progress, on_step=step,
-        )  # fmt: skip
+        with noted_in_tables():
+            finished = run_demo(
+                model, setup, eps=eps, queries_per_day=queries_per_day, what_if=what_if,
+                progress=progress, on_step=_on_step(staging, eps=eps, details=details),
+            )  # fmt: skip
         assert finished.costs is not None
         write_csv(finished.costs, staging / "costs.csv")
         folder = finish_report(report)
@@ -145,6 +143,16 @@ def _check_model(what_if: str) -> None:
     from cotplan.pricing import price_table
 
     price_table().resolve(what_if)  # fail before any model call on a typo
+
+
+def _on_step(folder: Path, *, eps: float | None, details: bool) -> Callable[[str, Demo], None]:
+    """What the demo does as each step finishes: save its files, print its answer."""
+
+    def step(name: str, done: Demo) -> None:
+        _save_step(name, done, folder)
+        print_demo_step(console, name, done, eps=eps, details=details)
+
+    return step
 
 
 def _save_step(step: str, result: Demo, folder: Path) -> None:

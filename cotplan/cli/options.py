@@ -9,13 +9,23 @@ The ranges are `cotplan.validation`'s (the checks the library uses too); each ch
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import warnings
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 
+from cotplan.backends.connect_options import (
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_TIMEOUT_S,
+    MAX_RETRIES,
+    MAX_TIMEOUT_S,
+    check_timeouts,
+    connect_options,
+)
 from cotplan.backends.known_models import PROTOCOL_NAMES
 from cotplan.errors import InputError, ModelFileError
 from cotplan.validation import (
@@ -69,6 +79,7 @@ __all__ = [
     "connect_options",
     "console",
     "mode_and_protocol",
+    "noted_in_tables",
     "parse_ints",
 ]
 
@@ -79,19 +90,6 @@ console = Console()
 MAX_COUNT = 10_000
 #: Requests in flight at once.
 MAX_CONCURRENCY = 256
-
-#: `--timeout`: seconds one attempt may wait for its answer. A reasoning model sends nothing
-#: until it has thought, which takes minutes at high effort (10k hidden tokens at 50 tokens/s
-#: is 200 s), so the default is long; what bounds a hung endpoint is the few retries below and
-#: Ctrl-C, which now stops at once.
-DEFAULT_TIMEOUT_S = 300.0
-#: `--max-retries`: retries of one request after a 429, a 5xx, a dropped connection or a
-#: timeout. Two ride out a transient fault; each retry of a hung endpoint costs a full timeout.
-DEFAULT_MAX_RETRIES = 2
-#: The longest `--timeout` accepted (an hour: longer is a typo, not a model).
-MAX_TIMEOUT_S = 3600.0
-#: The most `--max-retries` accepted.
-MAX_RETRIES = 10
 
 TimeoutOption = Annotated[
     float,
@@ -234,35 +232,9 @@ def check_backend(spec: str, base_url: str | None = None) -> None:
     check_spec(spec, base_url)
 
 
-def check_timeouts(timeout: float, max_retries: int) -> None:
-    """`--timeout` in (0, MAX_TIMEOUT_S] seconds and `--max-retries` in 0..MAX_RETRIES."""
-    seconds = require_number(timeout, "timeout", low=0.0, high=MAX_TIMEOUT_S)
-    if seconds <= 0.0:
-        raise InputError(
-            f"must be more than 0 and at most {MAX_TIMEOUT_S:g} seconds, got {timeout!r}",
-            field="timeout",
-        )
-    check_int(max_retries, "max_retries", low=0, high=MAX_RETRIES)
-
-
 def check_protocol(protocol: str) -> None:
     """`--protocol` names a known reasoning protocol (or 'auto')."""
     require_choice(protocol, "protocol", ["auto", *PROTOCOL_NAMES])
-
-
-def connect_options(
-    backend: str, timeout: float, max_retries: int, protocol: str = "auto"
-) -> dict[str, Any]:
-    """The `connect` options that carry `--timeout`, `--max-retries` and `--protocol` to
-    `backend`'s provider: the embedded engine takes a timeout (its server is local: nothing to
-    retry), an OpenAI-compatible endpoint both, an in-process lab model neither."""
-    provider = backend.partition(":")[0]
-    chosen: dict[str, Any] = {} if protocol == "auto" else {"protocol": protocol}
-    if provider == "lab":
-        return chosen
-    if provider == "local":
-        return {"timeout": float(timeout), **chosen}
-    return {"timeout": float(timeout), "max_retries": int(max_retries), **chosen}
 
 
 def check_item_source(family: str | None, tasks: Path | None, sizes: Sequence[int]) -> None:
@@ -276,6 +248,17 @@ def check_item_source(family: str | None, tasks: Path | None, sizes: Sequence[in
             "(`cotplan tasks make --n ...` writes a file for the sizes you want)",
             field="n",
         )
+
+
+@contextlib.contextmanager
+def noted_in_tables() -> Iterator[None]:
+    """Leave out the warnings that a calibration's table prints as its own notes (a short
+    grid): the entry point shows warnings as notes too, and would say them twice."""
+    from cotplan.planner.auto_grid import GridShortWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", GridShortWarning)
+        yield
 
 
 def mode_and_protocol(model: Backend) -> str:

@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from cotplan.cli.options import ExitPlanFile, check_timeouts
+from cotplan.cli.options import ExitPlanFile
 from cotplan.render.production import print_gateway_banner
 
 __all__ = ["serve"]
@@ -112,7 +112,6 @@ def serve(
     from cotplan.production.serve_setup import serve_gateway
 
     # Every option is checked before anything starts listening.
-    check_timeouts(timeout, max_retries=0)  # the gateway's own retries are not an option
     served = serve_gateway(
         plan, upstream, port=port, log=log, api_key_env=api_key_env,
         allow_other_model=allow_other_model, timeout=timeout, exit=exit_, exit_plan=exit_plan,

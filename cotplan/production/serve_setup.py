@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from cotplan.backends.connect_options import check_timeouts
 from cotplan.errors import InputError, MissingKeyError
 from cotplan.planner.exit_plan import EXIT_CHOICES, ExitPlan, exit_plan_for
 from cotplan.planner.saved_plan import SavedPlan
@@ -103,6 +104,7 @@ def serve_gateway(
         exits = exit_plan_for(exit_plan, paths[0], eps=saved[0].eps, model=saved[0].model)
     upstream = check_upstream(upstream)
     port = check_port(port)
+    check_timeouts(timeout, max_retries=0)  # the gateway's own retries are not an option
     call_log = CallLog(None if log is None else Path(log))
     call_log.check()  # a log that cannot take rows would fail each call after it was paid for
     key = None
