@@ -10,6 +10,11 @@
         demo = run_demo(model, setup)
     demo.costs                      # the monthly cost of both policies, two pricings
 
+What `cotplan calibrate` and `cotplan run` decide before a model starts is here too:
+`check_backend` (a backend spec checked without starting anything), `build_items` (a family's
+items, a lab's, or a task file's), `held_out_items` (the items a saved plan is judged on) and
+`preview_calibration` (what a calibration will take, and whether it may be paid for).
+
 `project_run_costs` is the last step on its own: what a `PlanRun`'s measured tokens would cost
 a month and a year at a stated workload, priced as the model that answered and as a what-if API
 model. This module sits above the planner, pricing, tasks and the lab (it draws a lab model's
@@ -55,6 +60,7 @@ __all__ = [
     "DemoSetup",
     "auto_target",
     "build_items",
+    "check_backend",
     "default_uncapped",
     "demo_family",
     "demo_setup",
@@ -342,6 +348,46 @@ def default_uncapped(backend: str) -> int:
 
     provider = backend.partition(":")[0]
     return LOCAL_UNCAPPED_TOKENS if provider in ("local", "lab") else UNCAPPED_TOKENS
+
+
+def check_backend(spec: str, base_url: str | None = None) -> None:
+    """`spec` (with `base_url`) is a backend `connect` can honour, checked without starting
+    or calling anything.
+
+    For the embedded engine the model file is located and checked (a known name on this
+    machine, or a GGUF file: not a folder, a device or a missing path); for an endpoint the
+    URL must be http(s). A lab family must be known. API keys are checked by `connect` (which
+    sends nothing either).
+    """
+    from cotplan.errors import InputError
+
+    if not isinstance(spec, str) or not spec.strip():
+        raise InputError("must be 'local', 'local:PATH', or 'openai:MODEL'", field="backend")
+    provider, _, rest = spec.partition(":")
+    if base_url is not None and not base_url.startswith(("http://", "https://")):
+        raise InputError(f"must start with http:// or https://, got {base_url!r}", field="base_url")
+    if provider == "local":
+        from cotplan.backends.models import locate
+        from cotplan.errors import ModelFileError
+
+        try:
+            locate(rest or "smollm2-135m-instruct")
+        except ModelFileError as exc:
+            raise InputError(str(exc), field="backend") from exc
+        return
+    if provider == "lab":
+        from cotplan.research.lab.reasoning.tasks import get_lab_family
+
+        try:
+            get_lab_family(rest)  # "parity" or "lab-parity"
+        except InputError as exc:
+            raise InputError(str(exc).split(": ", 1)[-1], field="backend") from exc
+        return
+    if provider == "openai" and not rest:
+        raise InputError("name the model: 'openai:MODEL'", field="backend")
+    from cotplan.backends.registry import check_spec
+
+    check_spec(spec, base_url)
 
 
 def family_items(

@@ -27,7 +27,7 @@ from cotplan.backends.connect_options import (
     connect_options,
 )
 from cotplan.backends.known_models import PROTOCOL_NAMES
-from cotplan.errors import InputError, ModelFileError
+from cotplan.errors import InputError
 from cotplan.validation import (
     MAX_BUDGET,
     require_budget,
@@ -38,6 +38,7 @@ from cotplan.validation import (
     require_number,
     require_unit,
 )
+from cotplan.workflow import check_backend
 
 if TYPE_CHECKING:
     from cotplan.backends import Backend
@@ -194,42 +195,6 @@ def check_out(out: Path | None, field: str = "out") -> None:
     """A report folder we could create: not an existing file, under a writable folder
     (`cotplan.validation.require_folder_target`)."""
     require_folder_target(out, field)
-
-
-def check_backend(spec: str, base_url: str | None = None) -> None:
-    """A backend spec that `connect` can honour, checked without starting or calling anything.
-
-    For the embedded engine the model file is located and checked (a known name on this
-    machine, or a GGUF file: not a folder, a device or a missing path); for an endpoint the
-    URL must be http(s). A lab family must be known. API keys are checked by `connect` (which
-    sends nothing either).
-    """
-    if not isinstance(spec, str) or not spec.strip():
-        raise InputError("must be 'local', 'local:PATH', or 'openai:MODEL'", field="backend")
-    provider, _, rest = spec.partition(":")
-    if base_url is not None and not base_url.startswith(("http://", "https://")):
-        raise InputError(f"must start with http:// or https://, got {base_url!r}", field="base_url")
-    if provider == "local":
-        from cotplan.backends.models import locate
-
-        try:
-            locate(rest or "smollm2-135m-instruct")
-        except ModelFileError as exc:
-            raise InputError(str(exc), field="backend") from exc
-        return
-    if provider == "lab":
-        from cotplan.research.lab.reasoning.tasks import get_lab_family
-
-        try:
-            get_lab_family(rest)  # "parity" or "lab-parity"
-        except InputError as exc:
-            raise InputError(str(exc).split(": ", 1)[-1], field="backend") from exc
-        return
-    if provider == "openai" and not rest:
-        raise InputError("name the model: 'openai:MODEL'", field="backend")
-    from cotplan.backends.registry import check_spec
-
-    check_spec(spec, base_url)
 
 
 def check_protocol(protocol: str) -> None:
