@@ -18,6 +18,7 @@ import typer
 from cotplan.cli.options import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT_S,
+    BaseUrl,
     MaxRetriesOption,
     ProtocolOption,
     TimeoutOption,
@@ -75,7 +76,7 @@ StepDetails = Annotated[
 def demo(
     *,
     backend: DemoBackend = "local:thinking",
-    base_url: Annotated[str | None, typer.Option(help="An OpenAI-compatible endpoint.")] = None,
+    base_url: BaseUrl = None,
     family: DemoFamily = None,
     quick: Quick = False,
     eps: Eps = None,
