@@ -9,14 +9,15 @@ from rich.console import Console
 
 from cotplan.render import plan_details
 from cotplan.render.calibration import grid_words, print_calibration
-from cotplan.render.plan import law_sentence, print_budget_caps, print_costs, print_run_glance
+from cotplan.render.plan import law_sentence, print_budget_caps, print_run_glance
+from cotplan.render.tables import compact_table, money
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from cotplan.workflow import Demo, DemoSetup
 
-__all__ = ["print_demo_costs", "print_demo_setup", "print_demo_step"]
+__all__ = ["print_costs", "print_demo_costs", "print_demo_setup", "print_demo_step"]
 
 #: The rule printed after each step: the title of the next.
 NEXT = {
@@ -79,3 +80,35 @@ def print_demo_costs(
         f"what-if: the same token counts priced at {what_if} (one call per query: the question "
         "in, reasoning and answer out); the embedded model itself costs nothing per token."
     )
+
+
+def print_costs(console: Console, costs: pd.DataFrame, queries_per_day: float) -> None:
+    """The demo's projected cost, one small table per pricing (the model names above each
+    table, not in a column that would push the numbers past the terminal's edge)."""
+    console.print(
+        f"[bold]Projected cost at {queries_per_day:,.0f} queries a day[/] "
+        "(USD; month: the first month, P50 and P10–P90; year: 12 months)"
+    )
+    for pricing, rows in costs.groupby("pricing", sort=False):
+        model = str(rows["model"].iloc[0])
+        console.print(f"{model} ({pricing})")
+        table = compact_table(
+            [
+                ("policy", "text"),
+                ("tokens/query", "num"),
+                ("USD/query", "num"),
+                ("month P50", "num"),
+                ("P10–P90", "num"),
+                ("year", "num"),
+            ]
+        )
+        for r in rows.to_dict("records"):
+            table.add_row(
+                str(r["policy"]),
+                f"{r['tokens_per_query']:.0f}",
+                f"{r['usd_per_query']:.2g}" if r["usd_per_query"] else "0",
+                money(r["month_p50_usd"]),
+                f"{money(r['month_p10_usd'])}–{money(r['month_p90_usd'])}",
+                money(r["year_mean_usd"]),
+            )
+        console.print(table)

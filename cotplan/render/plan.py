@@ -23,8 +23,6 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from pathlib import Path
 
-    import pandas as pd
-
     from cotplan.planner import BudgetPlanner, SavedPlan
     from cotplan.planner.held_out import HeldOut
     from cotplan.planner.plan_result import PlanResult
@@ -37,7 +35,6 @@ __all__ = [
     "law_sentence",
     "made_for",
     "print_budget_caps",
-    "print_costs",
     "print_plan_glance",
     "print_run_glance",
     "render_plan",
@@ -289,37 +286,3 @@ def render_plan_header(
         console.print(f"verdict: {saved.verdict_}")
         console.print(made_for(saved))
         plan_details.print_caps(console, saved, held.sizes)
-
-
-def print_costs(console: Console, costs: pd.DataFrame, queries_per_day: float) -> None:
-    """The demo's projected cost, one small table per pricing (the model names above each
-    table, not in a column that would push the numbers past the terminal's edge)."""
-    from cotplan.render.tables import money
-
-    console.print(
-        f"[bold]Projected cost at {queries_per_day:,.0f} queries a day[/] "
-        "(USD; month: the first month, P50 and P10–P90; year: 12 months)"
-    )
-    for pricing, rows in costs.groupby("pricing", sort=False):
-        model = str(rows["model"].iloc[0])
-        console.print(f"{model} ({pricing})")
-        table = compact_table(
-            [
-                ("policy", "text"),
-                ("tokens/query", "num"),
-                ("USD/query", "num"),
-                ("month P50", "num"),
-                ("P10–P90", "num"),
-                ("year", "num"),
-            ]
-        )
-        for r in rows.to_dict("records"):
-            table.add_row(
-                str(r["policy"]),
-                f"{r['tokens_per_query']:.0f}",
-                f"{r['usd_per_query']:.2g}" if r["usd_per_query"] else "0",
-                money(r["month_p50_usd"]),
-                f"{money(r['month_p10_usd'])}–{money(r['month_p90_usd'])}",
-                money(r["year_mean_usd"]),
-            )
-        console.print(table)
