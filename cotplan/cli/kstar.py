@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-__all__ = ["app", "register"]
+__all__ = ["app"]
 
 app = typer.Typer(help="The k* law on a served reasoning model.", no_args_is_help=True)
 console = Console()
@@ -85,8 +85,3 @@ def controls_command(
     console.print(controls.summary(), highlight=False, markup=False, soft_wrap=True)
     if not controls.passed:
         raise typer.Exit(1)
-
-
-def register(parent: typer.Typer) -> None:
-    """Add the ``kstar`` command group to the main app."""
-    parent.add_typer(app, name="kstar")

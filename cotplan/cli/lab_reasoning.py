@@ -26,7 +26,7 @@ from rich.console import Console
 
 from cotplan.cli.report_folders import finish_report, start_report
 
-__all__ = ["app", "register"]
+__all__ = ["app"]
 
 console = Console()
 
@@ -164,11 +164,6 @@ def weights_command() -> None:
     from cotplan.research.render import render_weights
 
     render_weights(*shipped_weights(), console)
-
-
-def register(parent: typer.Typer) -> None:
-    """Add the ``kstar-lab`` command group to the main app."""
-    parent.add_typer(app, name="kstar-lab")
 
 
 if __name__ == "__main__":  # `python -m cotplan.cli.lab_reasoning study ...` before registration

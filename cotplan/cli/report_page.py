@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-__all__ = ["add_report_page", "register", "report"]
+__all__ = ["add_report_page", "report"]
 
 _console = Console()
 
@@ -31,8 +31,3 @@ def report(
     from cotplan.charts.report_page_files import rebuild_report_page
 
     _console.print(f"wrote {rebuild_report_page(folder)}")
-
-
-def register(app: typer.Typer) -> None:
-    """Add `cotplan report` to the top-level app."""
-    app.command("report")(report)

@@ -21,7 +21,7 @@ from rich.markup import escape
 
 from cotplan.io.reports import reports_root
 
-__all__ = ["register", "reproduce_command", "run_in_subprocess"]
+__all__ = ["reproduce_command", "run_in_subprocess"]
 
 console = Console()
 Opt = typer.Option
@@ -115,7 +115,3 @@ def reproduce_command(
             raise typer.Exit(1)
     written = run_plan(plan, run_in_subprocess, echo=lambda line: console.rule(escape(line)))
     console.print("report: " + ", ".join(escape(str(p)) for p in written))
-
-
-def register(app: typer.Typer) -> None:
-    app.command("reproduce")(reproduce_command)

@@ -12,15 +12,14 @@ from rich.markup import escape
 
 from cotplan.errors import InputError
 from cotplan.tasks import (
-    TaskItem,
     item_to_dict,
     list_families,
     load_tasks,
-    make_tasks,
     save_tasks,
 )
+from cotplan.workflow import check_backend, family_items
 
-__all__ = ["app", "family_items"]
+__all__ = ["app"]
 
 app = typer.Typer(
     help="Calibration tasks: built-in families and JSONL task files.", no_args_is_help=True
@@ -41,41 +40,6 @@ def list_command(
     from cotplan.render.tasks import render_families
 
     render_families(list_families(), _console(), measured=measured)
-
-
-def family_items(
-    family: str, *, n: int, count: int, seed: int, backend: str | None = None
-) -> list[TaskItem]:
-    """`count` items of `family` at size `n`: a built-in family's, or a lab family's where the
-    name says so (``lab-parity``) or the backend is a lab model (``lab:parity-overthink``),
-    whose models read only their own questions ("Parity: [1] 1 [2] 0 ...").
-
-    The lab's task maker lives above `cotplan.tasks` in the layers, so the choice is made here,
-    in the command line, for `tasks make` and `calibrate` alike."""
-    lab_backend = backend is not None and backend.partition(":")[0] == "lab"
-    if family.startswith("lab-") or lab_backend:
-        from cotplan.research.lab.reasoning.tasks import make_lab_tasks
-
-        return make_lab_tasks(family, n=n, count=count, seed=seed)
-    return make_tasks(family, n=n, count=count, seed=seed)
-
-
-def _check_backend(spec: str) -> None:
-    """`--backend` of `tasks make`: a spec `connect` knows and, for the lab, a lab family. The
-    items are made for it, so a typo would silently make the built-in questions instead.
-    (`cotplan.cli.calibrate.check_backend` also locates model files, which making items does
-    not need, and importing it here would close an import cycle.)"""
-    from cotplan.backends.registry import check_spec
-
-    check_spec(spec)
-    provider, _, family = spec.partition(":")
-    if provider == "lab":
-        from cotplan.research.lab.reasoning.tasks import get_lab_family
-
-        try:
-            get_lab_family(family)
-        except InputError as exc:
-            raise InputError(str(exc).split(": ", 1)[-1], field="backend") from exc
 
 
 @app.command("make")
@@ -115,7 +79,7 @@ def make_command(
     if out is not None and out.is_dir():
         raise InputError(f"{out} is a folder; name a file in it, e.g. tasks.jsonl", field="out")
     if backend is not None:
-        _check_backend(backend)
+        check_backend(backend)
     items = [
         item
         for size in n
