@@ -16,7 +16,7 @@ from pathlib import Path
 
 from cotplan.errors import CotplanError, InputError
 from cotplan.planner import SavedPlan
-from cotplan.production.wrapper import CappedClient
+from cotplan.production.wrapper import AsyncCappedClient, CappedClient
 
 __all__ = ["ROUTE_HEADER", "Routes"]
 
@@ -26,14 +26,15 @@ ROUTE_HEADER = "x-cotplan-route"
 #: What a route is built from: a plan, or the path of its plan.json (read again on reload).
 PlanSource = SavedPlan | str | Path
 
+#: A route's client: the gateway's own async one, or a team's sync one.
+Capped = CappedClient | AsyncCappedClient
+
 
 class Routes:
     """The capped client for each plan's model (see the module). `build` makes the capped
     client of one plan; `plans` are the plans or their paths."""
 
-    def __init__(
-        self, build: Callable[[PlanSource], CappedClient], plans: Sequence[PlanSource]
-    ) -> None:
+    def __init__(self, build: Callable[[PlanSource], Capped], plans: Sequence[PlanSource]) -> None:
         if not plans:
             raise InputError("give at least one plan", field="plan")
         self._build = build
@@ -41,8 +42,8 @@ class Routes:
         self._lock = threading.Lock()
         self._table = self._load()
 
-    def _load(self) -> dict[str, CappedClient]:
-        table: dict[str, CappedClient] = {}
+    def _load(self) -> dict[str, Capped]:
+        table: dict[str, Capped] = {}
         for source in self._sources:
             client = self._build(source)
             name = client.plan.model or "default"
@@ -52,7 +53,7 @@ class Routes:
         return table
 
     @classmethod
-    def of(cls, client: CappedClient) -> Routes:
+    def of(cls, client: Capped) -> Routes:
         """One route: `client` itself (its plan is not read again on reload)."""
         return cls(lambda _: client, [client.plan])
 
@@ -73,10 +74,10 @@ class Routes:
         return list(self._table)
 
     @property
-    def first(self) -> CappedClient:
+    def first(self) -> Capped:
         return next(iter(self._table.values()))
 
-    def pick(self, model: object, route: str | None = None) -> CappedClient:
+    def pick(self, model: object, route: str | None = None) -> Capped:
         """The client for a call: the route named by the header, else the plan for `model`,
         else the only plan (whose own check then names a model it was not made for)."""
         table = self._table
