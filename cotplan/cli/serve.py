@@ -90,6 +90,13 @@ def serve(
             "largest certified cap, noted in the report) or 'refuse' (400 naming `size`)."
         ),
     ] = "largest",
+    workers: Annotated[
+        int,
+        typer.Option(
+            help="Processes serving the port, sharing the call log and /metrics (each "
+            "reloads its plans on SIGHUP, which the first process passes on)."
+        ),
+    ] = 1,
 ) -> None:
     """Serve /v1/chat/completions on 127.0.0.1 with the plan's reasoning cap applied.
 
@@ -106,6 +113,7 @@ def serve(
     from cotplan.production.calls import SIZE_POLICIES
     from cotplan.production.client_keys import keys_from_env, read_client_keys
     from cotplan.production.gateway import Gateway, check_port, check_upstream
+    from cotplan.production.gateway_workers import check_workers
     from cotplan.production.log import CallLog
 
     # Every option is checked before anything starts listening.
@@ -117,6 +125,7 @@ def serve(
     if len(plan) > 1 and exit_ == "certified":
         raise InputError("serves one plan: give one --plan with --exit certified", field="exit")
     require_choice(size_policy, "size_policy", SIZE_POLICIES)
+    check_workers(workers)
     if provider != "detect":
         rule_for_model(provider, "")  # an unknown name is refused before anything starts
     keys: tuple[str, ...] = ()
@@ -175,7 +184,7 @@ def serve(
             for n, rule in sorted(exits.sizes.items())
         )
         _console.print(f"certified early exit ({sizes})", highlight=False)
-    gateway.run()
+    raise typer.Exit(gateway.run(workers))
 
 
 def register(app: typer.Typer) -> None:

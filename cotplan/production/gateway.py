@@ -57,13 +57,17 @@ tests and notebooks), `serve` in the foreground (the CLI).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import functools
 import logging
 import signal
 import socket
 import threading
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import AsyncIterator, Collection, Sequence
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx2
@@ -82,6 +86,7 @@ from cotplan.planner.exit_plan import ExitPlan
 from cotplan.production.detect import Detected, detect_provider
 from cotplan.production.gateway_app import MAX_BODY_BYTES, make_app
 from cotplan.production.gateway_errors import logger
+from cotplan.production.gateway_workers import check_workers, serve_workers
 from cotplan.production.log import CallLog
 from cotplan.production.log_writer import BatchedCallLog
 from cotplan.production.metrics import GatewayMetrics
@@ -171,7 +176,8 @@ class Gateway:
     by the call's model); `exit="certified"` the certified early exit; `provider` what the
     upstream is, asked of it once by default (`capped`'s ``"detect"``); `client_keys` the
     gateway's own keys, one of which each call must carry (none: no authentication).
-    `reload()` reads the plan files again (`cotplan serve` does on SIGHUP).
+    `reload()` reads the plan files again (`cotplan serve` does on SIGHUP); while serving, a
+    plan file that changes is read again within `watch` seconds (0: only on `reload()`).
     """
 
     def __init__(
@@ -191,8 +197,11 @@ class Gateway:
         client_keys: Collection[str] = (),
         max_body_bytes: int = MAX_BODY_BYTES,
         size_policy: str = "largest",
+        access_log: bool = True,
+        watch: float = 1.0,
     ) -> None:
         self.port = check_port(port)
+        self._access_log = access_log
         self.upstream = check_upstream(upstream)
         # A local server needs no key; the SDK insists on one.
         self._api_key = api_key or "no-key-needed"
@@ -210,6 +219,22 @@ class Gateway:
         else:
             call_log = BatchedCallLog(log.path if isinstance(log, CallLog) else log)
         self.log = call_log
+        #: What a worker process builds its own gateway from (`run(workers=...)`).
+        self._spec: dict[str, Any] = {
+            "plan": plan,
+            "upstream": self.upstream,
+            "api_key": api_key,
+            "log": call_log.path,
+            "allow_other_model": allow_other_model,
+            "timeout": timeout,
+            "exit": exit,
+            "exit_plan": exit_plan,
+            "provider": provider,
+            "client_keys": tuple(client_keys),
+            "max_body_bytes": max_body_bytes,
+            "size_policy": size_policy,
+            "watch": watch,
+        }
         # One client, one pool of kept-alive connections to the upstream, for every call
         # (made again for a second start: its connections belong to the first's event loop).
         self._upstream_client = self._new_client()
@@ -238,6 +263,7 @@ class Gateway:
         self.max_body_bytes = max_body_bytes
         self.metrics = GatewayMetrics()
         self.start_timeout = start_timeout
+        self.watch = watch
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -265,18 +291,33 @@ class Gateway:
         self._served = True
         client = self._upstream_client
 
-        async def shutdown() -> None:
-            await client.close()
-            # The rows still queued are written now (SIGTERM and Ctrl-C come here too).
-            await run_in_threadpool(self.log.flush)
+        @contextlib.asynccontextmanager
+        async def lifespan(app: Starlette) -> AsyncIterator[None]:
+            watcher = asyncio.create_task(self._watch()) if self.watch > 0 else None
+            try:
+                yield
+            finally:
+                if watcher is not None:
+                    watcher.cancel()
+                await client.close()
+                # The rows still queued are written now (SIGTERM and Ctrl-C come here too).
+                await run_in_threadpool(self.log.flush)
 
         return make_app(
             self.routes,
             max_body_bytes=self.max_body_bytes,
             client_keys=self.client_keys,
             metrics=self.metrics,
-            shutdown=shutdown,
+            lifespan=lifespan,
         )
+
+    async def _watch(self) -> None:
+        """Reload when a plan file changes (a stat per file every `watch` seconds); the
+        reload itself runs in a worker thread, off the event loop."""
+        while True:
+            await asyncio.sleep(self.watch)
+            if self.routes.changed():
+                await run_in_threadpool(self.reload)
 
     def reload(self) -> CotplanError | None:
         """Read every plan file again and serve the new plans from the next call on; calls
@@ -331,12 +372,28 @@ class Gateway:
         self.port = int(sock.getsockname()[1])
         return sock
 
-    def run(self) -> None:
+    def run(self, workers: int = 1, *, access_log: bool = True) -> int:
         """Serve in the foreground until interrupted (`serve`, the CLI): the same app and
-        client as `start`, with uvicorn's own signal handling and its access log, whose
-        lines are scrubbed of secrets (a client's ``?api_key=`` never reaches the log)."""
+        client as `start`, with uvicorn's own signal handling and its access log (unless
+        `access_log` is False), whose lines are scrubbed of secrets (a client's ``?api_key=``
+        never reaches the log). With `workers` > 1, that many processes serve the port
+        (`cotplan.production.gateway_workers`). Returns the exit status (0: stopped)."""
+        workers = check_workers(workers)
+        self._access_log = access_log
         sock = self._bind()
-        config = uvicorn.Config(self.app(), log_level="info", lifespan="on")
+        if workers == 1:
+            self.serve_on(sock)
+            return 0
+        # Each worker builds its own gateway from the same arguments, the upstream's kind as
+        # found here (asked once, not once per worker).
+        factory = functools.partial(Gateway, **self._spec, access_log=access_log)
+        return serve_workers(factory, sock, workers)
+
+    def serve_on(self, sock: socket.socket) -> None:
+        """Serve on a bound socket until SIGTERM or Ctrl-C (one worker of `run`)."""
+        config = uvicorn.Config(
+            self.app(), log_level="info", lifespan="on", access_log=self._access_log
+        )
         scrub_access_log()  # after the Config: it sets up uvicorn's loggers
         if hasattr(signal, "SIGHUP"):  # reload the plans, as servers do on SIGHUP
             signal.signal(signal.SIGHUP, lambda *_: self.reload())
@@ -376,7 +433,8 @@ def serve(
     provider: str | None = "detect",
     client_keys: Collection[str] = (),
     size_policy: str = "largest",
-) -> None:
+    workers: int = 1,
+) -> int:
     """Serve until interrupted (what `cotplan serve` runs). `plan` is a `SavedPlan` or a path,
     or several (one per model); `upstream` the OpenAI-compatible base URL the calls go to;
     `api_key` the upstream's key (None: none needed); `log` the call log (None: the default
@@ -384,8 +442,9 @@ def serve(
     bounds each upstream request; `exit` and `exit_plan` as in `capped` (the certified early
     exit); `provider` as in `capped` (by default asked of the upstream once: a server that
     caps thinking itself answers each call in one request); `client_keys` the gateway's own
-    keys (see `Gateway`); `size_policy` what a call without a size gets (`capped`). SIGHUP
-    reloads the plan files."""
+    keys (see `Gateway`); `size_policy` what a call without a size gets (`capped`); `workers`
+    how many processes serve the port (`Gateway.run`). SIGHUP, or a plan file changed,
+    reloads the plans. Returns the exit status."""
     gateway = Gateway(
         plan,
         upstream,
@@ -400,4 +459,4 @@ def serve(
         client_keys=client_keys,
         size_policy=size_policy,
     )
-    gateway.run()
+    return gateway.run(workers)

@@ -8,11 +8,11 @@ own: one pool of connections to the upstream, no thread per call), or through a 
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import json
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection
+from collections.abc import AsyncIterator, Callable, Collection
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import httpx2
@@ -31,7 +31,10 @@ from cotplan.production.routes import ROUTE_HEADER, Capped, Routes
 from cotplan.production.streaming import AsyncCappedStream, CappedStream
 from cotplan.production.wrapper import AsyncCappedClient
 
-__all__ = ["MAX_BODY_BYTES", "SIZE_HEADER", "make_app", "read_body"]
+__all__ = ["MAX_BODY_BYTES", "SIZE_HEADER", "Lifespan", "make_app", "read_body"]
+
+#: What runs while the app serves (Starlette's lifespan: set up, yield, tear down).
+Lifespan = Callable[[Starlette], AbstractAsyncContextManager[None]]
 
 #: The header that may carry a call's item size instead of the body.
 SIZE_HEADER = "x-cotplan-size"
@@ -322,7 +325,7 @@ def make_app(
     max_body_bytes: int = MAX_BODY_BYTES,
     client_keys: Collection[str] = (),
     metrics: GatewayMetrics | None = None,
-    shutdown: Callable[[], Awaitable[None]] | None = None,
+    lifespan: Lifespan | None = None,
 ) -> Starlette:
     """The Starlette app answering OpenAI-compatible chat completions through `routes` (one
     capped client, or several plans routed by model, `cotplan.production.routes`): each an
@@ -333,7 +336,7 @@ def make_app(
     otherwise); they are the gateway's own keys, never the upstream's. `metrics` counts every
     call (``GET /metrics``; a fresh `GatewayMetrics` when None). ``GET /health`` says the
     process answers; ``GET /ready`` whether the upstream does (503 when it does not).
-    `shutdown` is awaited when the server stops.
+    `lifespan` is the app's lifespan (what starts with the server and stops with it).
     """
     table = routes if isinstance(routes, Routes) else Routes.of(routes)
     handlers = _Handlers(
@@ -342,12 +345,6 @@ def make_app(
         client_keys=client_keys,
         metrics=metrics if metrics is not None else GatewayMetrics(),
     )
-
-    @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        yield
-        if shutdown is not None:
-            await shutdown()
 
     return Starlette(
         lifespan=lifespan,

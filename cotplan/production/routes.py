@@ -5,7 +5,8 @@
 every plan file again and swaps the whole table at once: a call already answering keeps the
 client it started with, a new one gets the new plans, and a plan file that no longer loads
 leaves the old table serving (the error is returned, and logged by the gateway). `cotplan
-serve` reloads on SIGHUP (`cotplan.production.gateway`).
+serve` reloads on SIGHUP and when a plan file changes (`changed`, asked every second;
+`cotplan.production.gateway`).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ class Routes:
         self._build = build
         self._sources = list(plans)
         self._lock = threading.Lock()
+        self._seen = self._stamps()
         self._table = self._load()
 
     def _load(self) -> dict[str, Capped]:
@@ -57,9 +59,30 @@ class Routes:
         """One route: `client` itself (its plan is not read again on reload)."""
         return cls(lambda _: client, [client.plan])
 
+    def _stamps(self) -> list[tuple[int, int]]:
+        """Each plan file's modification time and size ((0, 0): missing; plans given as
+        objects have none)."""
+        stamps = []
+        for source in self._sources:
+            if isinstance(source, str | Path):
+                try:
+                    stat = Path(source).stat()
+                except OSError:
+                    stamps.append((0, 0))
+                    continue
+                stamps.append((stat.st_mtime_ns, stat.st_size))
+        return stamps
+
+    def changed(self) -> bool:
+        """Whether a plan file changed since it was last read (a stat per file: cheap enough
+        to ask every second). A file caught half-written fails to load and keeps the old
+        plans; the writer finishing changes it again, and it is read again then."""
+        return self._stamps() != self._seen
+
     def reload(self) -> CotplanError | None:
         """Read every plan again and serve the new table; on failure keep serving the old one
         and return the error (None: reloaded)."""
+        self._seen = self._stamps()
         try:
             table = self._load()
         except CotplanError as exc:
