@@ -117,3 +117,34 @@ def test_two_workers_share_the_port_the_call_log_and_the_metrics(tmp_path: Path)
     assert counted == {24.0}  # whichever worker answers, the sum over both
     assert code == 0
     assert len(CallLog(log).records()) == 24  # every worker's rows, written at its stop
+
+
+def test_the_gateway_passes_completions_embeddings_and_responses_on_unchanged(
+    tmp_path: Path,
+) -> None:
+    bodies = {
+        "/completions": {"model": "m", "prompt": "x", "max_tokens": 3},
+        "/embeddings": {"model": "e", "input": "x"},
+        "/responses": {"model": THINKER, "input": "What is 1 + 4 + 8?", "reasoning": {}},
+    }
+    with Loopback() as upstream:
+        gateway = Gateway(
+            [make_plan(THINKER)],
+            upstream.url,
+            provider="llama.cpp-thinking",
+            log=tmp_path / "log.sqlite",
+        )
+        with gateway:
+            replies = {
+                path: httpx2.post(f"{gateway.base_url}{path}", json=body)
+                for path, body in bodies.items()
+            }
+            streamed = httpx2.post(
+                f"{gateway.base_url}/responses", json={**bodies["/responses"], "stream": True}
+            )
+    for path, body in bodies.items():
+        assert replies[path].status_code == 200
+        assert replies[path].json()["echo"] == body  # as it came: no cap, no field added
+    assert [path for path, _ in upstream.bodies] == [f"/v1{path}" for path in bodies]
+    assert (streamed.status_code, streamed.json()["error"]["param"]) == (400, "stream")
+    assert CallLog(tmp_path / "log.sqlite").records() == []  # no plan applied: no row

@@ -21,11 +21,15 @@ dropping a call (`cotplan.production.routes`). Where the upstream caps the think
 (asked once at start, `cotplan.production.detect`), each call is its own one request with the
 cap added and every field passed on (`cotplan.production.server_cap`).
 
-Also served: ``POST /v1/completions`` and ``/v1/embeddings``, passed on unchanged (no plan
-applies to them; unstreamed), ``GET /v1/models`` (the plans' models), ``GET /health`` (the
-process answers), ``GET /ready`` (the upstream answers too; 503 when it does not) and
-``GET /metrics`` (Prometheus: calls, reasoning and answer tokens, cap bites, forced and
-missing answers, errors and latency by route and model, `cotplan.production.metrics`).
+Also served: ``POST /v1/completions``, ``/v1/embeddings`` and ``/v1/responses``, passed on
+unchanged (unstreamed). No plan applies to them: a text completion has no chat to cap, and
+the Responses API's reasoning budget is not one field across servers (llama.cpp and vLLM take
+their thinking budget on chat completions), so a Responses call is sent on uncapped, and its
+reasoning is not counted in the metrics or the call log; send chat completions for the cap.
+And ``GET /v1/models`` (the plans' models), ``GET /health`` (the process answers),
+``GET /ready`` (the upstream answers too; 503 when it does not) and ``GET /metrics``
+(Prometheus: calls, reasoning and answer tokens, cap bites, forced and missing answers,
+errors and latency by route and model, `cotplan.production.metrics`).
 docs/shipping.md walks a team through it.
 
 Errors come back in OpenAI's shape, ``{"error": {"message", "type", "param", "code"}}``

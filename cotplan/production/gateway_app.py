@@ -293,8 +293,9 @@ class _Handlers:
         return JSONResponse({"object": "list", "data": data})
 
     async def passthrough(self, request: Request) -> Response:
-        """`/v1/completions` and `/v1/embeddings`: sent on as they came (no plan applies to
-        them), with the upstream's key, unstreamed; their errors as a chat call's are."""
+        """`/v1/completions`, `/v1/embeddings` and `/v1/responses`: sent on as they came (no
+        plan applies to them: see `cotplan.production.gateway`), with the upstream's key,
+        unstreamed; their errors as a chat call's are."""
         if (denied := self.refused(request)) is not None:
             return denied
         raw = await _body(request, self.limit)
@@ -353,6 +354,7 @@ def make_app(
             Route("/v1/models", handlers.models, methods=["GET"]),
             Route("/v1/completions", handlers.passthrough, methods=["POST"]),
             Route("/v1/embeddings", handlers.passthrough, methods=["POST"]),
+            Route("/v1/responses", handlers.passthrough, methods=["POST"]),
             Route("/health", _health, methods=["GET"]),
             Route("/ready", handlers.ready, methods=["GET"]),
             Route("/metrics", handlers.metrics_page, methods=["GET"]),
