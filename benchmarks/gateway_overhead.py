@@ -259,8 +259,8 @@ def _several(
     )
     parent.start()
     try:
-        _wait(f"http://{HOST}:{port}/health")
-        time.sleep(2.0)  # every worker up, not only the first
+        _wait(f"http://{HOST}:{port}/health", timeout=420.0)  # N imports on busy cores
+        time.sleep(5.0)  # every worker up, not only the first
         return asyncio.run(_load(port, "/v1/chat/completions", level, seconds))
     finally:
         parent.terminate()

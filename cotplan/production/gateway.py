@@ -376,21 +376,23 @@ class Gateway:
         self.port = int(sock.getsockname()[1])
         return sock
 
-    def run(self, workers: int = 1, *, access_log: bool = True) -> int:
+    def run(self, workers: int = 1, *, access_log: bool | None = None) -> int:
         """Serve in the foreground until interrupted (`serve`, the CLI): the same app and
         client as `start`, with uvicorn's own signal handling and its access log (unless
-        `access_log` is False), whose lines are scrubbed of secrets (a client's ``?api_key=``
-        never reaches the log). With `workers` > 1, that many processes serve the port
-        (`cotplan.production.gateway_workers`). Returns the exit status (0: stopped)."""
+        `access_log`, or the gateway's own, is False), whose lines are scrubbed of secrets
+        (a client's ``?api_key=`` never reaches the log). With `workers` > 1, that many
+        processes serve the port (`cotplan.production.gateway_workers`). Returns the exit
+        status (0: stopped)."""
         workers = check_workers(workers)
-        self._access_log = access_log
+        if access_log is not None:
+            self._access_log = access_log
         sock = self._bind()
         if workers == 1:
             self.serve_on(sock)
             return 0
         # Each worker builds its own gateway from the same arguments, the upstream's kind as
         # found here (asked once, not once per worker).
-        factory = functools.partial(Gateway, **self._spec, access_log=access_log)
+        factory = functools.partial(Gateway, **self._spec, access_log=self._access_log)
         return serve_workers(factory, sock, workers)
 
     def serve_on(self, sock: socket.socket) -> None:
