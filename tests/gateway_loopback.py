@@ -84,6 +84,12 @@ class Loopback:
         self._ready.set()
         self._loop.run_forever()
         server.close()
+        # The connections' handlers are still waiting for requests: end them, then the loop.
+        pending = asyncio.all_tasks(self._loop)
+        for task in pending:
+            task.cancel()
+        self._loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        self._loop.close()
 
     def reply_to(self, path: str, body: dict[str, Any]) -> bytes:
         if path == "/props":
