@@ -157,6 +157,7 @@ def test_a_reload_swaps_the_plans_and_a_broken_file_keeps_the_old_ones(tmp_path:
     [
         (["--provider", "nonesuch"], "`provider`"),
         (["--client-keys-file", "/no/such/keys"], "/no/such/keys"),
+        (["--workers", "0"], "`workers`"),
     ],
 )
 def test_serve_checks_its_new_options_before_it_starts(

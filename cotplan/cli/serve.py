@@ -77,6 +77,13 @@ ClientKeysEnv = Annotated[
     str | None,
     typer.Option(help="An environment variable holding client keys, comma-separated."),
 ]
+Workers = Annotated[
+    int,
+    typer.Option(
+        help="Processes serving the port, sharing the call log and /metrics (each "
+        "reloads its plans on SIGHUP, which the first process passes on)."
+    ),
+]
 ModelMap = Annotated[
     Path | None,
     typer.Option(
@@ -109,6 +116,7 @@ def serve(
     client_keys_env: ClientKeysEnv = None,
     size_policy: SizePolicy = "largest",
     model_map: ModelMap = None,
+    workers: Workers = 1,
 ) -> None:
     """Serve /v1/chat/completions on 127.0.0.1 with the plan's reasoning cap applied.
 
@@ -124,7 +132,7 @@ def serve(
         plan, upstream, port=port, log=log, api_key_env=api_key_env,
         allow_other_model=allow_other_model, timeout=timeout, exit=exit_, exit_plan=exit_plan,
         provider=provider, client_keys_file=client_keys_file, client_keys_env=client_keys_env,
-        size_policy=size_policy, model_map=model_map,
+        size_policy=size_policy, model_map=model_map, workers=workers,
     )  # fmt: skip
     print_gateway_banner(_console, served)
-    served.gateway.run()
+    raise typer.Exit(served.gateway.run(workers))

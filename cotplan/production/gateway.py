@@ -21,11 +21,15 @@ dropping a call (`cotplan.production.routes`). Where the upstream caps the think
 (asked once at start, `cotplan.production.detect`), each call is its own one request with the
 cap added and every field passed on (`cotplan.production.server_cap`).
 
-Also served: ``POST /v1/completions`` and ``/v1/embeddings``, passed on unchanged (no plan
-applies to them; unstreamed), ``GET /v1/models`` (the plans' models), ``GET /health`` (the
-process answers), ``GET /ready`` (the upstream answers too; 503 when it does not) and
-``GET /metrics`` (Prometheus: calls, reasoning and answer tokens, cap bites, forced and
-missing answers, errors and latency by route and model, `cotplan.production.metrics`).
+Also served: ``POST /v1/completions``, ``/v1/embeddings`` and ``/v1/responses``, passed on
+unchanged (unstreamed). No plan applies to them: a text completion has no chat to cap, and
+the Responses API's reasoning budget is not one field across servers (llama.cpp and vLLM take
+their thinking budget on chat completions), so a Responses call is sent on uncapped, and its
+reasoning is not counted in the metrics or the call log; send chat completions for the cap.
+And ``GET /v1/models`` (the plans' models), ``GET /health`` (the process answers),
+``GET /ready`` (the upstream answers too; 503 when it does not) and ``GET /metrics``
+(Prometheus: calls, reasoning and answer tokens, cap bites, forced and missing answers,
+errors and latency by route and model, `cotplan.production.metrics`).
 docs/shipping.md walks a team through it.
 
 Errors come back in OpenAI's shape, ``{"error": {"message", "type", "param", "code"}}``
@@ -57,14 +61,15 @@ tests and notebooks), `serve` in the foreground (the CLI).
 
 from __future__ import annotations
 
-import inspect
-import json
+import asyncio
+import contextlib
+import functools
 import logging
 import signal
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Collection, Sequence
+from collections.abc import AsyncIterator, Collection, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -74,22 +79,23 @@ import openai
 import uvicorn
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import ClientDisconnect, Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
-from starlette.routing import Route
 
+# Imported at start rather than on the first call, which would wait for it: each reply's
+# report prices the call with it.
+import cotplan.generate.call_cost  # noqa: F401
 from cotplan.backends.keys import scrub_secrets
 from cotplan.errors import CotplanError, InputError, LocalServerError
-from cotplan.io import MAX_JSON_BYTES, parse_json
 from cotplan.planner import SavedPlan
 from cotplan.planner.exit_plan import ExitPlan
 from cotplan.production.detect import Detected, detect_provider
-from cotplan.production.gateway_errors import Failure, failure_of, logger
+from cotplan.production.gateway_app import MAX_BODY_BYTES, make_app
+from cotplan.production.gateway_errors import logger
+from cotplan.production.gateway_workers import check_workers, serve_workers
 from cotplan.production.log import CallLog
-from cotplan.production.metrics import CONTENT_TYPE_LATEST, GatewayMetrics
-from cotplan.production.routes import ROUTE_HEADER, Routes
-from cotplan.production.streaming import CappedStream
-from cotplan.production.wrapper import CappedClient, capped
+from cotplan.production.log_writer import BatchedCallLog
+from cotplan.production.metrics import GatewayMetrics
+from cotplan.production.routes import Capped, Routes
+from cotplan.production.wrapper import AsyncCappedClient, capped
 
 __all__ = [
     "HOST",
@@ -105,22 +111,8 @@ __all__ = [
 #: The only interface the gateway listens on (see the module docstring).
 HOST = "127.0.0.1"
 
-#: The header that may carry a call's item size instead of the body.
-SIZE_HEADER = "x-cotplan-size"
-#: Set on a reply whose completion ended (max_tokens) before any answer.
-ANSWER_MISSING_HEADER = "x-cotplan-answer-missing"
-
-
-def _answer_headers(body: dict[str, Any]) -> dict[str, str] | None:
-    """A reply's own headers: a missing answer said where a proxy in between can see it
-    without reading the body."""
-    missing = bool((body.get("cotplan") or {}).get("answer_missing"))
-    return {ANSWER_MISSING_HEADER: "true"} if missing else None
-
-
-#: The largest request body taken by default (a chat with long documents fits; a runaway
-#: upload is refused before it is read whole, let alone forwarded).
-MAX_BODY_BYTES = min(MAX_JSON_BYTES, 16 * 1024 * 1024)
+#: Connections kept to the upstream: as many as calls a busy gateway has under way.
+_POOL = 1000
 
 
 class _ScrubSecrets(logging.Filter):
@@ -174,248 +166,6 @@ def check_port(port: object) -> int:
     return port
 
 
-def _error(status: int, message: str, *, kind: str, param: str | None = None) -> JSONResponse:
-    return Failure(status, kind, message, param).response()
-
-
-async def _events(
-    stream: CappedStream, secrets: tuple[str, ...], done: Callable[..., None]
-) -> AsyncIterator[str]:
-    """The stream as server-sent events (see the module). The capped stream is synchronous (the
-    team's own client is): each chunk is read in a worker thread. Whatever fails once the 200
-    has gone ends the stream with an error event (`gateway_errors`), never a cut stream.
-    `done` is told how the call ended (for the metrics)."""
-    report = None
-    try:
-        while (chunk := await run_in_threadpool(next, stream, None)) is not None:
-            body = chunk.model_dump(mode="json", warnings=False)
-            report = body.get("cotplan", report)
-            yield _event(body)
-    except Exception as exc:
-        failure = failure_of(exc, secrets)
-        done(failure.status, report, failure.kind)
-        yield failure.event()
-        return
-    finally:
-        # Also when the client hung up (the task is cancelled here): the upstream request
-        # stops and the call is logged as stopped.
-        await run_in_threadpool(stream.close)
-    done(200, report)
-    yield "data: [DONE]\n\n"
-
-
-def _event(body: object) -> str:
-    return f"data: {json.dumps(body, separators=(',', ':'))}\n\n"
-
-
-class _TooLarge(Exception):
-    pass
-
-
-async def read_body(request: Request, limit: int) -> bytes:
-    """The request's body, refused (`_TooLarge`) past `limit` bytes before more is read."""
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise _TooLarge
-    parts: list[bytes] = []
-    size = 0
-    async for part in request.stream():
-        size += len(part)
-        if size > limit:
-            raise _TooLarge
-        parts.append(part)
-    return b"".join(parts)
-
-
-def _arguments(raw: bytes, size_header: str | None, known: frozenset[str]) -> dict[str, Any]:
-    """The `create` arguments of a request body (`InputError` naming what is wrong): fields
-    the SDK's `create` takes by name go by name, the rest in `extra_body`, as a direct call
-    with `extra_body` would send them."""
-    body = parse_json(raw, source="request body")
-    if not isinstance(body, dict):
-        raise InputError("must be a JSON object", source="request body")
-    if body.get("size") is None and size_header is not None:
-        try:
-            body["size"] = float(size_header)
-        except ValueError:
-            raise InputError(f"must be a number, got {size_header!r}", field=SIZE_HEADER) from None
-    arguments = {k: v for k, v in body.items() if k in known or k == "size"}
-    extra = {k: v for k, v in body.items() if k not in arguments}
-    if extra:
-        given = body.get("extra_body") or {}
-        if not isinstance(given, dict):
-            raise InputError("must be a JSON object", field="extra_body")
-        arguments["extra_body"] = {**given, **extra}
-    return arguments
-
-
-def _create_arguments(client: openai.OpenAI) -> frozenset[str]:
-    """The keyword arguments the SDK's `chat.completions.create` takes; any other body field
-    is sent on as it is (`extra_body`), as a direct call with `extra_body` would send it."""
-    names = inspect.signature(client.chat.completions.create).parameters
-    return frozenset(names) - {"extra_body"}
-
-
-def _bearer(request: Request) -> str | None:
-    header = request.headers.get("authorization") or ""
-    scheme, _, token = header.partition(" ")
-    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
-
-
-async def _body(request: Request, limit: int) -> bytes | Response:
-    """The request's body, or the reply that ends the call: 413 past `limit` bytes, nothing
-    for a client that hung up mid-body (no one is left to answer, and nothing failed here)."""
-    try:
-        return await read_body(request, limit)
-    except ClientDisconnect:
-        return Response(status_code=499)
-    except _TooLarge:
-        return _error(
-            413,
-            f"the body is larger than the {limit:,} bytes this gateway takes",
-            kind="invalid_request_error",
-        )
-
-
-def _forward(upstream: openai.OpenAI, path: str, raw: bytes) -> httpx2.Response:
-    """A body posted to the upstream's `path` as it came (checked JSON, unstreamed); an error
-    status raises the SDK's error (scrubbed and passed on by `gateway_errors`)."""
-    body = parse_json(raw, source="request body")
-    if not isinstance(body, dict):
-        raise InputError("must be a JSON object", source="request body")
-    if body.get("stream"):
-        raise InputError("is not passed on streamed: send it unstreamed", field="stream")
-    answer: httpx2.Response = upstream.post(path, body=body, cast_to=httpx2.Response)
-    return answer
-
-
-async def _health(request: Request) -> JSONResponse:
-    """The process answers (``GET /health``; whether the upstream does is ``/ready``)."""
-    return JSONResponse({"status": "ok"})
-
-
-def _unready(upstream: openai.OpenAI, secrets: tuple[str, ...]) -> Failure | None:
-    """Why the upstream is not ready (None: it answers). Any HTTP answer counts: a server
-    with no `/models` answers 404, and is up."""
-    try:
-        upstream.get("/models", cast_to=object, options={"max_retries": 0, "timeout": 5.0})
-    except openai.APIStatusError:
-        return None
-    except Exception as exc:
-        return failure_of(exc, secrets)
-    return None
-
-
-def make_app(
-    routes: Routes | CappedClient,
-    *,
-    max_body_bytes: int = MAX_BODY_BYTES,
-    client_keys: Collection[str] = (),
-    metrics: GatewayMetrics | None = None,
-) -> Starlette:
-    """The Starlette app answering OpenAI-compatible chat completions through `routes` (one
-    capped client, or several plans routed by model, `cotplan.production.routes`).
-
-    A body over `max_body_bytes` is refused (413) before it is read further. With
-    `client_keys`, a call to ``/v1/...`` must carry one of them as its bearer token (401
-    otherwise); they are the gateway's own keys, never the upstream's. `metrics` counts every
-    call (``GET /metrics``; a fresh `GatewayMetrics` when None). ``GET /health`` says the
-    process answers; ``GET /ready`` whether the upstream does (503 when it does not).
-    """
-    table = routes if isinstance(routes, Routes) else Routes.of(routes)
-    known = _create_arguments(table.first.client)
-    # Never shown to a client, whatever an upstream echoes back (`gateway_errors`).
-    secrets = (str(table.first.client.api_key or ""),)
-    keys = frozenset(k for k in client_keys if k)
-    counts = metrics if metrics is not None else GatewayMetrics()
-
-    def refused(request: Request) -> Response | None:
-        if keys and _bearer(request) not in keys:
-            failure = Failure(401, "invalid_request_error", "a valid gateway key is required")
-            return failure.response()
-        return None
-
-    async def chat_completions(request: Request) -> Response:
-        started = time.perf_counter()
-        if (denied := refused(request)) is not None:
-            return denied
-        raw = await _body(request, max_body_bytes)
-        if isinstance(raw, Response):
-            return raw
-        route, model = "-", "-"
-
-        def done(status: int, report: object = None, error: str | None = None) -> None:
-            seconds = time.perf_counter() - started
-            got = report if isinstance(report, dict) else None
-            counts.observe(route, model, status=status, seconds=seconds, report=got, error=error)
-
-        try:
-            arguments = _arguments(raw, request.headers.get(SIZE_HEADER), known)
-            model = str(arguments.get("model", "-"))[:200]
-            client = table.pick(arguments.get("model"), request.headers.get(ROUTE_HEADER))
-            route = client.plan.model or "default"
-            # The wrapper is synchronous (the team's own client is): a worker thread keeps
-            # the event loop free for other calls meanwhile.
-            reply = await run_in_threadpool(client.chat.completions.create, **arguments)
-        except Exception as exc:
-            failure = failure_of(exc, secrets)
-            done(failure.status, error=failure.kind)
-            return failure.response()
-        if isinstance(reply, CappedStream):
-            events = _events(reply, secrets, done)
-            return StreamingResponse(events, media_type="text/event-stream")
-        body = reply.model_dump(mode="json", warnings=False)
-        done(200, body.get("cotplan"))
-        return JSONResponse(body, headers=_answer_headers(body))
-
-    async def models(request: Request) -> Response:
-        if (denied := refused(request)) is not None:
-            return denied
-        data = [
-            {"id": name, "object": "model", "created": 0, "owned_by": "cotplan"}
-            for name in table.names
-        ]
-        return JSONResponse({"object": "list", "data": data})
-
-    async def passthrough(request: Request) -> Response:
-        """`/v1/completions` and `/v1/embeddings`: sent on as they came (no plan applies to
-        them), with the upstream's key, unstreamed; their errors as a chat call's are."""
-        if (denied := refused(request)) is not None:
-            return denied
-        raw = await _body(request, max_body_bytes)
-        if isinstance(raw, Response):
-            return raw
-        try:
-            path = request.url.path.removeprefix("/v1")
-            answer = await run_in_threadpool(_forward, table.first.client, path, raw)
-        except Exception as exc:
-            return failure_of(exc, secrets).response()
-        media = answer.headers.get("content-type", "application/json")
-        return Response(answer.content, status_code=answer.status_code, media_type=media)
-
-    async def ready(request: Request) -> JSONResponse:
-        failure = await run_in_threadpool(_unready, table.first.client, secrets)
-        if failure is not None:
-            body = {"status": "upstream unreachable", **failure.body()}
-            return JSONResponse(body, status_code=503)
-        return JSONResponse({"status": "ready", "routes": table.names})
-
-    async def metrics_page(request: Request) -> Response:
-        return Response(counts.render(), media_type=CONTENT_TYPE_LATEST)
-
-    return Starlette(
-        routes=[
-            Route("/v1/chat/completions", chat_completions, methods=["POST"]),
-            Route("/v1/models", models, methods=["GET"]),
-            Route("/v1/completions", passthrough, methods=["POST"]),
-            Route("/v1/embeddings", passthrough, methods=["POST"]),
-            Route("/health", _health, methods=["GET"]),
-            Route("/ready", ready, methods=["GET"]),
-            Route("/metrics", metrics_page, methods=["GET"]),
-        ]
-    )
-
-
 #: One plan, or several (routed by model, `cotplan.production.routes`).
 Plans = SavedPlan | str | Path | Sequence[SavedPlan | str | Path]
 
@@ -430,7 +180,8 @@ class Gateway:
     by the call's model); `exit="certified"` the certified early exit; `provider` what the
     upstream is, asked of it once by default (`capped`'s ``"detect"``); `client_keys` the
     gateway's own keys, one of which each call must carry (none: no authentication).
-    `reload()` reads the plan files again (`cotplan serve` does on SIGHUP).
+    `reload()` reads the plan files again (`cotplan serve` does on SIGHUP); while serving, a
+    plan file that changes is read again within `watch` seconds (0: only on `reload()`).
     """
 
     def __init__(
@@ -450,29 +201,57 @@ class Gateway:
         client_keys: Collection[str] = (),
         max_body_bytes: int = MAX_BODY_BYTES,
         size_policy: str = "largest",
+        access_log: bool = True,
+        watch: float = 1.0,
     ) -> None:
         self.port = check_port(port)
-        upstream_client = openai.OpenAI(
-            base_url=check_upstream(upstream),
-            # A local server needs no key; the SDK insists on one.
-            api_key=api_key or "no-key-needed",
-            timeout=timeout,
-        )
+        self._access_log = access_log
+        self.upstream = check_upstream(upstream)
+        # A local server needs no key; the SDK insists on one.
+        self._api_key = api_key or "no-key-needed"
+        self._timeout = timeout
         if provider == "detect":  # once for every plan, and kept across reloads
-            self.detected: Detected | None = detect_provider(upstream_client)
+            asker = openai.OpenAI(base_url=self.upstream, api_key=self._api_key, timeout=timeout)
+            self.detected: Detected | None = detect_provider(asker)
             provider = self.detected.provider
         else:
             self.detected = None
-        call_log = log if isinstance(log, CallLog) else CallLog(log)
+        # Rows are written by a thread of their own, in batches (`log_writer`): no commit on
+        # the event loop. The same file as the caller's `CallLog`.
+        if isinstance(log, BatchedCallLog):
+            call_log = log
+        else:
+            call_log = BatchedCallLog(log.path if isinstance(log, CallLog) else log)
+        self.log = call_log
+        #: What a worker process builds its own gateway from (`run(workers=...)`).
+        self._spec: dict[str, Any] = {
+            "plan": plan,
+            "upstream": self.upstream,
+            "api_key": api_key,
+            "log": call_log.path,
+            "allow_other_model": allow_other_model,
+            "timeout": timeout,
+            "exit": exit,
+            "exit_plan": exit_plan,
+            "provider": provider,
+            "client_keys": tuple(client_keys),
+            "max_body_bytes": max_body_bytes,
+            "size_policy": size_policy,
+            "watch": watch,
+        }
+        # One client, one pool of kept-alive connections to the upstream, for every call
+        # (made again for a second start: its connections belong to the first's event loop).
+        self._upstream_client = self._new_client()
+        self._served = False
         plans = list(plan) if isinstance(plan, Sequence) and not isinstance(plan, str) else [plan]
         if len(plans) > 1 and exit_plan is not None:
             raise InputError(
                 "is one plan's: with several plans, put each beside its plan", field="exit_plan"
             )
 
-        def build(source: SavedPlan | str | Path) -> CappedClient:
+        def build(source: SavedPlan | str | Path) -> AsyncCappedClient:
             return capped(
-                upstream_client,
+                self._upstream_client,
                 source,
                 log=call_log,
                 allow_other_model=allow_other_model,
@@ -488,21 +267,61 @@ class Gateway:
         self.max_body_bytes = max_body_bytes
         self.metrics = GatewayMetrics()
         self.start_timeout = start_timeout
+        self.watch = watch
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
 
+    def _new_client(self) -> openai.AsyncOpenAI:
+        limits = httpx2.Limits(max_connections=_POOL, max_keepalive_connections=_POOL)
+        return openai.AsyncOpenAI(
+            base_url=self.upstream,
+            api_key=self._api_key,
+            timeout=self._timeout,
+            http_client=openai.DefaultAsyncHttpxClient(limits=limits, timeout=self._timeout),
+        )
+
     @property
-    def client(self) -> CappedClient:
+    def client(self) -> Capped:
         """The first plan's capped client."""
         return self.routes.first
 
     def app(self) -> Starlette:
+        """The app to serve (once per start: see `_new_client`)."""
+        if self._served:
+            self._upstream_client = self._new_client()
+            error = self.routes.reload()
+            if error is not None:
+                raise error
+        self._served = True
+        client = self._upstream_client
+
+        @contextlib.asynccontextmanager
+        async def lifespan(app: Starlette) -> AsyncIterator[None]:
+            watcher = asyncio.create_task(self._watch()) if self.watch > 0 else None
+            try:
+                yield
+            finally:
+                if watcher is not None:
+                    watcher.cancel()
+                await client.close()
+                # The rows still queued are written now (SIGTERM and Ctrl-C come here too).
+                await run_in_threadpool(self.log.flush)
+
         return make_app(
             self.routes,
             max_body_bytes=self.max_body_bytes,
             client_keys=self.client_keys,
             metrics=self.metrics,
+            lifespan=lifespan,
         )
+
+    async def _watch(self) -> None:
+        """Reload when a plan file changes (a stat per file every `watch` seconds); the
+        reload itself runs in a worker thread, off the event loop."""
+        while True:
+            await asyncio.sleep(self.watch)
+            if self.routes.changed():
+                await run_in_threadpool(self.reload)
 
     def reload(self) -> CotplanError | None:
         """Read every plan file again and serve the new plans from the next call on; calls
@@ -527,7 +346,7 @@ class Gateway:
         if self._server is not None:
             return self
         sock = self._bind()
-        config = uvicorn.Config(self.app(), log_level="warning", lifespan="off")
+        config = uvicorn.Config(self.app(), log_level="warning", lifespan="on")
         server = uvicorn.Server(config)
         self._server = server
         self._thread = threading.Thread(
@@ -557,16 +376,37 @@ class Gateway:
         self.port = int(sock.getsockname()[1])
         return sock
 
-    def run(self) -> None:
+    def run(self, workers: int = 1, *, access_log: bool | None = None) -> int:
         """Serve in the foreground until interrupted (`serve`, the CLI): the same app and
-        client as `start`, with uvicorn's own signal handling and its access log, whose
-        lines are scrubbed of secrets (a client's ``?api_key=`` never reaches the log)."""
+        client as `start`, with uvicorn's own signal handling and its access log (unless
+        `access_log`, or the gateway's own, is False), whose lines are scrubbed of secrets
+        (a client's ``?api_key=`` never reaches the log). With `workers` > 1, that many
+        processes serve the port (`cotplan.production.gateway_workers`). Returns the exit
+        status (0: stopped)."""
+        workers = check_workers(workers)
+        if access_log is not None:
+            self._access_log = access_log
         sock = self._bind()
-        config = uvicorn.Config(self.app(), log_level="info", lifespan="off")
+        if workers == 1:
+            self.serve_on(sock)
+            return 0
+        # Each worker builds its own gateway from the same arguments, the upstream's kind as
+        # found here (asked once, not once per worker).
+        factory = functools.partial(Gateway, **self._spec, access_log=self._access_log)
+        return serve_workers(factory, sock, workers)
+
+    def serve_on(self, sock: socket.socket) -> None:
+        """Serve on a bound socket until SIGTERM or Ctrl-C (one worker of `run`)."""
+        config = uvicorn.Config(
+            self.app(), log_level="info", lifespan="on", access_log=self._access_log
+        )
         scrub_access_log()  # after the Config: it sets up uvicorn's loggers
         if hasattr(signal, "SIGHUP"):  # reload the plans, as servers do on SIGHUP
             signal.signal(signal.SIGHUP, lambda *_: self.reload())
-        uvicorn.Server(config).run(sockets=[sock])
+        try:
+            uvicorn.Server(config).run(sockets=[sock])
+        finally:
+            self.log.close()
 
     def stop(self) -> None:
         """Stop serving (idempotent)."""
@@ -576,6 +416,7 @@ class Gateway:
             self._thread.join(timeout=10.0)
         self._server = None
         self._thread = None
+        self.log.flush()
 
     def __enter__(self) -> Gateway:
         return self.start()
@@ -598,7 +439,8 @@ def serve(
     provider: str | None = "detect",
     client_keys: Collection[str] = (),
     size_policy: str = "largest",
-) -> None:
+    workers: int = 1,
+) -> int:
     """Serve until interrupted (what `cotplan serve` runs). `plan` is a `SavedPlan` or a path,
     or several (one per model); `upstream` the OpenAI-compatible base URL the calls go to;
     `api_key` the upstream's key (None: none needed); `log` the call log (None: the default
@@ -606,8 +448,9 @@ def serve(
     bounds each upstream request; `exit` and `exit_plan` as in `capped` (the certified early
     exit); `provider` as in `capped` (by default asked of the upstream once: a server that
     caps thinking itself answers each call in one request); `client_keys` the gateway's own
-    keys (see `Gateway`); `size_policy` what a call without a size gets (`capped`). SIGHUP
-    reloads the plan files."""
+    keys (see `Gateway`); `size_policy` what a call without a size gets (`capped`); `workers`
+    how many processes serve the port (`Gateway.run`). SIGHUP, or a plan file changed,
+    reloads the plans. Returns the exit status."""
     gateway = Gateway(
         plan,
         upstream,
@@ -622,4 +465,4 @@ def serve(
         client_keys=client_keys,
         size_policy=size_policy,
     )
-    gateway.run()
+    return gateway.run(workers)

@@ -3,18 +3,26 @@
 What a platform team scrapes from a proxy: calls by status, the tokens the cap governs
 (reasoning and answer), how often the cap bit and an answer was forced, errors by OpenAI error
 type, and each call's latency. Each app has a registry of its own (`prometheus_client`), so
-that several gateways in one process (tests, notebooks) do not share counts.
+that several gateways in one process (tests, notebooks) do not share counts. Several worker
+processes (`cotplan serve --workers N`) share theirs through prometheus-client's multiprocess
+mode, and each reports the sum.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.multiprocess import MultiProcessCollector
 
-__all__ = ["CONTENT_TYPE_LATEST", "GatewayMetrics"]
+__all__ = ["CONTENT_TYPE_LATEST", "MULTIPROC_ENV", "GatewayMetrics"]
+
+#: prometheus-client reads its multiprocess folder from this variable (set by the parent of
+#: several workers, before they start).
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 _LABELS = ("route", "model")
 #: Latency buckets (seconds): a capped call runs from a fraction of a second to minutes.
@@ -97,5 +105,11 @@ class GatewayMetrics:
                 counter.labels(**labels).inc()
 
     def render(self) -> bytes:
-        """The text exposition format Prometheus scrapes."""
+        """The text exposition format Prometheus scrapes. Under several workers
+        (`cotplan.production.gateway_workers`: prometheus-client's multiprocess folder is
+        set), the sum over every worker, whichever answers the scrape."""
+        if os.environ.get(MULTIPROC_ENV):
+            merged = CollectorRegistry()
+            MultiProcessCollector(merged)  # type: ignore[no-untyped-call]
+            return generate_latest(merged)
         return generate_latest(self.registry)

@@ -81,12 +81,14 @@ def serve_gateway(
     client_keys_env: str | None = None,
     size_policy: str = "largest",
     model_map: str | os.PathLike[str] | None = None,
+    workers: int = 1,
 ) -> Served:
     """A `Gateway` for the plan files `plans` (one per model, routed by the call's model),
     every input checked before anything starts; `InputError` names the one at fault.
     `model_map` declares the team's own model names first (`cotplan.register_model`)."""
     from cotplan.backends.budgets import rule_for_model
     from cotplan.backends.keys import find_key
+    from cotplan.production.gateway_workers import check_workers
 
     if model_map is not None:
         from cotplan.production.model_map import load_model_map
@@ -101,6 +103,7 @@ def serve_gateway(
     if len(paths) > 1 and exit == "certified":
         raise InputError("serves one plan: give one --plan with --exit certified", field="exit")
     require_choice(size_policy, "size_policy", SIZE_POLICIES)
+    check_workers(workers)  # the processes start in `Gateway.run(workers)`
     if provider != "detect":
         rule_for_model(provider, "")  # an unknown name is refused before anything starts
     keys = _client_keys(

@@ -23,6 +23,10 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import openai
+from openai import not_given
+from openai._base_client import make_request_options
+from openai.resources.chat.completions import AsyncCompletions
+from openai.types.chat import ChatCompletion
 from pydantic import BaseModel
 
 from cotplan.backends.answer_checks import check_response, server_text
@@ -81,10 +85,58 @@ async def send_async(
 ) -> Any:
     """`await create(**arguments)`, its answer checked (the async client's `send`)."""
     try:
-        response = await create(**arguments)
+        if (fast := _plain_chat(create, arguments)) is not None:
+            response = await fast
+        else:
+            response = await create(**arguments)
     except json.JSONDecodeError as exc:
         raise _not_json(exc) from exc
     return checked(endpoint, arguments, response)
+
+
+#: The arguments of `create` that are request options rather than body fields.
+_OPTIONS = ("extra_headers", "extra_query", "extra_body", "timeout")
+
+
+def _is_plain(value: object, depth: int = 0) -> bool:
+    """Whether `value` is JSON as parsed (str, numbers, bools, None, lists, str-keyed dicts)."""
+    if value is None or isinstance(value, str | int | float):
+        return True
+    if depth > 64:
+        return False
+    if isinstance(value, list):
+        return all(_is_plain(item, depth + 1) for item in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _is_plain(v, depth + 1) for k, v in value.items())
+    return False
+
+
+def _plain_chat(
+    create: Callable[..., Awaitable[Any]], arguments: dict[str, Any]
+) -> Awaitable[Any] | None:
+    """An unstreamed chat completion whose arguments are plain JSON (a gateway call's are: they
+    came as a request body) posted as they are, the SDK's own way (its `_post`: the same
+    headers, retries, timeouts, errors and reply), without the SDK's pass over the arguments
+    against its parameter types, which only rewrites what is not plain JSON and cost a fifth
+    of the gateway's CPU per call. None for anything else: `create` then does it all."""
+    resource = getattr(create, "__self__", None)
+    if not isinstance(resource, AsyncCompletions) or getattr(create, "__name__", "") != "create":
+        return None
+    if arguments.get("stream") or not _is_plain(arguments.get("extra_body")):
+        return None
+    body = {k: v for k, v in arguments.items() if k not in _OPTIONS}
+    if not _is_plain(body) or not isinstance(arguments.get("timeout", 0), int | float):
+        return None
+    options = make_request_options(
+        extra_headers=arguments.get("extra_headers"),
+        extra_query=arguments.get("extra_query"),
+        extra_body=arguments.get("extra_body"),
+        timeout=arguments.get("timeout", not_given),
+        security={"bearer_auth": True},
+    )
+    return resource._post(
+        "/chat/completions", body=body, options=options, cast_to=ChatCompletion, stream=False
+    )
 
 
 def _tokens(answer: object) -> int | None:
