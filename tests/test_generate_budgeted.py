@@ -187,7 +187,7 @@ def test_bad_input_names_the_field() -> None:
     backend = _HiddenReasoner([])
     with pytest.raises(InputError, match=r"`k`: must be a whole number of tokens in 0\.\."):
         budgeted_answer(backend, ITEM, -1)
-    with pytest.raises(InputError, match="`answer_tokens`: must be at least 1"):
+    with pytest.raises(InputError, match="`answer_tokens`: must be an integer between 1 and"):
         budgeted_answer(backend, ITEM, 4, answer_tokens=0)
     with pytest.raises(InputError, match="`item`: must be a TaskItem"):
         budgeted_answer(backend, {"prompt": "x"}, 4)  # type: ignore[arg-type]

@@ -15,7 +15,6 @@ import typer
 from cotplan.cli.options import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT_S,
-    MAX_BUDGET,
     MAX_CONCURRENCY,
     MAX_COUNT,
     BackendSpec,
@@ -34,7 +33,6 @@ from cotplan.cli.options import (
     check_int,
     check_item_source,
     check_out,
-    check_probability,
     check_protocol,
     check_timeouts,
     connect_options,
@@ -47,6 +45,7 @@ from cotplan.cli.report_folders import finish_report, start_report
 from cotplan.cli.report_page import add_report_page
 from cotplan.errors import InputError
 from cotplan.render.calibration import print_calibration
+from cotplan.validation import check_call, trusting
 
 __all__ = ["calibrate"]
 
@@ -153,14 +152,18 @@ def _check_run(
 ) -> None:
     check_int(count, "count", high=MAX_COUNT)
     check_int(concurrency, "concurrency", high=MAX_CONCURRENCY)
-    check_int(answer_tokens, "answer_tokens", high=MAX_BUDGET)
+    from cotplan.planner.calibrate import calibrate as run_calibration
+
+    # the library's own declaration, checked here before a model starts, trusted after
+    check_call(run_calibration, answer_tokens=answer_tokens)
     check_out(out)
     check_backend(backend, base_url)
 
 
 def _check_grid(grid: list[int] | str, cap: int, eps: float | None, *, batched: bool) -> None:
-    check_int(cap, "uncapped_tokens", high=MAX_BUDGET)
-    check_probability(eps, "eps")
+    from cotplan.planner.calibrate import calibrate as run_calibration
+
+    check_call(run_calibration, uncapped_tokens=cap, eps=eps)
     if eps is not None and grid != "auto":
         raise InputError("--eps refines the auto grid: use it with --budgets auto", field="eps")
     if batched and grid == "auto":
@@ -204,7 +207,7 @@ def _calibrate(
         if preview.paid and not yes and not typer.confirm(question, default=False):
             console.print("not started: no requests sent")
             raise typer.Exit(1)
-        with noted_in_tables():
+        with noted_in_tables(), trusting():  # checked above, before the model started
             result = run_calibration(
                 model, items, grid, answer_tokens=answer_tokens, uncapped_tokens=cap, **run
             )

@@ -19,7 +19,6 @@ import typer
 from cotplan.cli.options import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT_S,
-    MAX_BUDGET,
     AllowOtherModel,
     BackendSpec,
     BaseUrl,
@@ -51,7 +50,7 @@ from cotplan.cli.report_folders import check_read, finish_report, start_report
 from cotplan.cli.report_page import add_report_page
 from cotplan.errors import InputError
 from cotplan.render.plan import render_plan, render_plan_header, render_run
-from cotplan.validation import require_choice
+from cotplan.validation import check_call, require_choice, trusting
 
 if TYPE_CHECKING:
     from cotplan.planner import SavedPlan
@@ -195,10 +194,11 @@ def run(
         for late in started_notes(saved, model, allow_other_model=allow_other_model, said=notes):
             console.print(f"[yellow]note:[/] {late}")
         console.print(f"model {model.model} ({mode_and_protocol(model)})")
-        result = run_plan(
-            model, saved, held.items, saved.eps, uncapped=uncapped, concurrency=concurrency,
-            progress=progress, exit_plan=exits,
-        )  # fmt: skip
+        with trusting():  # checked before the model started; the plan brings its own ε
+            result = run_plan(
+                model, saved, held.items, uncapped=uncapped, concurrency=concurrency,
+                progress=progress, exit_plan=exits,
+            )  # fmt: skip
         render_run(console, result, details=details)
         written = result.save(report.path, draw=chart)
         folder = finish_report(report)
@@ -211,7 +211,9 @@ def _check_run(
     count: int, uncapped: int, concurrency: int | None, seed: int, out: Path | None
 ) -> None:
     check_int(count, "count", low=1)
-    check_int(uncapped, "uncapped", low=1, high=MAX_BUDGET)  # sent as max_tokens: a real cap
+    from cotplan.planner.run import run_plan
+
+    check_call(run_plan, uncapped=uncapped)  # the library's declaration, before a model starts
     check_int(concurrency, "concurrency", low=1)
     check_out(out)
     check_int(seed, "seed", low=0)

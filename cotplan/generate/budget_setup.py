@@ -18,7 +18,7 @@ from cotplan.generate.prompts import ChatTemplate, CoTPrompt, template_for
 from cotplan.generate.protocols import protocol_for, resolve_protocol
 from cotplan.tasks.item import TaskItem
 from cotplan.tasks.size import item_size
-from cotplan.validation import BUDGET, validate_params
+from cotplan.validation import CAP, validate_params
 
 __all__ = [
     "BudgetSetup",
@@ -169,7 +169,7 @@ class BudgetSetup:
         return 1 if self.backend.supports_logprobs else 0
 
 
-@validate_params(answer_tokens=BUDGET)
+@validate_params(answer_tokens=CAP)
 def budget_setup(
     backend: Backend,
     item: TaskItem,
@@ -185,8 +185,6 @@ def budget_setup(
     """Check the arguments once and build the `BudgetSetup` of one item."""
     if not isinstance(item, TaskItem):
         raise InputError(f"must be a TaskItem, got {type(item).__name__}", field="item")
-    if answer_tokens < 1:
-        raise InputError("must be at least 1", field="answer_tokens")
     chosen = resolve_mode(backend, mode)
     protocol_name, protocol_prompt = resolve_protocol(backend, protocol)
     return BudgetSetup(

@@ -88,7 +88,7 @@ from cotplan.generate.prompts import (
 )
 from cotplan.generate.protocols import split_reasoning
 from cotplan.tasks.item import TaskItem
-from cotplan.validation import BUDGET, BUDGETS, validate_params
+from cotplan.validation import BUDGET, BUDGETS, CAP, validate_params
 
 # The old private names, for code written before the split (generate/probing.py reads them);
 # new code imports them from their modules under their public names.
@@ -117,7 +117,7 @@ __all__ = [
 ]
 
 
-@validate_params(k=BUDGET, answer_tokens=BUDGET)
+@validate_params(k=BUDGET, answer_tokens=CAP)
 def budgeted_answer(
     backend: Backend,
     item: TaskItem,
@@ -276,7 +276,7 @@ def thinking_length(run: Completion, s: BudgetSetup) -> int:
     return run.usage.completion_tokens if not run.text.strip() else len(tokens)
 
 
-@validate_params(budgets=BUDGETS, answer_tokens=BUDGET, run_tokens=BUDGET)
+@validate_params(budgets=BUDGETS, answer_tokens=CAP, run_tokens=BUDGET)
 def budgeted_answers(
     backend: Backend,
     item: TaskItem,

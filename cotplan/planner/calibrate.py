@@ -62,6 +62,7 @@ from cotplan.tasks.item import TaskItem
 from cotplan.tasks.size import size_source
 from cotplan.validation import (
     BUDGET,
+    CAP,
     COUNT,
     SHARE,
     require_budget,
@@ -438,7 +439,7 @@ def _check_items(items: Iterable[TaskItem]) -> list[TaskItem]:
     return chosen
 
 
-@validate_params(answer_tokens=BUDGET, uncapped_tokens=BUDGET, pilot=COUNT, eps=SHARE, delta=SHARE)
+@validate_params(answer_tokens=CAP, uncapped_tokens=BUDGET, pilot=COUNT, eps=SHARE, delta=SHARE)
 def calibrate(
     backend: Backend,
     items: Iterable[TaskItem],

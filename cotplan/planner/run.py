@@ -51,7 +51,6 @@ from cotplan.planner.saved_plan import (
 from cotplan.tasks.item import TaskItem
 from cotplan.tasks.size import item_size
 from cotplan.validation import (
-    BUDGET,
     CAP,
     SHARE,
     require_unit,
@@ -239,7 +238,7 @@ class PlanRun:
         return written
 
 
-@validate_params(eps=SHARE, uncapped=CAP, answer_tokens=BUDGET, confidence=SHARE)
+@validate_params(eps=SHARE, uncapped=CAP, answer_tokens=CAP, confidence=SHARE)
 def run_plan(
     backend: Backend,
     planner: BudgetPlanner | SavedPlan,
