@@ -31,6 +31,7 @@ from cotplan.cli.experiment_print import (
     progress,
 )
 from cotplan.cli.report_folders import finish_report
+from cotplan.cli.report_folders import start_report as start_locked
 from cotplan.errors import InputError
 from cotplan.io.reports import ReportFolder
 
@@ -93,7 +94,7 @@ def open_predictor_shown(
 
 def start_report(out: Path | None, name: str, label: str) -> ReportFolder:
     """The report folder, named as the command starts (`reports/NAME-<time>-<random>-LABEL`)."""
-    return ReportFolder.start(out, kind=name, label=label, command=f"experiment {name}")
+    return start_locked(out, kind=name, label=label, command=f"experiment {name}")
 
 
 def saved(report: ReportFolder, files: list[Path]) -> None:
