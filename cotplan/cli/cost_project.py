@@ -148,6 +148,7 @@ def write_outputs(out: Path, comparison: Any, growth: Any, *, compared: bool) ->
     """The projection's CSV, XLSX, PNG and SVG in `out` (created), the comparison's when
     `compared`, the growth scenarios' CSV when there are some; the paths written, in order."""
     from cotplan.charts.costs import comparison_chart, projection_chart, save_chart
+    from cotplan.cli.report_page import add_report_page
 
     base = comparison.projections[comparison.baseline]
     out.mkdir(parents=True, exist_ok=True)
@@ -167,4 +168,4 @@ def write_outputs(out: Path, comparison: Any, growth: Any, *, compared: bool) ->
     if growth is not None:
         growth.to_csv(out / "growth.csv")
         written.append(out / "growth.csv")
-    return written
+    return [*written, *filter(None, [add_report_page(out, command="cost project")])]

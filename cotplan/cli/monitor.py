@@ -15,6 +15,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from cotplan.cli.monitor_out import save_monitor_report
 from cotplan.errors import InputError
 
 if TYPE_CHECKING:
@@ -65,6 +66,10 @@ def monitor(
         Path | None,
         typer.Option(help="The exit plan the calls ran under (default: exit.json by the plan)."),
     ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(help="Report folder: the tables by size and day, and report.html."),
+    ] = None,
 ) -> None:
     """Spend, cap bites and forced answers by size against the plan's calibration, and where
     the certified early exit stopped; with --labels, an anytime-valid test that the error still
@@ -96,6 +101,8 @@ def monitor(
         exit_plan=exit_plan,
     )
     _print(report)
+    if out is not None:
+        save_monitor_report(report, out, model=saved.model if saved is not None else None)
     if report.alarm:
         raise typer.Exit(1)
 
