@@ -526,6 +526,13 @@ CASE_COUNTS = {
 }  # fmt: skip
 
 
+def test_the_docs_give_the_rerun_its_true_size() -> None:
+    docs = (Path(__file__).parents[1] / "docs" / "reliability.md").read_text(encoding="utf-8")
+    assert f"({sum(CASE_COUNTS.values())} in all)" in docs
+    for category, count in CASE_COUNTS.items():
+        assert f"| {category.split()[0]} | {count} |" in docs, category
+
+
 if __name__ == "__main__":
     for category, count in CASE_COUNTS.items():
         print(f"{count:4d}  {category}")
