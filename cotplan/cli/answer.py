@@ -20,6 +20,7 @@ from cotplan.cli.calibrate import (
     TimeoutOption,
 )
 from cotplan.errors import InputError
+from cotplan.render.usage import usage_phrase
 
 __all__ = ["register"]
 
@@ -70,8 +71,8 @@ def _as_json(result: Any) -> dict[str, Any]:
         "missing": result.missing,
         "calls": result.calls,
         "cached_calls": result.cached_calls,
-        "prompt_tokens": result.usage.prompt_tokens,
-        "completion_tokens": result.usage.completion_tokens,
+        "prompt_tokens": result.usage.known("prompt_tokens"),
+        "completion_tokens": result.usage.known("completion_tokens"),
         "cost_usd": None if result.cost_usd is None else str(result.cost_usd),
         "model": result.model,
         "k": result.k,
@@ -124,8 +125,7 @@ def _print(result: Any, default_choices: bool) -> None:
     )
     _console.print(
         f"{result.calls} calls ({result.cached_calls} from the cache), "
-        f"{result.usage.prompt_tokens} prompt + {result.usage.completion_tokens} completion "
-        f"tokens, {cost} ({escape(result.model)})",
+        f"{usage_phrase(result.usage)}, {cost} ({escape(result.model)})",
         highlight=False,
     )
     if default_choices:
