@@ -168,6 +168,7 @@ def _client_case(
         not isinstance(r, Completion) or r.text != t for r, t in zip(again, clean, strict=True)
     )
     dropped = max(0, server.received - before - failed)
+    secrets += len(_files_with_the_key(tmp_path))  # the cache the calls wrote, among others
     TALLY.case("client", tracebacks=tracebacks, silent_wrong_results=wrong,
                bad_answers_cached=cached_bad, secrets_shown=secrets,
                paid_answers_dropped=dropped)  # fmt: skip
