@@ -74,7 +74,7 @@ def test_project_with_a_sample_compares_and_writes_files(tmp_path: Path) -> None
     kinds = ("months", "days", "quarters", "fiscal_years", "total")
     tables = ["comparison.csv", "comparison.xlsx", "projection.xlsx"]
     tables += [f"projection_{kind}.csv" for kind in kinds]
-    assert names == sorted(charts + tables)
+    assert names == sorted([*charts, *tables, "report.html", "manifest.json"])
     comparison = pd.read_csv(tmp_path / "out" / "comparison.csv")
     assert list(comparison["scenario"]) == ["gpt-6.2-sol", "gpt-6-luna", "gpt-6.2-sol, cap 256"]
     assert (comparison["savings_mean_usd"].iloc[1:] > 0).all()

@@ -288,6 +288,7 @@ def test_the_cli_reports_budget_quarters_and_growth(tmp_path: Path) -> None:
     assert names == sorted(
         ["growth.csv", "projection.png", "projection.svg", "projection.xlsx"]
         + [f"projection_{kind}.csv" for kind in kinds]
+        + ["report.html", "manifest.json"]  # the page over them, and what it lists
     )
     # Summing any one file never double counts: months, quarters and fiscal years each add up
     # to the horizon's total (the old single file summed to about three times the year).

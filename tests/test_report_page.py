@@ -64,22 +64,25 @@ def test_cotplan_report_rebuilds_the_page(planned: Path) -> None:
 
 
 def test_a_folder_with_nothing_to_report_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match=r"`folder`: .* holds no calibration, plan, run or demo"):
+    refused = r"`folder`: .* holds no calibration, plan, run, demo, cost or monitor"
+    with pytest.raises(InputError, match=refused):
         build_report_page(tmp_path)
     with pytest.raises(InputError, match=r"`folder`: .* is not a folder"):
         build_report_page(tmp_path / "none")
 
 
-def test_the_page_opens_offline_in_a_real_browser(planned: Path, tmp_path: Path) -> None:
+def open_in_browser(page: Path, tmp_path: Path) -> str:
+    """The DOM headless Chromium rendered from `page` with no network at all (skips where no
+    browser is installed); fails on a script error or a page that rendered nearly blank."""
     browser = next((found for name in BROWSERS if (found := shutil.which(name))), None)
     if browser is None:
         pytest.skip(f"no headless browser installed (looked for {', '.join(BROWSERS)})")
     # A proxy that refuses every connection: the page must render with no network at all.
     command = [
-        browser, "--headless", "--no-sandbox", "--disable-gpu",
+        browser, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr",
         "--proxy-server=127.0.0.1:9", f"--user-data-dir={tmp_path / 'profile'}",
         f"--screenshot={tmp_path / 'page.png'}", "--window-size=1200,2400",
-        (planned / "report.html").resolve().as_uri(),
+        page.resolve().as_uri(),
     ]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
@@ -88,8 +91,15 @@ def test_the_page_opens_offline_in_a_real_browser(planned: Path, tmp_path: Path)
         capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert dom.returncode == 0, dom.stderr
-    assert dom.stdout.count("<svg") >= 2  # the charts are in the rendered page
-    assert "Reasoning caps for error ≤ 0.2" in dom.stdout
+    for said in (done.stderr, dom.stderr):  # the console's errors, logged to stderr
+        assert "Uncaught" not in said, said
+        assert "ERR_PROXY" not in said, said  # nothing was fetched (through the dead proxy)
     # A rendered page with charts is far from blank: the screenshot has many colours.
-    shot = (tmp_path / "page.png").read_bytes()
-    assert len(shot) > 20_000
+    assert (tmp_path / "page.png").stat().st_size > 20_000
+    return dom.stdout
+
+
+def test_the_page_opens_offline_in_a_real_browser(planned: Path, tmp_path: Path) -> None:
+    dom = open_in_browser(planned / "report.html", tmp_path)
+    assert dom.count("<svg") >= 2  # the charts are in the rendered page
+    assert "Reasoning caps for error ≤ 0.2" in dom

@@ -16,11 +16,12 @@ files, so `cotplan report DIR` rebuilds the same page from a folder at any later
 from __future__ import annotations
 
 import html
-import math
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
+from cotplan.charts.report_html import cell, int_cell, is_nan, pct_cell, svg, table
 
 __all__ = ["REPORT_PAGE", "build_report_page"]
 
@@ -51,20 +52,11 @@ def build_report_page(folder: str | Path) -> str:
     files = _Files(root)
     if not files.any_known():
         raise InputError(
-            f"{root} holds no calibration, plan, run or demo files to report on", field="folder"
+            f"{root} holds no calibration, plan, run, demo, cost or monitor files to report on",
+            field="folder",
         )
     command = files.command()
-    answer: list[str] = []
-    if command == "run":
-        answer += _held_out(files)
-    answer += _caps(files)
-    if command != "run":
-        answer += _held_out(files)
-    answer += _costs(files)
-    if not answer:
-        answer += _calibration_grid(files)
-    charts = _charts(files)
-    statistics = _statistics(files)
+    answer, charts, statistics = _sections(files, command)
     title = f"cotplan {command or 'report'}: {root.resolve().name}"
     body = [
         f"<h1>{html.escape(title)}</h1>",
@@ -82,6 +74,28 @@ def build_report_page(folder: str | Path) -> str:
         + "\n".join(body)
         + "\n</body></html>\n"
     )
+
+
+def _sections(files: _Files, command: str) -> tuple[list[str], list[str], list[str]]:
+    """(answer, charts, statistics) of the folder, by what wrote it."""
+    from cotplan.charts.report_spend import monitor_sections, read_summary, spend_sections
+
+    if (files.root / "monitor.csv").is_file():
+        summary = files.root / "monitor_summary.json"
+        record = read_summary(summary.read_text(encoding="utf-8")) if summary.is_file() else None
+        return monitor_sections(files.csv, record)
+    if (files.root / "projection_months.csv").is_file():
+        return spend_sections(files.csv)
+    answer: list[str] = []
+    if command == "run":
+        answer += _held_out(files)
+    answer += _caps(files)
+    if command != "run":
+        answer += _held_out(files)
+    answer += _costs(files)
+    if not answer:
+        answer += _calibration_grid(files)
+    return answer, _charts(files), _statistics(files)
 
 
 class _Files:
@@ -125,11 +139,16 @@ class _Files:
         try:
             record = read_json(path) if path.is_file() else {}
         except Exception:  # a damaged manifest only loses the page's title
-            return ""
-        return str(record.get("command", "")) if isinstance(record, dict) else ""
+            record = {}
+        command = str(record.get("command", "")) if isinstance(record, dict) else ""
+        if not command and (self.root / "projection_months.csv").is_file():
+            # `cost project` writes its files before any manifest: its page is built first.
+            command = "cost project"
+        return command
 
     def any_known(self) -> bool:
-        names = ("calibration.csv", "plan.json", "plan.csv", "comparison.csv", "costs.csv")
+        names = ("calibration.csv", "plan.json", "plan.csv", "comparison.csv", "costs.csv",
+                 "projection_months.csv", "monitor.csv")  # fmt: skip
         return any((self.root / name).is_file() for name in names)
 
     def caps(self) -> dict[int, int]:
@@ -162,7 +181,7 @@ def _caps(files: _Files) -> list[str]:
             [
                 f"{row['n']:g}",
                 "–"
-                if row.get("tokens") is None or _nan(row.get("tokens"))
+                if row.get("tokens") is None or is_nan(row.get("tokens"))
                 else f"{row['tokens']:.0f}",
                 "yes" if row.get("certified") is True else "no",
                 str(row.get("note") or ""),
@@ -174,16 +193,16 @@ def _caps(files: _Files) -> list[str]:
             f"{html.escape(plan.model or '(not recorded)')}; law {html.escape(plan.law or 'none')}."
             f" {html.escape(plan.verdict_)}</p>"
         )
-        return [head, _table(["n", "cap", "certified", "why"], rows, text={2, 3})]
+        return [head, table(["n", "cap", "certified", "why"], rows, text={2, 3})]
     planned = files.csv("plan.csv")
     if planned is None:
         return []
     rows = [
-        [f"{r['n']:g}", _int(r.get("tokens")), "yes" if r.get("certified") else "no",
+        [f"{r['n']:g}", int_cell(r.get("tokens")), "yes" if r.get("certified") else "no",
          str(r.get("basis") or "")]
         for r in planned.to_dict("records")
     ]  # fmt: skip
-    return ["<h2>Reasoning caps</h2>", _table(["n", "cap", "certified", "why"], rows, text={2, 3})]
+    return ["<h2>Reasoning caps</h2>", table(["n", "cap", "certified", "why"], rows, text={2, 3})]
 
 
 def _held_out(files: _Files) -> list[str]:
@@ -191,26 +210,26 @@ def _held_out(files: _Files) -> list[str]:
     checks = files.csv("run_eps.csv")
     if checks is not None and not checks.empty:
         rows = [
-            [str(r["n"]), _int(r.get("cap")), "yes" if r.get("certified") else "no",
+            [str(r["n"]), int_cell(r.get("cap")), "yes" if r.get("certified") else "no",
              str(r["items"]), f"{r['error']:.2f} [{r['low']:.2f}, {r['high']:.2f}]",
              f"{r['verdict']} ε = {r['eps']:g}"]
             for r in checks.to_dict("records")
         ]  # fmt: skip
         out += [
             "<h2>Held-out check</h2>",
-            _table(["n", "cap", "certified", "items", "error [95%]", "verdict"], rows, text={5}),
+            table(["n", "cap", "certified", "items", "error [95%]", "verdict"], rows, text={5}),
         ]
     comparison = files.csv("comparison.csv")
     if comparison is not None and not comparison.empty:
         rows = [
             [str(r["policy"]), str(int(r["items"])),
              f"{r['accuracy']:.2f} [{r['accuracy_low']:.2f}, {r['accuracy_high']:.2f}]",
-             f"{r['reasoning_tokens']:.1f}", _pct(r.get("tokens_saved"))]
+             f"{r['reasoning_tokens']:.1f}", pct_cell(r.get("tokens_saved"))]
             for r in comparison.to_dict("records")
         ]  # fmt: skip
         out += [
             "<h2>Planned against uncapped</h2>",
-            _table(
+            table(
                 ["policy", "items", "accuracy [95%]", "reasoning tokens", "saved"], rows, text={0}
             ),
         ]
@@ -229,7 +248,7 @@ def _costs(files: _Files) -> list[str]:
     ]  # fmt: skip
     return [
         "<h2>Projected cost (USD)</h2>",
-        _table(
+        table(
             ["model", "policy", "tokens/query", "per query", "month P50", "P10–P90", "year"],
             rows,
             text={0, 1},
@@ -247,7 +266,7 @@ def _calibration_grid(files: _Files) -> list[str]:
     for k, at_k in summary.groupby("k"):
         cells = {int(r["n"]): r for r in at_k.to_dict("records")}
         rows.append(
-            [_int(k)]
+            [int_cell(k)]
             + [
                 "" if n not in cells else f"{cells[n]['accuracy']:.2f} ({cells[n]['tokens']:.0f})"
                 for n in sizes
@@ -255,7 +274,7 @@ def _calibration_grid(files: _Files) -> list[str]:
         )
     return [
         "<h2>Calibration: accuracy (mean reasoning tokens) by budget</h2>",
-        _table(["k", *(f"n = {n}" for n in sizes)], rows),
+        table(["k", *(f"n = {n}" for n in sizes)], rows),
     ]
 
 
@@ -275,24 +294,12 @@ def _charts(files: _Files) -> list[str]:
         chart = draw(files)
         if chart is None:
             continue
-        svg = _svg(chart)
-        if svg is None:
+        drawing = svg(chart)
+        if drawing is None:
             drawn.append(f'<p class="note">Chart not drawn: {html.escape(caption)}</p>')
             continue
-        drawn.append(f"<figure>{svg}<figcaption>{html.escape(caption)}</figcaption></figure>")
+        drawn.append(f"<figure>{drawing}<figcaption>{html.escape(caption)}</figcaption></figure>")
     return ["<h2>Charts</h2>", *drawn] if drawn else []
-
-
-def _svg(chart: Any) -> str | None:
-    """The chart as inline SVG (vl-convert, offline), None when it does not render."""
-    try:
-        import vl_convert
-
-        svg = str(vl_convert.vegalite_to_svg(chart.to_json()))
-    except Exception:  # a renderer's failure loses one chart, not the page
-        return None
-    start = svg.find("<svg")
-    return svg[start:] if start >= 0 else None
 
 
 def _error_chart(files: _Files) -> Any:
@@ -415,9 +422,9 @@ def _statistics(files: _Files) -> list[str]:
         if frame is None or frame.empty:
             continue
         columns = [str(c) for c in frame.columns]
-        rows = [[_cell(v) for v in record] for record in frame.itertuples(index=False)]
+        rows = [[cell(v) for v in record] for record in frame.itertuples(index=False)]
         text = {j for j, c in enumerate(frame.columns) if frame[c].dtype == object}
-        out += [f"<h3>{html.escape(title)} ({html.escape(name)})</h3>", _table(columns, rows, text)]
+        out += [f"<h3>{html.escape(title)} ({html.escape(name)})</h3>", table(columns, rows, text)]
     return ["<h2>Statistics</h2>", *out] if out else []
 
 
@@ -438,43 +445,3 @@ def _summary(frame: pd.DataFrame) -> pd.DataFrame:
             "tokens": grouped["reasoning_tokens"].mean(),
         }
     ).reset_index()
-
-
-def _table(head: list[str], rows: list[list[str]], text: set[int] | None = None) -> str:
-    text = text or set()
-
-    def cls(j: int) -> str:
-        return ' class="text"' if j in text else ""
-
-    lines = ["<table><thead><tr>"]
-    lines += [f"<th{cls(j)}>{html.escape(h)}</th>" for j, h in enumerate(head)]
-    lines.append("</tr></thead><tbody>")
-    for row in rows:
-        cells = "".join(f"<td{cls(j)}>{html.escape(str(v))}</td>" for j, v in enumerate(row))
-        lines.append(f"<tr>{cells}</tr>")
-    lines.append("</tbody></table>")
-    return "".join(lines)
-
-
-def _nan(value: Any) -> bool:
-    return isinstance(value, float) and math.isnan(value)
-
-
-def _int(value: Any) -> str:
-    if value is None or _nan(value):
-        return "–"
-    return f"{float(value):.0f}"
-
-
-def _pct(value: Any) -> str:
-    if value is None or _nan(value):
-        return "–"
-    return f"{float(value):.0%}"
-
-
-def _cell(value: Any) -> str:
-    if isinstance(value, float):
-        if math.isnan(value):
-            return ""
-        return f"{value:.4g}"
-    return str(value)

@@ -29,7 +29,7 @@ from cotplan.cli.options import (
     check_timeouts,
     connect_options,
 )
-from cotplan.cli.report_folders import finish_report
+from cotplan.cli.report_folders import finish_report, start_report
 from cotplan.io.reports import ReportFolder
 
 if TYPE_CHECKING:
@@ -139,7 +139,7 @@ def shared_options(command: Callable[..., None]) -> Callable[..., None]:
 def _report(shared: Shared, name: str, label: str | None = None) -> ReportFolder:
     """The report folder, named as the command starts (`reports/NAME-<time>-<random>-LABEL`)."""
     label = shared.backend if label is None else label
-    return ReportFolder.start(shared.out, kind=name, label=label, command=f"experiment {name}")
+    return start_report(shared.out, kind=name, label=label, command=f"experiment {name}")
 
 
 def _save(report: ReportFolder, result: Any, charts: bool) -> None:

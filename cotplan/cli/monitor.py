@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from cotplan.cli.monitor_out import save_monitor_report
 from cotplan.errors import InputError
 from cotplan.render.production import print_monitor
 
@@ -23,6 +24,16 @@ _console = Console(highlight=False)
 def _existing(path: Path | None, field: str) -> None:
     if path is not None and not path.is_file():
         raise InputError(f"no such file: {path}", field=field, source=str(path))
+
+
+ExitPlanFile = Annotated[
+    Path | None,
+    typer.Option(help="The exit plan the calls ran under (default: exit.json by the plan)."),
+]
+ReportOut = Annotated[
+    Path | None,
+    typer.Option(help="Report folder: the tables by size and day, and report.html."),
+]
 
 
 def monitor(
@@ -48,10 +59,8 @@ def monitor(
         float | None,
         typer.Option(help="False-alarm probability of the test (default: the plan's δ)."),
     ] = None,
-    exit_plan: Annotated[
-        Path | None,
-        typer.Option(help="The exit plan the calls ran under (default: exit.json by the plan)."),
-    ] = None,
+    exit_plan: ExitPlanFile = None,
+    out: ReportOut = None,
 ) -> None:
     """Spend, cap bites and forced answers by size against the plan's calibration, and where
     the certified early exit stopped; with --labels, an anytime-valid test that the error still
@@ -83,5 +92,7 @@ def monitor(
         exit_plan=exit_plan,
     )
     print_monitor(_console, report)
+    if out is not None:
+        save_monitor_report(report, out, model=saved.model if saved is not None else None)
     if report.alarm:
         raise typer.Exit(1)

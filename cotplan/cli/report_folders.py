@@ -46,7 +46,12 @@ class _LockedReport(ReportFolder):
 
 
 def start_report(
-    out: Path | None, default: Path | None = None, *, kind: str = "", command: str = ""
+    out: Path | None,
+    default: Path | None = None,
+    *,
+    kind: str = "",
+    label: str = "",
+    command: str = "",
 ) -> ReportFolder:
     """The report folder a command writes into, named now (`out`, else `default`, else a new
     folder under `reports/`); write into its `.path`, then `finish_report` (`cotplan.io.reports`).
@@ -56,7 +61,8 @@ def start_report(
     left beside it are removed."""
     # `start` builds its own class (`cls(...)`), typed as the base's.
     report = cast(
-        _LockedReport, _LockedReport.start(out, default=default, kind=kind, command=command)
+        _LockedReport,
+        _LockedReport.start(out, default=default, kind=kind, label=label, command=command),
     )
     try:
         report.lock = lock_folder(report.target)

@@ -1,5 +1,5 @@
-"""One run at a time per report folder: a lock taken when a command names its folder, held
-until the folder is committed or discarded.
+"""One run at a time per report folder: a lock taken when a run names its folder, held until
+the folder is committed or discarded.
 
 Two runs sharing `--out` used to both run to the end, and the second's files replaced the
 first's (a `note:` said so after the fact: the first run's results were gone). Now the second is
@@ -8,6 +8,9 @@ advisory `flock` on a hidden file beside the folder (`.NAME.lock`), so a run kil
 SIGKILL frees it: the kernel drops the lock with the process. Staging folders that such a run
 left (`.NAME.partial-*`) are removed by the next run that takes the lock: while it is held, no
 other run can be writing into them.
+
+Here, below every layer, so that the library's own entry points (a reproduction, an
+experiment's report folder) take the same lock as the command line.
 """
 
 from __future__ import annotations
@@ -16,11 +19,12 @@ import contextlib
 import fcntl
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 from cotplan.errors import InputError
 
-__all__ = ["lock_folder", "remove_leftovers", "unlock_folder"]
+__all__ = ["folder_locked", "lock_folder", "remove_leftovers", "unlock_folder"]
 
 
 def _lock_path(target: Path) -> Path:
@@ -72,3 +76,20 @@ def remove_leftovers(target: Path, keep: Path) -> list[Path]:
             shutil.rmtree(leftover, ignore_errors=True)
             removed.append(leftover)
     return removed
+
+
+@contextlib.contextmanager
+def folder_locked(target: Path, field: str = "out") -> Iterator[Path]:
+    """Hold `target`'s lock for the block (the library's entry points that write one folder
+    over a long run, e.g. a reproduction, call this); staging folders killed runs left beside
+    it are removed once the lock is held."""
+    try:
+        target.absolute().parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot create {target}: {exc.strerror}", field=field) from exc
+    fd = lock_folder(target, field)
+    try:
+        remove_leftovers(target, keep=target)
+        yield target
+    finally:
+        unlock_folder(target, fd)

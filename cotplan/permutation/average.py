@@ -275,8 +275,9 @@ class AnswerDistribution:
             calls=self.calls,
             cached_calls=self.cached_calls,
             k=self.k,
-            prompt_tokens=self.usage.prompt_tokens,
-            completion_tokens=self.usage.completion_tokens,
+            # Unknown (empty) when any call's counts could not be trusted, never a partial sum.
+            prompt_tokens=self.usage.known("prompt_tokens"),
+            completion_tokens=self.usage.known("completion_tokens"),
             cost_usd=None if self.cost_usd is None else str(self.cost_usd),
             mean_covered_mass=self.mean_covered_mass,
         )

@@ -21,13 +21,13 @@ tokens). Text after ``{output}`` in the template is the answer's `terminator`.
 from __future__ import annotations
 
 import csv
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from cotplan.errors import InputError
+from cotplan.io import parse_json
 
 __all__ = [
     "DEFAULT_TEMPLATE",
@@ -180,6 +180,16 @@ def check_choices(choices: object) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _parsed(text: str, source: str, line: int | None) -> Any:
+    """`parse_json`, its errors naming the `examples` field as this reader's always have."""
+    try:
+        return parse_json(text, source=source, line=line)
+    except InputError as exc:
+        where = ", ".join(part for part in (exc.source, exc.line and f"line {exc.line}") if part)
+        detail = str(exc).removeprefix(f"{where}: ")
+        raise InputError(detail, field="examples", line=exc.line, source=source) from None
+
+
 def load_examples(path: str | Path) -> tuple[Example, ...]:
     """Examples from a file: JSONL or JSON (``{"input", "output"}`` objects) or CSV/TSV.
 
@@ -197,19 +207,11 @@ def load_examples(path: str | Path) -> tuple[Example, ...]:
         for number, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue
-            try:
-                rows.append((number, json.loads(line)))
-            except json.JSONDecodeError as exc:
-                raise InputError(
-                    f"not valid JSON: {exc.msg}", field="examples", line=number, source=source
-                ) from exc
+            # The untrusted-JSON reader: a key given twice (the last would win), nesting past
+            # its limit or a number past Python's are one error naming the file and line.
+            rows.append((number, _parsed(line, source, number)))
     elif suffix == ".json":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(
-                f"not valid JSON: {exc.msg}", field="examples", line=exc.lineno, source=source
-            ) from exc
+        data = _parsed(text, source, None)
         if not isinstance(data, list):
             raise InputError("must hold a JSON list of examples", field="examples", source=source)
         rows = [(0, item) for item in data]

@@ -145,10 +145,13 @@ def accounts(scores: Sequence[PromptScore]) -> Accounts:
     for answer in (a for s in scores for a in s.answers):
         calls += answer.calls
         cached += answer.calls if answer.from_cache else 0
+        # An answer whose counts could not be trusted holds 0s as placeholders: the sum is
+        # then unknown (`Usage.known`), never the 0s added as if measured.
         usage = usage + Usage(
             prompt_tokens=answer.prompt_tokens,
             completion_tokens=answer.completion_tokens,
             reasoning_tokens=answer.reasoning_tokens,
+            trusted=answer.usage_trusted,
         )
         if math.isnan(answer.cost_usd):
             cost, note = None, f"no cost: {answer.cost_note}"

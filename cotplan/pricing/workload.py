@@ -9,6 +9,7 @@ how a projection draws from them.
 from __future__ import annotations
 
 import calendar
+import csv
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -91,6 +92,20 @@ def _at_record(index: int, message: str, name: str) -> InputError:
     error.record = index  # type: ignore[attr-defined]
     error.detail = message  # type: ignore[attr-defined]
     return error
+
+
+def _check_header(source: str) -> None:
+    """Refuse a CSV whose header names a column twice: pandas would rename the second
+    (``prompt_tokens.1``) and read the first, silently."""
+    try:
+        with open(source, newline="", encoding="utf-8", errors="replace") as handle:
+            header = next(csv.reader(handle), [])
+    except (OSError, csv.Error):
+        return  # the reader that follows says what is wrong with the file
+    names = [cell.strip() for cell in header]
+    twice = next((name for name in names if name and names.count(name) > 1), None)
+    if twice is not None:
+        raise InputError("the header names this column twice", field=twice, line=1, source=source)
 
 
 def _token_array(values: Any, name: str) -> _FloatArray:
@@ -372,10 +387,14 @@ class EmpiricalTokens:
 
         With `source` (the CSV file the frame was read from, with a header line and one record
         a line), an error about one record names the file and the record's line."""
+        if source is not None:
+            _check_header(source)
         for column in (prompt, completion):
             if column not in frame.columns:
                 raise InputError(
-                    f"no column {column!r}; columns are {list(frame.columns)}", field=column
+                    f"no column {column!r}; columns are {list(frame.columns)}",
+                    field=column,
+                    source=source,
                 )
         has_reasoning = reasoning is not None and reasoning in frame.columns
         columns = {"prompt_tokens": prompt, "completion_tokens": completion}
@@ -390,8 +409,12 @@ class EmpiricalTokens:
             )
         except InputError as exc:
             record = getattr(exc, "record", None)
-            if record is None or source is None:
+            if source is None:
                 raise
+            if record is None:  # about a whole column: name the file all the same
+                detail = str(exc).removeprefix(f"`{exc.field}`: ")
+                field = columns.get(exc.field or "", exc.field)
+                raise InputError(detail, field=field, source=source) from None
             # Line 1 is the header: record 0 is what a spreadsheet shows as row 2.
             raise InputError(
                 exc.detail,  # type: ignore[attr-defined]

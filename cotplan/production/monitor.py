@@ -186,6 +186,14 @@ def load_labels(path: str | Path) -> list[Label]:
                             line=line,
                             source=str(source),
                         )
+                    twice = next((c for c in header if c and header.count(c) > 1), None)
+                    if twice is not None:  # csv would read the last one, silently
+                        raise InputError(
+                            "the header names this column twice",
+                            field=twice,
+                            line=line,
+                            source=str(source),
+                        )
                     continue
                 labels.append(_label(row, header, line, seen, str(source)))
     except (csv.Error, UnicodeDecodeError) as exc:

@@ -431,7 +431,9 @@ def write_forecast(forecast: Any, out: Path) -> list[Path]:
     if growth is not None:
         growth.to_csv(out / "growth.csv")
         written.append(out / "growth.csv")
-    return written
+    from cotplan.charts.report_page_files import write_report_page
+
+    return [*written, *filter(None, [write_report_page(out, command="cost project")])]
 
 
 def actuals_table(frame: pd.DataFrame, source: str) -> Table:

@@ -11,6 +11,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from cotplan.render.usage import usage_phrase
+
 if TYPE_CHECKING:
     from cotplan.permutation.average import AnswerDistribution
 
@@ -49,8 +51,8 @@ def answer_json(result: AnswerDistribution) -> dict[str, Any]:
         "missing": result.missing,
         "calls": result.calls,
         "cached_calls": result.cached_calls,
-        "prompt_tokens": result.usage.prompt_tokens,
-        "completion_tokens": result.usage.completion_tokens,
+        "prompt_tokens": result.usage.known("prompt_tokens"),
+        "completion_tokens": result.usage.known("completion_tokens"),
         "cost_usd": None if result.cost_usd is None else str(result.cost_usd),
         "model": result.model,
         "k": result.k,
@@ -105,8 +107,7 @@ def print_answer(console: Console, result: AnswerDistribution, default_choices: 
     )
     console.print(
         f"{result.calls} calls ({result.cached_calls} from the cache), "
-        f"{result.usage.prompt_tokens} prompt + {result.usage.completion_tokens} completion "
-        f"tokens, {cost} ({escape(result.model)})",
+        f"{usage_phrase(result.usage)}, {cost} ({escape(result.model)})",
         highlight=False,
     )
     if default_choices:

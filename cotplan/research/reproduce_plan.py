@@ -29,6 +29,7 @@ from typing import Any
 
 from cotplan.errors import CotplanError, InputError
 from cotplan.io import write_text
+from cotplan.io.folder_lock import folder_locked
 from cotplan.research.experiments import (
     PRESETS,
     PROMPT_LOGPROBS_CHANGE_NOTHING,
@@ -447,7 +448,22 @@ def run_plan(
     it stay recorded, so the same command resumes from it. Each step records the cotplan
     commit it started from (`commit`): the checkout may move during a long run or between a
     kill and the resume, and the report must name the code each step ran.
+
+    The folder is this run's until it returns: a second reproduction into it is refused
+    (`InputError` naming `out`) instead of running the same steps beside this one.
     """
+    with folder_locked(plan.out):
+        return _run_steps(plan, run_step, clock=clock, echo=echo, commit=commit)
+
+
+def _run_steps(
+    plan: ReproductionPlan,
+    run_step: StepRunner,
+    *,
+    clock: Callable[[], str],
+    echo: Callable[[str], None],
+    commit: Callable[[], str],
+) -> list[Path]:
     ledger = _read_ledger(plan.out) or {
         "preset": plan.preset,
         "backend": plan.backend,
