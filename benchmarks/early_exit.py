@@ -6,7 +6,10 @@ One run, one model, the same held-out items for every method (issue 29):
 - certified fixed cap: per size, the smallest calibrated budget whose error is certified at ε
   with confidence 1 − δ (fixed-sequence testing, `cotplan.planner.early_exit.fixed_caps`);
 - certified early exit: the stopping rule certified on the same calibration items
-  (`certify_early_exit`), probing every --every thinking tokens, never past the fixed cap;
+  (`certify_early_exit`), probing every m thinking tokens, never past the fixed cap: m is
+  --every where given, else chosen from this calibration's settle points and answer lengths
+  (`cotplan.planner.probe_interval.choose_interval`: the interval of least expected tokens
+  among the multiples of the grid's step, printed with its reasoning);
 - Dynasor-style: stop when 3 consecutive probes agree (Dynasor-CoT's published setting; its
   interval of 32 tokens on traces of thousands is --every here), uncertified, up to uncapped;
 - DEER-style: stop when the probed answer's probability is at least 0.95, uncertified;
@@ -44,6 +47,13 @@ than the fixed cap and stays within 1.15 times the stable oracle. Its third goal
 fixed cap, is stated for a family whose difficulty varies by item; parity settles at the same
 step (3n) for every item of a size, so it is a note here, not a target.
 
+On the long thinker (`--backend local:thinking-long`) the family is `find` (does a word occur
+among n words: the trace stops where the word stands, so each item needs its own thinking) at
+n = 40, 60, 80 pooled as one size, 20 calibration and 10 held-out items a size, ε = 0.1, a grid
+every 16 tokens to 13n and uncapped runs of 2,048 tokens; --quick: n = 20 alone, 8 + 3 items,
+ε = 0.35, every 32 tokens, no refinement (a smoke run of a few minutes on 2 idle cores; its
+goals are not judged). The full run is a few hours on 2 cores.
+
 On the lab over-thinker, --pool likewise makes parity at several sizes one size, with one grid
 of every --every tokens for all of them (a parity item settles at 3n + 2 tokens, so the sizes
 pooled are its difficulties).
@@ -57,6 +67,7 @@ pooled are its difficulties).
     .venv/bin/python benchmarks/early_exit.py --backend lab:lamp    # answers settle per item
     .venv/bin/python benchmarks/early_exit.py --quick          # fewer items, ε = 0.1
     .venv/bin/python benchmarks/early_exit.py --backend local:thinking   # count, n = 2..9 pooled
+    .venv/bin/python benchmarks/early_exit.py --backend local:thinking-long [--quick]   # find
     .venv/bin/python benchmarks/early_exit.py --backend local:thinking \
         --sizes 2,3,4,5,6,7,8 --pool --count 20 --held-out 8 --eps 0.1 [--every 8]
 """
@@ -120,7 +131,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--held-out", type=int, default=None, help="held-out items a size (40)")
     parser.add_argument("--eps", type=float, default=None, help="target error (0.03; quick 0.1)")
     parser.add_argument("--delta", type=float, default=0.05)
-    parser.add_argument("--every", type=int, default=None, help="probe every this many tokens")
+    parser.add_argument(
+        "--every",
+        type=int,
+        default=None,
+        help="probe every this many tokens (default: chosen from the calibration)",
+    )
     parser.add_argument("--family", default="auto", help="agreement, confidence, both, auto, all")
     parser.add_argument("--bill-prompt", action="store_true", help="probes re-bill the prompt")
     parser.add_argument("--uncapped", type=int, default=None)
@@ -140,7 +156,7 @@ def parse_args() -> argparse.Namespace:
         # 0.03 keeps 97% of the over-thinker's accuracy and needs ~100 error-free items a size;
         # the quick preset's 40 items certify 0.1 at best (0.05^(1/40) = 0.93).
         args.eps = args.eps if args.eps is not None else (0.1 if args.quick else 0.03)
-        args.every = args.every or 4
+        args.step = args.every or 4
         args.uncapped = args.uncapped or 256
         args.refine = 0 if args.refine is None else args.refine
         args.task = f"lab-{args.backend.partition(':')[2]}"
@@ -152,11 +168,13 @@ def parse_args() -> argparse.Namespace:
         if args.pool:
             top = 9 * max(ints(args.sizes)) + 9
             args.budgets = ",".join(
-                map(str, [*range(args.every, top + 1, args.every), args.uncapped])
+                map(str, [*range(args.step, top + 1, args.step), args.uncapped])
             )
             # The held-out items are also answered at every token, so the stable oracle is
             # the per-token one (as on the study grid), not one that shares the probes' grid.
             args.oracle_budgets = range(1, top + 1)
+    elif args.backend.endswith("thinking-long"):
+        long_defaults(args)
     else:
         # A family whose difficulty varies by item: count at n = 2..9 pooled as one size.
         args.task = args.task or "count"
@@ -165,12 +183,38 @@ def parse_args() -> argparse.Namespace:
         args.count = args.count or (3 if args.quick else 5)
         args.held_out = args.held_out or (2 if args.quick else 3)
         args.eps = args.eps if args.eps is not None else 0.25
-        args.every = args.every or 16
+        args.step = args.every or 16
         args.uncapped = args.uncapped or 320
         args.refine = 3 if args.refine is None else args.refine
-        args.budgets = ",".join(map(str, [*thinking_grid(args.every), args.uncapped]))
+        args.budgets = ",".join(map(str, [*thinking_grid(args.step), args.uncapped]))
         args.oracle_budgets = range(0)
     return args
+
+
+#: The long thinker's `find` (does a word occur among n words: the trace stops where the word
+#: stands, so the thinking an item needs varies item to item within a size): full and --quick.
+LONG_FULL = {"sizes": "40,60,80", "count": "20", "held_out": "10", "eps": "0.1", "step": "16"}
+#: --quick certifies ε = 0.35 only with no error in its 8 items (bound 0.31 at 95%).
+LONG_QUICK = {"sizes": "20", "count": "8", "held_out": "3", "eps": "0.35", "step": "32"}
+
+
+def long_defaults(args: argparse.Namespace) -> None:
+    """The long thinker (`local:thinking-long`): `find`, sizes pooled as one (easy and hard
+    items share one cap), a grid every --every (else 16; --quick 32) tokens to 13 times the
+    largest size (past where it re-checks), and uncapped runs of 2,048 (--quick 1,024)."""
+    preset = LONG_QUICK if args.quick else LONG_FULL
+    args.task = args.task or "find"
+    args.sizes = args.sizes or preset["sizes"]
+    args.pool = args.pool or "," in args.sizes
+    args.count = args.count or int(preset["count"])
+    args.held_out = args.held_out or int(preset["held_out"])
+    args.eps = args.eps if args.eps is not None else float(preset["eps"])
+    args.step = args.every or int(preset["step"])
+    args.uncapped = args.uncapped or (1024 if args.quick else 2048)
+    args.refine = (0 if args.quick else 3) if args.refine is None else args.refine
+    top = 13 * max(ints(args.sizes))
+    args.budgets = ",".join(map(str, [*range(args.step, top + 1, args.step), args.uncapped]))
+    args.oracle_budgets = range(0)
 
 
 def summarise(name: str, stops: pd.DataFrame) -> dict[str, Any]:
@@ -625,14 +669,29 @@ def main(outcome: Outcome) -> None:
     with connect(args.backend, **options) as backend:
         frame, refinement = calibrate_all(backend, calib_items, args)
         caps = fixed_caps(frame, args.eps, args.delta)
+        if not caps:
+            # Nothing to exit under: say why and stop before answering the held-out items.
+            accuracy = frame[frame["k"] == frame["k"].max()].groupby("n")["correct"].mean()
+            outcome.check(
+                f"a fixed cap certified at ε = {args.eps:g} with {frame['item'].nunique()} "
+                "calibration items (more items, or a larger --eps)",
+                False,
+            )
+            print(f"accuracy at the largest budget, by size: {accuracy.round(3).to_dict()}")
+            return
         coarse = caps
         if refinement is not None:
             caps = refinement.caps
             coarse = {c.n: c.coarse_cap for c in refinement.sizes if c.coarse_cap is not None}
+        # The probe interval: --every, else chosen from this calibration's settle points and
+        # answer lengths among the multiples of the grid's step (`choose_interval`).
         result = certify_early_exit(
             frame, args.eps, delta=args.delta, ceilings=caps, family=args.family,
-            every=args.every, bill_prompt=args.bill_prompt,
+            every=args.every or "auto", bill_prompt=args.bill_prompt,
         )  # fmt: skip
+        if result.interval is not None:
+            print(f"probe interval: {result.interval.note}", flush=True)
+        args.every = result.every or args.step
         budgets = {
             it.id: sorted(
                 {*grid(it.n), *args.oracle_budgets, args.uncapped, *caps.values(), *coarse.values()}

@@ -46,6 +46,13 @@ the TALE-style prompt runs on the same model and items as cotplan's k*.
     .venv/bin/python benchmarks/planner_savings.py --backend openai:gpt-4o-mini
     .venv/bin/python benchmarks/planner_savings.py --backend my-model --base-url http://host/v1
     .venv/bin/python benchmarks/planner_savings.py --backend lab:parity   # a lab model
+    .venv/bin/python benchmarks/planner_savings.py --backend local:thinking-long [--quick]
+
+With ``--backend local:thinking-long`` (the long thinker) the calibration uses the auto grid
+(`--budgets auto`: sized from its own uncapped thinking, runs of 2,048 tokens), the family is
+`find` at n = 20, 40, 80 with 30 calibration and 20 held-out items a size, and the fixed caps
+are 128, 256 and 512 tokens; --quick: n = 10, 20, 6 + 4 items, cap 128, runs of 1,024 (a smoke
+run of a few minutes on 2 cores).
 
 With ``--backend lab:FAMILY`` (the lab reasoning models of `cotplan.research.lab.reasoning`, trained
 on first use) the family defaults to ``lab-FAMILY``, the sizes to 4,8,16, the calibration
@@ -113,7 +120,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--budgets",
         default=None,
-        help="calibration budgets, comma-separated, 'paper' (Algorithm 1: --paper-count "
+        help="calibration budgets, comma-separated, 'auto' (sized from the model's uncapped "
+        "thinking; the long thinker's default), 'paper' (Algorithm 1: --paper-count "
         "log-spaced budgets in [0, 10 √n] per size, as `cotplan demo` uses; the default) or "
         "'study' (lab models: every budget up to past the full trace; their default)",
     )
@@ -154,12 +162,38 @@ def answer_all(
     return {item.id: answers for item, answers in zip(items, results, strict=True)}
 
 
+#: The long thinker (`local:thinking-long`) on `find`, whose items need their own thinking
+#: within a size: the full run and --quick.
+LONG_FULL = {"sizes": "20,40,80", "count": "30", "held_out": "20", "caps": "128,256,512"}
+LONG_QUICK = {"sizes": "10,20", "count": "6", "held_out": "4", "caps": "128"}
+LONG_UNCAPPED = 2048
+
+
+def long_defaults(args: argparse.Namespace) -> None:
+    """The long thinker: the auto grid (sized from its own uncapped thinking), `find`, caps
+    of hundreds of tokens and uncapped runs of 2,048 tokens (1,024 with --quick)."""
+    preset = LONG_QUICK if args.quick else LONG_FULL
+    args.budgets = args.budgets or "auto"
+    args.family = args.family or "find"
+    args.sizes = args.sizes or preset["sizes"]
+    args.count = args.count or int(preset["count"])
+    args.held_out = args.held_out or int(preset["held_out"])
+    if args.caps == DEFAULT_CAPS:
+        args.caps = preset["caps"]
+    args.uncapped = max(args.uncapped, 1024 if args.quick else LONG_UNCAPPED)
+    if args.oracle_grid is None:
+        args.oracle_grid = True  # answers only: the runs are shared
+
+
 def thinking_defaults(args: argparse.Namespace) -> bool:
     """Fill the options left unset for a model that thinks natively (the embedded thinking
     model, ``local:thinking``, or the same model over HTTP): budgets up to past its
     over-thinking, an uncapped run long enough to finish it, and enough items to judge the goals."""
     if not native_thinker(args.backend):
         return False
+    if args.backend.endswith("thinking-long"):
+        long_defaults(args)
+        return True
     if args.budgets is None:
         args.budgets = ",".join(map(str, THINKING_BUDGETS["full"]))
     if args.caps == DEFAULT_CAPS:
@@ -259,6 +293,8 @@ def make_items(
 
 
 def calibration_grid(args: argparse.Namespace) -> Any:
+    if args.budgets == "auto":
+        return "auto"
     if args.budgets == "paper":
         return lambda n: paper_budgets(n, count=args.paper_count)
     if args.budgets == "study":
@@ -273,7 +309,7 @@ def main(outcome: Outcome) -> None:
     args = parse_args()
     thinking = thinking_defaults(args)
     lab = lab_defaults(args)
-    if args.quick:
+    if args.quick and not args.backend.endswith("thinking-long"):
         args.count, args.held_out, args.paper_count, args.caps = 6, 4, 4, "16"
         args.uncapped = min(args.uncapped, 128)
     started = time.perf_counter()
@@ -289,7 +325,13 @@ def main(outcome: Outcome) -> None:
             with warnings.catch_warnings():
                 # Lab models have no price: their costs are NaN, which is what the CSV says.
                 warnings.simplefilter("ignore", CostUnknownWarning)
-                frame = calibrate(backend, calib_items, grid, progress=False).frame
+                # The auto grid's runs are capped where this benchmark's uncapped runs are.
+                runs = {"uncapped_tokens": args.uncapped} if grid == "auto" else {}
+                frame = calibrate(backend, calib_items, grid, progress=False, **runs).frame
+        if grid == "auto":
+            # The held-out items are answered at the grid each size's calibration built.
+            grids = {int(str(n)): sorted(map(int, g["k"].unique())) for n, g in frame.groupby("n")}
+            grid = lambda n: grids.get(int(n or 0), [])  # noqa: E731
         planner = BudgetPlanner(n_bootstrap=200, random_state=args.seed).fit(frame)
         eps = args.eps if args.eps is not None else relative_target(planner, 0.25)
         plan = plan_budgets(planner, sizes, eps)
@@ -387,7 +429,8 @@ def main(outcome: Outcome) -> None:
     if args.family == OVERTHINKER and not args.quick:
         goals(outcome, table, policies, args)
     elif thinking and not args.quick:
-        thinking_goals(outcome, table, policies)
+        long = args.backend.endswith("thinking-long")
+        thinking_goals(outcome, table, policies, "issue 41" if long else "issue 26")
     else:
         outcome.note(
             f"issue 15's goals are stated for --backend lab:parity-overthink without --quick; "
@@ -405,27 +448,31 @@ def main(outcome: Outcome) -> None:
 
 
 def thinking_goals(
-    outcome: Outcome, table: pd.DataFrame, policies: dict[str, list[BudgetedAnswer]]
+    outcome: Outcome,
+    table: pd.DataFrame,
+    policies: dict[str, list[BudgetedAnswer]],
+    issue: str = "issue 26",
 ) -> None:
-    """Issue 26's goals on the embedded thinking model, each a stated target."""
+    """Issue 26's goals on the embedded thinking model, each a stated target (issue 41 states
+    the same ones for the long thinker)."""
     rows = table.set_index("policy")
     ours = rows.loc["cotplan k*"]
     uncapped = rows.loc[next(name for name in rows.index if name.startswith("uncapped"))]
     outcome.target(
-        f"issue 26: uncapped accuracy at least {THINKING_ACCURACY:.0%} at the demo sizes",
+        f"{issue}: uncapped accuracy at least {THINKING_ACCURACY:.0%} at the demo sizes",
         bool(uncapped["accuracy"] >= THINKING_ACCURACY),
         f"{uncapped['accuracy']:.2f} [{uncapped['accuracy_low']:.2f}, "
         f"{uncapped['accuracy_high']:.2f}]",
     )
     over = float(uncapped["reasoning_tokens"]) / max(float(ours["reasoning_tokens"]), 1e-9)
     outcome.target(
-        f"issue 26: uncapped thinking at least {THINKING_UNCAPPED_OVER_PLAN:g}x the tokens the "
+        f"{issue}: uncapped thinking at least {THINKING_UNCAPPED_OVER_PLAN:g}x the tokens the "
         "planned cap spends",
         over >= THINKING_UNCAPPED_OVER_PLAN,
         f"{uncapped['reasoning_tokens']:.1f} / {ours['reasoning_tokens']:.1f} = {over:.2f}x",
     )
     outcome.target(
-        f"issue 26: the plan keeps at least {GOAL_RETAINED:.0%} of uncapped accuracy, the "
+        f"{issue}: the plan keeps at least {GOAL_RETAINED:.0%} of uncapped accuracy, the "
         f"interval's lower end at least {THINKING_RETAINED_LOW:.0%}",
         bool(
             ours["accuracy_retained"] >= GOAL_RETAINED
@@ -436,7 +483,7 @@ def thinking_goals(
     )
     share = 1.0 - float(cast(float, ours["tokens_saved"]))
     outcome.target(
-        f"issue 26: the plan spends at most {GOAL_TOKEN_SHARE:.0%} of uncapped thinking tokens",
+        f"{issue}: the plan spends at most {GOAL_TOKEN_SHARE:.0%} of uncapped thinking tokens",
         share <= GOAL_TOKEN_SHARE,
         f"{share:.0%} [{1 - ours['tokens_saved_high']:.0%}, {1 - ours['tokens_saved_low']:.0%}]",
     )

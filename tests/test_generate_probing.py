@@ -91,9 +91,13 @@ def test_hidden_reasoning_cannot_be_probed() -> None:
         probe_answer(_Stub("o4-mini", budget_rule="openai-reasoning-o"), ITEM, RULE)
 
 
-def test_a_chat_only_api_cannot_continue_a_thought() -> None:
-    with pytest.raises(CapabilityError, match=r"chat turns.*fixed cap"):
-        probe_answer(_Stub("some-chat-model"), ITEM, RULE)
+def test_a_chat_only_api_without_token_strings_cannot_be_probed() -> None:
+    # Chat turns cannot continue a thought, and with no token strings one run cannot be cut
+    # at the probes (tests/test_generate_probing_chat.py: with them it can).
+    backend = _Stub("some-chat-model")
+    backend.supports_logprobs = False
+    with pytest.raises(CapabilityError, match=r"chat turns.*token strings.*fixed cap"):
+        probe_answer(backend, ITEM, RULE)
 
 
 def test_bad_arguments_name_the_field() -> None:

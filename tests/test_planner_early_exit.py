@@ -81,11 +81,16 @@ def _frame(items: int, seed: int, n: int = 8) -> pd.DataFrame:
 
 
 def _truth(
-    rule: StoppingRule | None, ceiling: int, answers: NDArray[np.int_], probs: NDArray[np.float64]
+    rule: StoppingRule | None,
+    ceiling: int,
+    answers: NDArray[np.int_],
+    probs: NDArray[np.float64],
+    every: int | None = None,
 ) -> tuple[float, float]:
-    """A rule's true error and mean total tokens, by direct vectorised simulation (an
-    implementation independent of the module's)."""
-    cols = np.flatnonzero((GRID > 0) & (ceiling >= GRID))
+    """A rule's true error and mean total tokens probing every `every` tokens (None: at every
+    budget), by direct vectorised simulation (an implementation independent of the module's)."""
+    on = (GRID % every == 0) | (ceiling == GRID) if every else np.ones(len(GRID), dtype=bool)
+    cols = np.flatnonzero((GRID > 0) & (ceiling >= GRID) & on)
     a, p = answers[:, cols], probs[:, cols]
     run = np.ones(a.shape, dtype=int)
     for j in range(1, a.shape[1]):
@@ -397,7 +402,9 @@ def test_certified_early_exit_keeps_its_guarantee_by_simulation(family: Family) 
     # keeps the cheapest rule of three chains, each tested at δ / 3.
     eps, delta, runs, items = 0.1, 0.1, 200, 100
     answers, probs = _draw(40_000, np.random.default_rng(10_000))
-    truth: dict[tuple[StoppingRule | None, int], tuple[float, float]] = {}
+    # The probe interval is chosen on the same items too (every="auto", the default), so the
+    # guarantee checked is that of the whole choice: interval, ceiling and rule.
+    truth: dict[tuple[StoppingRule | None, int, int | None], tuple[float, float]] = {}
     misses = certified = exits = 0
     for seed in range(runs):
         result = certify_early_exit(_frame(items, seed), eps, delta=delta, family=family)
@@ -405,17 +412,18 @@ def test_certified_early_exit_keeps_its_guarantee_by_simulation(family: Family) 
             continue  # no cap certified: nothing deployed, nothing to miss
         (size,) = result.sizes
         certified += 1
-        key = (size.rule, size.ceiling)
+        every = result.every if isinstance(result.every, int) else None
+        key = (size.rule, size.ceiling, every)
         if key not in truth:
-            truth[key] = _truth(size.rule, size.ceiling, answers, probs)
-        if (None, size.ceiling) not in truth:
-            truth[None, size.ceiling] = _truth(None, size.ceiling, answers, probs)
+            truth[key] = _truth(size.rule, size.ceiling, answers, probs, every)
+        if (None, size.ceiling, None) not in truth:
+            truth[None, size.ceiling, None] = _truth(None, size.ceiling, answers, probs)
         error, tokens = truth[key]
         misses += error > eps
         exits += size.rule is not None
         assert size.ceiling <= GRID[-1]
         # Never more tokens than the fixed cap (fresh items; 1% for Monte Carlo noise).
-        assert tokens <= truth[None, size.ceiling][1] * 1.01, (seed, size)
+        assert tokens <= truth[None, size.ceiling, None][1] * 1.01, (seed, size)
     assert certified >= 0.9 * runs
     # The rules do fire: the test is not about the cap alone ("all" tests each chain at δ / 3,
     # so fewer of its rules pass than "auto"'s).

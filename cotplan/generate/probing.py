@@ -17,14 +17,26 @@
 **Which backends.** Template mode (text completions with a known chat template: the embedded
 models, vLLM, llama.cpp servers) continues the assistant turn exactly. The lab backends
 continue a final assistant turn and force the answer with a second user turn, as budgeted CoT
-drives them. Chat-only APIs cannot be asked to continue a turn, and hidden-reasoning APIs show
-no thinking to close: both raise `CapabilityError`; keep the fixed cap there.
+drives them. Hidden-reasoning APIs show no thinking to close: `CapabilityError`; keep the fixed
+cap there.
 
-**Tokens.** `thinking_tokens` are generated thinking; `probe_answer_tokens` the answer tokens
-of every probe before the one that stopped (the last probe's answer is the answer, paid by any
-method); `probe_prompt_tokens` the prompts of those probes and `resume_prompt_tokens` the
-prompts of the chunk requests after the first: a backend without prefix caching bills both
-again, so `bill_prompt=True` counts them in `total_tokens`.
+**Chat mode: one run an item.** A chat request cannot continue a thought, so chunks would each
+think again from the start. Instead, as calibration does (`cotplan.generate.budgeted`), the
+item's thinking is ONE greedy run capped at the ceiling (or a run the caller already holds,
+`run=`: the item's uncapped run), the thinking at each checkpoint k is its first k tokens
+(`cut_chat_run`), and each probe's answer is forced by continuing the turn after that prefix
+(`chat_answer`): the other requests ask for answers only, so the thinking generated is one run
+an item. The server writes that run to the ceiling (or the model's own end) whatever the rule
+decides, so there `thinking_tokens` is the run's tokens and only `stop_k` says where the rule
+stopped: the exit picks the answer, it saves no thinking (template mode does). A chat backend
+without token strings cannot be cut: `CapabilityError`; keep the fixed cap there.
+
+**Tokens.** `thinking_tokens` are generated thinking (`stop_k`: the thinking the answer
+read); `probe_answer_tokens` the answer tokens of every probe before the one that stopped (the
+last probe's answer is the answer, paid by any method); `probe_prompt_tokens` the prompts of
+those probes and `resume_prompt_tokens` the prompts of the chunk requests after the first: a
+backend without prefix caching bills both again, so `bill_prompt=True` counts them in
+`total_tokens`.
 """
 
 from __future__ import annotations
@@ -42,8 +54,22 @@ from cotplan.backends.base import Backend, Completion, Message, Prompt
 from cotplan.errors import CapabilityError, InputError
 
 # The forced answer is budgeted CoT's own; its helpers build it the same way here.
-from cotplan.generate.answer_record import answer_probability
-from cotplan.generate.budget_setup import item_messages, joiner, resolve_mode
+from cotplan.generate.answer_record import BudgetedAnswer, answer_probability
+from cotplan.generate.budget_modes import chat_answer
+from cotplan.generate.budget_setup import (
+    BudgetSetup,
+    Mode,
+    budget_setup,
+    item_messages,
+    joiner,
+    resolve_mode,
+)
+from cotplan.generate.budgeted import (
+    cut_chat_run,
+    shares_one_run,
+    thinking_length,
+    thinking_run,
+)
 from cotplan.generate.prompts import ChatTemplate, CoTPrompt, template_for
 from cotplan.generate.protocols import resolve_protocol
 from cotplan.tasks.answers import extract_answer, is_correct
@@ -311,29 +337,32 @@ class _Driver:
         )
 
 
-def _driver(
-    backend: Backend, item: TaskItem, *, protocol: str, answer_tokens: int, logprobs: bool
-) -> _Driver:
+def _check(backend: Backend, item: TaskItem, answer_tokens: int, mode: str) -> str:
+    """The mode the item is probed in, after the checks every mode shares."""
     if not isinstance(item, TaskItem):
         raise InputError(f"must be a TaskItem, got {type(item).__name__}", field="item")
     if isinstance(answer_tokens, bool) or not isinstance(answer_tokens, int) or answer_tokens < 1:
         raise InputError(
             f"must be a whole number ≥ 1, got {answer_tokens!r}", field="answer_tokens"
         )
-    mode = resolve_mode(backend)
-    if mode == "hidden":
+    chosen = resolve_mode(backend, mode)  # type: ignore[arg-type]
+    if chosen == "hidden":
         raise CapabilityError(
             f"{backend.model} reasons in hidden tokens: there is no thinking to close and "
             "probe; keep the certified fixed cap"
         )
-    # Only the lab backends continue a final assistant turn among chat-mode backends; a
-    # chat-only API would start a new reply instead.
-    if mode == "chat" and not backend.model.startswith("lab-"):
-        raise CapabilityError(
-            f"{backend.model} is driven by chat turns, which cannot continue a thought; live "
-            "probing needs a text-completion endpoint with a known chat template (or a lab "
-            "model); keep the certified fixed cap"
-        )
+    return chosen
+
+
+def _driver(
+    backend: Backend,
+    item: TaskItem,
+    *,
+    mode: str,
+    protocol: str,
+    answer_tokens: int,
+    logprobs: bool,
+) -> _Driver:
     _, words = resolve_protocol(backend, protocol)
     return _Driver(
         backend=backend,
@@ -391,16 +420,43 @@ def probe_answer(
     answer_tokens: int = 16,
     bill_prompt: bool = False,
     logprobs: bool = True,
+    mode: Mode | Literal["auto"] = "auto",
+    run: Completion | None = None,
 ) -> ProbedAnswer:
-    """Answer `item` thinking in chunks and probing at every checkpoint of `exit_rule`,
-    greedily (see the module docstring). `protocol` as in `budgeted_answer`; `bill_prompt`
-    counts the prompts probing sends again in `total_tokens`."""
+    """Answer `item` probing at every checkpoint of `exit_rule`, greedily (see the module
+    docstring): in template mode (and on the lab models) thinking in chunks, in chat mode
+    cutting one run. `protocol` and `mode` as in `budgeted_answer`; `bill_prompt` counts the
+    prompts probing sends again in `total_tokens`; `run` (chat mode): the item's greedy run
+    already in hand (its uncapped run), so no thinking is generated at all."""
     if not isinstance(exit_rule, ExitRule):
         raise InputError(f"must be an ExitRule, got {type(exit_rule).__name__}", field="exit_rule")
-    d = _driver(backend, item, protocol=protocol, answer_tokens=answer_tokens, logprobs=logprobs)
+    chosen = _check(backend, item, answer_tokens, mode)
+    if chosen == "chat" and not backend.model.startswith("lab-"):
+        # Only the lab backends continue a final assistant turn's thinking among chat-mode
+        # backends; elsewhere the probes are cut from one run.
+        return _probe_one_run(
+            backend,
+            item,
+            exit_rule,
+            protocol=protocol,
+            answer_tokens=answer_tokens,
+            bill_prompt=bill_prompt,
+            logprobs=logprobs,
+            run=run,
+        )
+    if run is not None:
+        raise InputError("is read in chat mode only (template mode thinks in chunks)", field="run")
+    d = _driver(
+        backend,
+        item,
+        mode=chosen,
+        protocol=protocol,
+        answer_tokens=answer_tokens,
+        logprobs=logprobs,
+    )
     state = _State()
     trace: list[Probe] = []
-    run = 0
+    streak = 0
     last: str | None = None
     final: Completion | None = None
     stopped_by: StoppedBy = "ceiling"
@@ -415,10 +471,10 @@ def probe_answer(
         trace.append(
             Probe(state.thinking, extracted, prob, _generated(reply), reply.usage.prompt_tokens)
         )
-        run = 0 if extracted is None else (run + 1 if extracted == last else 1)
+        streak = 0 if extracted is None else (streak + 1 if extracted == last else 1)
         last = extracted
         final = reply
-        fired = exit_rule.rule.fires(np.array([run]), np.array([prob]))[0]
+        fired = exit_rule.rule.fires(np.array([streak]), np.array([prob]))[0]
         if fired or k == exit_rule.ceiling:
             stopped_by = "rule" if fired else "ceiling"
             break
@@ -479,3 +535,119 @@ def _answer_after_end(d: _Driver, state: _State) -> tuple[Completion | None, str
         return None, state.text[at:]
     reply = d.force(state.text, cut=False)
     return reply, reply.text
+
+
+# -- chat mode: every probe cut from one run ------------------------------------------------------
+
+
+def _probe_one_run(
+    backend: Backend,
+    item: TaskItem,
+    exit_rule: ExitRule,
+    *,
+    protocol: str,
+    answer_tokens: int,
+    bill_prompt: bool,
+    logprobs: bool,
+    run: Completion | None,
+) -> ProbedAnswer:
+    """Chat mode (module docstring): the probe at k is the answer budgeted CoT forces after the
+    first k tokens of one run, exactly as a calibration records it, so a rule certified on a
+    calibration stops here where its replay (`cotplan.planner.exit_probes`) stops."""
+    s = budget_setup(
+        backend,
+        item,
+        mode="chat",
+        protocol=protocol,
+        prompt=None,
+        answer_tokens=answer_tokens,
+        temperature=0.0,
+        seed=None,
+        logprobs=logprobs,
+    )
+    if not shares_one_run(s):
+        raise CapabilityError(
+            f"{backend.model} is driven by chat turns, which cannot continue a thought, and its "
+            "replies carry no token strings to cut one run by (or its server caps the thinking "
+            "itself); live probing needs a text-completion endpoint with a known chat template, "
+            "or chat logprobs; keep the certified fixed cap"
+        )
+    calls = 0
+    if run is None:
+        run = thinking_run(s, exit_rule.ceiling)
+        calls = 1
+    trace: list[Probe] = []
+    streak, last = 0, None
+    stopped_by: StoppedBy = "ceiling"
+    final: BudgetedAnswer | None = None
+    for k in exit_rule.checkpoints:
+        answer = _answer_at(s, run, k)
+        calls += answer.calls - 1  # the run itself is counted once
+        final = answer
+        if answer.reasoning_tokens < k:  # the model ended its thinking before k: its answer
+            stopped_by = "ended"
+            break
+        trace.append(
+            Probe(
+                k,
+                answer.extracted,
+                answer.answer_prob,
+                answer.answer_tokens,
+                answer.prompt_tokens - answer.question_tokens,
+            )
+        )
+        streak = 0 if answer.extracted is None else (streak + 1 if answer.extracted == last else 1)
+        last = answer.extracted
+        fired = bool(exit_rule.rule.fires(np.array([streak]), np.array([answer.answer_prob]))[0])
+        if fired or k == exit_rule.ceiling:
+            stopped_by = "rule" if fired else "ceiling"
+            break
+    assert final is not None
+    paid = trace if stopped_by == "ended" else trace[:-1]
+    stop_k = final.reasoning_tokens if stopped_by == "ended" else final.k
+    # The server wrote the whole run (to the ceiling or the model's end) whatever the rule
+    # decided: all of it is paid as thinking, but the run's own answer where it is the answer.
+    written, answer_spent = run.usage.completion_tokens, final.answer_tokens
+    if stopped_by == "ended" and final.calls == 1:
+        answer_spent = written - thinking_length(run, s)
+        written -= answer_spent
+    return ProbedAnswer(
+        item=item.id,
+        family=item.family,
+        n=item_size(item, counter=backend.count_tokens),
+        expected=item.answer,
+        extracted=final.extracted,
+        correct=final.correct,
+        answer_text=final.answer_text,
+        answer_prob=final.answer_prob,
+        thinking_tokens=written,
+        probe_answer_tokens=sum(p.answer_tokens for p in paid),
+        probe_prompt_tokens=sum(p.prompt_tokens for p in paid),
+        resume_prompt_tokens=0,
+        answer_tokens=answer_spent,
+        probes=len(trace),
+        checkpoint=len(trace) if stopped_by != "ended" else 0,
+        stop_k=stop_k,
+        stopped_by=stopped_by,
+        ceiling=exit_rule.ceiling,
+        every=exit_rule.every,
+        rule=exit_rule.rule.name,
+        bill_prompt=bill_prompt,
+        calls=calls,
+        mode="chat",
+        protocol=s.protocol,
+        model=backend.model,
+        trace=tuple(trace),
+    )
+
+
+def _answer_at(s: BudgetSetup, run: Completion, k: int) -> BudgetedAnswer:
+    """The answer at budget k from the run: its first k tokens, the answer forced after them
+    (no request where the run ended inside k: its own answer)."""
+    piece = run if k >= run.usage.completion_tokens else cut_chat_run(run, k, s)
+    if piece is None:
+        raise CapabilityError(
+            f"{s.backend.model}'s token strings do not spell the reply it returned, so its run "
+            "cannot be cut at a probe; keep the certified fixed cap"
+        )
+    return chat_answer(s, k, piece)

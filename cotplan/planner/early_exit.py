@@ -11,6 +11,14 @@ each checkpoint the rule sees the probed answer (`extracted`) and its probabilit
 fires, where the thinking ended on its own (fewer reasoning tokens than the budget), or at c:
 it never runs past the ceiling.
 
+**The probe interval** m is chosen from the calibration itself unless given (`every`):
+`cotplan.planner.probe_interval.choose_interval` costs each interval calibrated at every
+multiple on the items' settle points (where each forced answer stops changing) and forced
+answers' lengths, and keeps the one of least expected tokens; probing costs about 1 + √(2c/S)
+of the stable oracle there. It reads the answers' stability and lengths, never their
+correctness; it is still chosen on the items that then certify the rule, which the simulation
+in tests/test_planner_early_exit.py covers with the ceiling.
+
 **Rules**, one threshold each, in chains from cautious to aggressive (each stops no later than
 the one before on every item):
 
@@ -72,6 +80,7 @@ from cotplan.planner.exit_probes import (
     apply_rule,
     probe_sequences,
 )
+from cotplan.planner.probe_interval import ProbeInterval, choose_interval
 
 __all__ = [
     "DEER_THRESHOLD",
@@ -215,8 +224,9 @@ class CertifiedRule:
 class EarlyExit:
     """Certified early exit at every size with a ceiling.
 
-    `sizes` holds one `CertifiedRule` per size; `table` every rule tested (size, rule, errors,
-    bound, rejected, mean tokens), the evidence behind the choice. `rule_at(n)` and
+    `every` is the probe interval the rules were certified at (None: every calibrated
+    budget). `sizes` holds one `CertifiedRule` per size; `table` every rule tested (size,
+    rule, errors, bound, rejected, mean tokens), the evidence behind the choice. `rule_at(n)` and
     `ceilings` say what to deploy; `to_frame()` is one row per size.
     """
 
@@ -227,6 +237,8 @@ class EarlyExit:
     bill_prompt: bool
     sizes: tuple[CertifiedRule, ...]
     table: pd.DataFrame = field(repr=False)
+    #: How `every` was chosen where it was left to the calibration (`every="auto"`).
+    interval: ProbeInterval | None = field(default=None, repr=False)
 
     @property
     def ceilings(self) -> dict[int, int]:
@@ -252,20 +264,35 @@ def certify_early_exit(
     delta: float = 0.05,
     ceilings: Mapping[int, int] | None = None,
     family: Family = "auto",
-    every: int | None = None,
+    every: int | Literal["auto"] | None = "auto",
     bill_prompt: bool = False,
 ) -> EarlyExit:
     """Certify a stopping rule per size at error `eps` with confidence 1 − `delta`.
 
     `ceilings`: the fixed cap per size the rule never runs past (default: `fixed_caps` of this
     frame; see the module docstring for what that does to the guarantee). `family`: the chain
-    of rules (`rule_family`). `every`: probe only at budgets that are multiples of it.
-    `bill_prompt`: charge each earlier probe's prompt again.
+    of rules (`rule_family`). `every`: probe only at budgets that are multiples of it; "auto"
+    (the default) chooses it from the calibration's settle points and answer lengths
+    (`cotplan.planner.probe_interval.choose_interval`: the interval of least expected tokens
+    among those calibrated at every multiple; `EarlyExit.interval` says what it weighed);
+    None probes at every calibrated budget. `bill_prompt`: charge each earlier probe's prompt
+    again.
     """
     eps = _check_fraction(eps, "eps")
     delta = _check_fraction(delta, "delta")
     frame = _check_frame(frame)
     caps = fixed_caps(frame, eps, delta) if ceilings is None else dict(ceilings)
+    interval: ProbeInterval | None = None
+    if every == "auto":
+        everywhere = probe_sequences(frame, caps, bill_prompt=bill_prompt)
+        has_prob = "answer_prob" in frame.columns and _probes_have_prob(everywhere)
+        chains = rule_chains(family, has_prob=has_prob)
+        if everywhere:
+            # The stop comes r − 1 probes after the settle point for the chains' most eager
+            # rule (r probes agreeing; one confident probe: r = 1).
+            confirm = min((r.agree or 1) - 1 for chain in chains for r in chain)
+            interval = choose_interval(frame, caps, confirm=confirm, bill_prompt=bill_prompt)
+        every = interval.every if interval is not None else None
     sequences = probe_sequences(frame, caps, every=every, bill_prompt=bill_prompt)
     has_prob = "answer_prob" in frame.columns and _probes_have_prob(sequences)
     chains = rule_chains(family, has_prob=has_prob)
@@ -286,6 +313,7 @@ def certify_early_exit(
         bill_prompt=bill_prompt,
         sizes=tuple(results),
         table=pd.concat(tables, ignore_index=True) if tables else pd.DataFrame(),
+        interval=interval,
     )
 
 
