@@ -1,4 +1,4 @@
-"""Checks of one argument each: the one place where an option's or a parameter's range is checked.
+"""Checks of one argument each, and the constraints a public function declares with them.
 
 Each returns the value in its plain Python type or raises `InputError` naming the field, so an
 entry point reads as a list of its parameters: ``n = require_int(n, "n", low=1)``. The library
