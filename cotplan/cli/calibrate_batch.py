@@ -79,8 +79,7 @@ def calibrate_in_batches(
     otherwise files for an executor, read back from `outputs` or beside their inputs)."""
     from cotplan.backends import connect
     from cotplan.backends.openai_compat import OpenAICompatibleBackend
-    from cotplan.planner.batch import calibrate_batch
-    from cotplan.planner.batch_providers import OpenAIBatches
+    from cotplan.planner.batch import calibrate_batch, service_for
 
     if submit and write_files:
         raise InputError("give one of --batch and --batch-file", field="batch")
@@ -101,7 +100,7 @@ def calibrate_in_batches(
                     "requests for an executor",
                     field="batch",
                 )
-            service = OpenAIBatches(model._client)
+            service = service_for(model)
         console.print(f"model {model.model}; batch state in {out / 'batch'}")
         result = calibrate_batch(
             model,

@@ -84,6 +84,7 @@ __all__ = [
     "batch_priced",
     "batch_status",
     "calibrate_batch",
+    "service_for",
 ]
 
 
@@ -123,6 +124,20 @@ def batch_status(folder: str | Path) -> BatchStatus:
     if not state.exists:
         raise InputError(f"{folder} holds no batch calibration", field="status")
     return state.status()
+
+
+def service_for(backend: OpenAICompatibleBackend) -> BatchService:
+    """The batch API of the backend's endpoint: Anthropic's Message Batches for a model under
+    the ``anthropic`` budget rules (through the `anthropic` SDK, at the same host and key),
+    else OpenAI's Batch API through the backend's own `openai` client."""
+    if backend.provider == "anthropic" or backend.budget_rule.startswith("anthropic"):
+        from cotplan.planner.batch_anthropic import AnthropicBatches
+
+        client = backend._client
+        return AnthropicBatches(base_url=str(client.base_url), api_key=client.api_key)
+    from cotplan.planner.batch_providers import OpenAIBatches
+
+    return OpenAIBatches(backend._client)
 
 
 def _fixed_grid(budgets: Budgets) -> Callable[[int], list[int]]:
