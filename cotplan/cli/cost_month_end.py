@@ -96,10 +96,12 @@ def _log_calls(path: Path, table: Any, today: date | None) -> list[Any]:
 
 
 def _sqlite_calls(path: Path, table: Any) -> list[Any]:
-    """The production log's calls (it records no tags: every call is untagged)."""
+    """The production log's calls, with the tags each was made with (none in rows written
+    before the log kept them: those count as untagged)."""
     from cotplan.pricing.actuals import utc_time
     from cotplan.pricing.reconcile import LoggedCall
     from cotplan.production.log import CallLog
+    from cotplan.production.tags import decode_tags
 
     frame = CallLog(path).to_frame()
     out = []
@@ -108,7 +110,8 @@ def _sqlite_calls(path: Path, table: Any) -> list[Any]:
             continue
         moment = utc_time(rec["time"], field=f"calls[{number}].time", source=str(path))
         provider = table.lookup(rec["model"], warn=False).provider
-        out.append(LoggedCall(moment.date(), provider, rec["model"], Decimal(str(rec["cost_usd"]))))
+        usd = Decimal(str(rec["cost_usd"]))
+        out.append(LoggedCall(moment.date(), provider, rec["model"], usd, decode_tags(rec["tags"])))
     return out
 
 

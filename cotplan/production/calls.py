@@ -116,6 +116,8 @@ class CallArgs:
     exit_rule: ExitRule | None = None
     bill_prompt: bool = False
     answer_kind: AnswerKind = "text"
+    #: The call's tags as the log keeps them (`cotplan.production.tags.encode_tags`).
+    tags: str = ""
 
 
 @dataclass(frozen=True)

@@ -89,6 +89,7 @@ from cotplan.production.log import CallLog
 from cotplan.production.metrics import CONTENT_TYPE_LATEST, GatewayMetrics
 from cotplan.production.routes import ROUTE_HEADER, Routes
 from cotplan.production.streaming import CappedStream
+from cotplan.production.tags import TAGS_HEADER, with_header_tags
 from cotplan.production.wrapper import CappedClient, capped
 
 __all__ = [
@@ -229,7 +230,7 @@ def _arguments(raw: bytes, size_header: str | None, known: frozenset[str]) -> di
             body["size"] = float(size_header)
         except ValueError:
             raise InputError(f"must be a number, got {size_header!r}", field=SIZE_HEADER) from None
-    arguments = {k: v for k, v in body.items() if k in known or k == "size"}
+    arguments = {k: v for k, v in body.items() if k in known or k in ("size", "tags")}
     extra = {k: v for k, v in body.items() if k not in arguments}
     if extra:
         given = body.get("extra_body") or {}
@@ -340,7 +341,10 @@ def make_app(
             counts.observe(route, model, status=status, seconds=seconds, report=got, error=error)
 
         try:
-            arguments = _arguments(raw, request.headers.get(SIZE_HEADER), known)
+            arguments = with_header_tags(
+                _arguments(raw, request.headers.get(SIZE_HEADER), known),
+                request.headers.get(TAGS_HEADER),
+            )
             model = str(arguments.get("model", "-"))[:200]
             client = table.pick(arguments.get("model"), request.headers.get(ROUTE_HEADER))
             route = client.plan.model or "default"
