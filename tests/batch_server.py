@@ -24,6 +24,12 @@ form with the text only, as that endpoint answers. Sampling is greedy unless a r
 otherwise, so a live run and a batch give the same answers. `anthropic_params` keeps each
 Messages request by custom_id.
 
+The Responses API (``/v1/responses``, live and as batch lines) runs on the same upstream
+(`run_response`): ``input`` as the messages, ``max_output_tokens`` as the cap over thinking
+and answer (the effort is not modelled); the answer comes back as a ``message`` item, the
+thinking hidden and counted in ``usage.output_tokens_details.reasoning_tokens`` (the upstream's
+own tokenizer counts it), a cut as ``status: "incomplete"``.
+
 For tests: `submitted` counts every custom_id each time a batch holding it is created (the
 "zero requests submitted twice" count); `hold()` keeps batches from running until `release()`;
 `fail` names custom_ids to fail on their first batch (a partly failed batch); `strip_usage`
@@ -176,8 +182,11 @@ class BatchServer:
                 )
                 batch["request_counts"]["failed"] += 1
                 continue
-            reply = self._client.post(self.upstream + line["url"], json=line["body"])
-            body = reply.json()
+            if line["url"] == "/v1/responses":
+                status, body = 200, self.run_response(line["body"])
+            else:
+                reply = self._client.post(self.upstream + line["url"], json=line["body"])
+                status, body = reply.status_code, reply.json()
             if self.strip_usage(custom_id):
                 body.pop("usage", None)
             out.append(
@@ -186,7 +195,7 @@ class BatchServer:
                         "id": f"req-{number}",
                         "custom_id": custom_id,
                         "response": {
-                            "status_code": reply.status_code,
+                            "status_code": status,
                             "request_id": f"req-{number}",
                             "body": body,
                         },
@@ -203,6 +212,50 @@ class BatchServer:
                 batch["error_file_id"] = file_id = self._new_id("file")
                 self.files[file_id] = ("\n".join(errors) + "\n").encode()
             batch["status"] = "completed"
+
+    # -- the Responses API ------------------------------------------------------------------
+
+    def run_response(self, body: dict[str, Any]) -> dict[str, Any]:
+        """One Responses request on the upstream model: the answer as a Response."""
+        given = body["input"]
+        messages = [{"role": "user", "content": given}] if isinstance(given, str) else given
+        cap = int(body["max_output_tokens"])
+        chat = {
+            "messages": messages,
+            "max_tokens": cap,
+            "thinking_budget_tokens": cap,
+            "temperature": body.get("temperature", 0.0),
+        }
+        reply = self._client.post(self.upstream + "/v1/chat/completions", json=chat)
+        reply.raise_for_status()
+        answer = reply.json()
+        choice = answer["choices"][0]
+        thought = choice["message"].get("reasoning_content") or ""
+        counted = self._client.post(self.upstream + "/tokenize", json={"content": thought})
+        reasoning = len(counted.json()["tokens"]) if thought else 0
+        usage = answer.get("usage") or {}
+        cut = choice["finish_reason"] == "length"
+        output: list[dict[str, Any]] = [{"type": "reasoning", "id": "rs-1", "summary": []}]
+        if choice["message"].get("content"):
+            text = choice["message"]["content"]
+            part = {"type": "output_text", "text": text, "annotations": []}
+            output.append({"type": "message", "role": "assistant", "content": [part]})
+        completion = int(usage.get("completion_tokens", 0))
+        return {
+            "id": self._new_id("resp"),
+            "object": "response",
+            "model": body["model"],
+            "status": "incomplete" if cut else "completed",
+            "incomplete_details": {"reason": "max_output_tokens"} if cut else None,
+            "output": output,
+            "usage": {
+                "input_tokens": int(usage.get("prompt_tokens", 0)),
+                "output_tokens": max(completion, reasoning),
+                "output_tokens_details": {"reasoning_tokens": reasoning},
+                "input_tokens_details": {"cached_tokens": 0},
+                "total_tokens": int(usage.get("prompt_tokens", 0)) + max(completion, reasoning),
+            },
+        }
 
     # -- Anthropic's Message Batches --------------------------------------------------------
 
@@ -399,6 +452,10 @@ class BatchServer:
                     self._reply(200, owner.create(json.loads(body)))
                 elif path == "/v1/messages/batches":
                     self._reply(200, owner.create_messages(json.loads(body)))
+                elif path == "/v1/responses":
+                    with owner._lock:
+                        owner.live_requests += 1
+                    self._reply(200, owner.run_response(json.loads(body)))
                 elif path == "/v1/chat/completions" and str(
                     json.loads(body).get("model", "")
                 ).startswith("claude"):

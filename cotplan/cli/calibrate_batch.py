@@ -79,6 +79,7 @@ def calibrate_in_batches(
     otherwise files for an executor, read back from `outputs` or beside their inputs)."""
     from cotplan.backends import connect
     from cotplan.backends.openai_compat import OpenAICompatibleBackend
+    from cotplan.backends.responses import OpenAIResponsesBackend
     from cotplan.planner.batch import calibrate_batch, service_for
 
     if submit and write_files:
@@ -90,11 +91,11 @@ def calibrate_in_batches(
             field="out",
         )
     with connect(backend, base_url=base_url, **options) as model:
-        if not isinstance(model, OpenAICompatibleBackend):
+        if not isinstance(model, OpenAICompatibleBackend | OpenAIResponsesBackend):
             raise CapabilityError(f"{backend} cannot be calibrated in batches")
         service = None
         if submit:
-            if model.provider == "llama.cpp" and base_url is None:
+            if getattr(model, "provider", None) == "llama.cpp" and base_url is None:
                 raise InputError(
                     "the embedded model has no batch API: use --batch-file to write the "
                     "requests for an executor",

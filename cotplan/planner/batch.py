@@ -37,16 +37,17 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import pandas as pd
 
 from cotplan.backends.base import Backend
 from cotplan.backends.keys import scrub_secrets
 from cotplan.backends.openai_compat import OpenAICompatibleBackend
+from cotplan.backends.responses import OpenAIResponsesBackend
 from cotplan.errors import CapabilityError, CotplanError, InputError
 from cotplan.generate.budgeted import BudgetedAnswer, CoTPrompt, Mode
-from cotplan.planner.batch_collect import Collector, drive
+from cotplan.planner.batch_collect import BatchBackend, Collector, drive
 from cotplan.planner.batch_costs import (
     BatchSpend,
     CostEstimate,
@@ -54,6 +55,7 @@ from cotplan.planner.batch_costs import (
     estimate_cost,
     spend_of,
 )
+from cotplan.planner.batch_format import BatchRequest
 from cotplan.planner.batch_rounds import (
     BatchService,
     Say,
@@ -126,10 +128,15 @@ def batch_status(folder: str | Path) -> BatchStatus:
     return state.status()
 
 
-def service_for(backend: OpenAICompatibleBackend) -> BatchService:
+def service_for(backend: BatchBackend) -> BatchService:
     """The batch API of the backend's endpoint: Anthropic's Message Batches for a model under
     the ``anthropic`` budget rules (through the `anthropic` SDK, at the same host and key),
-    else OpenAI's Batch API through the backend's own `openai` client."""
+    else OpenAI's Batch API through the backend's own `openai` client (chat completions or
+    Responses, as the backend sends them)."""
+    if isinstance(backend, OpenAIResponsesBackend):
+        from cotplan.planner.batch_providers import OpenAIBatches
+
+        return OpenAIBatches(backend._client)
     if backend.provider == "anthropic" or backend.budget_rule.startswith("anthropic"):
         from cotplan.planner.batch_anthropic import AnthropicBatches
 
@@ -176,9 +183,10 @@ def calibrate_batch(
     (`BatchDeclinedError`). `say` receives progress lines. `wait` False returns after
     submitting instead of polling until the batches end.
     """
-    if not isinstance(backend, OpenAICompatibleBackend):
+    if not isinstance(backend, OpenAICompatibleBackend | OpenAIResponsesBackend):
         raise CapabilityError(
-            f"batch calibration needs an OpenAI-compatible backend, got {type(backend).__name__}"
+            "batch calibration needs an OpenAI-compatible or Responses backend, got "
+            f"{type(backend).__name__}"
         )
     chosen = _check_items(items)
     grid = _fixed_grid(budgets)
@@ -226,7 +234,7 @@ def calibrate_batch(
         live = [r for r in new if failures.get(r.custom_id, 0) >= max_attempts]
         if live:
             tell(f"sending {len(live)} request(s) live after {max_attempts} failed batch tries")
-            fresh = {r.custom_id: backend._call(r.operation, dict(r.params))[0] for r in live}
+            fresh = {r.custom_id: _send_live(backend, r) for r in live}
             state.add_results(fresh)
             collector.record(fresh)
             sent_live += len(live)
@@ -259,8 +267,19 @@ def calibrate_batch(
         wait_for_batches(state, service, collector, tell, poll_s=poll_s, sleep=sleep)
 
 
+def _send_live(backend: BatchBackend, request: BatchRequest) -> dict[str, Any]:
+    """One request sent live by the backend's own client (after its batch tries failed)."""
+    if isinstance(backend, OpenAIResponsesBackend):
+        from cotplan.backends.responses import parse_response
+
+        raw = backend._send(dict(request.params), backend.stats.attempts)
+        parse_response(raw, model=backend.model)  # checked as the live client checks it
+        return raw
+    return backend._call(request.operation, dict(request.params))[0]
+
+
 def _finish(
-    backend: OpenAICompatibleBackend,
+    backend: BatchBackend,
     state: BatchFolder,
     items: Sequence[TaskItem],
     answers: list[BudgetedAnswer],
