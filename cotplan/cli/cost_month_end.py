@@ -266,11 +266,11 @@ def register(
         )
         calls = [] if log is None else run(lambda: _log_calls(log, table, today))
         bills = [] if invoices is None else read_invoices(invoices)
-        discounts = {}
+        agreed = None
         if terms is not None:
             from cotplan.pricing.terms import read_terms
 
-            discounts = read_terms(terms).discounts()
+            agreed = read_terms(terms)
         exchange = None
         if rates is not None:
             from cotplan.pricing.currency import read_rates
@@ -282,9 +282,10 @@ def register(
                 log=calls,
                 invoices=bills,
                 table=table,
-                discounts=discounts,
+                discounts=None if agreed is None else agreed.discounts(),
                 by_project=not by_model,
                 rates=exchange,
+                terms=agreed,
             )
         )
         if _print_reconciliation(result, csv_out):
