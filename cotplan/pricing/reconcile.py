@@ -350,7 +350,8 @@ def reconcile(
     if terms is not None:
         from cotplan.pricing.reconcile_terms import apply_credits, explain_tiers
 
-        frame, checks = explain_tiers(frame, terms), apply_credits(checks, terms)
+        frame = explain_tiers(frame, terms, _tolerance)
+        checks = apply_credits(checks, terms, _tolerance)
     return Reconciliation(frame, checks)
 
 

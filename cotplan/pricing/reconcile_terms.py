@@ -13,6 +13,7 @@ owes before tax, from the month they were granted through the month they expire.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -23,20 +24,15 @@ from cotplan.pricing.terms import Terms, _tiered
 __all__ = ["apply_credits", "explain_tiers"]
 
 _ZERO = Decimal(0)
-_CENT = Decimal("0.01")
-
-
-def _tolerance(amount: Decimal) -> Decimal:
-    from cotplan.pricing.reconcile import RELATIVE_TOLERANCE
-
-    return max(_CENT, abs(amount) * RELATIVE_TOLERANCE)
+#: How far two amounts may differ and still agree (the reconciliation's own rule).
+Tolerance = Callable[[Decimal], Decimal]
 
 
 def _signed(amount: Decimal) -> str:
     return f"{'+' if amount >= 0 else '-'}{abs(amount):,.2f}"
 
 
-def explain_tiers(frame: pd.DataFrame, terms: Terms) -> pd.DataFrame:
+def explain_tiers(frame: pd.DataFrame, terms: Terms, tolerance: Tolerance) -> pd.DataFrame:
     """`frame` (a reconciliation's rows) with flagged differences a volume tier explains
     marked explained, the tier, the month's list price and its effective rate named."""
     out = frame.copy()
@@ -58,7 +54,7 @@ def explain_tiers(frame: pd.DataFrame, terms: Terms) -> pd.DataFrame:
         listed = float(total) * (1 - float(cut))
         rate = Decimal(str(float(_tiered(listed, tiers)) / float(total)))
         stated, priced = Decimal(row["stated_usd"]), Decimal(row["priced_usd"])
-        if abs(stated - priced * rate) > _tolerance(stated):
+        if abs(stated - priced * rate) > tolerance(stated):
             continue
         crossed = [t for t in sorted(tiers, key=lambda t: t.from_usd) if listed > t.from_usd]
         named = ", ".join(
@@ -72,7 +68,7 @@ def explain_tiers(frame: pd.DataFrame, terms: Terms) -> pd.DataFrame:
     return pd.DataFrame(records, columns=frame.columns)
 
 
-def apply_credits(checks: pd.DataFrame, terms: Terms) -> pd.DataFrame:
+def apply_credits(checks: pd.DataFrame, terms: Terms, tolerance: Tolerance) -> pd.DataFrame:
     """The invoice checks with the terms file's credits applied while they last: added to
     `credits_usd`, taken off `expected_usd`, the status judged again; a credit whose expiry
     has passed with a balance left is not applied, and the month's line says so."""
@@ -112,7 +108,7 @@ def apply_credits(checks: pd.DataFrame, terms: Terms) -> pd.DataFrame:
         why = str(rec["why"])
         if total is not None and not pd.isna(total):
             invoice = Decimal(total)
-            if abs(expected - invoice) <= _tolerance(invoice):
+            if abs(expected - invoice) <= tolerance(invoice):
                 rec["status"] = "explained"
                 why = f"stated, credits and tax = invoice {invoice:,.2f}"
             else:
