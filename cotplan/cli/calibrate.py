@@ -448,13 +448,10 @@ def calibrate(
     check_probability(eps, "eps")
     if eps is not None and grid != "auto":
         raise InputError("--eps refines the auto grid: use it with --budgets auto", field="eps")
-    if (batch or batch_file or batch_output) and grid == "auto":
-        # The auto grid is built from each item's uncapped run, which a batch would have to
-        # return before the grid's requests could be written: not built yet.
-        raise InputError(
-            "the batch path needs a budget grid: give --budgets (e.g. 0,256,1024,4096)",
-            field="budgets",
-        )
+    if (batch or batch_file or batch_output) and eps is not None:
+        # The batch path sizes the auto grid from a first round of uncapped runs, but does not
+        # refine it (that needs answers the grid's round has not returned).
+        raise InputError("--eps is not available on the batch path", field="eps")
     items = build_items(family, tasks, sizes, count, seed, backend=backend)
     options = connect_options(backend, timeout, max_retries, protocol)
     if batch or batch_file or batch_output:
@@ -467,6 +464,7 @@ def calibrate(
             items=items,
             grid=grid,
             answer_tokens=answer_tokens,
+            uncapped_tokens=cap,
             out=out,
             submit=batch,
             write_files=batch_file,

@@ -68,6 +68,7 @@ def calibrate_in_batches(
     items: Sequence[TaskItem],
     grid: Any,
     answer_tokens: int,
+    uncapped_tokens: int | None = None,
     out: Path | None,
     submit: bool,
     write_files: bool = False,
@@ -80,6 +81,7 @@ def calibrate_in_batches(
     from cotplan.backends import connect
     from cotplan.backends.openai_compat import OpenAICompatibleBackend
     from cotplan.backends.responses import OpenAIResponsesBackend
+    from cotplan.planner.auto_grid import UNCAPPED_TOKENS
     from cotplan.planner.batch import calibrate_batch, service_for
 
     if submit and write_files:
@@ -112,6 +114,7 @@ def calibrate_in_batches(
             outputs=outputs,
             answer_tokens=answer_tokens,
             confirm=_confirm(yes),
+            uncapped_tokens=uncapped_tokens or UNCAPPED_TOKENS,
             say=console.print,
         )
     if result.calibration is None:

@@ -30,10 +30,11 @@ from cotplan.backends.parsing import parse_completion
 from cotplan.backends.responses import OpenAIResponsesBackend, parse_response
 from cotplan.errors import CapabilityError, CotplanError
 from cotplan.generate.budgeted import BudgetedAnswer, CoTPrompt, Mode, budgeted_answers
+from cotplan.planner.auto_grid import ThinkingProfile
 from cotplan.planner.batch_format import BatchRequest
 from cotplan.tasks.item import TaskItem
 
-__all__ = ["PENDING_TEXT", "BatchBackend", "Collector", "drive"]
+__all__ = ["PENDING_TEXT", "BatchBackend", "Collector", "drive", "measure"]
 
 #: The live clients whose requests a batch can carry: chat and completions, and Responses.
 BatchBackend = OpenAICompatibleBackend | OpenAIResponsesBackend
@@ -189,8 +190,10 @@ def drive(
     answer_tokens: int,
     mode: Mode | Literal["auto"],
     prompt: CoTPrompt | None,
+    run_tokens: int | None = None,
 ) -> list[BudgetedAnswer] | None:
-    """The live answers of every item (as `calibrate` asks for them), or None while some wait."""
+    """The live answers of every item (as `calibrate` asks for them; `run_tokens` as the auto
+    grid's uncapped run), or None while some wait."""
     out: list[BudgetedAnswer] = []
     complete = True
     for item in items:
@@ -203,6 +206,7 @@ def drive(
                 answer_tokens=answer_tokens,
                 mode=mode,
                 prompt=prompt,
+                run_tokens=run_tokens,
             )
         except CotplanError:
             if not collector.incomplete:
@@ -213,3 +217,39 @@ def drive(
         else:
             out.extend(answers)
     return out if complete else None
+
+
+def measure(
+    collector: Collector,
+    items: Sequence[TaskItem],
+    size_of: Callable[[TaskItem], int],
+    *,
+    uncapped_tokens: int,
+    pilot: int,
+    answer_tokens: int,
+    mode: Mode | Literal["auto"],
+    prompt: CoTPrompt | None,
+) -> list[ThinkingProfile] | None:
+    """The auto grid's measurement (`calibrate`'s own: each size's first `pilot` items run
+    uncapped), or None while those runs wait in a batch: the budget round cannot be written
+    before the grid is known."""
+    from cotplan.planner.calibrate import _measure
+
+    collector.incomplete = False
+    try:
+        profiles, _ = _measure(
+            collector,
+            items,
+            size_of,
+            uncapped_tokens=uncapped_tokens,
+            pilot=pilot,
+            concurrency=1,  # the collector keeps one item's state at a time
+            answer_tokens=answer_tokens,
+            mode=mode,
+            prompt=prompt,
+        )
+    except CotplanError:
+        if not collector.incomplete:
+            raise
+        return None
+    return None if collector.incomplete else profiles
