@@ -488,11 +488,13 @@ def calibrate(
             yes=yes,
             base_url=base_url,
         )
+        from cotplan.planner.batch_concurrency import server_concurrency
+
         result = run_calibration(
             model,
             items,
             grid,
-            concurrency=concurrency,
+            concurrency=concurrency or server_concurrency(model),
             progress=progress,
             answer_tokens=answer_tokens,
             uncapped_tokens=cap,
