@@ -18,20 +18,49 @@ them.
 | `require_text` | a string with something other than whitespace |
 | `require_file` | an existing regular file to read (not a folder) |
 | `require_folder_target` | a folder that can be created or written (not an existing file) |
+
+A public function declares its parameters' constraints once, where it is defined, and they are
+checked once, at the boundary where a caller enters the library (the idea of scikit-learn's
+`validate_params`)::
+
+    @validate_params(k=BUDGET, eps=SHARE)
+    def budgeted_answer(backend, item, k, ...): ...
+
+A declared function called from inside another one (`budgeted_answer` asking `budget_params`
+for the request fields) trusts its caller's values and checks nothing again, so each quantity is
+checked once on each path, against one ceiling per quantity (`MAX_BUDGET`, `MAX_SIZE`).
+A command checks its options before it connects to a model with the same declarations
+(`check_call`), then calls the library `trusting()` them, so the command line and the library
+refuse the same values with the same words, once.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import functools
+import inspect
 import math
 import numbers
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any, ParamSpec, TypeVar
 
 from cotplan.errors import InputError
 
 __all__ = [
+    "BUDGET",
+    "BUDGETS",
+    "CAP",
+    "COUNT",
     "MAX_BUDGET",
+    "MAX_SIZE",
+    "REACH",
+    "SHARE",
+    "SIZE",
+    "TOKENS",
+    "Constraint",
     "require_budget",
     "require_choice",
     "require_file",
@@ -42,11 +71,17 @@ __all__ = [
     "require_positive",
     "require_text",
     "require_unit",
+    "validate_params",
 ]
 
-#: The largest reasoning budget accepted: above every provider's output cap (128k tokens), so
-#: a larger one is a typo (or a value that would be sent as is), not a budget.
-MAX_BUDGET = 131_072
+#: The largest reasoning budget accepted, everywhere (the library, the command line, plan and
+#: calibration files): 2^20 tokens, more than any model writes in one reply (the longest 2026
+#: context windows hold about a million tokens), so a larger number is a typo, not a budget.
+MAX_BUDGET = 1_048_576
+
+#: The largest task size n accepted, everywhere: sizes are counts of inputs (words, digits,
+#: examples), and a billion of them in one prompt is a typo.
+MAX_SIZE = 1_000_000_000
 
 
 def require_int(
@@ -192,3 +227,137 @@ def require_folder_target(path: Path | str | None, field: str = "out") -> Path |
     if not os.access(parent, os.W_OK | os.X_OK):
         raise InputError(f"cannot create {out}: {parent} is not writable", field=field)
     return out
+
+
+# -- declared constraints --------------------------------------------------------------------
+
+#: A constraint checks one value for the parameter it is declared on and returns it in its plain
+#: Python type, or raises `InputError` naming the parameter.
+Constraint = Callable[[object, str], Any]
+
+
+def _budget(value: object, field: str) -> int:
+    return require_budget(value, field)
+
+
+def _cap(value: object, field: str) -> int:
+    return require_int(value, field, low=1, high=MAX_BUDGET)
+
+
+def _share(value: object, field: str) -> float:
+    return require_unit(value, field)
+
+
+def _size(value: object, field: str) -> float:
+    size = require_positive(value, field)
+    if size > MAX_SIZE:
+        raise InputError(f"must be a size of at most {MAX_SIZE:,}, got {value!r}", field=field)
+    return size
+
+
+def _tokens(value: object, field: str) -> int:
+    return require_int(value, field, low=0)
+
+
+def _reach(value: object, field: str) -> float:
+    return require_number(value, field, low=1.0)
+
+
+def _count(value: object, field: str) -> int:
+    return require_int(value, field, low=1)
+
+
+def _budgets(value: object, field: str) -> list[int]:
+    if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+        raise InputError(f"must be a list of budgets, got {value!r}", field=field)
+    budgets = [require_budget(k, field) for k in value]
+    if not budgets:
+        raise InputError("must hold at least one budget", field=field)
+    return budgets
+
+
+#: A reasoning budget: whole tokens in 0..MAX_BUDGET.
+BUDGET: Constraint = _budget
+#: A generation cap sent with a request: whole tokens in 1..MAX_BUDGET.
+CAP: Constraint = _cap
+#: A non-empty list of reasoning budgets, each a BUDGET.
+BUDGETS: Constraint = _budgets
+#: A share strictly between 0 and 1: a target error ε, a risk δ, a confidence.
+SHARE: Constraint = _share
+#: A task size n: a positive number up to MAX_SIZE.
+SIZE: Constraint = _size
+#: A count of tokens a call reported using: a whole number, at least 0, no ceiling (a model that
+#: overran its cap reports what it spent).
+TOKENS: Constraint = _tokens
+#: A count of things (items, orderings, resamples): a whole number, at least 1.
+COUNT: Constraint = _count
+#: How far a cap may scale beyond the calibrated sizes: a factor of n, at least 1.
+REACH: Constraint = _reach
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+# Set while a declared function runs: the declared functions it calls trust their caller.
+_inside: contextvars.ContextVar[bool] = contextvars.ContextVar("cotplan_validating", default=False)
+
+
+def validate_params(
+    **constraints: Constraint,
+) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
+    """Declare the constraints of a function's parameters, checked when a caller enters it.
+
+    Each named parameter is checked (and converted: ``np.int64(8)`` becomes ``8``) when the
+    function is called from outside the library's declared functions; a parameter left at a
+    default of None is not checked. The declaration is kept on the function as
+    `__constraints__`, for documentation and tests.
+    """
+
+    def declare(function: Callable[_P, _R]) -> Callable[_P, _R]:
+        signature = inspect.signature(function)
+        unknown = set(constraints) - set(signature.parameters)
+        if unknown:  # a typo in a declaration is the library's bug: fail at import
+            raise TypeError(f"{function.__qualname__} has no parameter {sorted(unknown)}")
+        optional = {
+            name for name, parameter in signature.parameters.items() if parameter.default is None
+        }
+
+        @functools.wraps(function)
+        def checked(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+            if _inside.get():
+                return function(*args, **kwargs)
+            bound = signature.bind(*args, **kwargs)
+            for name, constraint in constraints.items():
+                if name in bound.arguments:
+                    value = bound.arguments[name]
+                    if not (value is None and name in optional):
+                        bound.arguments[name] = constraint(value, name)
+            token = _inside.set(True)
+            try:
+                return function(*bound.args, **bound.kwargs)
+            finally:
+                _inside.reset(token)
+
+        checked.__constraints__ = dict(constraints)  # type: ignore[attr-defined]
+        return checked
+
+    return declare
+
+
+def check_call(function: Callable[..., Any], **arguments: Any) -> dict[str, Any]:
+    """`arguments` checked (and converted) by `function`'s declared constraints, without calling
+    it: a command checks its options this way before it connects to a model."""
+    constraints: dict[str, Constraint] = getattr(function, "__constraints__", {})
+    return {
+        name: constraints[name](value, name) if name in constraints and value is not None else value
+        for name, value in arguments.items()
+    }
+
+
+@contextlib.contextmanager
+def trusting() -> Iterator[None]:
+    """Within this block, declared functions trust their arguments (already `check_call`ed)."""
+    token = _inside.set(True)
+    try:
+        yield
+    finally:
+        _inside.reset(token)

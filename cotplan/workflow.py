@@ -10,6 +10,11 @@
         demo = run_demo(model, setup)
     demo.costs                      # the monthly cost of both policies, two pricings
 
+What `cotplan calibrate` and `cotplan run` decide before a model starts is here too:
+`check_backend` (a backend spec checked without starting anything), `build_items` (a family's
+items, a lab's, or a task file's), `held_out_items` (the items a saved plan is judged on) and
+`preview_calibration` (what a calibration will take, and whether it may be paid for).
+
 `project_run_costs` is the last step on its own: what a `PlanRun`'s measured tokens would cost
 a month and a year at a stated workload, priced as the model that answered and as a what-if API
 model. This module sits above the planner, pricing, tasks and the lab (it draws a lab model's
@@ -28,9 +33,14 @@ import pandas as pd
 from cotplan.validation import require_int
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from pathlib import Path
+
     from cotplan.backends.base import Backend
-    from cotplan.planner import BudgetPlanner
+    from cotplan.planner import BudgetPlanner, SavedPlan
     from cotplan.planner.calibrate import Calibration
+    from cotplan.planner.calibration_estimate import CalibrationEstimate
+    from cotplan.planner.held_out import HeldOut
     from cotplan.planner.records import Budget
     from cotplan.planner.run import PlanRun
     from cotplan.tasks import TaskItem
@@ -44,13 +54,20 @@ __all__ = [
     "THINKING_COUNT",
     "THINKING_UNCAPPED",
     "WHAT_IF_MODEL",
+    "CalibrationPreview",
     "Demo",
     "DemoPreset",
     "DemoSetup",
     "auto_target",
+    "build_items",
+    "check_backend",
+    "default_uncapped",
     "demo_family",
     "demo_setup",
+    "family_items",
+    "held_out_items",
     "native_thinker",
+    "preview_calibration",
     "project_run_costs",
     "run_demo",
 ]
@@ -316,3 +333,186 @@ def run_demo(
     demo.costs = project_run_costs(demo.run, queries_per_day, what_if)
     done("cost")
     return demo
+
+
+# -- the inputs of `cotplan calibrate` and `cotplan run` ---------------------------------------
+
+#: The cap of an uncapped run on the embedded and lab models, whose runs on 2 cores take
+#: minutes at the API default (`cotplan.planner.auto_grid.UNCAPPED_TOKENS`).
+LOCAL_UNCAPPED_TOKENS = 4096
+
+
+def default_uncapped(backend: str) -> int:
+    """The default cap of an uncapped run for `backend`'s provider."""
+    from cotplan.planner.auto_grid import UNCAPPED_TOKENS
+
+    provider = backend.partition(":")[0]
+    return LOCAL_UNCAPPED_TOKENS if provider in ("local", "lab") else UNCAPPED_TOKENS
+
+
+def check_backend(spec: str, base_url: str | None = None) -> None:
+    """`spec` (with `base_url`) is a backend `connect` can honour, checked without starting
+    or calling anything.
+
+    For the embedded engine the model file is located and checked (a known name on this
+    machine, or a GGUF file: not a folder, a device or a missing path); for an endpoint the
+    URL must be http(s). A lab family must be known. API keys are checked by `connect` (which
+    sends nothing either).
+    """
+    from cotplan.errors import InputError
+
+    if not isinstance(spec, str) or not spec.strip():
+        raise InputError("must be 'local', 'local:PATH', or 'openai:MODEL'", field="backend")
+    provider, _, rest = spec.partition(":")
+    if base_url is not None and not base_url.startswith(("http://", "https://")):
+        raise InputError(f"must start with http:// or https://, got {base_url!r}", field="base_url")
+    if provider == "local":
+        from cotplan.backends.models import locate
+        from cotplan.errors import ModelFileError
+
+        try:
+            locate(rest or "smollm2-135m-instruct")
+        except ModelFileError as exc:
+            raise InputError(str(exc), field="backend") from exc
+        return
+    if provider == "lab":
+        from cotplan.research.lab.reasoning.tasks import get_lab_family
+
+        try:
+            get_lab_family(rest)  # "parity" or "lab-parity"
+        except InputError as exc:
+            raise InputError(str(exc).split(": ", 1)[-1], field="backend") from exc
+        return
+    if provider == "openai" and not rest:
+        raise InputError("name the model: 'openai:MODEL'", field="backend")
+    from cotplan.backends.registry import check_spec
+
+    check_spec(spec, base_url)
+
+
+def family_items(
+    family: str, *, n: int, count: int, seed: int, backend: str | None = None
+) -> list[TaskItem]:
+    """`count` items of `family` at size `n`: a built-in family's, or a lab family's where the
+    name says so (``lab-parity``) or the backend is a lab model (``lab:parity-overthink``),
+    whose models read only their own questions ("Parity: [1] 1 [2] 0 ...")."""
+    from cotplan.tasks import make_tasks
+
+    lab_backend = backend is not None and backend.partition(":")[0] == "lab"
+    if family.startswith("lab-") or lab_backend:
+        from cotplan.research.lab.reasoning.tasks import make_lab_tasks
+
+        return make_lab_tasks(family, n=n, count=count, seed=seed)
+    return make_tasks(family, n=n, count=count, seed=seed)
+
+
+def build_items(
+    family: str | None,
+    tasks: str | Path | None,
+    sizes: Sequence[int],
+    count: int,
+    seed: int,
+    *,
+    backend: str | None = None,
+) -> list[TaskItem]:
+    """Items from a built-in family (`count` at each size) or from a JSONL task file (exactly
+    one of `family` and `tasks`)."""
+    from cotplan.errors import InputError
+    from cotplan.tasks import load_tasks
+
+    if (family is None) == (tasks is None):
+        raise InputError("give exactly one of --family and --tasks", field="family")
+    if tasks is not None:
+        return list(load_tasks(tasks))
+    assert family is not None
+    if not sizes:
+        raise InputError("give at least one size, e.g. --n 4,8", field="n")
+    return [
+        item
+        for n in sizes
+        for item in family_items(family, n=n, count=count, seed=seed, backend=backend)
+    ]
+
+
+def held_out_items(
+    plan: SavedPlan,
+    *,
+    family: str | None,
+    tasks: str | Path | None,
+    sizes: Sequence[int] = (),
+    count: int = 12,
+    seed: int = 1,
+    backend: str | None = None,
+) -> HeldOut:
+    """The items `plan` is run on: made from `family` at `sizes` (none: the plan's own) or
+    read from `tasks` (sized by the file), none beyond the plan's reach and none its
+    calibration answered (`cotplan.planner.held_out.choose_held_out`)."""
+    from cotplan.planner.held_out import choose_held_out
+
+    chosen = list(sizes) or list(plan.sizes_)
+    items = build_items(family, tasks, chosen, count, seed, backend=backend)
+    return choose_held_out(plan, items, sizes=None if tasks is not None else chosen)
+
+
+@dataclass(frozen=True)
+class CalibrationPreview:
+    """What a calibration will take before its first request (`estimate`), and whether the
+    backend may charge for it (`paid`: not the embedded or a lab model, not on loopback)."""
+
+    estimate: CalibrationEstimate
+    paid: bool
+
+    def to_frame(self) -> pd.DataFrame:
+        """The estimate's lines, one a row, with the paid flag."""
+        return pd.DataFrame({"line": self.estimate.lines(), "paid": self.paid})
+
+
+def _on_loopback(base_url: str | None) -> bool:
+    """An endpoint on this machine (a local vLLM or llama.cpp server) charges nothing."""
+    from urllib.parse import urlsplit
+
+    if base_url is None:
+        return False
+    host = urlsplit(base_url).hostname or ""
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def preview_calibration(
+    model: Backend,
+    items: Sequence[TaskItem],
+    grid: Sequence[int] | str,
+    *,
+    backend: str,
+    base_url: str | None = None,
+    uncapped_tokens: int,
+    answer_tokens: int = 16,
+) -> CalibrationPreview:
+    """The estimate of a calibration of `items` at `grid` ('auto', 'paper' or budgets) on
+    `model`, and whether `backend` may charge for it."""
+    from cotplan.planner.calibrate import paper_budgets
+    from cotplan.planner.calibration_estimate import estimate_calibration
+    from cotplan.research.reproduce_plan import is_paid
+
+    of_n: Callable[[int], Sequence[int]] | None
+    if grid == "auto":
+        of_n = None
+        words = (
+            "auto (0 + up to 12 geometric, to about the 95th percentile of thinking capped "
+            f"at {uncapped_tokens})"
+        )
+    elif grid == "paper":
+        of_n = paper_budgets
+        words = "paper (Algorithm 1's grid per size)"
+    else:
+        fixed = [int(k) for k in grid]
+        of_n = lambda n: fixed  # noqa: E731 - one grid for every size
+        words = ", ".join(map(str, fixed))
+    estimate = estimate_calibration(
+        model,
+        items,
+        of_n,
+        uncapped_tokens=uncapped_tokens,
+        answer_tokens=answer_tokens,
+        describe=words,
+    )
+    return CalibrationPreview(estimate, is_paid(backend) and not _on_loopback(base_url))

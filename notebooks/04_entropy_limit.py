@@ -26,11 +26,17 @@
 #
 # This notebook measures the embedded model beside Laplace, KT, a clipped MLE and the
 # Bayes-optimal predictor, and computes from the formulas where the paper's claim can hold.
+#
+# **To rerun on your own model**: set `backend_spec` to `"openai:MODEL"` and `base_url` to its
+# server for the quick runs below; for the full tables run `cotplan reproduce --preset full
+# --backend openai:MODEL --base-url URL`, then `python benchmarks/report_verdicts.py` on its
+# report, and set `results` to that folder (`None`: the stored full run on the embedded model).
 
 # %% tags=["parameters"]
 backend_spec = "local"
 base_url = None
 seed = 0
+results = None  # a folder with your full run's report_verdicts_full_local.csv
 
 # %%
 import altair as alt
@@ -92,6 +98,19 @@ prior.versus_paper()[["claim", "measured", "verdict", "holds", "breaks_limit", "
 # %%
 for flag in prior.flags:
     print("-", flag)
+
+# %% [markdown]
+# ## 4. The full run's stored results beside these quick ones
+#
+# The full preset (19,900 predictions at p = 0.3) on the same model, from the stored tables:
+# each row's interval, the verdict the run printed and the one today's rules give from the
+# same numbers (`cotplan.research.stored`). "Laplace needs > 100 examples" is read at p = 0.3
+# only; the formulas of section 1 say where else it holds.
+
+# %%
+from cotplan.research.stored import full_run_rows
+
+full_run_rows(["entropy"], results)
 
 # %%
 backend.close()

@@ -29,11 +29,17 @@
 # The parameters cell picks the preset: `"quick"` (tiny models, seconds) or `"full"` (the
 # pinned ablation of docs/lab.md: about half an hour on 2 idle cores the first time; the models
 # are then stored in the cotplan user folder and load in seconds).
+#
+# **To rerun with your own settings**: `preset = "full"` trains the pinned ablation here;
+# `python benchmarks/pe_lab.py` writes the full tables to `benchmarks/results`, and `results`
+# set to a folder holding your `pe_ablation_vs_paper.csv` shows yours in section 5 (`None`: the
+# stored full run).
 
 # %% tags=["parameters"]
 preset = "quick"
 seed = 0
 threads = 1
+results = None  # a folder with your pe_ablation_vs_paper.csv
 
 # %%
 import altair as alt
@@ -136,3 +142,16 @@ report.to_frame()[["experiment", "claim", "paper", "measured", "verdict", "holds
 # %%
 print(report.tally_line())
 print(report.capability())
+
+# %% [markdown]
+# ## 5. The full ablation's stored results beside this quick one
+#
+# The pinned full ablation (docs/lab.md), from its stored table: each claim of v2 with the
+# measured value, its interval and its verdict (`cotplan.research.stored`).
+
+# %%
+from cotplan.research.stored import stored_table
+
+stored_table("pe_ablation_vs_paper.csv", results)[
+    ["claim", "paper", "measured", "interval", "verdict"]
+]

@@ -27,11 +27,18 @@
 # study in docs/lab-reasoning.md. Section 6 shows the two models added in round two: an
 # over-thinker that goes on long after its answer is settled, and the lamp, where every step
 # of reasoning buys a little, measured on the paper's own terms (log-loss B(k), relative ε).
+#
+# **To rerun on your own model**: the lab's families run on any served reasoning model with
+# `cotplan kstar study --backend openai:MODEL --base-url URL` (the preregistered protocol on a
+# task whose trace the model writes itself; docs/lab-reasoning.md); `results` set to a folder
+# with your full reproduction's `report_verdicts_full_local.csv` shows yours in section 7
+# (`None`: the stored full run).
 
 # %% tags=["parameters"]
 family = "parity"
 preset = "tiny"
 threads = 1
+results = None  # a folder with your full run's report_verdicts_full_local.csv
 
 # %%
 import altair as alt
@@ -249,3 +256,16 @@ in_reach = logloss_study(long_lamp, sizes=sizes, items=10, eps_grid=targets, n_b
 print(in_reach.verdict())
 print([(n, e) for n in sizes for e in targets if in_domain(n, e, in_reach.vocab)])
 in_reach.budgets[in_reach.budgets["measure"] == "B"].round(2)
+
+# %% [markdown]
+# ## 7. The full runs' stored results beside these quick ones
+#
+# The standard study of five families and the lamp's law, from the full reproduction's stored
+# tables: each row's interval, the verdict the run printed and the one today's rules give
+# (`cotplan.research.stored`). Where the theorem's premise on B(k) fails, the law's row reads
+# *outside the theorem's premise*, not "not reproduced".
+
+# %%
+from cotplan.research.stored import full_run_rows
+
+full_run_rows(["cot-lab"], results)

@@ -304,7 +304,7 @@ CASES += [
     _calibrate("--budgets", "", expect="`budgets`", name="calibrate with empty budgets"),
     _calibrate("--budgets", "4.5", expect="`budgets`"),
     _calibrate("--budgets", "1e9", expect="`budgets`"),
-    _calibrate("--budgets", "0,200000", expect="`budgets`"),
+    _calibrate("--budgets", "0,2000000", expect="`budgets`"),
     _calibrate("--budgets", "0,,8", expect="`budgets`"),
     _calibrate("--count", "0", expect="`count`"),
     _calibrate("--count", "1000000", expect="`count`"),

@@ -71,7 +71,7 @@ CASES = [
          ("calibration.csv", "line 2", "`n`"),
          (("calibration.csv", _text("item,n,k,correct", "a,1e300,0,1")),)),
     Case("run with uncapped 99999999999", (*RUN, "--uncapped", "99999999999"),
-         ("`uncapped`", "131072"), PLANNED),
+         ("`uncapped`", "1048576"), PLANNED),
     Case("run into an existing file", (*RUN[:8], "{dir}/taken.txt", *RUN[9:]),
          ("`out`", "not a folder"), (*PLANNED, ("taken.txt", b"mine"))),
     Case("run with a negative seed", (*RUN, "--seed=-1"), ("`seed`",), PLANNED),

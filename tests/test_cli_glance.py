@@ -11,13 +11,11 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from cotplan.cli import app, report_folders
-from cotplan.cli import calibrate as calibrate_cli
-from cotplan.cli import plan as plan_cli
-from cotplan.cli.calibrate import print_calibration
+from cotplan.cli import app, options, report_folders
 from cotplan.planner.calibrate import load_calibration
 from cotplan.planner.run import SavedPlan
 from cotplan.planner.savings import calibration_savings
+from cotplan.render.calibration import print_calibration
 
 runner = CliRunner()
 FIXTURE = Path(__file__).parent / "data" / "calibration_three_sizes.csv"
@@ -29,7 +27,7 @@ def columns(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> 
     print time (as they do in a fresh process)."""
     width = int(request.param)
     monkeypatch.setenv("COLUMNS", str(width))
-    for console in (plan_cli.console, calibrate_cli.console, report_folders.console):
+    for console in (options.console, report_folders.console):
         monkeypatch.setattr(console, "_width", None)
     return width
 
@@ -102,7 +100,7 @@ def test_plan_details_keep_the_statistics_and_fit(tmp_path: Path, columns: int) 
 
 @pytest.mark.parametrize("columns", [80, 120], indirect=True)
 def test_the_calibration_grid_fits(columns: int, capsys: pytest.CaptureFixture[str]) -> None:
-    print_calibration(load_calibration(FIXTURE))
+    print_calibration(options.console, load_calibration(FIXTURE))
     out = capsys.readouterr().out
     lines = fits(out, columns)
     assert "n=4" in out
@@ -121,7 +119,7 @@ def test_a_grid_of_many_sizes_is_split_not_cut(
     )
     path = tmp_path / "many.csv"
     many.to_csv(path, index=False)
-    print_calibration(load_calibration(path))
+    print_calibration(options.console, load_calibration(path))
     out = capsys.readouterr().out
     fits(out, columns)
     for n in sorted(many["n"].unique()):

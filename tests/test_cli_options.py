@@ -1,4 +1,4 @@
-"""The option checks commands run before any call (`cotplan.cli.calibrate`): what they accept.
+"""The option checks commands run before any call (`cotplan.cli.options`): what they accept.
 
 What they refuse is in tests/test_bad_input.py (through the real CLI); here, that good options
 still pass, so a check cannot quietly refuse what `connect` and the commands accept.
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cotplan.cli.calibrate import (
+from cotplan.cli.options import (
     MAX_BUDGET,
     check_backend,
     check_budgets,

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cotplan.cli import app, main
-from cotplan.cli.plan import parse_ints
+from cotplan.cli.options import parse_ints
 from cotplan.errors import InputError
 from cotplan.io.reports import ChartNotSavedWarning
 from cotplan.planner.run import SCHEMA_VERSION, SavedPlan

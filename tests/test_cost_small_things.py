@@ -168,7 +168,7 @@ def test_the_scenario_table_fits_with_every_number_whole(columns: int) -> None:
 
 
 def test_a_rate_is_shown_whole() -> None:
-    from cotplan.cli.cost_tables import rate
+    from cotplan.render.costs import rate
 
     assert rate(pytest.importorskip("decimal").Decimal("0.01875")) == "0.01875"
 

@@ -326,4 +326,4 @@ def test_a_good_call_still_answers(tmp_path: Path) -> None:
     with faults.app(tmp_path) as http:
         response = call(http)
     assert response.status_code == 200
-    assert response.json()["choices"][0]["message"]["content"] == "13"
+    assert response.json()["choices"][0]["message"]["content"] == "Answer: 13"

@@ -225,6 +225,11 @@ def test_the_async_client_makes_the_same_request() -> None:
         ),
         ({"/version": {"version": "0.21.1"}}, "vllm-thinking"),
         ({"/version": {"version": "0.11.0"}}, "openai-compatible"),
+        # A NIM (vLLM inside, its own /v1/version first) takes nvext.max_thinking_tokens.
+        (
+            {"/v1/version": {"release": "2.1.6", "api": "1.0.0"}, "/version": {"version": "0.9"}},
+            "nim-thinking",
+        ),
         (
             {
                 "/get_server_info": {

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from cotplan.cli import main
-from cotplan.cli.out_lock import lock_folder, unlock_folder
 from cotplan.cli.report_folders import finish_report, start_report
 from cotplan.errors import InputError
+from cotplan.io.folder_lock import lock_folder, unlock_folder
 
 
 def test_a_second_run_into_the_same_folder_is_refused_until_the_first_is_done(

@@ -10,7 +10,7 @@ import typer
 from typer.testing import CliRunner
 
 from cotplan.backends.local import LocalModel
-from cotplan.cli.answer import register
+from cotplan.cli.answer import answer
 from cotplan.errors import InputError
 
 runner = CliRunner()
@@ -22,7 +22,7 @@ def _root() -> None:
     """Keep `answer` a subcommand, as it is under the real `cotplan` app."""
 
 
-register(app)
+app.command("answer")(answer)
 
 EXAMPLES = [
     {"input": "The movie was wonderful.", "output": "positive"},

@@ -41,7 +41,7 @@ def test_bootstrap_refits_reach_each_resamples_own_optimum(items: int, seed: int
     planner = BudgetPlanner(n_bootstrap=40, random_state=0).fit(frame)
     assert planner.status_ == "helps"
     assert not planner.peak_budgets_
-    data = planner._data
+    data = planner.state_.data
     k_max = float(_cells(data).k.max())
     rng = np.random.default_rng(0)  # the planner's bootstrap draws, replayed
     probs = np.full(data.n_items, 1.0 / data.n_items)
@@ -50,8 +50,8 @@ def test_bootstrap_refits_reach_each_resamples_own_optimum(items: int, seed: int
         counts = rng.multinomial(data.n_items, probs).astype(float)
         cells = _cells(data, counts[data.item])
         grid = lp._paper_starts(cells, free_alpha=True, alpha=0.5)
-        best = lp._maximise(cells, [*grid, planner._params], {}, k_max)
-        short.append(best.loglik - _loglik(planner._draws[b], cells, k_max))
+        best = lp._maximise(cells, [*grid, planner.state_.constants.params], {}, k_max)
+        short.append(best.loglik - _loglik(planner.state_.draws[b], cells, k_max))
     reached = float(np.mean(np.asarray(short) < 1e-3))
     assert reached >= 0.9, f"only {reached:.0%} of refits reached their resample's optimum"
     if items == 12:

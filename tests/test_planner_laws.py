@@ -199,7 +199,7 @@ def test_a_peaked_curve_is_never_capped_above_its_peak() -> None:
     assert planner.peak_budgets_
     for n, peak in planner.peak_budgets_.items():
         assert planner.budget(n, 0.1).tokens <= peak
-        assert (planner.certified_.table.query("n == @n")["k"] <= peak).all()  # type: ignore[union-attr]
+        assert (planner.certified_.table.query("n == @n")["k"] <= peak).all()
 
 
 def test_no_benefit_plans_zero_and_other_laws_degrade_to_a_verdict() -> None:
@@ -272,7 +272,7 @@ def test_a_saved_plan_gives_back_the_budgets_it_was_made_with(tmp_path: Path) ->
 def test_the_relative_target_reads_the_planning_laws_levels() -> None:
     planner = BudgetPlanner(n_bootstrap=0).fit(SHAPES["step at 3n"].calibration((4, 8), 80, 3))
     assert planner.law_ in {"step", "logistic"}
-    e0, e_base = planner._law_params[:2]
+    e0, e_base = planner.state_.law.params[:2]
     assert relative_target(planner, 0.25) == pytest.approx(
         math.ceil((e0 + 0.25 * (e_base - e0)) * 100 - 1e-9) / 100
     )

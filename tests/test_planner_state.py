@@ -32,7 +32,7 @@ def _flat() -> pd.DataFrame:
 
 def test_the_fitted_state_is_a_frozen_record() -> None:
     planner = BudgetPlanner(n_bootstrap=0).fit(_helps())
-    state = planner._state
+    state = planner.state_
     assert isinstance(state, PlannerFit)
     with pytest.raises(dataclasses.FrozenInstanceError):
         state.status = "given"  # type: ignore[misc]
@@ -41,8 +41,8 @@ def test_the_fitted_state_is_a_frozen_record() -> None:
 def test_building_the_record_twice_gives_the_same_values() -> None:
     planner = BudgetPlanner("paper", n_bootstrap=3)
     data = _validate_frame(_helps())
-    first = fit_planner(planner._validated_params(), data)
-    second = fit_planner(planner._validated_params(), data)
+    first = fit_planner(planner.check_params(), data)
+    second = fit_planner(planner.check_params(), data)
     assert first.status == second.status == "helps"
     assert first.verdict == second.verdict
     assert np.array_equal(first.constants.params, second.constants.params)
@@ -54,7 +54,7 @@ def test_building_the_record_twice_gives_the_same_values() -> None:
 
 def test_public_attributes_are_read_off_the_record() -> None:
     planner = BudgetPlanner("paper", n_bootstrap=3).fit(_helps())
-    state = planner._state
+    state = planner.state_
     assert (planner.e0_, planner.e_base_, planner.k0_, planner.c_, planner.alpha_) == (
         state.e0,
         state.e_base,
@@ -76,7 +76,7 @@ def test_public_attributes_are_read_off_the_record() -> None:
 def test_a_refit_replaces_the_whole_state() -> None:
     planner = BudgetPlanner(n_bootstrap=0).fit(_helps())
     assert planner.law_ is not None
-    assert len(planner._law_params)
+    assert len(planner.state_.law.params)
     planner.fit(_flat())
     assert planner.status_ == "no_benefit"
     assert planner.law_ is None
@@ -87,7 +87,7 @@ def test_a_refit_replaces_the_whole_state() -> None:
 
 def test_given_constants_build_the_record_once() -> None:
     planner = BudgetPlanner.from_constants(c=1.2, log_base="2", alpha=0.7)
-    state = planner._state
+    state = planner.state_
     assert state.status == planner.status_ == "given"
     assert state.data is None
     assert state.certified is None

@@ -161,3 +161,34 @@ def test_a_visible_thinker_on_a_server_that_cannot_cap_is_refused_at_start_up() 
     hook = CotplanCallback(make_plan(PLAIN), log=False, provider="llama.cpp-thinking")
     data = hook.capped_request(body(size=3))
     assert data["thinking_budget_tokens"] == 6
+
+
+def test_a_nim_upstream_gets_its_own_cap_field() -> None:
+    hook = CotplanCallback(make_plan(PLAIN), log=False, provider="nim-thinking")
+    data = hook.capped_request(body(size=3))
+    assert data["nvext"] == {"max_thinking_tokens": 6}
+    assert data["max_tokens"] > 6  # room for the close and the answer
+
+
+def test_reasoning_the_usage_leaves_out_is_counted_from_the_thinking(tmp_path: Path) -> None:
+    log = CallLog(tmp_path / "log.sqlite")
+    hook = CotplanCallback(make_plan(PLAIN), log=log, provider="llama.cpp-thinking")
+    data = hook.capped_request(body(size=3))
+    reply = litellm.ModelResponse(
+        id="chatcmpl-y",
+        choices=[
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {
+                    "role": "assistant",
+                    "content": "Answer: 13",
+                    "reasoning_content": "1 + 4 = 5, 5 + 8",  # 16 characters: about 4 tokens
+                },
+            }
+        ],
+        usage={"prompt_tokens": 30, "completion_tokens": 9, "total_tokens": 39},
+    )
+    hook.log_success_event({"litellm_params": {"metadata": data["metadata"]}}, reply, None, None)
+    (row,) = log.records()
+    assert (row.reasoning_tokens, row.answer_tokens) == (4, 5)

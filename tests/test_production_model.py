@@ -63,7 +63,7 @@ def test_the_wrapper_caps_forces_logs_and_answers_as_budgeted_answer(
     assert row.cost_usd == 0.0  # the embedded model is priced at a deliberate zero
 
     direct = budgeted_answer(local_backend, ITEM, CAP)
-    assert reply.choices[0].message.content == direct.answer_text.strip()
+    assert reply.choices[0].message.content == ("Answer:" + direct.answer_text).rstrip()
     assert reply.choices[0].message.model_extra == {"reasoning_content": direct.reasoning}
     assert (report.reasoning_tokens, report.answer_tokens, report.prompt_tokens) == (
         direct.reasoning_tokens,
@@ -120,7 +120,7 @@ def test_the_thinking_models_cut_thought_is_closed_before_the_forced_answer(
     assert report.answer_forced
     direct = budgeted_answer(thinking_backend, ITEM, CAP)
     assert "</think>\n\nAnswer:" in direct.answer_prompt
-    assert reply.choices[0].message.content == direct.answer_text.strip()
+    assert reply.choices[0].message.content == ("Answer:" + direct.answer_text).rstrip()
     assert (report.reasoning_tokens, report.answer_tokens) == (
         direct.reasoning_tokens,
         direct.answer_tokens,

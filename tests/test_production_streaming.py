@@ -71,7 +71,7 @@ def test_a_stream_makes_the_same_requests_and_ends_in_the_same_report(tmp_path: 
         assert body["stream_options"] == {"include_usage": True}
     assert chunks[0].choices[0].delta.role == "assistant"
     assert joined(chunks, "reasoning_content") == "Let me add 1 and 4"
-    assert joined(chunks, "content") == expected.choices[0].message.content == "13"
+    assert joined(chunks, "content") == expected.choices[0].message.content == "Answer: 13"
     assert {chunk.id for chunk in chunks} == {chunks[0].id}
     last = chunks[-1]
     assert last.choices[0].finish_reason == "stop"
@@ -237,7 +237,7 @@ def test_the_gateway_streams_server_sent_events(tmp_path: Path) -> None:
     sent = events(response.text)
     assert sent[-1] == "[DONE]"
     chunks = [ChatCompletionChunk.model_validate(body) for body in sent[:-1]]
-    assert joined(chunks, "content") == "13"
+    assert joined(chunks, "content") == "Answer: 13"
     assert report_of(chunks[-1]).cap == 6
     (row,) = log.records()
     assert (row.via, row.outcome) == ("gateway", "complete")

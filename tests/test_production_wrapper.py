@@ -55,7 +55,9 @@ def test_a_cut_thought_is_closed_the_protocols_way_and_the_answer_forced(tmp_pat
 
     assert isinstance(reply, openai.types.chat.ChatCompletion)
     message = reply.choices[0].message
-    assert message.content == "13"
+    # The model's answer as it reads after its thinking: the marker the forcing wrote for it,
+    # then its words, unchanged.
+    assert message.content == "Answer: 13"
     assert message.model_extra == {"reasoning_content": "Let me add 1 and 4"}
     assert reply.model == THINKER
     assert reply.usage is not None
@@ -122,14 +124,16 @@ def test_a_zero_cap_answers_after_an_empty_thought(tmp_path: Path) -> None:
 def test_the_plain_protocol_adds_the_calibrations_instruction() -> None:
     upstream = Upstream(text_reply("1 + 4 is 5.", "length", 6), text_reply(" 13", "stop", 2))
     client = capped(upstream.client(), make_plan(PLAIN), size=lambda messages: 3, log=False)
-    client.chat.completions.create(**ask(PLAIN), max_tokens=4, stop=["."])
+    client.chat.completions.create(**ask(PLAIN), max_tokens=40, stop=["."])
     first, second = (body for _, body in upstream.requests)
     assert (
         'What is 1 + 4 + 8?\nThink step by step, then give the final answer after "Answer:".'
         in (first["prompt"])
     )
     assert first["stop"][0] == "Answer:"
-    assert second["max_tokens"] == 4
+    # The client's max_tokens bounds thinking and answer together: 40 - 6 thought.
+    assert first["max_tokens"] == 6
+    assert second["max_tokens"] == 34
     assert second["stop"] == ["\n", "<|im_end|>", "."]
 
 
@@ -181,8 +185,12 @@ def test_a_hidden_cap_that_ate_the_answer_asks_for_it_once_more() -> None:
         ({**ask(), "size": 3, "stop": 5}, "stop", "list of strings"),
         ({**ask(), "size": 3, "stream": "yes"}, "stream", "true or false"),
         ({**ask(), "size": 3, "stream_options": {}}, "stream_options", "only for a streamed"),
-        ({**ask(), "size": 3, "n": 2}, "n", "must be 1"),
-        ({**ask(), "size": 3, "tools": []}, "tools", "writes the chat out as text"),
+        ({**ask(), "size": 3, "n": 0}, "n", "whole number"),
+        ({**ask(), "size": 3, "n": 2, "stream": True}, "n", "streamed two-phase"),
+        ({**ask(), "size": 3, "functions": []}, "functions", "writes the chat out as text"),
+        ({**ask(), "size": 3, "tools": [{"type": "retrieval"}]}, "tools", "type 'function'"),
+        ({**ask(), "size": 3, "response_format": {"type": "yaml"}}, "response_format", "json"),
+        ({**ask(), "size": 3, "top_logprobs": 2}, "top_logprobs", "logprobs=True"),
         ({**ask(), "size": 3, "max_tokens": 0}, "max_tokens", "≥ 1"),
         ({**ask(), "size": 3, "temperature": "hot"}, "temperature", "number"),
         ({"model": THINKER, "messages": [], "size": 3}, "messages", "non-empty"),
@@ -309,7 +317,7 @@ def test_the_gateway_answers_in_openais_shape(tmp_path: Path) -> None:
         )
     assert response.status_code == 200
     body = response.json()
-    assert body["choices"][0]["message"]["content"] == "13"
+    assert body["choices"][0]["message"]["content"] == "Answer: 13"
     assert body["cotplan"]["cap"] == 6
     assert body["cotplan"]["answer_forced"] is True
     first = upstream.requests[0][1]

@@ -26,6 +26,7 @@ from cotplan.errors import CotplanError, InputError
 from cotplan.research.experiments import PRESETS, planned_predictions
 from cotplan.research.provenance import UNKNOWN, git_commit
 from cotplan.research.reproduce_plan import (
+    CONTROLS_SECONDS,
     LEDGER,
     MEASURED,
     OVERHEAD,
@@ -116,6 +117,10 @@ def test_the_estimate_is_todays_planned_predictions_times_measured_rates(preset:
     for step in reproduction_steps(preset):
         if step.name in MEASURED:  # a lab step: no requests, its measured time
             assert (step.requests, step.seconds) == (0, MEASURED[step.name][0])
+            continue
+        if step.name == "controls":  # no model: its preset's measured time
+            assert step.args == ("kstar", "controls", "--preset", preset)
+            assert (step.requests, step.seconds) == (0, CONTROLS_SECONDS[preset][0])
             continue
         chosen = (
             step.args[step.args.index("--only") + 1].split(",")
@@ -391,6 +396,7 @@ def test_the_full_preset_lists_the_documented_commands() -> None:
         "kstar-study",
         "lamp-law",
         "lamp-law-long",
+        "controls",
     ]
     only = [s.args[s.args.index("--only") + 1] for s in reproduction_steps("full")[:3]]
     assert only == ["martingale,debias,order", "entropy", "falck"]

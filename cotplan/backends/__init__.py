@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from cotplan._lazy import lazy_names
+from cotplan._lazy import lazy_face
 
+# The public names, each written once: imported here for type checkers and editors, and read
+# from these lines by `lazy_face` to import on first use at run time.
 if TYPE_CHECKING:
     from cotplan.backends.base import (
         Backend,
@@ -30,43 +32,4 @@ if TYPE_CHECKING:
     from cotplan.backends.openai_compat import OpenAICompatibleBackend
     from cotplan.backends.registry import connect, providers, register_provider
 
-_PUBLIC = {  # name: the module that defines it, imported on first use
-    "Backend": "cotplan.backends.base",
-    "CallCache": "cotplan.backends.cache",
-    "CallStats": "cotplan.backends.base",
-    "Completion": "cotplan.backends.base",
-    "LocalBackend": "cotplan.backends.local",
-    "LocalModel": "cotplan.backends.local",
-    "NextTokenProbs": "cotplan.backends.base",
-    "OpenAICompatibleBackend": "cotplan.backends.openai_compat",
-    "TokenLogprob": "cotplan.backends.base",
-    "Usage": "cotplan.backends.base",
-    "connect": "cotplan.backends.registry",
-    "list_models": "cotplan.backends.models",
-    "locate": "cotplan.backends.models",
-    "providers": "cotplan.backends.registry",
-    "pull": "cotplan.backends.models",
-    "register_provider": "cotplan.backends.registry",
-}
-
-__all__ = [
-    "Backend",
-    "CallCache",
-    "CallStats",
-    "Completion",
-    "LocalBackend",
-    "LocalModel",
-    "NextTokenProbs",
-    "OpenAICompatibleBackend",
-    "TokenLogprob",
-    "Usage",
-    "connect",
-    "list_models",
-    "locate",
-    "providers",
-    "pull",
-    "register_provider",
-]
-
-
-__getattr__, __dir__ = lazy_names(__name__, _PUBLIC, __all__)
+__getattr__, __dir__, __all__ = lazy_face(__name__, __file__)

@@ -46,7 +46,7 @@ from cotplan.backends.hosted_rules import HOSTED_RULES, BudgetRule, Covers
 from cotplan.backends.known_models import bare_name, family_of
 from cotplan.backends.server_rules import SERVER_RULES
 from cotplan.errors import InputError
-from cotplan.validation import require_budget
+from cotplan.validation import BUDGET, TOKENS, validate_params
 
 __all__ = [
     "BUDGET_RULES",
@@ -120,6 +120,7 @@ PROVIDER_RULES: Mapping[str, str] = MappingProxyType(
         "vllm-thinking": "vllm-thinking",
         "llama.cpp-thinking": "llama.cpp-thinking",
         "sglang-thinking": "sglang-thinking",
+        "nim-thinking": "nim-thinking",
     }
 )
 
@@ -192,12 +193,6 @@ class CapCheck:
         return "held" if self.held else "overran"
 
 
-def _check_k(k: object, name: str) -> int:
-    # Providers differ in the largest cap they take (some far above the CLI's MAX_BUDGET), so
-    # the library refuses only what no provider could: not a whole number, below 0, absurd.
-    return require_budget(k, name, high=10**9)
-
-
 def _nested(dotted: str, value: Any) -> dict[str, Any]:
     head, _, rest = dotted.partition(".")
     return {head: _nested(rest, value) if rest else value}
@@ -238,6 +233,7 @@ def request_fields(provider: str, model: str, k: int, *, answer_tokens: int = 16
     return budget_params(rule, k, answer_tokens=answer_tokens, model=model)
 
 
+@validate_params(k=BUDGET, answer_tokens=BUDGET)
 def budget_params(
     rule: str | BudgetRule, k: int, *, answer_tokens: int = 16, model: str | None = None
 ) -> BudgetParams:
@@ -248,8 +244,6 @@ def budget_params(
     as named (an API's rule is its form for the models it does not list).
     """
     chosen = resolve_rule(rule, model)
-    k = _check_k(k, "k")
-    answer_tokens = _check_k(answer_tokens, "answer_tokens")
     fields = _budget_fields(chosen, k, answer_tokens)
     return replace(fields, cap_parameter=chosen.cap_parameter)
 
@@ -440,6 +434,7 @@ def _thinking_budget_fields(chosen: BudgetRule, k: int, answer_tokens: int) -> B
     )
 
 
+@validate_params(k=BUDGET, used=TOKENS)
 def check_cap(
     k: int,
     used: int,
@@ -456,8 +451,6 @@ def check_cap(
     there is none. A call that stopped at its cap (`LENGTH_FINISH_REASONS`) with no answer
     text is reported as "the cap ate the answer", never as a wrong answer.
     """
-    k = _check_k(k, "k")
-    used = _check_k(used, "used")
     if finish_reason is not None and not isinstance(finish_reason, str):
         raise InputError(f"must be a string, got {finish_reason!r}", field="finish_reason")
     if content is not None and not isinstance(content, str):
@@ -576,11 +569,11 @@ def _how_held(rule: BudgetRule) -> str:
     return kind + ("; hard cap on the total" if rule.total_cap else "")
 
 
+@validate_params(k=BUDGET, answer_tokens=BUDGET)
 def budget_table(k: int = 2048, *, answer_tokens: int = 16) -> str:
     """What cotplan sends for a budget under every rule, as the Markdown table in
     docs/reference/providers.md (a test keeps the two equal): the fields at k = 0 and at `k`,
     whether the cap is hard or soft, and how the answer is forced out at the cap."""
-    k = _check_k(k, "k")
     lines = [
         f"| rule | API or server | k = 0 | k = {k} | cap | the answer at the cap |",
         "| --- | --- | --- | --- | --- | --- |",

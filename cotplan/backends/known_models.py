@@ -31,7 +31,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["MODEL_FAMILIES", "PROTOCOL_NAMES", "ModelFamily", "bare_name", "family_of"]
+__all__ = [
+    "MODEL_FAMILIES",
+    "PROTOCOL_NAMES",
+    "REGISTERED",
+    "ModelFamily",
+    "bare_name",
+    "builtin_family",
+    "family_of",
+]
 
 #: The reasoning protocols a family may name (defined in `cotplan.generate.protocols`).
 PROTOCOL_NAMES = ("plain", "think", "qwen3", "harmony", "magistral")
@@ -49,6 +57,10 @@ class ModelFamily:
     chat_template: str | None = None
     protocol: str = "plain"
     notes: str = ""
+    #: The server kind that serves it (a budget rule's provider name, such as
+    #: ``llama.cpp-thinking``), for names a team declares (`cotplan.register_model`); None:
+    #: whatever the client's address or `provider=` says.
+    server: str | None = None
 
 
 _O200K = "o200k_base"
@@ -127,9 +139,26 @@ def bare_name(model: str) -> str:
     return model.split(":", 1)[-1].split("/")[-1].lower()
 
 
-def family_of(model: str) -> ModelFamily | None:
-    """The family of `model` by the longest matching prefix; None when cotplan knows none."""
+#: Names a team declared (`cotplan.register_model`, a model map), by bare name: they win over
+#: the prefixes above, for that exact name only.
+REGISTERED: dict[str, ModelFamily] = {}
+
+
+def builtin_family(model: str) -> ModelFamily | None:
+    """The family of `model` from the table above alone (registrations aside)."""
     name = bare_name(model)
+    for family in _BY_LENGTH:
+        if name.startswith(family.prefix):
+            return family
+    return None
+
+
+def family_of(model: str) -> ModelFamily | None:
+    """The family of `model`: its registration (`REGISTERED`) if a team declared it, else by
+    the longest matching prefix; None when cotplan knows none."""
+    name = bare_name(model)
+    if name in REGISTERED:
+        return REGISTERED[name]
     for family in _BY_LENGTH:
         if name.startswith(family.prefix):
             return family

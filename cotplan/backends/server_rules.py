@@ -125,6 +125,22 @@ SERVER_RULES: tuple[BudgetRule, ...] = (
         f"`--enable-strict-thinking`); {_READ}",
     ),
     BudgetRule(
+        "nim-thinking",
+        "nvext.max_thinking_tokens",
+        "reasoning",
+        answer_room=True,
+        off=0,
+        notes="NVIDIA NIM's per-request thinking cap (its `nvext` extension); it may run "
+        "about 10% past the budget to finish a sentence",
+        shape="budget",
+        total_cap=True,
+        close_room=CLOSE_ROOM,
+        provider="NVIDIA NIM for LLMs",
+        forcing=_SERVER_FORCES,
+        source="NVIDIA NIM for LLMs docs (`nvext.max_thinking_tokens`, GET /v1/version); "
+        "read 2026-12-05",
+    ),
+    BudgetRule(
         "ollama",
         "max_tokens",
         "output",

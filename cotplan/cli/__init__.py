@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from types import TracebackType
 
 import typer
@@ -22,6 +23,7 @@ from cotplan.cli import (
     cost,
     demo,
     experiment,
+    kstar,
     lab_reasoning,
     models,
     monitor,
@@ -40,7 +42,34 @@ from cotplan.cli.failures import (
 )
 from cotplan.errors import CotplanError
 
-__all__ = ["app", "main"]
+__all__ = ["COMMANDS", "GROUPS", "HIDDEN", "app", "main"]
+
+#: Every command, registered here and only here, in the order `cotplan --help` lists them: each
+#: module defines plain functions (their options as `Annotated` parameters) and no app.
+COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (
+    ("calibrate", calibrate.calibrate),
+    ("plan", plan.plan),
+    ("run", plan.run),
+    ("demo", demo.demo),
+    ("answer", answer.answer),
+    ("notebooks", notebooks.notebooks),
+    ("serve", serve.serve),
+    ("monitor", monitor.monitor),
+    ("reproduce", reproduce.reproduce_command),
+    ("report", report_page.report),
+)
+#: Earlier names, kept working for scripts and hidden from the help.
+HIDDEN: tuple[tuple[str, Callable[..., None]], ...] = (("lab", notebooks.notebooks),)
+#: Every command group: a module's own `typer.Typer` of subcommands.
+GROUPS: tuple[tuple[str, typer.Typer], ...] = (
+    ("models", models.app),
+    ("cost", cost.app),
+    ("tasks", tasks.app),
+    ("experiment", experiment.app),
+    ("cache", cache.app),
+    ("kstar-lab", lab_reasoning.app),
+    ("kstar", kstar.app),
+)
 
 app = typer.Typer(
     name="cotplan",
@@ -49,21 +78,12 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-app.add_typer(models.app, name="models")
-app.add_typer(cost.app, name="cost")
-app.add_typer(tasks.app, name="tasks")
-app.add_typer(experiment.app, name="experiment")
-app.add_typer(cache.app, name="cache")
-calibrate.register(app)
-plan.register(app)
-demo.register(app)
-answer.register(app)
-notebooks.register(app)
-lab_reasoning.register(app)
-serve.register(app)
-monitor.register(app)
-reproduce.register(app)
-report_page.register(app)
+for _name, _command in COMMANDS:
+    app.command(_name)(_command)
+for _name, _command in HIDDEN:
+    app.command(_name, hidden=True)(_command)
+for _name, _group in GROUPS:
+    app.add_typer(_group, name=_name)
 
 _stderr = Console(stderr=True)
 

@@ -6,13 +6,11 @@ The cache is the file `COTPLAN_CACHE` names, else ``~/.cotplan/cache.sqlite`` (u
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from cotplan import paths
 from cotplan.backends.cache import CallCache, check_clear_filters
@@ -23,9 +21,6 @@ app = typer.Typer(
     help="The call cache: what it holds, whether it is intact, and forgetting it.",
     no_args_is_help=True,
 )
-
-#: Damaged rows listed one by one before the rest are only counted.
-_SHOWN = 20
 
 
 def _console() -> Console:
@@ -40,32 +35,14 @@ def _open() -> CallCache | None:
     return cache
 
 
-def _when(stamp: float | None) -> str:
-    if stamp is None:
-        return "-"
-    return datetime.fromtimestamp(stamp, UTC).strftime("%Y-%m-%d %H:%M UTC")
-
-
 @app.command()
 def info() -> None:
     """Show where the cache is, how many calls it holds per model, its size and age."""
+    from cotplan.render.tasks import render_cache_info
+
     cache = _open()
-    if cache is None:
-        return
-    summary = cache.info()
-    console = _console()
-    console.print(f"call cache: {escape(str(summary.path))}")
-    console.print(
-        f"{summary.rows} recorded calls, {summary.size_bytes / 1e6:.2f} MB, "
-        f"first {_when(summary.oldest)}, last {_when(summary.newest)}"
-    )
-    if summary.by_model:
-        table = Table()
-        table.add_column("model")
-        table.add_column("calls", justify="right")
-        for model, count in sorted(summary.by_model.items()):
-            table.add_row(escape(model), str(count))
-        console.print(table)
+    if cache is not None:
+        render_cache_info(cache.info(), _console())
 
 
 @app.command()
@@ -79,19 +56,11 @@ def verify(
     if cache is None:
         return
     from cotplan.backends.openai_compat import check_recorded_row  # the openai client: slow
+    from cotplan.render.tasks import render_cache_check
 
     report = cache.verify(check_recorded_row, discard=discard)
     console = _console()
-    for row in report.damaged[:_SHOWN]:
-        console.print(
-            f"damaged: {escape(row.model)} {row.operation} {row.key[:12]}: {escape(row.reason)}"
-        )
-    if len(report.damaged) > _SHOWN:
-        console.print(f"... and {len(report.damaged) - _SHOWN} more")
-    console.print(
-        f"{report.checked} recorded calls checked, {len(report.damaged)} damaged"
-        + (f", {report.discarded} discarded" if discard else "")
-    )
+    render_cache_check(report, console, discard=discard)
     if report.damaged and not discard:
         console.print("run `cotplan cache verify --discard` to remove them")
         raise typer.Exit(1)

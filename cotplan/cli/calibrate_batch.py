@@ -13,39 +13,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
+from cotplan.cli.options import console
 from cotplan.cli.report_folders import finish_report, start_report
-from cotplan.errors import CapabilityError, InputError
+from cotplan.errors import InputError
+from cotplan.render.calibration import print_batch_status, print_calibration
 
 if TYPE_CHECKING:
     from cotplan.planner.batch import CostEstimate
-    from cotplan.planner.calibrate import Calibration
     from cotplan.tasks import TaskItem
 
 __all__ = ["calibrate_in_batches", "show_status"]
-
-console = Console()
 
 
 def show_status(folder: Path) -> None:
     """Print where a report folder's batches stand, as last seen (nothing is sent)."""
     from cotplan.planner.batch import batch_status
 
-    status = batch_status(folder)
-    table = Table(title=f"Batches of {status.model} in {folder}")
-    frame = status.to_frame()
-    for column in frame.columns:
-        table.add_column(str(column))
-    for row in frame.itertuples(index=False):
-        table.add_row(*(str(value) for value in row))
-    console.print(table)
-    console.print(
-        f"{status.answered} answers received; {status.failed} failed request(s) waiting to be "
-        f"asked again; {status.in_flight} request(s) in batches not yet read back; last seen "
-        f"{status.updated or 'never'} (rerun the calibrate command to poll and resume)"
-    )
+    print_batch_status(console, batch_status(folder), folder)
 
 
 def _confirm(yes: bool) -> Callable[[CostEstimate], bool]:
@@ -74,15 +59,13 @@ def calibrate_in_batches(
     write_files: bool = False,
     outputs: Sequence[Path],
     yes: bool,
-    show: Callable[[Calibration], None],
 ) -> None:
     """The batch path of `cotplan calibrate` (`submit`: through the provider's Batch API;
     otherwise files for an executor, read back from `outputs` or beside their inputs)."""
     from cotplan.backends import connect
-    from cotplan.backends.openai_compat import OpenAICompatibleBackend
-    from cotplan.backends.responses import OpenAIResponsesBackend
     from cotplan.planner.auto_grid import UNCAPPED_TOKENS
-    from cotplan.planner.batch import calibrate_batch, service_for
+    from cotplan.planner.batch import calibrate_batch
+    from cotplan.planner.batch_service import batch_service
 
     if submit and write_files:
         raise InputError("give one of --batch and --batch-file", field="batch")
@@ -93,30 +76,13 @@ def calibrate_in_batches(
             field="out",
         )
     with connect(backend, base_url=base_url, **options) as model:
-        if not isinstance(model, OpenAICompatibleBackend | OpenAIResponsesBackend):
-            raise CapabilityError(f"{backend} cannot be calibrated in batches")
-        service = None
-        if submit:
-            if getattr(model, "provider", None) == "llama.cpp" and base_url is None:
-                raise InputError(
-                    "the embedded model has no batch API: use --batch-file to write the "
-                    "requests for an executor",
-                    field="batch",
-                )
-            service = service_for(model)
+        service = batch_service(model, submit=submit, spec=backend, base_url=base_url)
         console.print(f"model {model.model}; batch state in {out / 'batch'}")
         result = calibrate_batch(
-            model,
-            items,
-            grid,
-            folder=out,
-            service=service,
-            outputs=outputs,
-            answer_tokens=answer_tokens,
-            confirm=_confirm(yes),
+            model, items, grid, folder=out, service=service, outputs=outputs,
+            answer_tokens=answer_tokens, confirm=_confirm(yes), say=console.print,
             uncapped_tokens=uncapped_tokens or UNCAPPED_TOKENS,
-            say=console.print,
-        )
+        )  # fmt: skip
     if result.calibration is None:
         console.print(
             f"{result.status.answered} answers so far; {result.status.in_flight} request(s) "
@@ -125,7 +91,7 @@ def calibrate_in_batches(
         return
     with start_report(out, command="calibrate") as report:
         result.calibration.to_csv(report.path / "calibration.csv")
-        show(result.calibration)
+        print_calibration(console, result.calibration)
         if result.spend is not None:
             console.print(str(result.spend))
         folder = finish_report(report)

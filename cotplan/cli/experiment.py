@@ -1,53 +1,47 @@
 """`cotplan experiment ...`: run the paper's experiments on a backend or an exact reference.
 
 Each command runs one experiment with the `--quick` preset (seconds) or the full one (the
-paper's grid), shows a progress bar, prints the side-by-side table against the paper, and saves
-CSV tables and PNG charts in a report folder (`cotplan.io.reports`: named when the command starts,
-written as a unit when it ends).
+paper's grid): `cotplan.research.runs` checks every option and runs it, `cotplan.research.render`
+prints the side-by-side table against the paper, and the CSV tables and PNG charts go into a
+report folder (`cotplan.io.reports`: named when the command starts, written as a unit when it
+ends). The eleven options every experiment shares are declared once (`shared_options`).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.console import Console
 from rich.markup import escape
 
-from cotplan.charts import save as save_result
-from cotplan.cli.calibrate import (
+from cotplan.cli.options import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT_S,
     MaxRetriesOption,
     TimeoutOption,
     check_timeouts,
+    connect_options,
 )
-from cotplan.cli.experiment_print import (
-    console,
-    print_ablation,
-    print_rows,
-    print_run,
-    print_spread,
-    progress,
-)
-from cotplan.cli.experiment_run import (
-    check_first,
-    given,
-    open_predictor_shown,
-    preset,
-    run_experiment,
-    saved,
-    start_report,
-)
-from cotplan.errors import InputError
-from cotplan.intervals import compact as fmt
+from cotplan.cli.report_folders import finish_report
+from cotplan.io.reports import ReportFolder
 
-__all__ = ["app"]
+if TYPE_CHECKING:
+    from cotplan.research.runs import PredictorSpec
+
+__all__ = ["Shared", "app", "shared_options"]
 
 app = typer.Typer(
     help="Reproduce the paper's experiments on a model or an exact reference.",
     no_args_is_help=True,
 )
+console = Console()
 
 BACKEND_HELP = (
     "'local' (the embedded model), 'local:PATH', 'openai:MODEL' (add --base-url for any "
@@ -56,8 +50,6 @@ BACKEND_HELP = (
     "'pe:PE[:states][:quick]' with PE one of none, learned, sinusoidal, rope, alibi (trained "
     "on first use, then loaded)."
 )
-
-
 Opt = typer.Option
 Backend = Annotated[str, Opt("--backend", "-b", help=BACKEND_HELP)]
 BaseUrl = Annotated[str | None, Opt("--base-url", help="Endpoint of an OpenAI-compatible server.")]
@@ -82,206 +74,174 @@ PromptLogprobs = Annotated[
 ]
 
 
+@dataclass(frozen=True)
+class Shared:
+    """The options every experiment command takes, as given."""
+
+    backend: str = "local"
+    base_url: str | None = None
+    quick: bool = False
+    seed: int = 0
+    out: Path | None = None
+    charts: bool = True
+    instruction: str = ""
+    concurrency: int | None = None
+    timeout: float = DEFAULT_TIMEOUT_S
+    max_retries: int = DEFAULT_MAX_RETRIES
+    prompt_logprobs: bool = False
+
+    def predictor(self) -> PredictorSpec:
+        """The predictor these options name; --timeout and --max-retries reach its client."""
+        from cotplan.research.runs import PredictorSpec
+
+        def connection() -> dict[str, Any]:
+            check_timeouts(self.timeout, self.max_retries)
+            return connect_options(self.backend, self.timeout, self.max_retries)
+
+        return PredictorSpec(self.backend, self.base_url, self.instruction, self.concurrency,
+                             self.prompt_logprobs, connection)  # fmt: skip
+
+
+#: The shared options' types (with their flags and help): three before a command's own
+#: options in `--help`, the rest after them.
+_FIRST = {"backend": Backend, "base_url": BaseUrl, "quick": Quick}
+_LAST = {
+    "seed": Seed,
+    "out": Out,
+    "charts": Charts,
+    "instruction": Instruction,
+    "concurrency": Concurrency,
+    "timeout": TimeoutOption,
+    "max_retries": MaxRetriesOption,
+    "prompt_logprobs": PromptLogprobs,
+}
+
+
+def shared_options(command: Callable[..., None]) -> Callable[..., None]:
+    """Give `command(shared, **own)` the shared options around its own ones: typer reads the
+    signature made here, and the command gets them as one `Shared`."""
+    own = [p for p in inspect.signature(command, eval_str=True).parameters.values()][1:]
+    defaults = {f.name: f.default for f in dataclasses.fields(Shared)}
+
+    def option(name: str, kind: Any) -> inspect.Parameter:
+        keyword = inspect.Parameter.KEYWORD_ONLY
+        return inspect.Parameter(name, keyword, default=defaults[name], annotation=kind)
+
+    @functools.wraps(command)
+    def with_shared(**given: Any) -> None:
+        command(Shared(**{name: given.pop(name) for name in defaults}), **given)
+
+    params = [option(*o) for o in _FIRST.items()] + own + [option(*o) for o in _LAST.items()]
+    with_shared.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    return with_shared
+
+
+def _report(shared: Shared, name: str, label: str | None = None) -> ReportFolder:
+    """The report folder, named as the command starts (`reports/NAME-<time>-<random>-LABEL`)."""
+    label = shared.backend if label is None else label
+    return ReportFolder.start(shared.out, kind=name, label=label, command=f"experiment {name}")
+
+
+def _save(report: ReportFolder, result: Any, charts: bool) -> None:
+    """Save the result's tables and charts, move the files into place together, say where."""
+    from cotplan.charts import save as save_result
+
+    files = save_result(result, report.path, charts=charts)
+    folder = finish_report(report)
+    console.print(f"saved {len(files)} files in {escape(str(folder))}")
+
+
+def _run(name: str, shared: Shared, **options: Any) -> None:
+    """Check, run, print and save experiment `name` (options None: the preset's value)."""
+    from cotplan.research.render import progress, render_experiment
+    from cotplan.research.runs import prepare_experiment
+
+    given = {key: value for key, value in options.items() if value is not None}
+    run = prepare_experiment(name, shared.predictor(), quick=shared.quick, seed=shared.seed,
+                             options=given)  # fmt: skip
+    if run.notice:
+        console.print(run.notice)
+    with _report(shared, name) as report:
+        result = run.run(progress(console))
+        render_experiment(name, result, console)
+        _save(report, result, shared.charts)
+
+
 @app.command()
+@shared_options
 def martingale(
+    shared: Shared,
     *,
-    backend: Backend = "local",
-    base_url: BaseUrl = None,
-    quick: Quick = False,
     design: Annotated[
         str, Opt(help="'nested' (one pass per sequence) or 'independent'.")
     ] = "nested",
     n_sequences: Annotated[int | None, Opt(help="Sequences per n (preset if omitted).")] = None,
-    seed: Seed = 0,
-    out: Out = None,
-    charts: Charts = True,
-    instruction: Instruction = "",
-    concurrency: Concurrency = None,
-    timeout: TimeoutOption = DEFAULT_TIMEOUT_S,
-    max_retries: MaxRetriesOption = DEFAULT_MAX_RETRIES,
-    prompt_logprobs: PromptLogprobs = False,
 ) -> None:
     """The martingale gap Δ̂n with its A·log n/n + B fit, beside the exact Bayes reference."""
-    run_experiment(
-        "martingale",
-        given(design=design, n_sequences=n_sequences),
-        backend=backend,
-        base_url=base_url,
-        quick=quick,
-        seed=seed,
-        out=out,
-        charts=charts,
-        instruction=instruction,
-        concurrency=concurrency,
-        timeout=timeout,
-        max_retries=max_retries,
-        prompt_logprobs=prompt_logprobs,
-    )
+    _run("martingale", shared, design=design, n_sequences=n_sequences)
 
 
 @app.command()
+@shared_options
 def debias(
+    shared: Shared,
     *,
-    backend: Backend = "local",
-    base_url: BaseUrl = None,
-    quick: Quick = False,
     source: Annotated[
         Path | None,
         Opt("--from", help="A saved martingale folder or martingale_per_sequence.csv to reuse."),
     ] = None,
     all_positions: Annotated[bool, Opt(help="Use every position of a nested run.")] = False,
-    seed: Seed = 0,
-    out: Out = None,
-    charts: Charts = True,
-    instruction: Instruction = "",
-    concurrency: Concurrency = None,
-    timeout: TimeoutOption = DEFAULT_TIMEOUT_S,
-    max_retries: MaxRetriesOption = DEFAULT_MAX_RETRIES,
-    prompt_logprobs: PromptLogprobs = False,
 ) -> None:
     """Find, fit and remove the periodic positional part of the per-position gaps."""
-    from cotplan.research.experiments import (
-        martingale_gap,
-        planned_predictions,
-        positional_debias,
-        read_gaps,
-    )
+    from cotplan.charts import save as save_result
+    from cotplan.research.render import progress, render_debias
+    from cotplan.research.runs import prepare_debias
 
-    params = preset("debias", quick)
-    if source is None:
-        mparams = preset("martingale", quick)
-        check_first(
-            backend,
-            concurrency,
-            ("martingale", mparams),
-            base_url=base_url,
-            prompt_logprobs=prompt_logprobs,
-        )
-        check_timeouts(timeout, max_retries)
-    elif prompt_logprobs:
-        raise InputError(
-            "--from reuses saved gaps and makes no model requests", field="prompt_logprobs"
-        )
-    with start_report(out, "debias", "gaps" if source is not None else backend) as report:
-        if source is not None:
-            result = positional_debias(read_gaps(source), seed=seed, **params)
-            name = "gaps"
-        else:
-            with (
-                open_predictor_shown(
-                    backend,
-                    base_url,
-                    instruction,
-                    concurrency,
-                    timeout=timeout,
-                    max_retries=max_retries,
-                    prompt_logprobs=prompt_logprobs,
-                ) as predictor,
-                progress() as st,
-            ):
-                gaps = martingale_gap(
-                    predictor,
-                    seed=seed,
-                    progress=st("martingale", planned_predictions("martingale", mparams)),
-                    **mparams,
-                )
-            print_run(gaps.run)
-            result = positional_debias(gaps, seed=seed, all_positions=all_positions, **params)
-            name = predictor.name
-            save_result(gaps, report.path, charts=charts)
-        console.print(
-            f"{escape(name)}: period {result.period:.2f} (detected {result.detected_period:.2f}, "
-            f"p = {fmt(result.p_value)}), harmonics explain {fmt(result.explained)}, variance "
-            f"change {fmt(result.variance_change)}, position R² {fmt(result.r2_before)} -> "
-            f"{fmt(result.r2_after)}"
-        )
-        print_rows(result.versus_paper(), "Positional debiasing vs the paper")
-        saved(report, save_result(result, report.path, charts=charts))
+    run = prepare_debias(shared.predictor(), quick=shared.quick, seed=shared.seed,
+                         source=source, all_positions=all_positions)  # fmt: skip
+    with _report(shared, "debias", "gaps" if source is not None else None) as report:
+        outcome = run.run(progress(console))
+        if outcome.gaps is not None:
+            save_result(outcome.gaps, report.path, charts=shared.charts)
+        render_debias(outcome, console)
+        _save(report, outcome.result, shared.charts)
 
 
 @app.command()
+@shared_options
 def order(
+    shared: Shared,
     *,
-    backend: Backend = "local",
-    base_url: BaseUrl = None,
-    quick: Quick = False,
-    n_orderings: int | None = typer.Option(
-        None, help="Orderings per multiset (preset if omitted)."
-    ),
-    seed: Seed = 0,
-    out: Out = None,
-    charts: Charts = True,
-    instruction: Instruction = "",
-    concurrency: Concurrency = None,
-    timeout: TimeoutOption = DEFAULT_TIMEOUT_S,
-    max_retries: MaxRetriesOption = DEFAULT_MAX_RETRIES,
-    prompt_logprobs: PromptLogprobs = False,
+    n_orderings: Annotated[
+        int | None, Opt(help="Orderings per multiset (preset if omitted).")
+    ] = None,
 ) -> None:
     """Spread of P(next = 1) over orderings of one multiset, versus orderings averaged."""
-    run_experiment(
-        "order",
-        given(n_orderings=n_orderings),
-        backend=backend,
-        base_url=base_url,
-        quick=quick,
-        seed=seed,
-        out=out,
-        charts=charts,
-        instruction=instruction,
-        concurrency=concurrency,
-        timeout=timeout,
-        max_retries=max_retries,
-        prompt_logprobs=prompt_logprobs,
-    )
+    _run("order", shared, n_orderings=n_orderings)
 
 
 @app.command()
+@shared_options
 def entropy(
+    shared: Shared,
     *,
-    backend: Backend = "local",
-    base_url: BaseUrl = None,
-    quick: Quick = False,
     p: Annotated[str | None, Opt("--p", help="Bernoulli p, or 'prior' (p ~ Beta(1,1)).")] = None,
     n_max: Annotated[int | None, Opt(help="Sequence length (preset if omitted).")] = None,
     n_sequences: Annotated[int | None, Opt(help="Sequences (preset if omitted).")] = None,
-    seed: Seed = 0,
-    out: Out = None,
-    charts: Charts = True,
-    instruction: Instruction = "",
-    concurrency: Concurrency = None,
-    timeout: TimeoutOption = DEFAULT_TIMEOUT_S,
-    max_retries: MaxRetriesOption = DEFAULT_MAX_RETRIES,
-    prompt_logprobs: PromptLogprobs = False,
 ) -> None:
     """Cross-entropy per position against H(p), beside Laplace, KT, the MLE and the Bayes limit."""
     from cotplan.research.experiments import read_p
 
-    options = given(n_max=n_max, n_sequences=n_sequences)
-    if p is not None:
-        options["p"] = read_p(p)  # None here means the uniform prior, not the preset
-    run_experiment(
-        "entropy",
-        options,
-        backend=backend,
-        base_url=base_url,
-        quick=quick,
-        seed=seed,
-        out=out,
-        charts=charts,
-        instruction=instruction,
-        concurrency=concurrency,
-        timeout=timeout,
-        max_retries=max_retries,
-        prompt_logprobs=prompt_logprobs,
-    )
+    # `read_p` gives None for the uniform prior, which is not the preset: passed as given.
+    extra = {} if p is None else {"p": read_p(p)}
+    _run("entropy", shared, n_max=n_max, n_sequences=n_sequences, **extra)
 
 
 @app.command()
+@shared_options
 def falck(
+    shared: Shared,
     *,
-    backend: Backend = "local",
-    base_url: BaseUrl = None,
-    quick: Quick = False,
     n_paths: Annotated[
         int | None, Opt(help="Sampled paths per setting (preset if omitted).")
     ] = None,
@@ -289,50 +249,20 @@ def falck(
         int | None,
         Opt(help="Contexts per n for T3 (preset if omitted: 2 quick, 4 full; Falck et al.: 9)."),
     ] = None,
-    seed: Seed = 0,
-    out: Out = None,
-    charts: Charts = True,
-    instruction: Instruction = "",
-    concurrency: Concurrency = None,
-    timeout: TimeoutOption = DEFAULT_TIMEOUT_S,
-    max_retries: MaxRetriesOption = DEFAULT_MAX_RETRIES,
-    prompt_logprobs: PromptLogprobs = False,
 ) -> None:
     """Falck et al.'s T1, T2, T3 checks: bayes_icl's definitions beside cotplan's exact bands."""
-    run_experiment(
-        "falck",
-        given(n_paths=n_paths, t3_contexts=t3_contexts),
-        backend=backend,
-        base_url=base_url,
-        quick=quick,
-        seed=seed,
-        out=out,
-        charts=charts,
-        instruction=instruction,
-        concurrency=concurrency,
-        timeout=timeout,
-        max_retries=max_retries,
-        prompt_logprobs=prompt_logprobs,
-    )
+    _run("falck", shared, n_paths=n_paths, t3_contexts=t3_contexts)
 
 
 @app.command()
+@shared_options
 def report(
+    shared: Shared,
     *,
-    backend: Backend = "local",
-    base_url: BaseUrl = None,
-    quick: Quick = False,
     only: Annotated[
         str | None,
         Opt(help="Comma-separated experiments (martingale,debias,order,entropy,falck)."),
     ] = None,
-    seed: Seed = 0,
-    out: Out = None,
-    charts: Charts = True,
-    instruction: Instruction = "",
-    concurrency: Concurrency = None,
-    timeout: TimeoutOption = DEFAULT_TIMEOUT_S,
-    max_retries: MaxRetriesOption = DEFAULT_MAX_RETRIES,
     cot_lab: Annotated[
         str | None,
         Opt(
@@ -347,63 +277,17 @@ def report(
         str | None,
         Opt("--p", help="Entropy experiment: Bernoulli p, or 'prior' (p ~ Beta(1,1))."),
     ] = None,
-    prompt_logprobs: PromptLogprobs = False,
 ) -> None:
     """Every headline number of the paper beside what this backend gives, with verdicts."""
-    from cotplan.research.experiments import EXPERIMENTS, PRESETS, read_p
-    from cotplan.research.reproduction import check_lab_options, reproduction_report
+    from cotplan.research.render import progress, render_report
+    from cotplan.research.runs import prepare_report
 
-    chosen = tuple(e.strip() for e in only.split(",") if e.strip()) if only else EXPERIMENTS
-    unknown = [e for e in chosen if e not in EXPERIMENTS]
-    if unknown or not chosen:
-        raise InputError(f"unknown {unknown or [only]}; choose from {EXPERIMENTS}", field="only")
-    lab_families = tuple(f.strip() for f in cot_lab.split(",") if f.strip()) if cot_lab else ()
-    if cot_lab is not None:
-        check_lab_options(lab_families, cot_lab_preset)
-    preset = "quick" if quick else "full"
-    overrides: dict[str, dict[str, Any]] = {}
-    if p is not None:
-        overrides["entropy"] = {"p": read_p(p)}
-    check_first(
-        backend,
-        concurrency,
-        *(
-            (name, {**PRESETS[preset][name], **overrides.get(name, {})})
-            for name in chosen
-            if name != "debias"
-        ),
-        base_url=base_url,
-        prompt_logprobs=prompt_logprobs,
-    )
-    check_timeouts(timeout, max_retries)
-    with start_report(out, "report", backend) as report_folder:
-        with (
-            open_predictor_shown(
-                backend,
-                base_url,
-                instruction,
-                concurrency,
-                timeout=timeout,
-                max_retries=max_retries,
-                prompt_logprobs=prompt_logprobs,
-            ) as predictor,
-            progress() as st,
-        ):
-            result = reproduction_report(
-                predictor,
-                preset,
-                seed,
-                experiments=chosen,
-                overrides=overrides,
-                stage=st,
-                cot_lab=lab_families,
-                cot_lab_preset=cot_lab_preset,
-            )
-        print_rows(result.to_frame(), f"Reproduction report: {result.predictor}")
-        console.print(escape(result.tally_line()))
-        console.print(escape(result.capability()))
-        console.print(f"{result.requests} model requests in total")
-        saved(report_folder, save_result(result, report_folder.path, charts=charts))
+    run = prepare_report(shared.predictor(), quick=shared.quick, seed=shared.seed, only=only,
+                         cot_lab=cot_lab, cot_lab_preset=cot_lab_preset, p=p)  # fmt: skip
+    with _report(shared, "report") as folder:
+        result = run.run(progress(console))
+        render_report(result, console)
+        _save(folder, result, shared.charts)
 
 
 @app.command("pe-ablation")
@@ -439,56 +323,12 @@ def pe_ablation(
     evaluates. Prints the training losses beside the Bayes-optimal loss, the variance over
     orderings at t = 20 and beyond beside the paper's v2 table, and the martingale-gap fits.
     """
-    for name, value in (("seeds", seeds), ("steps", steps), ("threads", threads)):
-        if value is not None and value < 1:
-            raise InputError(f"must be >= 1, got {value}", field=name)
-    if seed < 0:
-        raise InputError(f"must be >= 0, got {seed}", field="seed")
-    from cotplan.research.lab import require_torch
+    from cotplan.research.render import progress, render_ablation
+    from cotplan.research.runs import prepare_ablation
 
-    require_torch()
-    from cotplan.research.lab.ablation import ablation_variants, pe_ablation_seeds
-    from cotplan.research.lab.ablation import pe_ablation as run_ablation
-    from cotplan.research.lab.transformer import POSITIONAL_ENCODINGS
-
-    chosen = (
-        tuple(e.strip().lower() for e in encodings.split(",") if e.strip())
-        if encodings
-        else POSITIONAL_ENCODINGS
-    )
-    ablation_variants(chosen, "tokens", ordinary)  # unknown encodings fail before any training
-    overrides: dict[str, Any] = {} if steps is None else {"steps": steps}
-    preset = "quick" if quick else "full"
-    with start_report(out, "pe-ablation", preset) as report:
-        if seeds > 1:
-            with progress() as st:
-                spread = pe_ablation_seeds(
-                    preset,
-                    seeds=range(seed, seed + seeds),
-                    encodings=chosen,
-                    ordinary_none=ordinary,
-                    threads=threads,
-                    retrain=retrain,
-                    stage=st,
-                    **overrides,
-                )
-            print_spread(spread)
-            print_rows(spread.versus_paper(), "Across seeds vs the paper (v2)")
-            console.print(f"{len(spread.seeds)} seeds in {spread.wall_s:.1f} s")
-            saved(report, save_result(spread, report.path, charts=charts))
-            return
-        with progress() as st:
-            result = run_ablation(
-                preset,
-                encodings=chosen,
-                ordinary_none=ordinary,
-                seed=seed,
-                threads=threads,
-                retrain=retrain,
-                stage=st,
-                **overrides,
-            )
-        print_ablation(result)
-        print_rows(result.versus_paper(), "Positional-encoding ablation vs the paper (v2)")
-        console.print(f"{len(result.variants)} models in {result.wall_s:.1f} s")
-        saved(report, save_result(result, report.path, charts=charts))
+    run = prepare_ablation(quick=quick, encodings=encodings, ordinary=ordinary, seed=seed,
+                           steps=steps, threads=threads, retrain=retrain, seeds=seeds)  # fmt: skip
+    with _report(Shared(out=out), "pe-ablation", run.preset) as report:
+        result = run.run(progress(console))
+        render_ablation(result, console)
+        _save(report, result, charts)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import typer
 from rich.console import Console
@@ -11,8 +10,7 @@ from rich.table import Table
 
 from cotplan.backends import models as model_files
 from cotplan.backends.adapters import KNOWN_ADAPTERS, locate_adapter
-from cotplan.errors import InputError, ModelFileError
-from cotplan.validation import require_choice, require_int, require_positive
+from cotplan.errors import ModelFileError
 
 __all__ = ["app"]
 
@@ -81,46 +79,15 @@ def train_thinking(
     ),
 ) -> None:
     """Train the embedded thinking model's LoRA adapter (needs `pip install 'cotplan[train]'`)."""
-    from cotplan.thinking.data import PRESETS, ThinkingSettings
-    from cotplan.thinking.train import check_out, install_adapter, train_adapter
+    from cotplan.thinking.adapter_training import train_thinking
 
-    require_choice(preset, "preset", PRESETS)
-    if checkpoint_every is not None:
-        require_int(checkpoint_every, "checkpoint_every", low=1)
-
-    low, _, high = rechecks.partition("-")
-    if not (low.isdigit() and high.isdigit() and 0 <= int(low) <= int(high)):
-        raise InputError(f"must read FEWEST-MOST, e.g. 2-3, got {rechecks!r}", field="rechecks")
-    if preset == "long-focus" and resume is None:
-        raise InputError(
-            "the 'long-focus' stage trains further a 'long' adapter: give --resume DIR",
-            field="resume",
-        )
-    if resume is not None and not (resume / "peft").is_dir():
-        raise InputError(f"no trained adapter (peft/) in {resume}", field="resume")
-    if max_seconds is not None:
-        require_positive(max_seconds, "max_seconds")
-    check_out(out)
-    chosen: dict[str, Any] = {**PRESETS[preset], "seed": seed}
-    if learning_rate is not None:
-        chosen["learning_rate"] = learning_rate
-    chosen["rechecks"] = (int(low), int(high))
-    if examples is not None:
-        chosen["examples"] = examples
-    settings = ThinkingSettings(**chosen)
-    report = train_adapter(
-        settings,
-        out,
-        log=_console.print,
-        max_seconds=max_seconds,
-        resume=resume,
-        checkpoint_every=checkpoint_every,
-    )
-    _console.print(report.to_dict())
-    if install:
-        earlier = (resume,) if resume is not None else ()
-        name = "thinking-long" if preset.startswith("long") else "thinking"
-        _console.print(f"installed: {install_adapter(out, earlier, adapter=name)}")
+    done = train_thinking(out, preset=preset, examples=examples, seed=seed,
+                          max_seconds=max_seconds, resume=resume, learning_rate=learning_rate,
+                          rechecks=rechecks, install=install, checkpoint_every=checkpoint_every,
+                          log=_console.print)  # fmt: skip
+    _console.print(done.report.to_dict())
+    if done.installed is not None:
+        _console.print(f"installed: {done.installed}")
 
 
 @app.command()

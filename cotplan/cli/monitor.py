@@ -6,31 +6,18 @@ Exit status 1 when the error alarm fires, so a scheduled job can act on it.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
-from rich import box
 from rich.console import Console
-from rich.table import Table
 
 from cotplan.errors import InputError
+from cotplan.render.production import print_monitor
 
-if TYPE_CHECKING:
-    from cotplan.production.monitor import SizeLine
-
-__all__ = ["monitor", "register"]
+__all__ = ["monitor"]
 
 _console = Console(highlight=False)
-
-
-def _number(value: float, digits: int = 2) -> str:
-    return "–" if math.isnan(value) else f"{value:.{digits}f}"
-
-
-def _money(value: float) -> str:
-    return "–" if math.isnan(value) else f"${value:.6f}"
 
 
 def _existing(path: Path | None, field: str) -> None:
@@ -95,121 +82,6 @@ def monitor(
         delta=delta,
         exit_plan=exit_plan,
     )
-    _print(report)
+    print_monitor(_console, report)
     if report.alarm:
         raise typer.Exit(1)
-
-
-def register(app: typer.Typer) -> None:
-    """Add `cotplan monitor` to the top-level app."""
-    app.command()(monitor)
-
-
-def _print(report: object) -> None:
-    from cotplan.production.monitor import MonitorReport
-
-    assert isinstance(report, MonitorReport)
-    if report.calls == 0:
-        # A gateway just started has logged nothing yet: normal, so no error and no empty
-        # tables that would read as a plan with no sizes.
-        others = (
-            f" of the plan's model ({report.other_models} for others)"
-            if report.other_models
-            else ""
-        )
-        _console.print(f"no calls logged yet{others} in {report.log}: nothing to compare")
-        return
-    under = f" ({report.exit_calls} under the certified exit)" if report.exit_calls else ""
-    _console.print(f"{report.calls} calls in {report.log}{under}")
-    fixed = [line for line in report.sizes if not line.exit_rule]
-    if fixed:
-        _print_fixed(fixed)
-    exits = [line for line in report.sizes if line.exit_rule]
-    if exits:
-        _print_exits(exits)
-    _console.print(
-        f"spend {_money(report.spend_usd)} (projected {_money(report.projected_usd)}); "
-        f"reasoning tokens {report.reasoning_tokens} (projected "
-        f"{_number(report.projected_reasoning_tokens, 0)})"
-    )
-    for note in report.notes:
-        _console.print(f"note: {note}")
-    if report.test is not None:
-        style = "bold red" if report.test.alarm else "green"
-        _console.print(f"[{style}]{report.test.verdict}[/]")
-
-
-def _wrong(line: SizeLine) -> str:
-    return f"{line.label_errors}/{line.labelled}" if line.labelled else "–"
-
-
-def _print_fixed(lines: list[SizeLine]) -> None:
-    # Two narrow tables rather than one wide one: each fits an 80-column terminal.
-    caps = Table(title="the cap, by size", box=box.SIMPLE_HEAD)
-    spend = Table(title="spend per call, by size", box=box.SIMPLE_HEAD)
-    for name in ("n", "cap", "basis", "calls", "bit", "calib.", "forced", "calib.", "wrong"):
-        caps.add_column(name, justify="left" if name == "basis" else "right")
-    for name in ("n", "cap", "reasoning", "calib.", "spend", "projected"):
-        spend.add_column(name, justify="right")
-    for line in lines:
-        size = f"{line.size:g}"
-        caps.add_row(
-            size,
-            str(line.cap),
-            line.basis,
-            str(line.calls),
-            _number(line.cap_bitten),
-            _number(line.predicted_bitten),
-            _number(line.answer_forced),
-            _number(line.predicted_forced),
-            _wrong(line),
-        )
-        spend.add_row(
-            size,
-            str(line.cap),
-            _number(line.reasoning_tokens, 1),
-            _number(line.predicted_reasoning_tokens, 1),
-            _money(line.cost_usd / line.calls),
-            _money(line.projected_cost_usd / line.calls),
-        )
-    _console.print(caps)
-    _console.print(spend)
-
-
-def _print_exits(lines: list[SizeLine]) -> None:
-    # "bit" is the share that ran to the ceiling, beside the exit replayed on the calibration,
-    # never beside the fixed cap's bite rate (see cotplan.production.monitor).
-    stops = Table(title="the certified exit: where it stopped, by size", box=box.SIMPLE_HEAD)
-    spend = Table(title="the certified exit: spend per call, by size", box=box.SIMPLE_HEAD)
-    for name in ("n", "ceiling", "calls", "rule", "ended", "at cap", "bit", "calib.", "wrong"):
-        stops.add_column(name, justify="right")
-    # Its replayed reasoning is the replayed stop k plus probe answers: no column for it.
-    for name in ("n", "stop k", "calib.", "probes", "calib.", "share", "reasoning", "spend"):
-        spend.add_column(name, justify="right")
-    for line in lines:
-        size = f"{line.size:g}"
-        stops.add_row(
-            size,
-            str(line.cap),
-            str(line.calls),
-            str(line.by_rule),
-            str(line.by_end),
-            str(line.by_ceiling),
-            _number(line.cap_bitten),
-            _number(line.predicted_bitten),
-            _wrong(line),
-        )
-        spend.add_row(
-            size,
-            _number(line.stop_k, 1),
-            _number(line.predicted_stop_k, 1),
-            _number(line.probe_tokens / line.calls, 1),
-            _number(line.predicted_probe_tokens, 1),
-            _number(line.probe_share),
-            _number(line.reasoning_tokens, 1),
-            _money(line.cost_usd / line.calls),
-        )
-    _console.print(stops)
-    for size, rule in dict.fromkeys((f"{line.size:g}", line.exit_rule) for line in lines):
-        _console.print(f"  rule at n = {size}: {rule}")
-    _console.print(spend)

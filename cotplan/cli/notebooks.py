@@ -16,7 +16,7 @@ import typer
 
 from cotplan.errors import ConfigError, InputError
 
-__all__ = ["jupyterlab_command", "register"]
+__all__ = ["jupyterlab_command", "notebooks"]
 
 
 def jupyterlab_command(notebooks: Path, port: int, open_browser: bool) -> list[str]:
@@ -43,14 +43,10 @@ def jupyterlab_command(notebooks: Path, port: int, open_browser: bool) -> list[s
     return command
 
 
-def register(app: typer.Typer) -> None:
-    def notebooks(
-        notebooks: Path = typer.Option(Path("notebooks"), help="The notebooks folder."),
-        port: int = typer.Option(8888, help="Port on 127.0.0.1."),
-        browser: bool = typer.Option(False, help="Open a browser."),
-    ) -> None:
-        """Open JupyterLab on the notebooks, listening on 127.0.0.1 only."""
-        raise typer.Exit(subprocess.call(jupyterlab_command(notebooks, port, browser)))
-
-    app.command("notebooks")(notebooks)
-    app.command("lab", hidden=True)(notebooks)  # the earlier name, kept for scripts using it
+def notebooks(
+    notebooks: Path = typer.Option(Path("notebooks"), help="The notebooks folder."),
+    port: int = typer.Option(8888, help="Port on 127.0.0.1."),
+    browser: bool = typer.Option(False, help="Open a browser."),
+) -> None:
+    """Open JupyterLab on the notebooks, listening on 127.0.0.1 only."""
+    raise typer.Exit(subprocess.call(jupyterlab_command(notebooks, port, browser)))

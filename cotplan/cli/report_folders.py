@@ -12,7 +12,7 @@ from typing import cast
 
 from rich.console import Console
 
-from cotplan.cli.out_lock import lock_folder, remove_leftovers, unlock_folder
+from cotplan.io.folder_lock import lock_folder, remove_leftovers, unlock_folder
 from cotplan.io.reports import Committed, ReportFolder, check_report_file
 
 __all__ = ["check_read", "finish_report", "start_report"]
@@ -22,7 +22,7 @@ console = Console()
 
 @dataclass
 class _LockedReport(ReportFolder):
-    """A report folder this run holds the lock of (`cotplan.cli.out_lock`) until it is
+    """A report folder this run holds the lock of (`cotplan.io.folder_lock`) until it is
     committed or discarded."""
 
     lock: int = -1

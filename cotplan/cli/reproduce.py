@@ -13,20 +13,15 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from cotplan.io.reports import reports_root
-from cotplan.research.experiments import PROMPT_LOGPROBS_CHANGE_NOTHING
 
-if TYPE_CHECKING:
-    from cotplan.research.reproduce_plan import ReproductionPlan
-
-__all__ = ["register", "reproduce_command", "run_in_subprocess"]
+__all__ = ["reproduce_command", "run_in_subprocess"]
 
 console = Console()
 Opt = typer.Option
@@ -45,81 +40,60 @@ def _default_out(preset: str, backend: str) -> Path:
     return reports_root() / f"reproduce-{preset}-{re.sub(r'[^A-Za-z0-9_.-]+', '-', backend)}"
 
 
-def _print_plan(plan: ReproductionPlan) -> None:
-    table = Table(title=f"cotplan reproduce: preset {plan.preset}, backend {escape(plan.backend)}")
-    columns = ("step", "state", "requests at most", "estimate")
-    for column in columns:
-        table.add_column(column, justify="right" if column != "step" else "left")
-    rows = plan.rows()
-    for row in rows:
-        table.add_row(*(escape(row[c]) for c in columns))
-    console.print(table)
-    # Commands and sources on lines of their own: a table column would fold them unreadably.
-    console.print("commands:", highlight=False)
-    for row in rows:
-        console.print(f"  {escape(row['step'])}: {escape(row['command'])}", highlight=False)
-    console.print("estimates from:", highlight=False)
-    for row in rows:
-        console.print(f"  {escape(row['step'])}: {escape(row['from'])}", highlight=False)
-    console.print(escape(plan.summary()), highlight=False)
-    if plan.prompt_logprobs:
-        unchanged = "; ".join(PROMPT_LOGPROBS_CHANGE_NOTHING.values())
-        console.print(
-            "--prompt-logprobs: martingale, debias and entropy read each sequence in one "
-            f"request; the rest are unchanged ({escape(unchanged)})",
-            highlight=False,
-        )
-    console.print(f"report folder: {escape(str(plan.out))}", highlight=False)
+Preset = Annotated[str, Opt(help="'quick' (minutes) or 'full' (the docs' full grids).")]
+Backend = Annotated[
+    str,
+    Opt(
+        "--backend",
+        "-b",
+        help="Model of the experiment steps: 'local', 'local:NAME', 'openai:MODEL' or an "
+        "exact reference (laplace, kt, ...). Lab steps use the lab's own models.",
+    ),
+]
+BaseUrl = Annotated[
+    str | None,
+    Opt(
+        "--base-url",
+        help="Endpoint of the OpenAI-compatible server of -b openai:MODEL, passed to every "
+        "experiment step.",
+    ),
+]
+PromptLogprobs = Annotated[
+    bool,
+    Opt(
+        "--prompt-logprobs",
+        help="Every experiment step reads a sequence's positions from one request (vLLM's "
+        "prompt_logprobs): martingale and entropy make one request per sequence, order and "
+        "falck as many as without. Needs a vLLM server: -b openai:MODEL --base-url URL.",
+    ),
+]
+Out = Annotated[
+    Path | None,
+    Opt(
+        "--out",
+        "-o",
+        help="Report folder; the same folder resumes (default: reports/reproduce-PRESET-BACKEND).",
+    ),
+]
+Seed = Annotated[int, Opt(help="Seed of every experiment.")]
+Yes = Annotated[bool, Opt("--yes", "-y", help="Do not ask before paid requests.")]
+DryRun = Annotated[bool, Opt("--dry-run", help="Print the plan and estimate only; start nothing.")]
 
 
 def reproduce_command(
     *,
-    preset: Annotated[
-        str, Opt(help="'quick' (minutes) or 'full' (the docs' full grids).")
-    ] = "quick",
-    backend: Annotated[
-        str,
-        Opt(
-            "--backend",
-            "-b",
-            help="Model of the experiment steps: 'local', 'local:NAME', 'openai:MODEL' or an "
-            "exact reference (laplace, kt, ...). Lab steps use the lab's own models.",
-        ),
-    ] = "local",
-    base_url: Annotated[
-        str | None,
-        Opt(
-            "--base-url",
-            help="Endpoint of the OpenAI-compatible server of -b openai:MODEL, passed to every "
-            "experiment step.",
-        ),
-    ] = None,
-    prompt_logprobs: Annotated[
-        bool,
-        Opt(
-            "--prompt-logprobs",
-            help="Every experiment step reads a sequence's positions from one request (vLLM's "
-            "prompt_logprobs): martingale and entropy make one request per sequence, order and "
-            "falck as many as without. Needs a vLLM server: -b openai:MODEL --base-url URL.",
-        ),
-    ] = False,
-    out: Annotated[
-        Path | None,
-        Opt(
-            "--out",
-            "-o",
-            help="Report folder; the same folder resumes (default: "
-            "reports/reproduce-PRESET-BACKEND).",
-        ),
-    ] = None,
-    seed: Annotated[int, Opt(help="Seed of every experiment.")] = 0,
-    yes: Annotated[bool, Opt("--yes", "-y", help="Do not ask before paid requests.")] = False,
-    dry_run: Annotated[
-        bool, Opt("--dry-run", help="Print the plan and estimate only; start nothing.")
-    ] = False,
+    preset: Preset = "quick",
+    backend: Backend = "local",
+    base_url: BaseUrl = None,
+    prompt_logprobs: PromptLogprobs = False,
+    out: Out = None,
+    seed: Seed = 0,
+    yes: Yes = False,
+    dry_run: DryRun = False,
 ) -> None:
     """Run the documented reproduction: plan and estimate first, resumable, one report."""
     # Imported here: planning reads every experiment module (scipy), which no other command needs.
+    from cotplan.research.render import render_plan
     from cotplan.research.reproduce_plan import plan_reproduction, run_plan
 
     plan = plan_reproduction(
@@ -130,7 +104,7 @@ def reproduce_command(
         base_url=base_url,
         prompt_logprobs=prompt_logprobs,
     )
-    _print_plan(plan)
+    render_plan(plan, console)
     if dry_run:
         console.print("dry run: nothing started, no requests sent")
         return
@@ -141,7 +115,3 @@ def reproduce_command(
             raise typer.Exit(1)
     written = run_plan(plan, run_in_subprocess, echo=lambda line: console.rule(escape(line)))
     console.print("report: " + ", ".join(escape(str(p)) for p in written))
-
-
-def register(app: typer.Typer) -> None:
-    app.command("reproduce")(reproduce_command)

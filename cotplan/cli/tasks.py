@@ -3,26 +3,23 @@
 from __future__ import annotations
 
 import json
-from collections import Counter
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from cotplan.errors import InputError
 from cotplan.tasks import (
-    TaskItem,
     item_to_dict,
     list_families,
     load_tasks,
-    make_tasks,
     save_tasks,
 )
+from cotplan.workflow import check_backend, family_items
 
-__all__ = ["app", "family_items"]
+__all__ = ["app"]
 
 app = typer.Typer(
     help="Calibration tasks: built-in families and JSONL task files.", no_args_is_help=True
@@ -40,69 +37,9 @@ def list_command(
     ] = False,
 ) -> None:
     """List the built-in task families, what n means for each, and which suit the demo."""
-    table = Table(title="built-in task families", show_lines=measured)
-    table.add_column("family", style="bold")
-    if measured:
-        table.add_column("demo")
-        table.add_column("measured on SmolLM2-135M (accuracy by reasoning budget)")
-        for info in list_families():
-            table.add_row(info.name, "yes" if info.demo else "no", info.measured)
-    else:
-        table.add_column("n means")
-        table.add_column("n range", justify="right")
-        table.add_column("answer")
-        table.add_column("demo")
-        table.add_column("description")
-        for info in list_families():
-            table.add_row(
-                info.name,
-                info.n_meaning,
-                f"{info.n_min}-{info.n_max}",
-                info.answer_kind,
-                "yes" if info.demo else "no",
-                info.description,
-            )
-    console = _console()
-    console.print(table)
-    console.print(
-        "demo = reasoning measurably helped the embedded SmolLM2-135M on this family "
-        "(docs/tasks.md has the numbers and the command)."
-    )
+    from cotplan.render.tasks import render_families
 
-
-def family_items(
-    family: str, *, n: int, count: int, seed: int, backend: str | None = None
-) -> list[TaskItem]:
-    """`count` items of `family` at size `n`: a built-in family's, or a lab family's where the
-    name says so (``lab-parity``) or the backend is a lab model (``lab:parity-overthink``),
-    whose models read only their own questions ("Parity: [1] 1 [2] 0 ...").
-
-    The lab's task maker lives above `cotplan.tasks` in the layers, so the choice is made here,
-    in the command line, for `tasks make` and `calibrate` alike."""
-    lab_backend = backend is not None and backend.partition(":")[0] == "lab"
-    if family.startswith("lab-") or lab_backend:
-        from cotplan.research.lab.reasoning.tasks import make_lab_tasks
-
-        return make_lab_tasks(family, n=n, count=count, seed=seed)
-    return make_tasks(family, n=n, count=count, seed=seed)
-
-
-def _check_backend(spec: str) -> None:
-    """`--backend` of `tasks make`: a spec `connect` knows and, for the lab, a lab family. The
-    items are made for it, so a typo would silently make the built-in questions instead.
-    (`cotplan.cli.calibrate.check_backend` also locates model files, which making items does
-    not need, and importing it here would close an import cycle.)"""
-    from cotplan.backends.registry import check_spec
-
-    check_spec(spec)
-    provider, _, family = spec.partition(":")
-    if provider == "lab":
-        from cotplan.research.lab.reasoning.tasks import get_lab_family
-
-        try:
-            get_lab_family(family)
-        except InputError as exc:
-            raise InputError(str(exc).split(": ", 1)[-1], field="backend") from exc
+    render_families(list_families(), _console(), measured=measured)
 
 
 @app.command("make")
@@ -142,7 +79,7 @@ def make_command(
     if out is not None and out.is_dir():
         raise InputError(f"{out} is a folder; name a file in it, e.g. tasks.jsonl", field="out")
     if backend is not None:
-        _check_backend(backend)
+        check_backend(backend)
     items = [
         item
         for size in n
@@ -201,34 +138,6 @@ def check_command(
     path: Annotated[Path, typer.Argument(help="A JSONL task file.")],
 ) -> None:
     """Validate a task file and summarise it (errors name the line and field)."""
-    items = load_tasks(path)
-    console = _console()
-    console.print(f"[bold]{escape(str(path))}[/]: {len(items)} items, all valid")
-    table = Table(show_header=True)
-    table.add_column("family")
-    table.add_column("items", justify="right")
-    table.add_column("answer kinds")
-    table.add_column("n")
-    by_family: dict[str, list[int | None]] = {}
-    kinds: dict[str, Counter[str]] = {}
-    for item in items:
-        by_family.setdefault(item.family, []).append(item.n)
-        kinds.setdefault(item.family, Counter())[item.kind] += 1
-    for family, sizes in by_family.items():
-        known = sorted({s for s in sizes if s is not None})
-        missing = sum(s is None for s in sizes)
-        shown = ", ".join(map(str, known[:8])) + (" ..." if len(known) > 8 else "")
-        if missing:
-            shown = (shown + "; " if shown else "") + f"{missing} without n (prompt tokens)"
-        table.add_row(
-            family,
-            str(len(sizes)),
-            ", ".join(f"{k} {v}" for k, v in kinds[family].items()),
-            shown,
-        )
-    console.print(table)
-    if any(item.n is None for item in items):
-        console.print(
-            "items without `n` are sized by their prompt's token count when calibrating; "
-            "set `n` to say what size means for your task."
-        )
+    from cotplan.render.tasks import render_task_file
+
+    render_task_file(path, load_tasks(path), _console())

@@ -18,13 +18,12 @@ from cotplan.generate.prompts import ChatTemplate, CoTPrompt, template_for
 from cotplan.generate.protocols import protocol_for, resolve_protocol
 from cotplan.tasks.item import TaskItem
 from cotplan.tasks.size import item_size
-from cotplan.validation import require_budget
+from cotplan.validation import BUDGET, validate_params
 
 __all__ = [
     "BudgetSetup",
     "Mode",
     "budget_setup",
-    "check_budget",
     "driven_as",
     "item_messages",
     "joiner",
@@ -32,12 +31,6 @@ __all__ = [
 ]
 
 Mode = Literal["template", "chat", "hidden"]
-
-
-def check_budget(k: object, name: str = "k") -> int:
-    """`k` as a whole number of tokens (`cotplan.validation.require_budget`), or an
-    `InputError` naming `name`."""
-    return require_budget(k, name, high=10**9)  # as `backends.budgets`: any provider's cap
 
 
 def _server_caps(rule: BudgetRule) -> bool:
@@ -176,6 +169,7 @@ class BudgetSetup:
         return 1 if self.backend.supports_logprobs else 0
 
 
+@validate_params(answer_tokens=BUDGET)
 def budget_setup(
     backend: Backend,
     item: TaskItem,
@@ -191,7 +185,6 @@ def budget_setup(
     """Check the arguments once and build the `BudgetSetup` of one item."""
     if not isinstance(item, TaskItem):
         raise InputError(f"must be a TaskItem, got {type(item).__name__}", field="item")
-    answer_tokens = check_budget(answer_tokens, "answer_tokens")
     if answer_tokens < 1:
         raise InputError("must be at least 1", field="answer_tokens")
     chosen = resolve_mode(backend, mode)

@@ -62,7 +62,6 @@ from dataclasses import replace
 from typing import Literal
 
 from cotplan.backends.base import Backend, Completion
-from cotplan.errors import InputError
 from cotplan.generate.answer_record import BudgetedAnswer, answer_probability, answers_frame
 from cotplan.generate.budget_modes import (
     chat_answer,
@@ -75,7 +74,6 @@ from cotplan.generate.budget_setup import (
     BudgetSetup,
     Mode,
     budget_setup,
-    check_budget,
     driven_as,
     item_messages,
     joiner,
@@ -90,6 +88,7 @@ from cotplan.generate.prompts import (
 )
 from cotplan.generate.protocols import split_reasoning
 from cotplan.tasks.item import TaskItem
+from cotplan.validation import BUDGET, BUDGETS, validate_params
 
 # The old private names, for code written before the split (generate/probing.py reads them);
 # new code imports them from their modules under their public names.
@@ -118,6 +117,7 @@ __all__ = [
 ]
 
 
+@validate_params(k=BUDGET, answer_tokens=BUDGET)
 def budgeted_answer(
     backend: Backend,
     item: TaskItem,
@@ -139,7 +139,6 @@ def budgeted_answer(
     `prompt` replaces the protocol's words. `logprobs` asks for token probabilities where the
     backend has them (used for `answer_prob`).
     """
-    k = check_budget(k)
     s = budget_setup(
         backend,
         item,
@@ -277,6 +276,7 @@ def thinking_length(run: Completion, s: BudgetSetup) -> int:
     return run.usage.completion_tokens if not run.text.strip() else len(tokens)
 
 
+@validate_params(budgets=BUDGETS, answer_tokens=BUDGET, run_tokens=BUDGET)
 def budgeted_answers(
     backend: Backend,
     item: TaskItem,
@@ -300,9 +300,7 @@ def budgeted_answers(
     uncapped run to make that run the one), or `run`, that request's reply already in hand.
     Otherwise each budget is answered on its own.
     """
-    ks = [check_budget(k, "budgets") for k in budgets]
-    if not ks:
-        raise InputError("must hold at least one budget", field="budgets")
+    ks = list(budgets)  # declared BUDGETS: checked, as ints
     s = budget_setup(
         backend,
         item,
@@ -329,7 +327,7 @@ def budgeted_answers(
             logprobs=logprobs,
         )
 
-    top = max(ks) if run_tokens is None else max(max(ks), check_budget(run_tokens, "run_tokens"))
+    top = max(ks) if run_tokens is None else max(max(ks), run_tokens)
     if not shares_one_run(s) or top == 0:
         return [alone(k, s.mode) for k in ks]
     if run is None:

@@ -31,6 +31,7 @@ from numpy.typing import NDArray
 
 from cotplan.errors import InputError
 from cotplan.planner.certify import clopper_pearson_upper
+from cotplan.validation import COUNT, REACH, SHARE, validate_params
 
 __all__ = ["AdaptiveCertificate", "adaptive_certify"]
 
@@ -55,6 +56,7 @@ class AdaptiveCertificate:
         return self.tested.copy()
 
 
+@validate_params(eps=SHARE, delta=SHARE, items=COUNT, pilot=COUNT, reach=REACH)
 def adaptive_certify(
     answer: Answer,
     grid: Sequence[int],
@@ -70,11 +72,6 @@ def adaptive_certify(
     budgets = sorted({int(k) for k in grid})
     if len(budgets) < 2:
         raise InputError("needs at least two budgets", field="grid")
-    if not 0 < eps < 1:
-        raise InputError(f"must be in (0, 1), got {eps!r}", field="eps")
-    for name, value in (("items", items), ("pilot", pilot), ("reach", reach)):
-        if value < 1:
-            raise InputError(f"must be at least 1, got {value!r}", field=name)
     rows: list[dict[str, object]] = []
     requests = 0
     pilot_items = range(pilot)

@@ -60,7 +60,14 @@ from cotplan.planner.auto_grid import (
 from cotplan.planner.calibration_file import check_calibration_frame, record_lines
 from cotplan.tasks.item import TaskItem
 from cotplan.tasks.size import size_source
-from cotplan.validation import require_int
+from cotplan.validation import (
+    BUDGET,
+    COUNT,
+    SHARE,
+    require_budget,
+    require_int,
+    validate_params,
+)
 
 __all__ = [
     "CALIBRATION_COLUMNS",
@@ -193,7 +200,7 @@ def _check_grid(budgets: Iterable[Any]) -> list[int]:
     values = list(budgets)
     if not values:
         raise InputError("must hold at least one budget", field="budgets")
-    return sorted({require_int(k, "budgets", low=0) for k in values})
+    return sorted({require_budget(k, "budgets") for k in values})
 
 
 @dataclass(frozen=True)
@@ -431,6 +438,7 @@ def _check_items(items: Iterable[TaskItem]) -> list[TaskItem]:
     return chosen
 
 
+@validate_params(answer_tokens=BUDGET, uncapped_tokens=BUDGET, pilot=COUNT, eps=SHARE, delta=SHARE)
 def calibrate(
     backend: Backend,
     items: Iterable[TaskItem],
@@ -649,8 +657,6 @@ class _CalibrationJob:
         uncapped_tokens: int,
         pilot: int,
     ) -> _CalibrationJob:
-        uncapped_tokens = require_int(uncapped_tokens, "uncapped_tokens", low=1, high=10**9)
-        pilot = require_int(pilot, "pilot", low=1)
         auto = budgets is None or (isinstance(budgets, str) and budgets == "auto")
         grid = None if auto else _budgets_for(budgets)
         requests0 = _stat(backend, "requests")

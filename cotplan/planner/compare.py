@@ -24,7 +24,7 @@ from cotplan.generate.budgeted import BudgetedAnswer
 from cotplan.intervals import Interval, percentile_interval
 from cotplan.planner.certify import clopper_pearson_interval
 from cotplan.planner.records import PlanCap, SizeCheck, SizeChecks, Verdict
-from cotplan.validation import require_int, require_unit
+from cotplan.validation import SHARE, require_int, validate_params
 
 __all__ = ["check_against_eps", "compare_answers", "wilson_interval"]
 
@@ -151,6 +151,7 @@ def compare_answers(
     return pd.DataFrame(rows)
 
 
+@validate_params(eps=SHARE, confidence=SHARE)
 def check_against_eps(
     sizes: Sequence[int],
     correct: Sequence[bool],
@@ -170,8 +171,7 @@ def check_against_eps(
         raise InputError(
             f"must be as long as `sizes` ({len(sizes)}), got {len(correct)}", field="correct"
         )
-    target = require_unit(eps, "eps")
-    confidence = require_unit(confidence, "confidence")
+    target = float(eps)
     tally: dict[int, list[int]] = {}
     for n, right in zip(sizes, correct, strict=True):
         counts = tally.setdefault(int(n), [0, 0])

@@ -67,8 +67,8 @@ budgets up to the peak (`peak_budget_`) and no cap above the peak is recommended
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import Any, Literal
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, Literal, TypeVar, overload
 
 import numpy as np
 import pandas as pd
@@ -77,12 +77,10 @@ from numpy.typing import ArrayLike, NDArray
 from cotplan.errors import InfeasibleTargetError, InputError, NotFittedError
 from cotplan.intervals import Interval
 from cotplan.planner.budgets import certified_only, model_budget, with_certificate
-from cotplan.planner.certify import Certification
 from cotplan.planner.data import (
     _ALPHA_MAX,
     _cells,
     _check_log_base,
-    _Data,
     _percentile,
     _validate_frame,
 )
@@ -95,7 +93,6 @@ from cotplan.planner.records import (
     BoundaryTest,
     Budget,
     Estimate,
-    LawComparison,
     LikelihoodRatioTest,
     LogBase,
     OptimalBudget,
@@ -104,7 +101,14 @@ from cotplan.planner.records import (
     TrendTest,
 )
 from cotplan.planner.state import FitSettings, PlannerFit
-from cotplan.validation import require_int, require_positive, require_unit
+from cotplan.validation import (
+    SHARE,
+    SIZE,
+    require_int,
+    require_positive,
+    require_unit,
+    validate_params,
+)
 
 __all__ = [
     "BoundaryTest",
@@ -119,6 +123,26 @@ __all__ = [
     "Status",
     "TrendTest",
 ]
+
+
+_NOT_FITTED = "this BudgetPlanner is not fitted yet: call `fit(calibration_frame)` first"
+_T = TypeVar("_T")
+
+
+class _view(Generic[_T]):
+    """A read-only fitted attribute computed from the planner's one record, `state_`."""
+
+    def __init__(self, read: Callable[[PlannerFit], _T]) -> None:
+        self._read = read
+
+    @overload
+    def __get__(self, planner: None, owner: type) -> _view[_T]: ...
+    @overload
+    def __get__(self, planner: BudgetPlanner, owner: type) -> _T: ...
+    def __get__(self, planner: BudgetPlanner | None, owner: type) -> _view[_T] | _T:
+        if planner is None:
+            return self
+        return self._read(planner._fitted())
 
 
 class BudgetPlanner:
@@ -155,6 +179,8 @@ class BudgetPlanner:
     for planning is `law_`; `laws_` (a `LawComparison`) holds every law's fit and held-out
     score (None unless reasoning helps); `certified_` (a `Certification`) the exact evidence per
     calibrated size and budget; `peak_budgets_` the peak per size where accuracy falls after it.
+    All of these are read from one frozen record, `state_` (a `PlannerFit`), which holds the
+    calibration, every fit and its bootstrap draws.
     """
 
     def __init__(
@@ -207,7 +233,19 @@ class BudgetPlanner:
         changed = {k: v for k, v in self.get_params().items() if v != defaults[k]}
         return f"BudgetPlanner({', '.join(f'{k}={v!r}' for k, v in changed.items())})"
 
-    def _validated_params(self) -> FitSettings:
+    def check_params(self) -> FitSettings:
+        """The parameters, checked (each once per value: a planner checked before its data is
+        read is not checked again by `fit`), as the `FitSettings` a fit uses."""
+        params = tuple(self.get_params().items())
+        checked = vars(self).get("_checked")
+        if checked is not None and checked[0] == params:
+            settings: FitSettings = checked[1]
+            return settings
+        settings = self._settings()
+        self._checked = (params, settings)
+        return settings
+
+    def _settings(self) -> FitSettings:
         if self.law != "auto" and self.law not in LAW_NAMES:
             raise InputError(
                 f"must be 'auto' or one of {', '.join(repr(n) for n in LAW_NAMES)}, "
@@ -261,85 +299,59 @@ class BudgetPlanner:
         calibrations (too few items, one budget, every answer right or wrong, no rise in
         accuracy) do not raise: `status_` and `verdict_` say what can and cannot be planned.
         """
-        settings = self._validated_params()
+        settings = self.check_params()
         data = _validate_frame(calibration)
         self._assign(fit_planner(settings, data))
         return self
 
     def _assign(self, state: PlannerFit) -> None:
-        """Keep the fitted record and copy its public parts into the `*_` attributes.
+        self.state_ = state
 
-        The attributes get their own dicts, so a caller who edits one does not edit the record
-        that `budget` and the other methods read."""
-        self._state = state
-        constants, half = state.constants, state.alpha_half
-        self.e0_, self.e_base_, self.k0_, self.c_, self.alpha_ = (
-            float(v) for v in constants.params
-        )
-        self.intervals_ = dict(constants.intervals)
-        self.loglik_ = constants.loglik
-        self.alpha_half_ = half.named()
-        self.alpha_half_intervals_ = dict(half.intervals)
-        self.alpha_half_loglik_ = half.loglik
-        self.c_least_squares_ = state.c_least_squares
-        self.intervals_c_least_squares_ = state.intervals_c_least_squares
-        self.bootstrap_ = state.bootstrap_frame()
-        if state.mle is not None:
-            self.mle_: dict[str, float] = dict(state.mle)
-        self.trend_: TrendTest | None = state.trend
-        self.lrt_: LikelihoodRatioTest | None = state.lrt
-        self.growth_: BoundaryTest | None = state.growth
-        self.n_items_ = state.n_items
-        self.n_rows_ = state.n_rows
-        self.sizes_ = state.sizes
-        self.budgets_ = state.budgets
-        self.peak_budget_: int | None = state.peak_budget
-        self.peak_budgets_: dict[int, int] = dict(state.peak_budgets)
-        self.law_: str | None = state.law_name
-        self.laws_: LawComparison | None = state.laws
-        self.certified_: Certification | None = state.certified
-        self.status_: Status = state.status
-        self.verdict_ = state.verdict
-
-    # The calibration, the paper law's constants and draws, and the planning law's parameters
-    # and draws, read by `run.SavedPlan` and by tests that replay the fit: kept as read-only
-    # views of the record (AttributeError where the fit has none, as before).
-
-    def _missing(self, name: str) -> AttributeError:
-        return AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+    # The fitted attributes, scikit-learn style, are views of the one record `state_` (a frozen
+    # `PlannerFit`): the planner holds its state once. Before `fit` each raises
+    # `NotFittedError` (an AttributeError, so `hasattr(planner, "c_")` is False); dicts are
+    # copies, so a caller who edits one does not edit the record the planner plans from.
+    e0_ = _view(lambda fit: float(fit.constants.params[0]))
+    e_base_ = _view(lambda fit: float(fit.constants.params[1]))
+    k0_ = _view(lambda fit: float(fit.constants.params[2]))
+    c_ = _view(lambda fit: float(fit.constants.params[3]))
+    alpha_ = _view(lambda fit: float(fit.constants.params[4]))
+    intervals_ = _view(lambda fit: dict(fit.constants.intervals))
+    loglik_ = _view(lambda fit: fit.constants.loglik)
+    alpha_half_ = _view(lambda fit: fit.alpha_half.named())
+    alpha_half_intervals_ = _view(lambda fit: dict(fit.alpha_half.intervals))
+    alpha_half_loglik_ = _view(lambda fit: fit.alpha_half.loglik)
+    c_least_squares_ = _view(lambda fit: fit.c_least_squares)
+    intervals_c_least_squares_ = _view(lambda fit: fit.intervals_c_least_squares)
+    bootstrap_ = _view(lambda fit: fit.bootstrap_frame())
+    trend_ = _view(lambda fit: fit.trend)
+    lrt_ = _view(lambda fit: fit.lrt)
+    growth_ = _view(lambda fit: fit.growth)
+    n_items_ = _view(lambda fit: fit.n_items)
+    n_rows_ = _view(lambda fit: fit.n_rows)
+    sizes_ = _view(lambda fit: fit.sizes)
+    budgets_ = _view(lambda fit: fit.budgets)
+    peak_budget_ = _view(lambda fit: fit.peak_budget)
+    peak_budgets_ = _view(lambda fit: dict(fit.peak_budgets))
+    law_ = _view(lambda fit: fit.law_name)
+    laws_ = _view(lambda fit: fit.laws)
+    certified_ = _view(lambda fit: fit.certified)
+    status_ = _view(lambda fit: fit.status)
+    verdict_ = _view(lambda fit: fit.verdict)
 
     @property
-    def _data(self) -> _Data:
-        if self._state.data is None:
-            raise self._missing("_data")
-        return self._state.data
-
-    @property
-    def _params(self) -> NDArray[np.float64]:
-        return self._state.constants.params
-
-    @property
-    def _draws(self) -> NDArray[np.float64]:
-        return self._state.draws
-
-    @property
-    def _law_params(self) -> NDArray[np.float64]:
-        if self._state.law is None:
-            raise self._missing("_law_params")
-        return self._state.law.params
-
-    @property
-    def _law_draws(self) -> NDArray[np.float64]:
-        if self._state.law is None:
-            raise self._missing("_law_draws")
-        return self._state.law.draws
+    def mle_(self) -> dict[str, float]:
+        """The unconstrained maximum-likelihood constants, where the fit kept them."""
+        mle = self._fitted().mle
+        if mle is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute 'mle_'")
+        return dict(mle)
 
     def _fitted(self) -> PlannerFit:
-        if not hasattr(self, "_state"):
-            raise NotFittedError(
-                "this BudgetPlanner is not fitted yet: call `fit(calibration_frame)` first"
-            )
-        return self._state
+        state: PlannerFit | None = vars(self).get("state_")
+        if state is None:
+            raise NotFittedError(_NOT_FITTED)
+        return state
 
     def _check_fitted(self) -> PlannerFit:
         """The fitted record, where it can plan (not too few items or budgets)."""
@@ -366,6 +378,7 @@ class BudgetPlanner:
         out = state.error(n_arr, k_arr)
         return float(out) if out.ndim == 0 else out
 
+    @validate_params(n=SIZE, eps=SHARE)
     def budget(self, n: float, eps: float) -> Budget:
         """The reasoning cap for size `n` and target error `eps`, and how it is backed.
 
@@ -383,8 +396,7 @@ class BudgetPlanner:
         or a non-positive `n`.
         """
         state = self._check_fitted()
-        n_val = require_positive(n, "n")
-        eps_val = require_unit(eps, "eps")
+        n_val, eps_val = float(n), float(eps)
         calibrated = state.status != "given" and n_val in state.sizes
         certificate = (
             state.certified.at(int(n_val), eps_val)
@@ -401,15 +413,17 @@ class BudgetPlanner:
             return budget
         return with_certificate(state, budget, certificate)
 
+    @validate_params(eps=SHARE)
     def certify(self, eps: float) -> pd.DataFrame:
         """The certified budget at every calibrated size for target `eps` (one row each; see
         `CertifiedBudget`)."""
         state = self._check_fitted()
-        eps_val = require_unit(eps, "eps")
+        eps_val = float(eps)
         if state.certified is None:
             raise InputError("nothing was calibrated to certify", field="calibration")
         return state.certified.frame_at(eps_val)
 
+    @validate_params(n=SIZE)
     def optimal(self, n: float, value_of_correct: float, price_per_token: float) -> OptimalBudget:
         """The budget minimising value_of_correct · e(k, n) + price_per_token · k per query.
 
@@ -417,7 +431,7 @@ class BudgetPlanner:
         `price_per_token` the price of one reasoning token, in the same currency.
         """
         state = self._check_fitted()
-        n_val = require_positive(n, "n")
+        n_val = float(n)
         value = require_positive(value_of_correct, "value_of_correct")
         price = require_positive(price_per_token, "price_per_token")
         choice = state.law
@@ -574,7 +588,7 @@ class BudgetPlanner:
         plans k* = 1.2 · √n · log2(1/ε). No intervals, tests or calibration ranges.
         """
         planner = cls("paper", log_base=log_base, alpha=alpha, n_bootstrap=0)
-        settings = planner._validated_params()
+        settings = planner.check_params()
         c_nat = require_positive(c, "c") / LOG_BASES[settings.log_base]
         if not 0.0 <= e0 < 1.0:
             raise InputError(f"must be in [0, 1), got {e0:g}", field="e0")

@@ -161,6 +161,7 @@ def check_plan_record(
             if value is not None and not _number(value):
                 raise fail(f"{where}.{name}", f"must be a number or null, got {value!r}")
     _certificates(record.get("certificates"), fail)
+    _serving(record, fail)
     peaks = record.get("peaks")
     if peaks is not None:
         if not isinstance(peaks, dict):
@@ -262,6 +263,40 @@ def _numbers(value: object, path: str, fail: _Fail) -> None:
         return
     if not isinstance(value, list) or not all(v is None or _number(v) for v in value):
         raise fail(path, f"must be a list of numbers, got {value!r}")
+
+
+def _serving(record: Mapping[str, Any], fail: _Fail) -> None:
+    """What serves calls without a size: the pooled cap and the operator's size rule."""
+    _pooled(record.get("pooled"), fail)
+    if record.get("size_rule") is not None:
+        from cotplan.planner.size_rule import SizeRule
+
+        try:
+            SizeRule.from_record(record["size_rule"])
+        except InputError as exc:
+            raise fail(exc.field or "size_rule", str(exc).removeprefix(f"`{exc.field}`: ")) from exc
+
+
+def _pooled(pooled: object, fail: _Fail) -> None:
+    """The pooled certificate (`cotplan.planner.pooled`): absent or null in older plans."""
+    if pooled is None:
+        return
+    if not isinstance(pooled, dict):
+        raise fail("pooled", f"must be a certificate record or null, got {pooled!r}")
+    _tokens(pooled.get("k"), "pooled.k", fail, allow_null=True)
+    for name in ("errors", "items", "tested"):
+        count = pooled.get(name)
+        if not (_whole(count) and count >= 0):
+            raise fail(f"pooled.{name}", f"must be a whole number ≥ 0, got {count!r}")
+    if pooled["errors"] > pooled["items"]:
+        raise fail("pooled.errors", f"{pooled['errors']} errors among {pooled['items']} items")
+    _unit(pooled, "eps", fail, prefix="pooled", required=True)
+    _unit(pooled, "delta", fail, prefix="pooled", required=True)
+    bound = pooled.get("error_bound")
+    if bound is not None and not _number(bound):
+        raise fail("pooled.error_bound", f"must be a number or null, got {bound!r}")
+    if not isinstance(pooled.get("note", ""), str):
+        raise fail("pooled.note", f"must be text, got {pooled.get('note')!r}")
 
 
 def _certificates(certificates: object, fail: _Fail) -> None:

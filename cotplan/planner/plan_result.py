@@ -44,14 +44,14 @@ from cotplan.planner.exit_plan import (
     exit_from_calibration,
 )
 from cotplan.planner.fit import BudgetPlanner
-from cotplan.planner.laws import LAW_NAMES
 from cotplan.planner.records import Budget, CertifiedBudget
 from cotplan.planner.saved_plan import DEFAULT_REACH, SavedPlan
 from cotplan.validation import (
+    SHARE,
     require_choice,
     require_int,
     require_number,
-    require_unit,
+    validate_params,
 )
 
 __all__ = ["MAX_BOOTSTRAP", "PlanResult", "plan_from_calibration"]
@@ -138,6 +138,7 @@ class PlanResult:
         return written
 
 
+@validate_params(eps=SHARE)
 def plan_from_calibration(
     calibration: str | os.PathLike[str],
     eps: float,
@@ -166,9 +167,6 @@ def plan_from_calibration(
     `InputError` naming the option (or the file, line and column), `InfeasibleTargetError`
     when ε cannot be reached at a size asked.
     """
-    eps = require_unit(eps, "eps")
-    delta = require_unit(delta, "delta")
-    require_choice(law, "law", ["auto", *LAW_NAMES])
     n_bootstrap = require_int(n_bootstrap, "bootstrap", low=0, high=MAX_BOOTSTRAP)
     seed = require_int(seed, "seed", low=0, high=MAX_SEED)
     reach = require_number(reach, "reach", low=1.0)
@@ -179,8 +177,6 @@ def plan_from_calibration(
     if family != "auto" and exit != "certified":
         raise InputError("is read only with --exit certified", field="exit_family")
     alpha_value = _alpha(alpha)
-    loaded = load_calibration(calibration)  # names a missing file, a folder, a bad line
-    source = Path(calibration)
     planner = BudgetPlanner(
         law,
         delta=delta,
@@ -188,7 +184,11 @@ def plan_from_calibration(
         alpha=alpha_value,
         n_bootstrap=n_bootstrap,
         random_state=seed,
-    ).fit(loaded.frame)
+    )
+    planner.check_params()  # δ, the law, the log base: before the file is read, and only here
+    loaded = load_calibration(calibration)  # names a missing file, a folder, a bad line
+    source = Path(calibration)
+    planner.fit(loaded.frame)
     certified = planner.certified_
     certificates = (
         tuple(certified.at(n, eps) for n in certified.sizes) if certified is not None else ()

@@ -32,9 +32,9 @@ import pandas as pd
 from cotplan.backends.base import Backend
 from cotplan.errors import InputError
 from cotplan.generate.budgeted import budgeted_answers
-from cotplan.planner.data import _check_fraction
 from cotplan.planner.early_exit import fixed_caps
 from cotplan.tasks.item import TaskItem
+from cotplan.validation import COUNT, SHARE, validate_params
 
 __all__ = [
     "RefinedCap",
@@ -101,20 +101,12 @@ class Refinement:
         return pd.DataFrame(rows)
 
 
-def _check_points(points: object) -> int:
-    if isinstance(points, bool) or not isinstance(points, int) or points < 1:
-        raise InputError(f"must be a whole number ≥ 1, got {points!r}", field="points")
-    return points
-
-
+@validate_params(eps=SHARE, delta=SHARE, points=COUNT)
 def refinement_budgets(
     frame: pd.DataFrame, eps: float, *, delta: float = 0.05, points: int = 3
 ) -> dict[int, list[int]]:
     """Per size with a certified cap c, `points` budgets evenly between the calibrated budget
     below c (whose test failed, or 0) and c, leaving out those already calibrated."""
-    eps = _check_fraction(eps, "eps")
-    delta = _check_fraction(delta, "delta")
-    points = _check_points(points)
     caps = fixed_caps(frame, eps, delta)
     out: dict[int, list[int]] = {}
     for n, cap in sorted(caps.items()):
@@ -126,6 +118,7 @@ def refinement_budgets(
     return out
 
 
+@validate_params(eps=SHARE, delta=SHARE, points=COUNT)
 def refine_caps(
     frame: pd.DataFrame,
     extra: pd.DataFrame,
@@ -139,9 +132,6 @@ def refine_caps(
     Both are calibration frames (`item, n, k, correct`, and `answer_tokens`, `prompt_tokens`
     and `question_tokens` for the cost); `extra` should hold the budgets `refinement_budgets`
     gave, for the same items."""
-    eps = _check_fraction(eps, "eps")
-    delta = _check_fraction(delta, "delta")
-    points = _check_points(points)
     coarse = fixed_caps(frame, eps, delta)
     if len(extra):
         unknown = set(extra["item"].astype(str)) - set(frame["item"].astype(str))

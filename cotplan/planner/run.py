@@ -50,7 +50,13 @@ from cotplan.planner.saved_plan import (
 )
 from cotplan.tasks.item import TaskItem
 from cotplan.tasks.size import item_size
-from cotplan.validation import MAX_BUDGET, require_int, require_unit
+from cotplan.validation import (
+    BUDGET,
+    CAP,
+    SHARE,
+    require_unit,
+    validate_params,
+)
 
 __all__ = [
     "DEFAULT_REACH",
@@ -88,9 +94,10 @@ def relative_target(planner: BudgetPlanner, remaining: float = 0.25) -> float:
     if status in NO_BENEFIT_STATUSES:
         return min(0.99, math.ceil(max(planner.e0_, 0.01) * 100) / 100)
     e0, e_base = planner.e0_, planner.e_base_
-    if planner.law_ in ("logistic", "step"):
+    law = planner.state_.law
+    if planner.law_ in ("logistic", "step") and law is not None:
         # The planning law's own floor and base error (the paper law's may not fit the curve).
-        e0, e_base = (float(v) for v in planner._law_params[:2])
+        e0, e_base = (float(v) for v in law.params[:2])
     eps = e0 + remaining * (e_base - e0)
     return min(0.99, math.ceil(eps * 100 - 1e-9) / 100)
 
@@ -232,11 +239,12 @@ class PlanRun:
         return written
 
 
+@validate_params(eps=SHARE, uncapped=CAP, answer_tokens=BUDGET, confidence=SHARE)
 def run_plan(
     backend: Backend,
     planner: BudgetPlanner | SavedPlan,
     items: Iterable[TaskItem],
-    eps: float,
+    eps: float | None = None,
     *,
     uncapped: int = 512,
     concurrency: int | None = None,
@@ -251,7 +259,8 @@ def run_plan(
 ) -> PlanRun:
     """Answer held-out `items` at the planned k*(n, ε) and uncapped; compare (see module doc).
 
-    `eps` is the target the plan is made for. Planned budgets above `uncapped` are capped
+    `eps` is the target the plan is made for (a saved plan's own by default; a fitted planner
+    needs one). Planned budgets above `uncapped` are capped
     there (at calibrated sizes the cap is the certified budget where one exists).
     Raises `InfeasibleTargetError` when ε is below what the model reaches at some size.
     `exit_plan`: answer the planned policy with this certified early exit (see module doc).
@@ -259,9 +268,12 @@ def run_plan(
     chosen = _check_items(items)
     if exit_plan is not None and not isinstance(exit_plan, ExitPlan):
         raise InputError(f"must be an ExitPlan, got {type(exit_plan).__name__}", field="exit_plan")
-    # Sent as a real generation cap: one no provider could honour is refused, not sent.
-    uncapped = require_int(uncapped, "uncapped", low=1, high=MAX_BUDGET)
-    target = float(eps)
+    if eps is not None:
+        target = float(eps)
+    elif isinstance(planner, SavedPlan):
+        target = planner.eps
+    else:
+        raise InputError("a fitted planner needs the target error to plan for", field="eps")
     sizes = {item.id: item_size(item, counter=backend.count_tokens) for item in chosen}
     plan_caps = _plan_caps(planner, sizes.values(), target)
     caps = {n: min(c.tokens, uncapped) for n, c in plan_caps.items()}

@@ -15,7 +15,7 @@ import json
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,12 +29,14 @@ from cotplan.errors import InfeasibleTargetError, InputError
 from cotplan.intervals import Interval, percentile_interval
 from cotplan.io import read_json_text, write_text
 from cotplan.planner.plan_file import check_plan_record, record_back, strict_record
+from cotplan.planner.pooled import POOLED_N, pooled_certificate, pooled_record
 from cotplan.planner.records import (
     Budget,
     CapBasis,
     CertifiedBudget,
     PlanCap,
 )
+from cotplan.planner.size_rule import SizeRule
 from cotplan.validation import require_number
 
 if TYPE_CHECKING:
@@ -106,6 +108,12 @@ class SavedPlan:
     created: str = ""
     calibration_sha256: str = ""
     calibration_cost_usd: float = math.nan
+    #: The cap certified on every calibrated size's items pooled (`cotplan.planner.pooled`),
+    #: for calls that carry no size; None where the calibration cannot give one (older plans).
+    pooled: CertifiedBudget | None = None
+    #: How a call without a size gets one from its prompt (`cotplan.planner.size_rule`);
+    #: None: no rule (written by an operator, `with_size_rule`).
+    size_rule: SizeRule | None = None
 
     @property
     def sizes_(self) -> tuple[int, ...]:
@@ -146,10 +154,14 @@ class SavedPlan:
             certificates = ()
         elif certificates is None and planner.certified_ is not None:
             certificates = tuple(planner.certified_.at(n, eps) for n in planner.certified_.sizes)
+        pooled = None
+        if helps and planner.certified_ is not None:
+            pooled = pooled_certificate(planner.certified_, eps)
         law_params = law_draws = None
-        if planner.status_ == "helps" and planner.law_ is not None:
-            law_params = np.asarray(planner._law_params, dtype=float).tolist()
-            law_draws = np.asarray(planner._law_draws, dtype=float).tolist()
+        law = planner.state_.law
+        if planner.status_ == "helps" and planner.law_ is not None and law is not None:
+            law_params = np.asarray(law.params, dtype=float).tolist()
+            law_draws = np.asarray(law.draws, dtype=float).tolist()
         source = Path(calibration)
         digest = hashlib.sha256(source.read_bytes()).hexdigest() if source.is_file() else ""
         cost = math.nan
@@ -180,6 +192,35 @@ class SavedPlan:
             created=datetime.now(UTC).isoformat(timespec="seconds"),
             calibration_sha256=digest,
             calibration_cost_usd=float(cost),
+            pooled=pooled,
+        )
+
+    def with_size_rule(self, rule: SizeRule | Mapping[str, Any] | None) -> SavedPlan:
+        """This plan with `rule` (a `SizeRule` or its record; None: no rule) giving calls
+        without a size theirs: save it to ship it."""
+        if rule is not None and not isinstance(rule, SizeRule):
+            rule = SizeRule.from_record(rule)
+        return replace(self, size_rule=rule)
+
+    def pooled_cap(self) -> PlanCap | None:
+        """The pooled cap (`pooled`) as the cap a call without a size gets; None without one."""
+        cert = self.pooled
+        if cert is None or cert.k is None:
+            return None
+        return PlanCap(
+            n=float(POOLED_N),
+            eps=self.eps,
+            tokens=cert.k,
+            basis="certified",
+            certified=True,
+            calibrated=True,
+            nothing_certified=self.nothing_certified,
+            error_bound=cert.error_bound,
+            note=(
+                f"pooled cap: error ≤ {cert.error_bound:.3f} at k = {cert.k} with "
+                f"{1 - self.delta:.0%} confidence over {cert.items} items "
+                f"({cert.errors} wrong), {cert.note}"
+            ),
         )
 
     def budget(self, n: float, eps: float) -> Budget:
@@ -433,6 +474,8 @@ class SavedPlan:
             "nothing_certified": self.nothing_certified,
             "caps": self.caps(),
             "certificates": [asdict(c) for c in self.certificates],
+            "pooled": asdict(self.pooled) if self.pooled is not None else None,
+            "size_rule": self.size_rule.to_record() if self.size_rule is not None else None,
             "peaks": {str(n): k for n, k in self.peaks.items()},
             "law_params": self.law_params,
             "law_draws": self.law_draws,
@@ -491,12 +534,17 @@ class SavedPlan:
                 CertifiedBudget(**record_back(c)) for c in record.pop("certificates", ())
             )
             peaks = {int(n): int(k) for n, k in record.pop("peaks", {}).items()}
+            pooled = pooled_record(record.pop("pooled", None))
+            rule = record.pop("size_rule", None)
+            size_rule = SizeRule.from_record(rule) if rule is not None else None
             cost = record.pop("calibration_cost_usd", None)
             return cls(
                 **record,
                 budgets=budgets,
                 certificates=certificates,
                 peaks=peaks,
+                pooled=pooled,
+                size_rule=size_rule,
                 schema_version=version,
                 calibration_cost_usd=math.nan if cost is None else float(cost),
             )

@@ -40,6 +40,8 @@ __all__ = [
     "chat_reply",
     "check_chat",
     "check_messages",
+    "choices_reply",
+    "completion_limit",
     "cost_of_requests",
     "joiner",
     "largest_cap",
@@ -89,6 +91,14 @@ TEMPLATE_ARGS = frozenset(
         "stream",
         "stream_options",
         "n",
+        # What the answer must be (`cotplan.production.answer_phase`): the answer phase
+        # carries it.
+        "tools",
+        "tool_choice",
+        "parallel_tool_calls",
+        "response_format",
+        "logprobs",
+        "top_logprobs",
     }
 )
 
@@ -118,6 +128,9 @@ class CallArgs:
     answer_kind: AnswerKind = "text"
     #: The call's tags as the log keeps them (`cotplan.production.tags.encode_tags`).
     tags: str = ""
+    #: The client's `max_tokens` / `max_completion_tokens` (None: none given). In two-phase
+    #: mode it bounds thinking and answer together, as it bounds a whole completion.
+    limit: int | None = None
 
 
 @dataclass(frozen=True)
@@ -226,6 +239,24 @@ def chat_reply(
     )
 
 
+def choices_reply(
+    call: CallArgs, choices: Sequence[Mapping[str, Any]], report: CapReport
+) -> ChatCompletion:
+    """The chat completion of a two-phase call from its `choices` (each a chat choice's
+    fields: `message`, `finish_reason`, `logprobs`), with the usage and the report."""
+    return ChatCompletion.model_validate(
+        {
+            "id": f"chatcmpl-cotplan-{uuid.uuid4().hex}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": call.model,
+            "choices": [{"index": i, **choice} for i, choice in enumerate(choices)],
+            "usage": usage_body(report),
+            "cotplan": report.to_dict(),
+        }
+    )
+
+
 def provider_of(base_url: object) -> str:
     """The provider behind a client's `base_url`, for its budget rule: a hosted API by its host
     (`_HOSTS`), else ``openai-compatible``."""
@@ -293,16 +324,24 @@ def stop_list(stop: object) -> list[str]:
     raise InputError(f"must be a string or a list of strings, got {stop!r}", field="stop")
 
 
-def answer_room(args: dict[str, Any]) -> int:
+def completion_limit(args: dict[str, Any]) -> int | None:
+    """The client's `max_tokens` / `max_completion_tokens`, popped from `args` and checked;
+    None where it sets neither."""
     names = ("max_tokens", "max_completion_tokens")
     popped = {name: args.pop(name) for name in names if name in args}
     given = {name: value for name, value in popped.items() if value is not None}
     if not given:
-        return DEFAULT_ANSWER_TOKENS
+        return None
     name, value = next(iter(given.items()))
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InputError(f"must be a whole number ≥ 1, got {value!r}", field=name)
     return value
+
+
+def answer_room(args: dict[str, Any]) -> int:
+    """`completion_limit`, or `DEFAULT_ANSWER_TOKENS` where the client sets none."""
+    limit = completion_limit(args)
+    return DEFAULT_ANSWER_TOKENS if limit is None else limit
 
 
 def usage_of(raw: Any) -> Usage:
@@ -367,9 +406,14 @@ def largest_cap(plan: SavedPlan, why: str) -> PlanCap:
 
 def cap_at(plan: SavedPlan, size: float | None, policy: str = "refuse") -> PlanCap:
     """`plan.cap(size)`, its refusals naming the call's `size` rather than the plan's `n`;
-    with `policy` ``largest``, a call without a size or beyond the plan's reach gets the
-    plan's largest certified cap instead (`largest_cap`), with a note."""
+    with `policy` ``largest``, a call without a size gets the plan's pooled cap (certified on
+    every size's items pooled, `SavedPlan.pooled_cap`; its `n` is 0) where the plan holds one,
+    and a call without one, or beyond the plan's reach, the largest certified cap
+    (`largest_cap`), each with a note."""
     if size is None:
+        pooled = plan.pooled_cap() if policy == "largest" else None
+        if pooled is not None:  # certified for the calibration's mix of sizes
+            return replace(pooled, note=f"no size given: {pooled.note}")
         if policy == "largest":
             return largest_cap(plan, "no size given")
         raise InputError(

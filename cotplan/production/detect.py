@@ -13,6 +13,9 @@ or the gateway is built; never per call):
   needs ``--reasoning-parser``, which no endpoint shows: declare ``vllm`` where it is off).
 - SGLang: ``GET /get_server_info``, whose server arguments show ``enable_strict_thinking`` and
   the ``reasoning_parser``: ``sglang-thinking``.
+- NVIDIA NIM for LLMs: ``GET /v1/version`` (``release`` and ``api``), which takes
+  ``nvext.max_thinking_tokens`` per request: ``nim-thinking`` (asked before vLLM's
+  ``/version``, since a NIM may run vLLM inside).
 
 Anything else (or a server that answers none of these) is ``openai-compatible``: two-phase
 forcing, and the call's report says so. A declared provider (``capped(provider=...)``,
@@ -85,6 +88,9 @@ def detect_provider(client: openai.OpenAI) -> Detected:
             "openai-compatible",
             "SGLang without strict thinking (/get_server_info): cotplan forces the answer",
         )
+    nim = _ask(client, "/v1/version")
+    if isinstance(nim, dict) and isinstance(nim.get("release"), str) and "api" in nim:
+        return Detected("nim-thinking", f"NVIDIA NIM {nim['release']} (/v1/version)")
     version = _ask(client, "/version")
     if isinstance(version, dict) and isinstance(version.get("version"), str):
         found = version["version"]

@@ -108,6 +108,16 @@ HOST = "127.0.0.1"
 
 #: The header that may carry a call's item size instead of the body.
 SIZE_HEADER = "x-cotplan-size"
+#: Set on a reply whose completion ended (max_tokens) before any answer.
+ANSWER_MISSING_HEADER = "x-cotplan-answer-missing"
+
+
+def _answer_headers(body: dict[str, Any]) -> dict[str, str] | None:
+    """A reply's own headers: a missing answer said where a proxy in between can see it
+    without reading the body."""
+    missing = bool((body.get("cotplan") or {}).get("answer_missing"))
+    return {ANSWER_MISSING_HEADER: "true"} if missing else None
+
 
 #: The largest request body taken by default (a chat with long documents fits; a runaway
 #: upload is refused before it is read whole, let alone forwarded).
@@ -360,7 +370,7 @@ def make_app(
             return StreamingResponse(events, media_type="text/event-stream")
         body = reply.model_dump(mode="json", warnings=False)
         done(200, body.get("cotplan"))
-        return JSONResponse(body)
+        return JSONResponse(body, headers=_answer_headers(body))
 
     async def models(request: Request) -> Response:
         if (denied := refused(request)) is not None:

@@ -60,7 +60,7 @@ from cotplan.production.calls import (
 )
 from cotplan.production.detect import detect_provider
 from cotplan.production.log import CallLog, LogRecord
-from cotplan.production.server_cap import server_capped
+from cotplan.production.server_cap import estimated_tokens, reasoning_of, server_capped
 
 __all__ = ["CotplanCallback"]
 
@@ -93,7 +93,8 @@ def _refuse_visible_thinking(model: str | None, provider: str | None) -> None:
         "cannot end that thinking at a budget: a max_tokens cap would cut it mid-thought "
         "with no answer. Fix: point LiteLLM's api_base at `cotplan serve` (it forces the "
         "answer) and leave this callback out; or, if the server caps thinking itself, say "
-        "so (provider='llama.cpp-thinking', 'vllm-thinking' or 'sglang-thinking', or "
+        "so (provider='llama.cpp-thinking', 'vllm-thinking', 'sglang-thinking' or "
+        "'nim-thinking', or "
         "api_base=... to ask it); allow_cut_answers=True accepts cut answers",
         field="provider",
     )
@@ -234,6 +235,12 @@ class CotplanCallback(CustomLogger):
         choices = getattr(response, "choices", None) or [None]
         finish = str(getattr(choices[0], "finish_reason", "") or "")
         cost, _ = cost_of_requests(applied["model"], [usage])
+        reasoning = usage.reasoning_tokens
+        if not reasoning:
+            # llama.cpp leaves the thinking out of its usage; counted from the text it
+            # returned (an estimate: a log callback cannot ask the server's tokenizer).
+            thinking = "".join(reasoning_of(getattr(c, "message", None)) for c in choices)
+            reasoning = min(estimated_tokens(thinking), usage.completion_tokens)
         self.log.append(
             LogRecord(
                 time=datetime.now(UTC).isoformat(timespec="seconds"),
@@ -242,10 +249,10 @@ class CotplanCallback(CustomLogger):
                 cap=applied["cap"],
                 basis=applied["basis"],
                 mode="fields",
-                reasoning_tokens=usage.reasoning_tokens,
-                answer_tokens=usage.completion_tokens - usage.reasoning_tokens,
+                reasoning_tokens=reasoning,
+                answer_tokens=usage.completion_tokens - reasoning,
                 prompt_tokens=usage.prompt_tokens,
-                cap_bitten=finish == "length" or usage.reasoning_tokens >= applied["cap"] > 0,
+                cap_bitten=finish == "length" or reasoning >= applied["cap"] > 0,
                 answer_forced=False,
                 cost_usd=cost,
                 via="litellm",

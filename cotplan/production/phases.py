@@ -24,7 +24,14 @@ from cotplan.backends.budgets import (
     rule_for_model,
 )
 from cotplan.generate.prompts import CoTPrompt
+from cotplan.production.answer_phase import (
+    JSON_ANSWER_TOKENS,
+    AnswerSpec,
+    answer_spec,
+    with_tools,
+)
 from cotplan.production.calls import (
+    DEFAULT_ANSWER_TOKENS,
     CallArgs,
     CapReport,
     cost_of_requests,
@@ -47,17 +54,29 @@ def closing(words: CoTPrompt, thinking: str, *, cut: bool) -> str:
 
 @dataclass(frozen=True)
 class TwoPhase:
-    """The two text completions of one call in ``template`` mode (`budgeted_answer`'s own)."""
+    """The two text completions of one call in ``template`` mode (`budgeted_answer`'s own).
+
+    OpenAI's meaning of the client's `max_tokens` / `max_completion_tokens` is kept: it bounds
+    the whole completion, thinking and answer (`CallArgs.limit`); the cap can only lower the
+    thinking. The answer gets what the thinking left (`answer_room`); none left is an answer
+    missing, flagged in the report, never an empty answer passed off as one. What the answer
+    must be (text, JSON under a schema, a tool call) is `spec` (`cotplan.production.answer_phase`).
+    """
 
     call: CallArgs
 
     @property
+    def spec(self) -> AnswerSpec:
+        return answer_spec(self.call.rest)
+
+    @property
     def rendered(self) -> str:
-        """The chat written out with the protocol's instruction, the assistant turn open."""
-        assert self.call.template is not None  # template mode is chosen only with one
-        return self.call.template.render(
-            with_instruction(self.call.messages, self.call.words.instruction)
-        )
+        """The chat written out with the protocol's instruction (and the call's tools), the
+        assistant turn open."""
+        template = self.call.template
+        assert template is not None  # template mode is chosen only with one
+        messages = with_instruction(self.call.messages, self.call.words.instruction)
+        return template.render(with_tools(messages, self.spec, template.default_system))
 
     @property
     def common(self) -> dict[str, Any]:
@@ -66,9 +85,22 @@ class TwoPhase:
         extra = {name: self.call.rest[name] for name in passed if name in self.call.rest}
         return {"model": self.call.model, "temperature": self.call.temperature, **extra}
 
+    @property
+    def thinking_room(self) -> int:
+        """The first phase's `max_tokens`: the cap, or less where the client's limit is less."""
+        limit = self.call.limit
+        return self.call.cap.tokens if limit is None else min(self.call.cap.tokens, limit)
+
+    def answer_room(self, thought: int) -> int:
+        """The answer's `max_tokens` after `thought` thinking tokens (0: no room left)."""
+        limit = self.call.limit
+        if limit is None:
+            return DEFAULT_ANSWER_TOKENS if self.spec.kind == "text" else JSON_ANSWER_TOKENS
+        return max(limit - thought, 0)
+
     def thinking_request(self) -> dict[str, Any] | None:
         """The first phase's `completions.create` arguments; None at k = 0 (no thinking)."""
-        if self.call.cap.tokens == 0:
+        if self.thinking_room == 0:
             return None
         assert self.call.template is not None
         words = self.call.words
@@ -76,14 +108,31 @@ class TwoPhase:
         # "Answer:" inside its thoughts, so only the close ends the phase.
         return {
             "prompt": self.rendered + words.lead,
-            "max_tokens": self.call.cap.tokens,
+            "max_tokens": self.thinking_room,
             "stop": [words.thinking_stop, self.call.template.end],
             **self.common,
         }
 
-    def answer_request(self, thinking: str, *, cut: bool) -> dict[str, Any]:
-        """The second phase's arguments, after `thinking` (`cut`: the cap stopped it)."""
+    def cut(self, finish_reason: str | None) -> bool:
+        """Whether the cap (not a client's limit below it) stopped the thinking."""
+        return finish_reason == "length" and self.thinking_room == self.call.cap.tokens
+
+    def thought(self, finish_reason: str | None, usage: Usage | None) -> int:
+        """The thinking tokens the answer's room is reckoned after: all the room where the
+        phase ran out of it, else the server's count."""
+        if finish_reason == "length":
+            return self.thinking_room
+        return usage.completion_tokens if usage is not None else 0
+
+    def answer_request(
+        self, thinking: str, *, cut: bool, thought: int = 0
+    ) -> dict[str, Any] | None:
+        """The second phase's arguments, after `thinking` (`cut`: the cap stopped it) of
+        `thought` tokens; None when the client's limit leaves the answer no room."""
         assert self.call.template is not None
+        room = self.answer_room(thought)
+        if room == 0:
+            return None
         words = self.call.words
         if self.call.cap.tokens == 0:
             # A native thinker at k = 0 gets an empty thinking block, as Qwen3 writes one when
@@ -93,16 +142,28 @@ class TwoPhase:
         else:
             close = closing(words, thinking, cut=cut)
             prompt = self.rendered + words.lead + thinking + close + words.marker
-        stop = ["\n", self.call.template.end, *stop_list(self.call.rest.get("stop"))]
-        return {
-            "prompt": prompt,
-            "max_tokens": self.call.answer_tokens,
-            "stop": stop,
-            **self.common,
-        }
+        spec = self.spec
+        # A text answer is the calibration's one line; JSON and tool calls end with their
+        # schema, and may span lines.
+        first = ["\n"] if spec.kind == "text" else []
+        stop = [*first, self.call.template.end, *stop_list(self.call.rest.get("stop"))]
+        common = self.common
+        fields_ = spec.fields()
+        logprobs = fields_.pop("logprobs", None)
+        if fields_:  # the schema's fields are not the SDK's keyword arguments
+            common["extra_body"] = {**(common.get("extra_body") or {}), **fields_}
+        if logprobs is not None:
+            common["logprobs"] = logprobs
+        return {"prompt": prompt, "max_tokens": room, "stop": stop, **common}
 
     def report(
-        self, thinking: Usage | None, answer: Usage | None, *, cut: bool, answered: bool = True
+        self,
+        thinking: Usage | None,
+        answer: Usage | None,
+        *,
+        cut: bool,
+        answered: bool = True,
+        requests: int | None = None,
     ) -> CapReport:
         """The report from each phase's usage (None: that phase was not run or not finished
         and its tokens are unknown); `answered`: the answer phase wrote something (an empty
@@ -111,7 +172,9 @@ class TwoPhase:
         cost, cost_note = cost_of_requests(self.call.model, usages)
         if not answered:
             cost_note = "; ".join(
-                p for p in (cost_note, "no answer: the answer phase wrote nothing") if p
+                p
+                for p in (cost_note, "no answer: the completion ended (max_tokens) before it")
+                if p
             )
         return CapReport(
             size=self.call.cap.n,
@@ -126,7 +189,7 @@ class TwoPhase:
             cap_bitten=cut,
             answer_forced=cut,
             cost_usd=cost,
-            requests=len(usages),
+            requests=len(usages) if requests is None else requests,
             note="; ".join(p for p in (self.call.note, cost_note) if p),
             answer_missing=not answered,
         )

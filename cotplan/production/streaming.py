@@ -11,8 +11,9 @@ counts come from the upstream's usage as they do unstreamed:
 
 - ``template`` (two-phase forcing): the thinking is streamed as it comes, as
   `delta.reasoning_content` (the first request's `max_tokens` stops it at the cap), then the
-  forced answer as `delta.content`, trimmed of its outer whitespace as the unstreamed reply's
-  `content` is. All chunks carry one id.
+  forced answer as `delta.content`, as the unstreamed reply's `content` reads (the marker
+  before the model's first words, trailing whitespace dropped); a tool call is read whole and
+  sent as one `delta.tool_calls` after the thinking. All chunks carry one id.
 - ``hidden`` (the provider's cap): the upstream's chunks are passed on as they come (a retry
   for an answer the cap ate is streamed after them, under the first id).
 - the certified early exit (`cotplan.production.exiting`): its short requests are made
@@ -47,6 +48,7 @@ import openai
 from openai.types.chat import ChatCompletionChunk
 
 from cotplan.backends.base import Usage
+from cotplan.production.answer_phase import answer_message
 from cotplan.production.calls import CallArgs, CapReport, usage_body, usage_of
 from cotplan.production.phases import OneRequest, TwoPhase
 from cotplan.production.server_cap import (
@@ -220,18 +222,46 @@ def _relay_text(
     check_stream_end(phase.finish_reason, phase.events)
 
 
+class Marked:
+    """Hands on a streamed text answer as the unstreamed reply's `content` reads: the marker
+    the forcing wrote (``Answer:``) before the model's first words, trailing whitespace held
+    back (nothing at all for an answer that never begins)."""
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+        self.started = False
+        self.held = ""
+
+    def __call__(self, text: str) -> str:
+        text = self.held + text
+        if not self.started:
+            if not text.strip():
+                self.held = text
+                return ""
+            self.started = True
+            text = self.marker + text
+        kept = text.rstrip()
+        self.held = text[len(kept) :]
+        return kept
+
+
 def _template_steps(call: CallArgs, finish: Finish) -> StreamSteps:
     phases = TwoPhase(call)
+    spec = phases.spec
     chunks = Chunks(f"chatcmpl-cotplan-{uuid.uuid4().hex}", int(time.time()), call.model)
-    thinking, answer, trim = _Phase(), _Phase(), Trim()
+    thinking, answer = _Phase(), _Phase()
+    no_room: list[bool] = []  # the client's limit left the answer no room
+    trim: Callable[[str], str] = Marked(call.words.marker) if spec.kind == "text" else Trim()
 
     def report() -> CapReport:
-        cut = thinking.finish_reason == "length"
+        cut = phases.cut(thinking.finish_reason)
         # Only a finished answer phase can be said to have written nothing.
-        answered = bool(answer.text.strip()) or answer.finish_reason is None
+        answered = bool(answer.text.strip()) or (not no_room and answer.finish_reason is None)
         return phases.report(thinking.seen(), answer.seen(), cut=cut, answered=answered)
 
     def answer_piece(text: str) -> ChatCompletionChunk | None:
+        if spec.kind == "tools":  # a tool call is read whole, at the end
+            return None
         kept = trim(text)
         return chunks.delta(content=kept) if kept else None
 
@@ -243,11 +273,25 @@ def _template_steps(call: CallArgs, finish: Finish) -> StreamSteps:
             yield from _relay_text(
                 request, thinking, lambda text: chunks.delta(reasoning_content=text)
             )
-        cut = thinking.finish_reason == "length"
-        yield from _relay_text(phases.answer_request(thinking.text, cut=cut), answer, answer_piece)
-        yield from chunks.last(
-            answer.finish_reason or "stop", report(), include_usage=call.include_usage
+        second = phases.answer_request(
+            thinking.text,
+            cut=phases.cut(thinking.finish_reason),
+            thought=phases.thought(thinking.finish_reason, thinking.usage),
         )
+        if second is None:
+            no_room.append(True)
+        else:
+            yield from _relay_text(second, answer, answer_piece)
+        finish_reason = answer.finish_reason or "stop"
+        if not answer.text.strip():
+            finish_reason = "length"
+        elif spec.kind == "tools":
+            message, finish_reason = answer_message(
+                answer.text, spec, marker=call.words.marker, finish_reason=finish_reason
+            )
+            calls = [{"index": 0, **c} for c in message.get("tool_calls") or ()]
+            yield chunks.delta(content=message["content"], tool_calls=calls or None)
+        yield from chunks.last(finish_reason, report(), include_usage=call.include_usage)
         outcome = "complete"
     except GeneratorExit:
         raise

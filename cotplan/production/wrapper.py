@@ -21,8 +21,12 @@ How the cap is applied depends on how the model thinks (`mode`, chosen once per 
   `client.completions.create`, closed the protocol's way (a cut thought is closed before the
   answer, as `budgeted_answer` does), and the answer generated after it. These are the very
   requests `budgeted_answer` makes, so the answer is the one the calibration measured. The reply's
-  `message.content` is the answer and `message.reasoning_content` the thinking, as llama.cpp's
-  and DeepSeek's reasoning parsers return it.
+  `message.content` is the model's answer as it reads after its thinking (``Answer: 13``: the
+  marker the forcing wrote for it, then its words) and `message.reasoning_content` the
+  thinking, as llama.cpp's and DeepSeek's reasoning parsers return it. What the client asks of
+  the answer, the answer phase carries (`cotplan.production.answer_phase`): a JSON schema or
+  JSON mode under the server's grammar, tools as a tool call (`message.tool_calls`), logprobs
+  of the answer; `n > 1` runs both phases n times.
 - ``hidden``: a provider that caps hidden reasoning itself (OpenAI's o-series, Claude): one chat
   request with the budget rule's fields (`cotplan.backends.budgets.budget_params`); when the cap
   left no answer, one more request asks for the answer alone (as `budgeted_answer` does).
@@ -48,8 +52,10 @@ the usual fields keep their meaning, with the reasoning tokens in
 The prompt. A cap is certified for the prompt the calibration used, so the protocol's
 instruction (for ``plain``: "Think step by step, then give the final answer after "Answer:"")
 is added to the last user message here too, and generation is greedy (temperature 0) unless the
-call sets a temperature. `max_tokens` / `max_completion_tokens` cap the answer; the plan caps
-the thinking.
+call sets a temperature. `max_tokens` / `max_completion_tokens` bound the whole completion,
+thinking and answer, as they do uncapped; the plan's cap can only lower the thinking. A
+completion they end before any answer says so (``finish_reason="length"``, empty content and
+the report's `answer_missing`), never an empty answer passed off as one.
 
 Streaming. `stream=True` gives what the client gives for a stream: a `CappedStream` of
 `ChatCompletionChunk` (an `AsyncCappedStream` for `AsyncOpenAI`), from the same requests, each
@@ -71,7 +77,9 @@ from typing import Any, Generic, Literal, TypeVar, overload
 import openai
 from openai.types.chat import ChatCompletion
 
+from cotplan.backends.base import Usage
 from cotplan.backends.budgets import rule_for_model
+from cotplan.backends.known_models import family_of
 from cotplan.errors import InputError
 from cotplan.generate.prompts import template_for
 from cotplan.generate.protocols import resolve_protocol
@@ -79,7 +87,15 @@ from cotplan.messages import Message
 from cotplan.planner import SavedPlan
 from cotplan.planner.binding import check_plan_model, check_plan_protocol
 from cotplan.planner.exit_plan import ExitPlan
+from cotplan.production.answer_phase import (
+    ANSWER_ARGS,
+    answer_message,
+    answer_spec,
+    chat_logprobs,
+    tool_turns,
+)
 from cotplan.production.calls import (
+    DEFAULT_ANSWER_TOKENS,
     METADATA_SIZE,
     SIZE_POLICIES,
     TEMPLATE_ARGS,
@@ -88,9 +104,10 @@ from cotplan.production.calls import (
     CapReport,
     answer_room,
     cap_at,
-    chat_reply,
     check_chat,
     check_messages,
+    choices_reply,
+    completion_limit,
     provider_of,
     report_of,
     stop_list,
@@ -281,7 +298,7 @@ class _Capper:
         elif call.mode == "template":
             steps = self._two_phase(call)
         elif call.mode == "server":
-            steps = server_steps(call, self.provider)
+            steps = server_steps(call, self.provider_for(call.model))
         else:
             steps = self._one_request(call)
         reply, report = yield from steps
@@ -294,7 +311,7 @@ class _Capper:
 
         if call.exit_rule is not None:
             return exit_stream_steps(call, finish)
-        return stream_steps(call, provider=self.provider, finish=finish)
+        return stream_steps(call, provider=self.provider_for(call.model), finish=finish)
 
     def _log_call(
         self, model: str, report: CapReport, call_id: str, outcome: str, *, tags: str = ""
@@ -334,6 +351,8 @@ class _Capper:
         mode = self._mode(model, exit_checked=self.exits is not None)
         if mode == "server":  # the client's messages go on as they came (tool turns, parts)
             messages = check_chat(args.pop("messages", None))
+        elif mode == "template":  # tool turns written out as text
+            messages = check_messages(tool_turns(args.pop("messages", None)))
         else:
             messages = check_messages(args.pop("messages", None))
         try:
@@ -363,23 +382,18 @@ class _Capper:
         cap = cap_at(self.plan, size, self.size_policy)
         exit_rule, exit_note = (None, "") if self.exits is None else exit_at(self.exits, cap)
         stream, include_usage = _stream_arguments(args)
+        limit: int | None = None
         if mode == "server":
             # Everything passes on; the client's max_tokens bounds the whole completion.
             answer_tokens = answer_room(dict(args))
-        elif args.get("n") not in (None, 1):
+        elif args.get("n") not in (None, 1) and (mode != "template" or exit_rule is not None):
             raise InputError(f"must be 1 (one answer per call), got {args['n']!r}", field="n")
-        if mode != "server":
-            args.pop("n", None)
         if mode == "template":
-            unknown = sorted(set(args) - TEMPLATE_ARGS)
-            if unknown:
-                raise InputError(
-                    "two-phase budget forcing writes the chat out as text and cannot apply it; "
-                    "remove it or call the client itself",
-                    field=unknown[0],
-                )
-            stop_list(args.get("stop"))  # checked before the first request, not after
-        if mode != "server":
+            # OpenAI's meaning: the limit bounds thinking and answer together.
+            limit = _template_args(args, stream=stream, exits=exit_rule is not None)
+            answer_tokens = DEFAULT_ANSWER_TOKENS if limit is None else limit
+        elif mode != "server":
+            args.pop("n", None)
             answer_tokens = answer_room(args)
         temperature = args.pop("temperature", None)
         temperature = 0.0 if temperature is None else temperature
@@ -403,11 +417,13 @@ class _Capper:
             bill_prompt=self.exits.bill_prompt if self.exits is not None else False,
             answer_kind=answer_kind_of(self.plan),
             tags=tags,
+            limit=limit,
         )
 
     def _size(self, given: object, messages: list[Message], metadata: object) -> float | None:
-        """The call's size: its own `size=`, its metadata's ``cotplan_size``, or the client's
-        size (a number or a function of the messages); None when none is given."""
+        """The call's size: its own `size=`, its metadata's ``cotplan_size``, the client's
+        size (a number or a function of the messages), or the plan's size rule
+        (`cotplan.planner.size_rule`); None when none gives one."""
         if given is None and isinstance(metadata, Mapping) and METADATA_SIZE in metadata:
             try:
                 given = float(metadata[METADATA_SIZE])
@@ -419,20 +435,29 @@ class _Capper:
         size: object = given if given is not None else self.size
         if callable(size):
             size = size(messages)
+        if size is None and self.plan.size_rule is not None:
+            size = self.plan.size_rule.size(messages)  # the operator's rule, in the plan
         if size is None:
             return None
         if isinstance(size, bool) or not isinstance(size, int | float) or not size > 0:
             raise InputError(f"must be a positive number, got {size!r}", field="size")
         return float(size)
 
+    def provider_for(self, model: str) -> str:
+        """What serves `model`: the server its team declared (`cotplan.register_model`, a
+        model map) or the client's provider."""
+        family = family_of(model)
+        return family.server if family is not None and family.server else self.provider
+
     def _mode(self, model: str, *, exit_checked: bool = False) -> ApplyMode:
         """How `model` is capped here; with `exit_checked`, only a mode the certified exit can
         probe (the thinking written out as text)."""
-        rule = rule_for_model(self.provider, model)
+        provider = self.provider_for(model)
+        rule = rule_for_model(provider, model)
         if rule.covers == "reasoning+output":
             if exit_checked:
                 raise InputError(
-                    f"certified cannot apply to {model!r} at {self.provider}: the provider "
+                    f"certified cannot apply to {model!r} at {provider}: the provider "
                     "caps its hidden reasoning in one request, so there is no thinking to "
                     "probe; use exit='none' (the fixed cap)",
                     field="exit",
@@ -442,11 +467,11 @@ class _Capper:
         if server_capped(rule) and not (exit_checked and template_for(model) is not None):
             return "server"
         if template_for(model) is not None and (
-            self.provider == "openai-compatible" or server_capped(rule)
+            provider == "openai-compatible" or server_capped(rule)
         ):
             return "template"
         raise InputError(
-            f"cannot cap {model!r} at {self.provider}: its thinking is neither capped by the "
+            f"cannot cap {model!r} at {provider}: its thinking is neither capped by the "
             "provider nor written with a chat template cotplan knows (see "
             "cotplan.backends.known_models)",
             field="model",
@@ -455,31 +480,60 @@ class _Capper:
     # -- template mode: the two phases of `budgeted_answer`, through the client ---------------
 
     def _two_phase(self, call: CallArgs) -> _Steps:
+        """The two phases for each of the call's `n` choices (one, unless it asks for more)."""
         phases = TwoPhase(call)
-        thinking, thinking_usage, cut = "", None, False
-        first_request = phases.thinking_request()
-        if first_request is not None:
-            first = yield ("completions", first_request)
-            choice = first.choices[0]
-            thinking, thinking_usage = choice.text, usage_of(first.usage)
-            cut = choice.finish_reason == "length"
-        second = yield ("completions", phases.answer_request(thinking, cut=cut))
-        answer_choice = second.choices[0]
-        answered = bool((answer_choice.text or "").strip())
-        report = phases.report(thinking_usage, usage_of(second.usage), cut=cut, answered=answered)
-        reply = chat_reply(
-            call,
-            content=answer_choice.text,
-            reasoning=thinking,
-            finish_reason=answer_choice.finish_reason,
-            report=report,
+        spec = phases.spec
+        choices: list[dict[str, Any]] = []
+        thinking_usages: list[Usage] = []
+        answer_usages: list[Usage] = []
+        cuts: list[bool] = []
+        missing = False
+        for _ in range(call.rest.get("n") or 1):
+            thinking, thinking_usage, finish = "", None, None
+            first_request = phases.thinking_request()
+            if first_request is not None:
+                first = yield ("completions", first_request)
+                choice = first.choices[0]
+                thinking, thinking_usage = choice.text, usage_of(first.usage)
+                finish = choice.finish_reason
+                thinking_usages.append(thinking_usage)
+            cut = phases.cut(finish)
+            cuts.append(cut)
+            second_request = phases.answer_request(
+                thinking, cut=cut, thought=phases.thought(finish, thinking_usage)
+            )
+            text, finish, logprobs = "", "length", None
+            if second_request is not None:
+                second = yield ("completions", second_request)
+                answer_choice = second.choices[0]
+                answer_usages.append(usage_of(second.usage))
+                text, finish = answer_choice.text or "", answer_choice.finish_reason
+                if spec.logprobs is not None:
+                    logprobs = chat_logprobs(answer_choice.logprobs)
+            answered = bool(text.strip())
+            missing = missing or not answered
+            message, finish_reason = answer_message(
+                text, spec, marker=call.words.marker, finish_reason=finish
+            )
+            if not answered:  # no answer is not an answer: no marker, the cut said
+                message, finish_reason = {"role": "assistant", "content": ""}, "length"
+            message["reasoning_content"] = thinking
+            choices.append(
+                {"message": message, "finish_reason": finish_reason, "logprobs": logprobs}
+            )
+        report = phases.report(
+            _summed(thinking_usages),
+            _summed(answer_usages),
+            cut=any(cuts),
+            answered=not missing,
+            requests=len(thinking_usages) + len(answer_usages),
         )
-        return reply, report
+        return choices_reply(call, choices, report), report
 
     # -- hidden mode: the provider's own cap, in one request ----------------------------------
 
     def _one_request(self, call: CallArgs) -> _Steps:
-        one = OneRequest(call, self.provider)
+        one = OneRequest(call, self.provider_for(call.model))
         reply = yield ("chat", one.request())
         usages = [usage_of(reply.usage)]
         choice = reply.choices[0]
@@ -492,6 +546,42 @@ class _Capper:
         report = one.report(usages, bitten=bitten, forced=forced)
         setattr(reply, "cotplan", report.to_dict())  # noqa: B010 (an extra field, not declared)
         return reply, report
+
+
+def _template_args(args: dict[str, Any], *, stream: bool, exits: bool) -> int | None:
+    """Checks what two-phase forcing can apply (naming the first field it cannot) before the
+    first request; the client's completion limit, popped (None: none given)."""
+    unknown = sorted(set(args) - TEMPLATE_ARGS)
+    if exits:  # the exit's probes read a line of text
+        unknown += sorted(set(args) & ANSWER_ARGS)
+    if unknown:
+        raise InputError(
+            "two-phase budget forcing writes the chat out as text and cannot apply it; "
+            "remove it or call the client itself",
+            field=unknown[0],
+        )
+    stop_list(args.get("stop"))
+    answer_spec(args)
+    n = args.get("n")
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+        raise InputError(f"must be a whole number ≥ 1, got {n!r}", field="n")
+    if stream and n not in (None, 1):
+        raise InputError("must be 1 for a streamed two-phase call", field="n")
+    if stream and args.get("logprobs"):
+        raise InputError(
+            "is not streamed in two-phase mode: call without stream=True", field="logprobs"
+        )
+    return completion_limit(args)
+
+
+def _summed(usages: list[Usage]) -> Usage | None:
+    """The usages added up (None for none: that phase was never run)."""
+    if not usages:
+        return None
+    total = usages[0]
+    for usage in usages[1:]:
+        total = total + usage
+    return total
 
 
 def _stream_arguments(args: dict[str, Any]) -> tuple[bool, bool]:
@@ -592,10 +682,11 @@ def capped(
     False: no log).
     An `openai.AsyncOpenAI` client gives an `AsyncCappedClient`, whose `create` is awaited.
 
-    A call with no size (none given, no ``metadata["cotplan_size"]``, no `size` here) or one
-    beyond the plan's reach gets the plan's largest certified cap, with a note in its report
-    (`size_policy="largest"`); `size_policy="refuse"` refuses it instead (`InputError` naming
-    `size`).
+    A call with no size (none given, no ``metadata["cotplan_size"]``, no `size` here, none
+    from the plan's size rule) gets the plan's pooled cap where it holds one, else its largest
+    certified cap, and one beyond the plan's reach the largest certified cap, each with a note
+    in its report (`size_policy="largest"`); `size_policy="refuse"` refuses them instead
+    (`InputError` naming `size`).
 
     `exit="certified"` answers under the certified early exit where the exit plan certifies
     one (`cotplan.production.exiting`): `exit_plan` is an `ExitPlan` or the path of an

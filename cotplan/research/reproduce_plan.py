@@ -104,6 +104,17 @@ MEASURED: dict[str, tuple[float, str]] = {
     "kstar-study": (687.0, _FULL),  # 05:08:28 to 05:19:55
 }
 
+#: Wall seconds of the controls step (`cotplan kstar controls`, no model), by preset.
+CONTROLS_SECONDS: dict[str, tuple[float, str]] = {
+    # Debias control on 3 seeds and the planted laws at 600 items, planner left out.
+    "quick": (38.0, "benchmarks/results/kstar_controls_quick.txt"),
+    # Six planted runs of 41-61 s (planner included) and the 12-seed debias control.
+    "full": (
+        360.0,
+        "benchmarks/results/planted_control.txt; benchmarks/results/debias_control.txt",
+    ),
+}
+
 _LAMP_LONG_SIZES = "16,24,32,40,48,56,64"
 _LAMP_LONG_EPS = "0.5,0.45,0.4,0.36,0.3,0.2,0.1,0.05"
 _STUDY_FAMILIES = ("parity", "sum", "state", "bits", "majority")
@@ -247,9 +258,11 @@ def reproduction_steps(
         ["kstar-lab", "law", "lamp", "--sizes", "4,8,12,16", "--items", "120"],
         ["lab-lamp-standard"],
     )
+    seconds, basis = CONTROLS_SECONDS[preset]
+    controls = Step("controls", ("kstar", "controls", "--preset", preset), 0, seconds, basis)
     if preset == "quick":
         quick = _experiment_step("experiments", (), "quick", backend=backend, seed=seed, **endpoint)
-        return (quick, lamp)
+        return (quick, lamp, controls)
     parts = {
         "experiments-martingale": ("martingale", "debias", "order"),
         "experiments-entropy": ("entropy",),
@@ -265,6 +278,7 @@ def reproduction_steps(
     long_args = ["kstar-lab", "law", "lamp", "--preset", "long", "--sizes", _LAMP_LONG_SIZES]
     long_args += ["--items", "120", "--eps", _LAMP_LONG_EPS]
     steps.append(_lab_step("lamp-law-long", long_args, ["lab-lamp-long"]))
+    steps.append(controls)
     return tuple(steps)
 
 

@@ -16,8 +16,10 @@ Steps, on gaps g_n at equally spaced positions n:
 
 Reported: the period, the share of position-specific variance the harmonics explain, the change
 in total variance of the gaps, and the cross-validated R² of position for the detrended gaps
-before and after subtraction (how much of the bias position still predicts). When per-sequence
-gaps are given, the whole pipeline is rerun on bootstrap resamples of the sequences for intervals.
+before and after subtraction (how much of the bias position still predicts), in units of the
+gaps' noise so that exact Bayes scores about 0 (`cotplan.research.experiments.debias_control`).
+When per-sequence gaps are given, the whole pipeline is rerun on bootstrap resamples of the
+sequences for intervals.
 
 The arithmetic of steps 1-4, the permutation test and the bootstrap live in
 `cotplan.research.experiments.debias_fit`; this module checks the input and reads the result against

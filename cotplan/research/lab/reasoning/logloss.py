@@ -297,7 +297,13 @@ def _bounds(draws: list[np.ndarray], j: int) -> tuple[float, float]:
 
 
 def _curve_rows(
-    frame: pd.DataFrame, eps_grid: Sequence[float], n_bootstrap: int, seed: int, vocab: int
+    frame: pd.DataFrame,
+    eps_grid: Sequence[float],
+    n_bootstrap: int,
+    seed: int,
+    vocab: int,
+    *,
+    mechanism: bool = True,
 ) -> LawTables:
     rng = np.random.default_rng(seed)
     curve_rows: list[dict[str, Any]] = []
@@ -334,7 +340,10 @@ def _curve_rows(
                     "B_gap": float(gap_b[j]),
                     "error": float(e_point[j]),
                     "error_gap": float(gap_e[j]),
-                    "mechanism": mechanism_error(str(group["family"].iloc[0]), n, int(k)),
+                    # A served model's task has no lab mechanism to compare with.
+                    "mechanism": mechanism_error(str(group["family"].iloc[0]), n, int(k))
+                    if mechanism
+                    else math.nan,
                 }
             )
         for measure, values in points.items():

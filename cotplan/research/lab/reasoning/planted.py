@@ -119,9 +119,14 @@ class PlantedControl:
     def summary(self) -> str:
         interval = "" if self.exponent is None else f" {self.exponent}"
         alpha = "" if self.planner_alpha_interval is None else f" {self.planner_alpha_interval}"
+        planner = (
+            f"planner's α {self.planner_alpha:.2f}{alpha}"
+            if math.isfinite(self.planner_alpha)
+            else "planner not fitted"
+        )
         return (
             f"planted k* ∝ n^{self.planted_k_exponent:g}: read n^{self.beta:.2f}{interval} at "
-            f"ε = {self.eps:g} ({self.verdict}); planner's α {self.planner_alpha:.2f}{alpha}"
+            f"ε = {self.eps:g} ({self.verdict}); {planner}"
         )
 
 

@@ -1,21 +1,21 @@
-"""`cotplan cost project --actuals LOG`: real spend per month beside the forecast.
+"""The production log read as spend: what the month-end cost commands and `cost project
+--actuals` take from a log of real calls.
 
-The production log is read here, through `cotplan.production.log`, because pricing sits below
-production in the layers; a JSONL log of provider responses is read by `cotplan.pricing`.
+A log is either the production log (SQLite, `cotplan.production.log`) or a JSONL file of
+provider responses (`cotplan.pricing`). The SQLite one is read here because pricing sits below
+production in the layers; the pricing functions take these readers as arguments.
 """
 
 from __future__ import annotations
 
 import sqlite3
 from datetime import date
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from rich import box
-from rich.table import Table
 
-from cotplan.cli.cost_tables import money
 from cotplan.errors import CotplanError, InputError
 from cotplan.pricing.actuals import (
     Actuals,
@@ -24,8 +24,10 @@ from cotplan.pricing.actuals import (
     not_future,
     utc_time,
 )
+from cotplan.pricing.reconcile import LoggedCall
+from cotplan.production.tags import decode_tags
 
-__all__ = ["actuals_table", "read_actuals"]
+__all__ = ["logged_calls", "read_actuals"]
 
 _SQLITE = (".sqlite", ".sqlite3", ".db")
 
@@ -58,27 +60,23 @@ def read_actuals(path: Path, table: Any, today: date | None = None) -> Actuals:
     return actuals_from_calls(calls, source=str(path))
 
 
-def actuals_table(frame: pd.DataFrame, source: str) -> Table:
-    """The forecast's months beside the actual spend (`forecast_vs_actuals`)."""
-    out = Table(
-        title=f"Forecast against actuals ({source}), USD", box=box.SIMPLE_HEAD, pad_edge=False
-    )
-    for column in ("month", "actual", "calls", "mean", "P10", "P50", "P90", "where"):
-        out.add_column(column, justify="left" if column in ("month", "where") else "right")
-    for rec in frame.to_dict("records"):
-        calls = "" if pd.isna(rec["actual_calls"]) else f"{int(rec['actual_calls']):,}"
-        unpriced = rec.get("unpriced_calls")
-        if not pd.isna(unpriced) and unpriced:
-            calls += f" ({int(unpriced)} unpriced)"
-        where = rec["where"] or ("no forecast" if pd.isna(rec["mean_usd"]) else "no calls logged")
-        out.add_row(
-            str(rec["label"]),
-            money(rec["actual_usd"]),
-            calls,
-            money(rec["mean_usd"]),
-            money(rec["p10_usd"]),
-            money(rec["p50_usd"]),
-            money(rec["p90_usd"]),
-            where,
-        )
+def logged_calls(path: Path, table: Any, today: date | None = None) -> list[LoggedCall]:
+    """A log's priced calls with their tags: the production log's (each row's `tags`; rows
+    written before the log kept them count as untagged) or a JSONL file's
+    (`cotplan.pricing.attribution.calls_from_jsonl`)."""
+    from cotplan.pricing.attribution import calls_from_jsonl
+
+    if path.suffix.lower() not in _SQLITE:
+        return calls_from_jsonl(path, table=table, today=today)
+    from cotplan.production.log import CallLog
+
+    frame = CallLog(path).to_frame()
+    out = []
+    for number, rec in enumerate(frame.to_dict("records"), start=1):
+        if pd.isna(rec["cost_usd"]):
+            continue
+        moment = utc_time(rec["time"], field=f"calls[{number}].time", source=str(path))
+        provider = table.lookup(rec["model"], warn=False).provider
+        usd = Decimal(str(rec["cost_usd"]))
+        out.append(LoggedCall(moment.date(), provider, rec["model"], usd, decode_tags(rec["tags"])))
     return out

@@ -1,6 +1,7 @@
-"""The statistics `cotplan plan --details`, `run --details` and `demo --details` print: the fit
-and its tests, the certified budgets, k* by the law, the caps a saved plan deploys, the held-out
-check and the policy comparison. The answer-first summaries are `cotplan.cli.glance`'s.
+"""The statistics behind a plan, for `cotplan plan --details`, `run --details` and `demo
+--details`: the fit and its tests, the certified budgets, k* by the law, the caps a saved plan
+deploys, the held-out check and the policy comparison. The answer-first summaries are
+`cotplan.render.plan`'s.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cotplan.errors import InputError
+from cotplan.render.tables import fmt, pct
 
 if TYPE_CHECKING:
     from cotplan.planner import Budget, BudgetPlanner, CertifiedBudget, SavedPlan
@@ -20,7 +22,6 @@ if TYPE_CHECKING:
     from cotplan.planner.run import PlanRun
 
 __all__ = [
-    "console",
     "print_budgets",
     "print_caps",
     "print_certificates",
@@ -30,23 +31,8 @@ __all__ = [
     "print_size_checks",
 ]
 
-#: The console every planner command prints to (`cotplan.cli.plan` re-exports it).
-console = Console()
 
-
-def _fmt(x: float, digits: int = 2) -> str:
-    if isinstance(x, float) and math.isnan(x):
-        return "–"
-    if isinstance(x, float) and math.isinf(x):
-        return "∞"
-    return f"{x:.{digits}f}"
-
-
-def _pct(x: float) -> str:
-    return "–" if math.isnan(x) else f"{x:.0%}"
-
-
-def print_report(planner: BudgetPlanner) -> None:
+def print_report(console: Console, planner: BudgetPlanner) -> None:
     """The verdict and the constants with their intervals."""
     report = planner.report()
     console.print(f"[bold]verdict:[/] {report.verdict}")
@@ -68,9 +54,9 @@ def print_report(planner: BudgetPlanner) -> None:
         for name, est in report.constants.items():
             if flat and name != "e0":
                 continue  # a flat fit has one constant: the error at every budget
-            interval = f"[{_fmt(est.interval.low)}, {_fmt(est.interval.high)}]"
+            interval = f"[{fmt(est.interval.low)}, {fmt(est.interval.high)}]"
             what = "error at every budget (flat: no effect of k)" if flat else meaning[name]
-            table.add_row(name, _fmt(est.value, 3), interval, what)
+            table.add_row(name, fmt(est.value, 3), interval, what)
         console.print(table)
     for line in (
         report.trend.verdict if report.trend else None,
@@ -96,23 +82,25 @@ def print_report(planner: BudgetPlanner) -> None:
         table.add_row(
             fit.law + mark,
             f"{fit.heldout_loglik:.1f}",
-            f"{fit.difference:+.1f} ± {_fmt(fit.difference_se, 1)}",
+            f"{fit.difference:+.1f} ± {fmt(fit.difference_se, 1)}",
             fit.parameter_text() or "(one error per calibrated budget)",
         )
     console.print(table)
     console.print(f"[bold]law:[/] {laws.selected} ({laws.reason})")
 
 
-def print_certified(planner: BudgetPlanner, eps: float) -> None:
+def print_certified(console: Console, planner: BudgetPlanner, eps: float) -> None:
     """The certified budget at each calibrated size for `eps` (`print_certificates` of the
     planner's certificates), or nothing when reasoning is not credited."""
     certified = planner.certified_
     if certified is None or planner.status_ != "helps":
         return
-    print_certificates([certified.at(n, eps) for n in certified.sizes], eps)
+    print_certificates(console, [certified.at(n, eps) for n in certified.sizes], eps)
 
 
-def print_certificates(certificates: Sequence[CertifiedBudget], eps: float) -> None:
+def print_certificates(
+    console: Console, certificates: Sequence[CertifiedBudget], eps: float
+) -> None:
     """The certified budget at each calibrated size for `eps`, or why there is none."""
     if not certificates:
         return
@@ -135,7 +123,7 @@ def print_certificates(certificates: Sequence[CertifiedBudget], eps: float) -> N
 
 
 def print_budgets(
-    budgets: Sequence[Budget], eps: float, caps: Mapping[int, int] | None = None
+    console: Console, budgets: Sequence[Budget], eps: float, caps: Mapping[int, int] | None = None
 ) -> None:
     """k* per size, with its interval and the cap to use. With `caps` (the plan's
     `plan.cap(n)`, printed above) the table shows k* only: one number per cap, never two."""
@@ -149,8 +137,8 @@ def print_budgets(
             table.add_row(
                 f"{budget.n:g}",
                 budget.law,
-                _fmt(budget.k_star, 1),
-                f"[{_fmt(budget.low, 1)}, {_fmt(budget.high, 1)}]",
+                fmt(budget.k_star, 1),
+                f"[{fmt(budget.low, 1)}, {fmt(budget.high, 1)}]",
                 budget.note,
             )
         console.print(table)
@@ -167,8 +155,8 @@ def print_budgets(
         table.add_row(
             f"{budget.n:g}",
             budget.law,
-            _fmt(budget.k_star, 1),
-            f"[{_fmt(budget.low, 1)}, {_fmt(budget.high, 1)}]",
+            fmt(budget.k_star, 1),
+            f"[{fmt(budget.low, 1)}, {fmt(budget.high, 1)}]",
             str(budget.tokens),
             how,
             budget.note,
@@ -178,7 +166,7 @@ def print_budgets(
         console.print(f"  {budgets[0].formula}")
 
 
-def print_caps(plan: SavedPlan, sizes: Sequence[int]) -> None:
+def print_caps(console: Console, plan: SavedPlan, sizes: Sequence[int]) -> None:
     """The cap a saved plan deploys at each size (`SavedPlan.cap`), or why it refuses one."""
     table = Table(title=f"Caps to deploy for ε = {plan.eps:g} (plan.cap(n))")
     for column in ("n", "cap (tokens)", "certified", "how"):
@@ -198,7 +186,7 @@ def print_caps(plan: SavedPlan, sizes: Sequence[int]) -> None:
         )
 
 
-def print_size_checks(checks: SizeChecks) -> None:
+def print_size_checks(console: Console, checks: SizeChecks) -> None:
     """Each size's held-out error with its exact interval against ε."""
     table = Table(
         title=f"Held-out error against ε = {checks.eps:g} per size "
@@ -218,7 +206,7 @@ def print_size_checks(checks: SizeChecks) -> None:
     console.print(table)
 
 
-def print_comparison(run: PlanRun, *, title: str | None = None) -> None:
+def print_comparison(console: Console, run: PlanRun, *, title: str | None = None) -> None:
     """Planned vs uncapped: accuracy with intervals, tokens, cost, and the paired savings."""
     comparison = run.comparison
     table = Table(
@@ -240,16 +228,16 @@ def print_comparison(run: PlanRun, *, title: str | None = None) -> None:
             f"{r['accuracy']:.2f} [{r['accuracy_low']:.2f}, {r['accuracy_high']:.2f}]",
             f"{r['reasoning_tokens']:.1f}",
             f"{r['answer_tokens']:.1f}",
-            _fmt(float(r["cost_usd"]), 6),
+            fmt(float(r["cost_usd"]), 6),
         )
     console.print(table)
     if run.by_size is not None:
-        print_size_checks(run.by_size)
+        print_size_checks(console, run.by_size)
     planned = run.row("planned")
     console.print(
         f"plan vs uncapped: reasoning tokens saved {planned['tokens_saved']:.0%} "
-        f"[{_pct(float(planned['tokens_saved_low']))}, "
-        f"{_pct(float(planned['tokens_saved_high']))}], "
+        f"[{pct(float(planned['tokens_saved_low']))}, "
+        f"{pct(float(planned['tokens_saved_high']))}], "
         f"accuracy change {planned['accuracy_change']:+.2f} "
         f"[{planned['accuracy_change_low']:+.2f}, {planned['accuracy_change_high']:+.2f}] "
         "(paired item bootstrap, 95%)"

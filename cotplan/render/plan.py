@@ -1,33 +1,30 @@
-"""Answer-first printing: what a command's user came for, in a few lines that fit the terminal.
+"""Planning at a glance: what `cotplan plan`, `run` and `demo` print first.
 
-`cotplan plan` leads with `print_plan_glance` (the cap per size as `SavedPlan.cap(n)` gives it,
-what backs it, the savings measured in calibration, how to ship it, the law in one sentence);
-`run` with `print_run_glance` (the held-out check in one table). The statistics stay behind
-`--details` (`cotplan.cli.plan`'s full tables) and in the report folder.
-
-Tables here never cut a number: numeric columns do not wrap and text columns take what is
-left (`compact_table`); a grid wider than the terminal is split into column groups
-(`print_grid`) rather than squeezed into ellipses.
+`print_plan_glance` leads with the cap per size as `SavedPlan.cap(n)` gives it, what backs it,
+the savings measured in calibration, how to ship it and the law in one sentence;
+`print_run_glance` with the held-out check in one table. `render_plan` and `render_run` are
+the whole of each command's output (the statistics of `--details` are
+`cotplan.render.plan_details`'s).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from rich import box
 from rich.console import Console
-from rich.table import Table
 
 from cotplan.errors import InputError
+from cotplan.render import plan_details
+from cotplan.render.tables import compact_table, pct
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from pathlib import Path
 
-    import pandas as pd
-
     from cotplan.planner import BudgetPlanner, SavedPlan
+    from cotplan.planner.held_out import HeldOut
     from cotplan.planner.plan_result import PlanResult
     from cotplan.planner.records import Budget, PlanCap
     from cotplan.planner.run import PlanRun
@@ -35,62 +32,16 @@ if TYPE_CHECKING:
 
 __all__ = [
     "cap_backing",
-    "compact_table",
     "law_sentence",
-    "money",
+    "made_for",
     "print_budget_caps",
-    "print_costs",
-    "print_grid",
     "print_plan_glance",
     "print_run_glance",
+    "render_plan",
+    "render_plan_header",
+    "render_run",
     "ship_lines",
 ]
-
-
-def compact_table(columns: Sequence[tuple[str, str]], *, title: str | None = None) -> Table:
-    """A table with one header rule and no side borders (fewer lines, more room); each column
-    is (name, kind): "num" columns are right-aligned and never wrap (a number is never cut),
-    "text" columns wrap into the width left."""
-    table = Table(
-        box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, title=title, title_justify="left"
-    )
-    for name, kind in columns:
-        if kind == "num":
-            table.add_column(name, justify="right", no_wrap=True)
-        else:
-            table.add_column(name, justify="left", overflow="fold")
-    return table
-
-
-def print_grid(
-    console: Console,
-    corner: str,
-    headers: Sequence[str],
-    rows: Sequence[tuple[str, Sequence[str]]],
-    *,
-    title: str | None = None,
-) -> None:
-    """A grid of short cells (every column a number column), split into as many tables as
-    it takes for each to fit the console's width instead of cutting cells to '…'."""
-    width = console.width
-    # Each column takes its widest cell, a space of padding each side and a divider.
-    label = max([len(corner), *(len(r[0]) for r in rows)]) + 1
-    groups: list[list[int]] = [[]]
-    used = label
-    for j, head in enumerate(headers):
-        cell = max([len(head), *(len(r[1][j]) for r in rows)]) + 3
-        if groups[-1] and used + cell > width:
-            groups.append([])
-            used = label
-        groups[-1].append(j)
-        used += cell
-    if title:
-        console.print(title)
-    for group in groups:
-        table = compact_table([(corner, "num"), *((headers[j], "num") for j in group)])
-        for name, cells in rows:
-            table.add_row(name, *(cells[j] for j in group))
-        console.print(table)
 
 
 def print_budget_caps(console: Console, budgets: Sequence[Budget], eps: float) -> None:
@@ -108,49 +59,6 @@ def print_budget_caps(console: Console, budgets: Sequence[Budget], eps: float) -
         yes = "yes" if budget.certified else "no"
         table.add_row(f"{budget.n:g}", str(budget.tokens), yes, why)
     console.print(table)
-
-
-def money(x: float) -> str:
-    """USD short enough for a narrow column: cents below 1,000, whole dollars above."""
-    if math.isnan(x):
-        return "–"
-    if abs(x) >= 100:
-        return f"{x:,.0f}"
-    if abs(x) >= 0.01 or x == 0:
-        return f"{x:,.2f}"
-    return f"{x:.2g}"
-
-
-def print_costs(console: Console, costs: pd.DataFrame, queries_per_day: float) -> None:
-    """The demo's projected cost, one small table per pricing (the model names above each
-    table, not in a column that would push the numbers past the terminal's edge)."""
-    console.print(
-        f"[bold]Projected cost at {queries_per_day:,.0f} queries a day[/] "
-        "(USD; month: the first month, P50 and P10–P90; year: 12 months)"
-    )
-    for pricing, rows in costs.groupby("pricing", sort=False):
-        model = str(rows["model"].iloc[0])
-        console.print(f"{model} ({pricing})")
-        table = compact_table(
-            [
-                ("policy", "text"),
-                ("tokens/query", "num"),
-                ("USD/query", "num"),
-                ("month P50", "num"),
-                ("P10–P90", "num"),
-                ("year", "num"),
-            ]
-        )
-        for r in rows.to_dict("records"):
-            table.add_row(
-                str(r["policy"]),
-                f"{r['tokens_per_query']:.0f}",
-                f"{r['usd_per_query']:.2g}" if r["usd_per_query"] else "0",
-                money(r["month_p50_usd"]),
-                f"{money(r['month_p10_usd'])}–{money(r['month_p90_usd'])}",
-                money(r["year_mean_usd"]),
-            )
-        console.print(table)
 
 
 def cap_backing(cap: PlanCap, law: str | None) -> str:
@@ -183,10 +91,19 @@ def law_sentence(planner: BudgetPlanner) -> str:
         parts.append(f"the {laws.selected} law is used")
     alpha = constants.get("alpha")
     if alpha is not None:
+        low, high = alpha.interval.low, alpha.interval.high
+        if f"{low:.2f}" == f"{high:.2f}" or math.isnan(low - high):
+            # The resamples all gave one exponent (a boundary of the fit, or too few sizes):
+            # "n^2.00 (95% CI 2.00–2.00)" would read as certainty it does not have.
+            parts.append(
+                "how the budget grows with n could not be estimated (the item bootstrap "
+                "shows no spread in the exponent)"
+            )
+            return "; ".join(parts) + "."
         paper = laws is None or laws.selected.startswith("paper")
         grow = (
             "the budget grows as" if paper else "under the paper's law the budget grows as"
-        ) + f" n^{alpha.value:.2f} (95% CI {alpha.interval.low:.2f}–{alpha.interval.high:.2f}"
+        ) + f" n^{alpha.value:.2f} (95% CI {low:.2f}–{high:.2f}"
         if report.lrt is not None:
             same = "consistent with" if "consistent" in report.lrt.verdict else "unlike"
             grow += f", {same} the paper's √n"
@@ -205,10 +122,12 @@ def ship_lines(plan_path: Path) -> list[str]:
     ]
 
 
-def _savings_line(savings: CalibrationSavings | None) -> str:
-    if savings is None:
-        return "nothing measured to compare (no capped size)"
-    return savings.sentence
+def made_for(saved: SavedPlan) -> str:
+    """The plan's binding in words: model, mode and protocol."""
+    model = saved.model or "(not recorded)"
+    mode = f", mode {saved.mode}" if saved.mode else ""
+    protocol = saved.protocol or "(not recorded)"
+    return f"made for model {model}{mode}, protocol {protocol}"
 
 
 def print_plan_glance(
@@ -240,7 +159,8 @@ def print_plan_glance(
         console.print(
             f"[yellow]note:[/] no size certifies ε = {saved.eps:g}: every cap is an estimate"
         )
-    console.print(f"[bold]Saves:[/] {_savings_line(savings)}")
+    saves = "nothing measured to compare (no capped size)" if savings is None else savings.sentence
+    console.print(f"[bold]Saves:[/] {saves}")
     for line in ship_lines(plan_path):
         console.print(line)
     console.print(f"[bold]Law:[/] {law_sentence(result.planner)}")
@@ -255,6 +175,39 @@ def _first_clause(text: str) -> str:
     if text.startswith("`") and "`: " in text:
         text = text.split("`: ", 1)[1]
     return text.split(":")[0]
+
+
+def render_plan(
+    console: Console,
+    result: PlanResult,
+    *,
+    folder: Path,
+    caps: Mapping[int, int],
+    savings: CalibrationSavings | None,
+    details: bool = False,
+) -> None:
+    """All `cotplan plan` prints before its files are written: the glance (the plan will be
+    `folder`/plan.json), with `details` the statistics, and the exit plan's lines."""
+    from cotplan.planner.calibration_file import usage_note
+    from cotplan.render.calibration import print_spend
+
+    print_plan_glance(console, result, folder / "plan.json", folder / "report.html", savings)
+    # Unknown token counts change what a plan can be trusted for: said at a glance too.
+    if not details and (note := usage_note(result.calibration)):
+        console.print(f"[yellow]note:[/] {note}")
+    if details:
+        saved = result.plan
+        console.rule("details")
+        print_spend(console, result.calibration)
+        plan_details.print_report(console, result.planner)
+        if result.planner.status_ == "helps":
+            plan_details.print_certificates(console, result.certificates, result.eps)
+        plan_details.print_budgets(console, result.budgets, result.eps, caps=caps)
+        plan_details.print_caps(console, saved, sorted({*saved.calibrated_sizes, *saved.sizes_}))
+    if result.exit_note:
+        console.print(f"[yellow]note:[/] no exit plan written: {result.exit_note}")
+    for line in result.exit_lines():
+        console.print(line)
 
 
 def print_run_glance(console: Console, run: PlanRun) -> None:
@@ -294,20 +247,42 @@ def print_run_glance(console: Console, run: PlanRun) -> None:
         f"(change {planned['accuracy_change']:+.2f} "
         f"[{planned['accuracy_change_low']:+.2f}, {planned['accuracy_change_high']:+.2f}]); "
         f"reasoning tokens {planned['reasoning_tokens']:.1f} vs "
-        f"{uncapped['reasoning_tokens']:.1f} a query, {_pct(planned['tokens_saved'])} saved "
-        f"[{_pct(planned['tokens_saved_low'])}, {_pct(planned['tokens_saved_high'])}]"
+        f"{uncapped['reasoning_tokens']:.1f} a query, {pct(planned['tokens_saved'])} saved "
+        f"[{pct(planned['tokens_saved_low'])}, {pct(planned['tokens_saved_high'])}]"
     )
     console.print(f"[bold]Conclusion:[/] {run.conclusion}")
 
 
-def _pct(value: object) -> str:
-    x = float(value)  # type: ignore[arg-type]
-    return "–" if math.isnan(x) else f"{x:.0%}"
+def render_run(console: Console, run: PlanRun, *, details: bool = False) -> None:
+    """All `cotplan run` prints of its result: the glance, with `details` the full policy
+    comparison, then the certified exit's notes and summary."""
+    print_run_glance(console, run)
+    if details:
+        console.rule("details")
+        plan_details.print_comparison(console, run)
+    for note in run.exit_notes:
+        console.print(f"[yellow]note:[/] {note}")
+    if run.exit_summary:
+        console.print(run.exit_summary)
 
 
-def made_for(saved: SavedPlan) -> str:
-    """The plan's binding in words: model, mode and protocol."""
-    model = saved.model or "(not recorded)"
-    mode = f", mode {saved.mode}" if saved.mode else ""
-    protocol = saved.protocol or "(not recorded)"
-    return f"made for model {model}{mode}, protocol {protocol}"
+def render_plan_header(
+    console: Console,
+    saved: SavedPlan,
+    plan_path: Path,
+    *,
+    held: HeldOut,
+    notes: Sequence[str],
+    details: bool = False,
+) -> None:
+    """What `cotplan run` says before its model starts: the held-out items dropped, the plan,
+    the binding notes, and with `details` the verdict, the binding and the caps."""
+    if held.note:
+        console.print(f"[yellow]note:[/] {held.note}")
+    console.print(f"plan {plan_path} (ε = {saved.eps:g}, law {saved.law or 'none'})")
+    for note in notes:
+        console.print(f"[yellow]note:[/] {note}")
+    if details:
+        console.print(f"verdict: {saved.verdict_}")
+        console.print(made_for(saved))
+        plan_details.print_caps(console, saved, held.sizes)

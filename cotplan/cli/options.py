@@ -1,0 +1,234 @@
+"""The options the commands share, declared once, and the checks that put them in the words
+of options.
+
+A typo must cost nothing: every command validates all of its options, and finds its model file
+or endpoint spec well formed, before it starts a server or sends a request (which may be paid).
+The ranges are `cotplan.validation`'s (the checks the library uses too); each check here raises
+`InputError` naming the option. `console` is where every planner command prints.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.console import Console
+
+from cotplan.backends.connect_options import (
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_TIMEOUT_S,
+    MAX_RETRIES,
+    MAX_TIMEOUT_S,
+    check_timeouts,
+    connect_options,
+)
+from cotplan.backends.known_models import PROTOCOL_NAMES
+from cotplan.errors import InputError
+from cotplan.validation import (
+    MAX_BUDGET,
+    require_budget,
+    require_choice,
+    require_folder_target,
+    require_int,
+    require_ints,
+    require_number,
+    require_unit,
+)
+from cotplan.workflow import check_backend
+
+if TYPE_CHECKING:
+    from cotplan.backends import Backend
+
+__all__ = [
+    "DEFAULT_MAX_RETRIES",
+    "DEFAULT_TIMEOUT_S",
+    "MAX_BUDGET",
+    "MAX_CONCURRENCY",
+    "MAX_COUNT",
+    "MAX_RETRIES",
+    "MAX_TIMEOUT_S",
+    "AllowOtherModel",
+    "BackendSpec",
+    "BaseUrl",
+    "Concurrency",
+    "Count",
+    "Delta",
+    "Details",
+    "ExitChoice",
+    "ExitPlanFile",
+    "Family",
+    "MaxRetriesOption",
+    "OutNextTo",
+    "ProtocolOption",
+    "ShowProgress",
+    "Sizes",
+    "TasksFile",
+    "TimeoutOption",
+    "check_at_least",
+    "check_backend",
+    "check_budgets",
+    "check_int",
+    "check_item_source",
+    "check_out",
+    "check_probability",
+    "check_protocol",
+    "check_timeouts",
+    "connect_options",
+    "console",
+    "mode_and_protocol",
+    "noted_in_tables",
+    "parse_ints",
+]
+
+#: The console every planner command prints to.
+console = Console()
+
+#: Items per size: a calibration beyond this is a typo, not a plan.
+MAX_COUNT = 10_000
+#: Requests in flight at once.
+MAX_CONCURRENCY = 256
+
+TimeoutOption = Annotated[
+    float,
+    typer.Option(
+        help="Seconds one attempt waits for an answer (long by default: a reasoning model says "
+        "nothing until it has thought). A hung endpoint costs at most timeout x (retries + 1) "
+        "per request; Ctrl-C stops at once."
+    ),
+]
+MaxRetriesOption = Annotated[
+    int,
+    typer.Option(
+        help="Retries of a request after a 429, a 5xx, a dropped connection or a timeout."
+    ),
+]
+ProtocolOption = Annotated[
+    str,
+    typer.Option(
+        help="How the model writes and closes its thinking: 'auto' (the model registry's, by "
+        "name), 'plain' (cotplan's 'Think step by step ... Answer:'), 'think' (<think> ... "
+        "</think>: R1 distills, QwQ) or 'qwen3'. Set it for a thinking model served under a "
+        "name cotplan does not know."
+    ),
+]
+Family = Annotated[
+    str | None, typer.Option(help="A built-in task family (see `cotplan tasks list`).")
+]
+TasksFile = Annotated[Path | None, typer.Option(help="A JSONL task file instead of a family.")]
+Sizes = Annotated[list[str] | None, typer.Option("--n", help="Sizes, e.g. --n 4,8.")]
+Count = Annotated[int, typer.Option(help="Items per size (built-in families).")]
+BackendSpec = Annotated[str, typer.Option(help="'local', 'local:PATH' or 'openai:MODEL'.")]
+BaseUrl = Annotated[str | None, typer.Option(help="An OpenAI-compatible endpoint.")]
+Concurrency = Annotated[int | None, typer.Option(help="Items answered at once.")]
+ShowProgress = Annotated[bool, typer.Option(help="Show a progress bar.")]
+Delta = Annotated[float, typer.Option(help="1 − confidence of the certified budgets (0.05: 95%).")]
+OutNextTo = Annotated[
+    Path | None, typer.Option(help="Report folder (default: the calibration's folder).")
+]
+Details = Annotated[
+    bool,
+    typer.Option("--details", help="Also print the statistics (fit, laws, tests, certificates)."),
+]
+ExitChoice = Annotated[
+    str,
+    typer.Option(
+        "--exit", help="'none' (the fixed cap) or 'certified' (certified early exit under it)."
+    ),
+]
+ExitPlanFile = Annotated[
+    Path | None,
+    typer.Option(help="With --exit certified: exit.json (default: beside the plan)."),
+]
+AllowOtherModel = Annotated[
+    bool,
+    typer.Option(
+        "--allow-other-model",
+        help="Apply a plan made for another model or reasoning protocol anyway.",
+    ),
+]
+
+
+def check_int(value: int | None, field: str, *, low: int = 1, high: int | None = None) -> None:
+    """`value` (None allowed: the default) is a whole number in [low, high]
+    (`cotplan.validation.require_int`)."""
+    if value is not None:
+        require_int(value, field, low=low, high=high)
+
+
+def check_probability(value: float | None, field: str, *, closed_high: bool = False) -> None:
+    """`value` (None allowed) lies in (0, 1), or (0, 1] with `closed_high`
+    (`cotplan.validation.require_unit`)."""
+    if value is not None:
+        require_unit(value, field, closed_high=closed_high)
+
+
+def check_at_least(value: float | None, name: str, low: float) -> None:
+    """`value` ≥ `low` (None passes: the option was not given)."""
+    if value is not None:
+        require_number(value, name, low=low)
+
+
+def parse_ints(values: Sequence[str] | None, name: str, *, low: int | None = None) -> list[int]:
+    """`["4,8", "16"]` -> [4, 8, 16]; names the option in errors; each at least `low`."""
+    return require_ints(values, name, low=low)
+
+
+def check_budgets(text: str) -> list[int] | str:
+    """`--budgets`: 'auto', 'paper', or comma-separated whole numbers in 0..MAX_BUDGET."""
+    if text.strip() in ("auto", "paper"):
+        return text.strip()
+    parts = [part.strip() for part in text.split(",")]
+    if not any(parts):
+        raise InputError(
+            "give at least one budget, e.g. 0,8,32, or 'auto' or 'paper'", field="budgets"
+        )
+    if not all(parts):
+        raise InputError(f"has an empty entry in {text!r}", field="budgets")
+    return [require_budget(k, "budgets") for k in require_ints(parts, "budgets")]
+
+
+def check_out(out: Path | None, field: str = "out") -> None:
+    """A report folder we could create: not an existing file, under a writable folder
+    (`cotplan.validation.require_folder_target`)."""
+    require_folder_target(out, field)
+
+
+def check_protocol(protocol: str) -> None:
+    """`--protocol` names a known reasoning protocol (or 'auto')."""
+    require_choice(protocol, "protocol", ["auto", *PROTOCOL_NAMES])
+
+
+def check_item_source(family: str | None, tasks: Path | None, sizes: Sequence[int]) -> None:
+    """Exactly one of --family and --tasks, and no --n with --tasks: a task file's items carry
+    their own sizes, and silently running other sizes than asked misleads."""
+    if (family is None) == (tasks is None):
+        raise InputError("give exactly one of --family and --tasks", field="family")
+    if tasks is not None and sizes:
+        raise InputError(
+            "--n cannot be used with --tasks: the task file's items carry their own sizes "
+            "(`cotplan tasks make --n ...` writes a file for the sizes you want)",
+            field="n",
+        )
+
+
+@contextlib.contextmanager
+def noted_in_tables() -> Iterator[None]:
+    """Leave out the warnings that a calibration's table prints as its own notes (a short
+    grid): the entry point shows warnings as notes too, and would say them twice."""
+    from cotplan.planner.auto_grid import GridShortWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", GridShortWarning)
+        yield
+
+
+def mode_and_protocol(model: Backend) -> str:
+    """How budgeted CoT drives `model`, for the line a command prints after connecting (the
+    heavy generate layer is imported only then, so `cotplan --help` stays fast)."""
+    from cotplan.generate.budgeted import driven_as
+
+    return driven_as(model)
