@@ -13,11 +13,20 @@ count: memory should not grow with items (exponent near 0), requests should grow
 
     .venv/bin/python benchmarks/calibration_scale.py --quick   # items 10..40, top 128..2,048
     .venv/bin/python benchmarks/calibration_scale.py           # items 100..10,000, top 128..16,384
+
+Throughput against concurrency (``--concurrency``): the loopback server sits behind a proxy
+that serves at most `limit` requests at once, each holding its slot for a fixed time (an
+engine's step, not this machine's CPU), the rest waiting in its queue, as vLLM's
+``--max-num-seqs`` does. The same live calibration runs at each `concurrency`; requests per
+second should rise with it until the server's limit, and stay there past it.
+
+    .venv/bin/python benchmarks/calibration_scale.py --concurrency --quick
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import os
@@ -28,6 +37,7 @@ import tempfile
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -43,6 +53,138 @@ PRESETS = {
         "items_at": 100,
     },
 }
+
+
+#: The concurrency case: the server's limit, the time each request holds a slot, the levels.
+CONCURRENCY = {
+    "quick": {"items": 12, "top": 64, "limit": 8, "hold_s": 0.08, "levels": [1, 2, 4, 8, 16]},
+    "full": {"items": 48, "top": 256, "limit": 16, "hold_s": 0.08, "levels": [1, 4, 8, 16, 32]},
+}
+
+
+class LimitedServer:
+    """A proxy in front of `upstream` that serves at most `limit` requests at once, each for
+    at least `hold_s` seconds; the others wait their turn (an engine's running-sequence cap)."""
+
+    def __init__(self, upstream: str, *, limit: int, hold_s: float) -> None:
+        import threading
+
+        self.upstream = upstream.removesuffix("/v1")
+        self.slots = threading.BoundedSemaphore(limit)
+        self.hold_s = hold_s
+        self.peak = 0
+        self._running = 0
+        self._lock = threading.Lock()
+        self._server: Any = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def __enter__(self) -> LimitedServer:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        import httpx
+
+        owner = self
+        client = httpx.Client(timeout=600.0)
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("content-length") or 0))
+                with owner.slots:
+                    with owner._lock:
+                        owner._running += 1
+                        owner.peak = max(owner.peak, owner._running)
+                    started = time.perf_counter()
+                    reply = client.post(
+                        owner.upstream + self.path,
+                        content=body,
+                        headers={"content-type": "application/json"},
+                    )
+                    time.sleep(max(0.0, owner.hold_s - (time.perf_counter() - started)))
+                    with owner._lock:
+                        owner._running -= 1
+                self.send_response(reply.status_code)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(reply.content)))
+                self.end_headers()
+                self.wfile.write(reply.content)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def throughput(preset: str) -> None:
+    """The concurrency case: requests per second of one live calibration at each level."""
+    from _outcome import Outcome
+
+    from cotplan.backends import connect
+    from cotplan.loopback import LoopbackReasoner, arithmetic_items
+    from cotplan.planner.calibrate import calibrate
+
+    case = CONCURRENCY[preset]
+    with Outcome("calibration_scale") as outcome:
+        print(
+            f"preset {preset}; {case['items']} items, top budget {case['top']}; the server runs "
+            f"at most {case['limit']} requests at once, {case['hold_s'] * 1000:.0f} ms each"
+        )
+        print(f"{'concurrency':>11} {'requests':>8} {'wall s':>7} {'req/s':>7} {'server peak':>11}")
+        rates: dict[int, float] = {}
+        for level in case["levels"]:
+            median = case["top"] / math.exp(1.645 * SPREAD)
+            with (
+                LoopbackReasoner(mean_thinking=median, spread=SPREAD) as server,
+                LimitedServer(server.base_url, limit=case["limit"], hold_s=case["hold_s"]) as gate,
+            ):
+                os.environ["COTPLAN_HOME"] = tempfile.mkdtemp(prefix="calibration-conc-")
+                backend = connect("openai:loopback-r1", base_url=gate.base_url, protocol="think")
+                began = time.perf_counter()
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    result = calibrate(
+                        backend,
+                        arithmetic_items(case["items"], n=8),
+                        uncapped_tokens=8 * case["top"],
+                        concurrency=level,
+                        progress=False,
+                    )
+                wall = time.perf_counter() - began
+                backend.close()
+            rates[level] = result.requests / wall
+            print(
+                f"{level:>11} {result.requests:>8} {wall:>7.1f} {rates[level]:>7.1f} "
+                f"{gate.peak:>11}"
+            )
+        levels = case["levels"]
+        limit = case["limit"]
+        below = [lv for lv in levels if lv <= limit]
+        rising = all(rates[b] > rates[a] * 1.2 for a, b in itertools.pairwise(below))
+        outcome.target(
+            f"throughput rises with concurrency up to the server's limit ({limit})",
+            rising,
+            " -> ".join(f"{rates[lv]:.1f}" for lv in below) + " req/s",
+        )
+        past = [lv for lv in levels if lv > limit]
+        if past:
+            flat = all(rates[lv] <= rates[limit] * 1.25 for lv in past)
+            outcome.target(
+                "and no further past it (the server queues the rest)",
+                flat,
+                f"{rates[limit]:.1f} at {limit}, {rates[past[-1]]:.1f} at {past[-1]} req/s",
+            )
 
 
 def one(items: int, top: int, base_url: str, home: str) -> dict[str, float]:
@@ -91,7 +233,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="the small preset (minutes)")
     parser.add_argument("--one", nargs=4, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--concurrency", action="store_true", help="throughput against concurrency only"
+    )
     args = parser.parse_args()
+    if args.concurrency:
+        throughput("quick" if args.quick else "full")
+        return
     if args.one:
         items, top, url, home = args.one
         print(json.dumps(one(int(items), int(top), url, home)))

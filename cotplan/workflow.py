@@ -86,7 +86,7 @@ class DemoPreset:
     per size, the cap standing for "uncapped", and bootstrap resamples.
 
     `budgets` None means the paper's Algorithm 1 grid for each size: `paper_count` log-spaced
-    budgets in [0, 10 √n] (`cotplan.planner.calibrate.paper_budgets`).
+    budgets in [0, 10 √n] (`cotplan.planner.budget_grids.paper_budgets`).
     """
 
     count: int
@@ -98,7 +98,7 @@ class DemoPreset:
 
     def grid(self, n: int) -> list[int]:
         """The budgets at size `n`."""
-        from cotplan.planner.calibrate import paper_budgets
+        from cotplan.planner.budget_grids import paper_budgets
 
         if self.budgets is not None:
             return list(self.budgets)
@@ -489,7 +489,7 @@ def preview_calibration(
 ) -> CalibrationPreview:
     """The estimate of a calibration of `items` at `grid` ('auto', 'paper' or budgets) on
     `model`, and whether `backend` may charge for it."""
-    from cotplan.planner.calibrate import paper_budgets
+    from cotplan.planner.budget_grids import paper_budgets
     from cotplan.planner.calibration_estimate import estimate_calibration
     from cotplan.research.reproduce_plan import is_paid
 

@@ -108,3 +108,8 @@ def test_the_batch_options_are_checked_before_anything_starts(tmp_path: Path) ->
     none = runner.invoke(app, ["calibrate", "--status", str(tmp_path / "nothing")])
     assert none.exit_code != 0
     assert "holds no batch calibration" in str(none.exception) + none.output
+    refine = runner.invoke(
+        app, [*ARGS, "--budgets", "auto", "--eps", "0.1", "--batch", "--out", str(tmp_path)]
+    )
+    assert refine.exit_code != 0
+    assert "--eps is not available on the batch path" in str(refine.exception) + refine.output

@@ -151,3 +151,41 @@ def test_the_table_is_priced_at_batch_rates_and_the_estimate_says_both() -> None
     estimate = CostEstimate("o4-mini", 2, 100, 128, 0.002, 0.001)
     assert "USD 0.0010 at batch rates (USD 0.0020 live: USD 0.0010 saved)" in str(estimate)
     assert "no price known" in str(CostEstimate("mine", 1, 1, 1, math.nan, math.nan))
+
+
+def test_a_responses_line_goes_to_its_endpoint_and_its_reasoning_count_is_read() -> None:
+    from cotplan.backends.responses import OpenAIResponsesBackend, parse_response
+
+    backend = OpenAIResponsesBackend("o4-mini", base_url="http://127.0.0.1:9/v1", api_key="k")
+    body = backend.request_body("2+2?", max_tokens=64, extra={"reasoning": {"effort": "low"}})
+    request = BatchRequest("responses", body)
+    assert request.line() == {
+        "custom_id": request.custom_id,
+        "method": "POST",
+        "url": "/v1/responses",
+        "body": {
+            "model": "o4-mini",
+            "input": "2+2?",
+            "store": False,
+            "max_output_tokens": 64,
+            "reasoning": {"effort": "low"},
+        },
+    }
+    answer = {
+        "object": "response",
+        "status": "incomplete",
+        "incomplete_details": {"reason": "max_output_tokens"},
+        "output": [{"type": "reasoning", "summary": []}],
+        "usage": {
+            "input_tokens": 12,
+            "output_tokens": 64,
+            "output_tokens_details": {"reasoning_tokens": 64},
+        },
+    }
+    failed = {**answer, "status": "failed", "error": {"message": "server broke"}}
+    other = BatchRequest("responses", {**body, "input": "3+3?"})
+    text = _line(request.custom_id, answer) + "\n" + _line(other.custom_id, failed)
+    read = read_output(text, {r.custom_id: r for r in (request, other)}, source="out")
+    cut = parse_response(read.answers[request.custom_id], model="o4-mini")
+    assert (cut.finish_reason, cut.usage.reasoning_tokens, cut.text) == ("length", 64, "")
+    assert "server broke" in read.failures[other.custom_id]

@@ -18,12 +18,11 @@ from hypothesis import strategies as st
 from cotplan.errors import InputError
 from cotplan.generate import BudgetedAnswer
 from cotplan.planner import BudgetPlanner
+from cotplan.planner.budget_grids import default_budgets, paper_budgets
 from cotplan.planner.calibrate import (
     CALIBRATION_COLUMNS,
     Calibration,
-    default_budgets,
     load_calibration,
-    paper_budgets,
 )
 from cotplan.planner.run import PlanRun, compare_answers, relative_target, wilson_interval
 

@@ -280,7 +280,7 @@ def test_the_log_keeps_rows_in_order_with_null_for_no_price(tmp_path: Path) -> N
     assert second.cost_usd == 0.5
     assert not second.cap_bitten
     with sqlite3.connect(log.path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 4
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 5
         assert db.execute("SELECT cost_usd FROM calls ORDER BY id").fetchall() == [(None,), (0.5,)]
     assert list(log.to_frame().columns) == list(LOG_COLUMNS)
 

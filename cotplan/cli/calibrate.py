@@ -130,7 +130,8 @@ def calibrate(
     if batched:
         calibrate_batch.calibrate_in_batches(
             backend=backend, base_url=base_url, options=options, items=items, grid=grid,
-            answer_tokens=answer_tokens, out=out, submit=batch, write_files=batch_file,
+            answer_tokens=answer_tokens, uncapped_tokens=cap, out=out, submit=batch,
+            write_files=batch_file,
             outputs=batch_output or [], yes=yes,
         )  # fmt: skip
         return
@@ -166,13 +167,10 @@ def _check_grid(grid: list[int] | str, cap: int, eps: float | None, *, batched: 
     check_call(run_calibration, uncapped_tokens=cap, eps=eps)
     if eps is not None and grid != "auto":
         raise InputError("--eps refines the auto grid: use it with --budgets auto", field="eps")
-    if batched and grid == "auto":
-        # The auto grid is built from each item's uncapped run, which a batch would have to
-        # return before the grid's requests could be written: not built yet.
-        raise InputError(
-            "the batch path needs a budget grid: give --budgets (e.g. 0,256,1024,4096)",
-            field="budgets",
-        )
+    if batched and eps is not None:
+        # The batch path sizes the auto grid from a first round of uncapped runs, but does not
+        # refine it (that needs answers the grid's round has not returned).
+        raise InputError("--eps is not available on the batch path", field="eps")
 
 
 def _calibrate(
@@ -207,6 +205,10 @@ def _calibrate(
         if preview.paid and not yes and not typer.confirm(question, default=False):
             console.print("not started: no requests sent")
             raise typer.Exit(1)
+        if run.get("concurrency") is None:  # the server's own number, where it says one
+            from cotplan.planner.batch_concurrency import server_concurrency
+
+            run = {**run, "concurrency": server_concurrency(model)}
         with noted_in_tables(), trusting():  # checked above, before the model started
             result = run_calibration(
                 model, items, grid, answer_tokens=answer_tokens, uncapped_tokens=cap, **run

@@ -53,6 +53,7 @@ def calibrate_in_batches(
     items: Sequence[TaskItem],
     grid: Any,
     answer_tokens: int,
+    uncapped_tokens: int | None = None,
     out: Path | None,
     submit: bool,
     write_files: bool = False,
@@ -62,6 +63,7 @@ def calibrate_in_batches(
     """The batch path of `cotplan calibrate` (`submit`: through the provider's Batch API;
     otherwise files for an executor, read back from `outputs` or beside their inputs)."""
     from cotplan.backends import connect
+    from cotplan.planner.auto_grid import UNCAPPED_TOKENS
     from cotplan.planner.batch import calibrate_batch
     from cotplan.planner.batch_service import batch_service
 
@@ -79,6 +81,7 @@ def calibrate_in_batches(
         result = calibrate_batch(
             model, items, grid, folder=out, service=service, outputs=outputs,
             answer_tokens=answer_tokens, confirm=_confirm(yes), say=console.print,
+            uncapped_tokens=uncapped_tokens or UNCAPPED_TOKENS,
         )  # fmt: skip
     if result.calibration is None:
         console.print(

@@ -37,16 +37,18 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import pandas as pd
 
 from cotplan.backends.base import Backend
 from cotplan.backends.keys import scrub_secrets
 from cotplan.backends.openai_compat import OpenAICompatibleBackend
+from cotplan.backends.responses import OpenAIResponsesBackend
 from cotplan.errors import CapabilityError, CotplanError, InputError
 from cotplan.generate.budgeted import BudgetedAnswer, CoTPrompt, Mode
-from cotplan.planner.batch_collect import Collector, drive
+from cotplan.planner.auto_grid import UNCAPPED_TOKENS, ThinkingProfile
+from cotplan.planner.batch_collect import BatchBackend, Collector, drive, measure
 from cotplan.planner.batch_costs import (
     BatchSpend,
     CostEstimate,
@@ -54,6 +56,7 @@ from cotplan.planner.batch_costs import (
     estimate_cost,
     spend_of,
 )
+from cotplan.planner.batch_format import BatchRequest
 from cotplan.planner.batch_rounds import (
     BatchService,
     Say,
@@ -63,11 +66,11 @@ from cotplan.planner.batch_rounds import (
 )
 from cotplan.planner.batch_rounds import wait as wait_for_batches
 from cotplan.planner.batch_state import BatchFolder, BatchStatus
+from cotplan.planner.budget_grids import Budgets, grid_for
 from cotplan.planner.calibrate import (
-    Budgets,
+    AUTO_PILOT,
     Calibration,
     CostUnknownWarning,
-    _budgets_for,
     _check_items,
     _notes,
     _Tally,
@@ -84,6 +87,7 @@ __all__ = [
     "batch_priced",
     "batch_status",
     "calibrate_batch",
+    "service_for",
 ]
 
 
@@ -125,12 +129,23 @@ def batch_status(folder: str | Path) -> BatchStatus:
     return state.status()
 
 
-def _fixed_grid(budgets: Budgets) -> Callable[[int], list[int]]:
-    if budgets == "auto":
-        # The auto grid is built from each item's uncapped run, which one batch round would
-        # have to return before the grid's requests could be written: not built yet.
-        raise InputError("batch calibration needs a budget grid, not 'auto'", field="budgets")
-    return _budgets_for(budgets)
+def service_for(backend: BatchBackend) -> BatchService:
+    """The batch API of the backend's endpoint: Anthropic's Message Batches for a model under
+    the ``anthropic`` budget rules (through the `anthropic` SDK, at the same host and key),
+    else OpenAI's Batch API through the backend's own `openai` client (chat completions or
+    Responses, as the backend sends them)."""
+    if isinstance(backend, OpenAIResponsesBackend):
+        from cotplan.planner.batch_providers import OpenAIBatches
+
+        return OpenAIBatches(backend._client)
+    if backend.provider == "anthropic" or backend.budget_rule.startswith("anthropic"):
+        from cotplan.planner.batch_anthropic import AnthropicBatches
+
+        client = backend._client
+        return AnthropicBatches(base_url=str(client.base_url), api_key=client.api_key)
+    from cotplan.planner.batch_providers import OpenAIBatches
+
+    return OpenAIBatches(backend._client)
 
 
 def calibrate_batch(
@@ -150,6 +165,8 @@ def calibrate_batch(
     sleep: Callable[[float], None] = time.sleep,
     max_attempts: int = 3,
     wait: bool = True,
+    uncapped_tokens: int = UNCAPPED_TOKENS,
+    pilot: int = AUTO_PILOT,
 ) -> BatchCalibration:
     """`calibrate` through batch files (see the module docstring).
 
@@ -159,34 +176,34 @@ def calibrate_batch(
     path given in `outputs`), and the call returns `waiting` for them: call again once they
     ran. `confirm` sees the expected cost before each submission and may refuse it
     (`BatchDeclinedError`). `say` receives progress lines. `wait` False returns after
-    submitting instead of polling until the batches end.
+    submitting instead of polling until the batches end. `budgets` "auto" (or None, the
+    default) sizes the grid as `calibrate` does, from a first round of uncapped runs
+    (`uncapped_tokens`, each size's first `pilot` items) before the budget round.
     """
-    if not isinstance(backend, OpenAICompatibleBackend):
+    if not isinstance(backend, OpenAICompatibleBackend | OpenAIResponsesBackend):
         raise CapabilityError(
-            f"batch calibration needs an OpenAI-compatible backend, got {type(backend).__name__}"
+            "batch calibration needs an OpenAI-compatible or Responses backend, got "
+            f"{type(backend).__name__}"
         )
     chosen = _check_items(items)
-    grid = _fixed_grid(budgets)
+    # The auto grid (the default, as for `calibrate`): a first round of uncapped runs (each
+    # size's first `pilot` items) sizes it, then the budget round is written.
+    auto = budgets is None or (isinstance(budgets, str) and budgets == "auto")
+    grid = None if auto else grid_for(budgets)
     tell = say or (lambda line: None)
     state = BatchFolder(folder)
     where = scrub_secrets(backend.base_url or "https://api.openai.com/v1")
     state.bind(backend.model, where)
 
-    def budgets_of(item: TaskItem) -> list[int]:
-        if item.n is not None:
-            return grid(item.n)
-        from cotplan.tasks.size import item_size
-
-        return grid(item_size(item, counter=backend.count_tokens))
-
+    answering = _Answering(
+        backend, chosen, grid, uncapped_tokens, pilot, answer_tokens, mode, prompt
+    )
     estimates: list[CostEstimate] = []
     submitted = sent_live = 0
     pending_outputs = [Path(p) for p in outputs]
     while True:
         collector = Collector(backend, state.results())
-        answers = drive(
-            collector, chosen, budgets_of, answer_tokens=answer_tokens, mode=mode, prompt=prompt
-        )
+        answers, profiles = answering.run(collector)
         if answers is not None:
             return _finish(
                 backend,
@@ -194,6 +211,7 @@ def calibrate_batch(
                 chosen,
                 answers,
                 collector,
+                profiles=profiles,
                 estimates=estimates,
                 submitted=submitted,
                 sent_live=sent_live,
@@ -211,7 +229,7 @@ def calibrate_batch(
         live = [r for r in new if failures.get(r.custom_id, 0) >= max_attempts]
         if live:
             tell(f"sending {len(live)} request(s) live after {max_attempts} failed batch tries")
-            fresh = {r.custom_id: backend._call(r.operation, dict(r.params))[0] for r in live}
+            fresh = {r.custom_id: _send_live(backend, r) for r in live}
             state.add_results(fresh)
             collector.record(fresh)
             sent_live += len(live)
@@ -244,13 +262,80 @@ def calibrate_batch(
         wait_for_batches(state, service, collector, tell, poll_s=poll_s, sleep=sleep)
 
 
+@dataclass(frozen=True)
+class _Answering:
+    """One pass of the live code over the answers received: with the auto grid (`grid` None)
+    first its measurement (each size's first `pilot` items uncapped), then every item at its
+    budgets; (None, profiles) while requests wait."""
+
+    backend: BatchBackend
+    items: list[TaskItem]
+    grid: Callable[[int], Sequence[int]] | None
+    uncapped_tokens: int
+    pilot: int
+    answer_tokens: int
+    mode: Mode | Literal["auto"]
+    prompt: CoTPrompt | None
+
+    def size_of(self, item: TaskItem) -> int:
+        if item.n is not None:
+            return item.n
+        from cotplan.tasks.size import item_size
+
+        return item_size(item, counter=self.backend.count_tokens)
+
+    def run(
+        self, collector: Collector
+    ) -> tuple[list[BudgetedAnswer] | None, list[ThinkingProfile]]:
+        options: dict[str, Any] = {
+            "answer_tokens": self.answer_tokens,
+            "mode": self.mode,
+            "prompt": self.prompt,
+        }
+        profiles: list[ThinkingProfile] = []
+        if self.grid is None:
+            measured = measure(
+                collector,
+                self.items,
+                self.size_of,
+                uncapped_tokens=self.uncapped_tokens,
+                pilot=self.pilot,
+                **options,
+            )
+            if measured is None:
+                return None, []
+            profiles = measured
+        by_n = {p.n: list(p.budgets) for p in profiles}
+        grid = self.grid
+
+        def budgets_of(item: TaskItem) -> list[int]:
+            n = self.size_of(item)
+            return list(grid(n)) if grid is not None else by_n[n]
+
+        run_tokens = self.uncapped_tokens if grid is None else None
+        answers = drive(collector, self.items, budgets_of, run_tokens=run_tokens, **options)
+        return answers, profiles
+
+
+def _send_live(backend: BatchBackend, request: BatchRequest) -> dict[str, Any]:
+    """One request sent live by the backend's own client (after its batch tries failed)."""
+    if isinstance(backend, OpenAIResponsesBackend):
+        from cotplan.backends.responses import parse_response
+
+        raw = backend._send(dict(request.params), backend.stats.attempts)
+        parse_response(raw, model=backend.model)  # checked as the live client checks it
+        return raw
+    return backend._call(request.operation, dict(request.params))[0]
+
+
 def _finish(
-    backend: OpenAICompatibleBackend,
+    backend: BatchBackend,
     state: BatchFolder,
     items: Sequence[TaskItem],
     answers: list[BudgetedAnswer],
     collector: Collector,
     *,
+    profiles: list[ThinkingProfile],
     estimates: list[CostEstimate],
     submitted: int,
     sent_live: int,
@@ -260,7 +345,7 @@ def _finish(
     frame = batch_priced(calibration_frame(answers, items, provider=backend.provider or ""))
     tally = _Tally()
     tally.add(answers)
-    notes = _notes(tally, items)
+    notes = [p.describe() for p in profiles] + _notes(tally, items)
     for note in notes:
         if note.startswith("no price"):
             warnings.warn(CostUnknownWarning(note), stacklevel=3)
@@ -277,6 +362,7 @@ def _finish(
         cache_hits=spend.cache_hits,
         notes=tuple(notes),
         answers=tuple(answers),
+        thinking=tuple(profiles),
     )
     return BatchCalibration(
         calibration, state.status(), (), tuple(estimates), spend, submitted, sent_live

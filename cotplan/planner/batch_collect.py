@@ -27,12 +27,17 @@ from cotplan.backends.base import (
 from cotplan.backends.cache import canonical_key, endpoint_namespace
 from cotplan.backends.openai_compat import OpenAICompatibleBackend
 from cotplan.backends.parsing import parse_completion
+from cotplan.backends.responses import OpenAIResponsesBackend, parse_response
 from cotplan.errors import CapabilityError, CotplanError
 from cotplan.generate.budgeted import BudgetedAnswer, CoTPrompt, Mode, budgeted_answers
+from cotplan.planner.auto_grid import ThinkingProfile
 from cotplan.planner.batch_format import BatchRequest
 from cotplan.tasks.item import TaskItem
 
-__all__ = ["PENDING_TEXT", "Collector", "drive"]
+__all__ = ["PENDING_TEXT", "BatchBackend", "Collector", "drive", "measure"]
+
+#: The live clients whose requests a batch can carry: chat and completions, and Responses.
+BatchBackend = OpenAICompatibleBackend | OpenAIResponsesBackend
 
 PENDING_TEXT = "\u2063cotplan: answer pending in a batch\u2063"
 
@@ -41,7 +46,7 @@ class Collector(Backend):
     """Runs the live code's requests against answers already received (see the module
     docstring): answers what it can, collects what it cannot, stands in for the rest."""
 
-    def __init__(self, inner: OpenAICompatibleBackend, answered: Mapping[str, dict[str, Any]]):
+    def __init__(self, inner: BatchBackend, answered: Mapping[str, dict[str, Any]]):
         self.inner = inner
         for name in (
             "model",
@@ -79,8 +84,12 @@ class Collector(Backend):
         return Completion(text=PENDING_TEXT, finish_reason="stop", model=self.model, usage=_ZERO)
 
     def _cache_key(self, request: BatchRequest) -> str:
-        # The live client's own key (`OpenAICompatibleBackend._call`), so each replays the other.
-        namespace = endpoint_namespace(self.inner.cache_namespace)
+        # The live client's own key (`OpenAICompatibleBackend._call`,
+        # `OpenAIResponsesBackend.generate`), so each replays the other.
+        if isinstance(self.inner, OpenAIResponsesBackend):
+            namespace = self.inner._namespace
+        else:
+            namespace = endpoint_namespace(self.inner.cache_namespace)
         return canonical_key(
             {"ns": namespace, "op": request.operation, "params": dict(request.params)}
         )
@@ -97,32 +106,61 @@ class Collector(Backend):
         extra: Mapping[str, Any] | None = None,
     ) -> Completion:
         validate_prompt(prompt)
-        operation, params = self.inner._request_params(
-            prompt,
-            max_tokens=max_tokens,
-            temperature=temperature,
-            stop=stop,
-            seed=seed,
-            logprobs=logprobs,
-            extra=extra,
-        )
+        inner = self.inner
+        operation: str
+        if isinstance(inner, OpenAIResponsesBackend):
+            # What the live client refuses, refused here too (the same error, the same place).
+            if stop:
+                raise CapabilityError("the Responses API has no `stop` sequences")
+            if logprobs:
+                raise CapabilityError(f"{self.model} on the Responses API returns no logprobs")
+            operation = "responses"
+            params = inner.request_body(
+                prompt, max_tokens=max_tokens, temperature=temperature, extra=extra
+            )
+        else:
+            operation, params = inner._request_params(
+                prompt,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                stop=stop,
+                seed=seed,
+                logprobs=logprobs,
+                extra=extra,
+            )
         if PENDING_TEXT in json.dumps(params, ensure_ascii=False):
             return self._stand_in()  # built from an answer not yet received: no real request
         request = BatchRequest(operation, params)
         body = self.answered.get(request.custom_id)
         cached = False
-        if body is None and self.inner.cache is not None:
-            hit = self.inner._replay(self.inner.cache, self._cache_key(request), operation, params)
+        if body is None and inner.cache is not None:
+            hit = self._replay(request)
             if hit is not None:
-                body, cached = hit["response"], True
+                body, cached = hit, True
         if body is None:
             self.wanted[request.custom_id] = request
             return self._stand_in()
-        completion = parse_completion(
-            body, model=self.model, latency_s=math.nan, from_cache=cached, params=params
-        )
+        if operation == "responses":
+            completion = parse_response(
+                body, model=self.model, latency_s=math.nan, from_cache=cached
+            )
+        else:
+            completion = parse_completion(
+                body, model=self.model, latency_s=math.nan, from_cache=cached, params=params
+            )
         self.used[request.custom_id] = completion
         return completion
+
+    def _replay(self, request: BatchRequest) -> dict[str, Any] | None:
+        """The call cache's answer to `request`, checked as the live client checks it."""
+        inner, key = self.inner, self._cache_key(request)
+        assert inner.cache is not None
+        if isinstance(inner, OpenAIResponsesBackend):
+            hit = inner.cache.get(key)
+            return None if hit is None else dict(hit["response"])
+        params = dict(request.params)
+        found = inner._replay(inner.cache, key, request.operation, params)
+        return None if found is None else dict(found["response"])
 
     def record(self, answers: Mapping[str, dict[str, Any]]) -> None:
         """Put fresh answers in the live client's call cache too, so a live run replays them."""
@@ -152,8 +190,10 @@ def drive(
     answer_tokens: int,
     mode: Mode | Literal["auto"],
     prompt: CoTPrompt | None,
+    run_tokens: int | None = None,
 ) -> list[BudgetedAnswer] | None:
-    """The live answers of every item (as `calibrate` asks for them), or None while some wait."""
+    """The live answers of every item (as `calibrate` asks for them; `run_tokens` as the auto
+    grid's uncapped run), or None while some wait."""
     out: list[BudgetedAnswer] = []
     complete = True
     for item in items:
@@ -166,6 +206,7 @@ def drive(
                 answer_tokens=answer_tokens,
                 mode=mode,
                 prompt=prompt,
+                run_tokens=run_tokens,
             )
         except CotplanError:
             if not collector.incomplete:
@@ -176,3 +217,39 @@ def drive(
         else:
             out.extend(answers)
     return out if complete else None
+
+
+def measure(
+    collector: Collector,
+    items: Sequence[TaskItem],
+    size_of: Callable[[TaskItem], int],
+    *,
+    uncapped_tokens: int,
+    pilot: int,
+    answer_tokens: int,
+    mode: Mode | Literal["auto"],
+    prompt: CoTPrompt | None,
+) -> list[ThinkingProfile] | None:
+    """The auto grid's measurement (`calibrate`'s own: each size's first `pilot` items run
+    uncapped), or None while those runs wait in a batch: the budget round cannot be written
+    before the grid is known."""
+    from cotplan.planner.calibrate import _measure
+
+    collector.incomplete = False
+    try:
+        profiles, _ = _measure(
+            collector,
+            items,
+            size_of,
+            uncapped_tokens=uncapped_tokens,
+            pilot=pilot,
+            concurrency=1,  # the collector keeps one item's state at a time
+            answer_tokens=answer_tokens,
+            mode=mode,
+            prompt=prompt,
+        )
+    except CotplanError:
+        if not collector.incomplete:
+            raise
+        return None
+    return None if collector.incomplete else profiles

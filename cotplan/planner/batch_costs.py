@@ -73,6 +73,10 @@ class CostEstimate:
 def _prompt_tokens(backend: Backend, params: Mapping[str, Any]) -> int:
     if "prompt" in params:
         text = str(params["prompt"])
+    elif isinstance(params.get("input"), str):  # the Responses API's
+        text = params["input"]
+    elif "input" in params:
+        text = "\n".join(str(m.get("content") or "") for m in params["input"])
     else:
         text = "\n".join(str(m.get("content") or "") for m in params.get("messages", []))
     try:

@@ -1,7 +1,9 @@
 """The OpenAI batch file format: request lines written, output and error lines read back.
 
-One request is one JSONL line ``{"custom_id", "method": "POST", "url", "body"}``, the format of
-OpenAI's Batch API (platform.openai.com/docs/guides/batch, read 2026-12-05) that vLLM's
+One request is one JSONL line ``{"custom_id", "method": "POST", "url", "body"}`` (chat
+completions, completions, or the Responses API's ``/v1/responses``, whose answers carry the
+hidden reasoning in ``usage.output_tokens_details.reasoning_tokens``), the format of OpenAI's
+Batch API (platform.openai.com/docs/guides/batch, read 2026-12-05) that vLLM's
 ``run-batch`` reads and writes offline too. An output line is ``{"id", "custom_id",
 "response": {"status_code", "request_id", "body"}, "error"}``; the error file has the same
 shape with `error` set (or a non-200 `status_code`).
@@ -26,7 +28,8 @@ from typing import Any
 
 from cotplan.backends.answer_checks import check_response, server_text
 from cotplan.backends.cache import canonical_key
-from cotplan.errors import InputError, ResponseFormatError
+from cotplan.backends.responses import parse_response
+from cotplan.errors import BackendError, InputError, ResponseFormatError
 from cotplan.io import parse_json
 
 __all__ = [
@@ -38,8 +41,13 @@ __all__ = [
     "request_lines",
 ]
 
-#: The batch endpoint of each operation of `OpenAICompatibleBackend`.
-ENDPOINTS = {"chat": "/v1/chat/completions", "completions": "/v1/completions"}
+#: The batch endpoint of each operation: `OpenAICompatibleBackend`'s chat and completions,
+#: `OpenAIResponsesBackend`'s Responses (its body is the request as the live client sends it).
+ENDPOINTS = {
+    "chat": "/v1/chat/completions",
+    "completions": "/v1/completions",
+    "responses": "/v1/responses",
+}
 #: OpenAI's limit on one batch file (platform.openai.com/docs/guides/batch, read 2026-12-05).
 MAX_REQUESTS_PER_FILE = 50_000
 #: One output line: a reasoning model's answer is a few hundred kB at most.
@@ -150,8 +158,19 @@ def _judge(line: Mapping[str, Any], request: BatchRequest) -> dict[str, Any] | s
         detail = body.get("error", body) if isinstance(body, dict) else body
         return f"status {status!r}: {server_text(detail, limit=200)}"
     try:
-        check_response(body, operation=request.operation, params=request.params, where="the batch")
-    except ResponseFormatError as exc:
+        if request.operation == "responses":
+            # A Responses body is read as the live client reads it: `error`, a failed status or
+            # an unreadable usage is a failure; a cut (`incomplete`) is an answer.
+            if not isinstance(body, dict):
+                raise ResponseFormatError("the batch sent a body that is not a JSON object")
+            parse_response(body, model=str(request.params.get("model", "")))
+            if body.get("status") == "failed":
+                raise ResponseFormatError("the batch sent a response whose status is failed")
+        else:
+            check_response(
+                body, operation=request.operation, params=request.params, where="the batch"
+            )
+    except (ResponseFormatError, BackendError) as exc:
         return str(exc)
     assert isinstance(body, dict)  # check_response refuses anything else
     return body

@@ -80,9 +80,10 @@ class OpenAIBatches:
         )
         return str(created.id)
 
-    def create(self, input_file_id: str, endpoint: str, token: str) -> str:
+    def create(self, input_file_id: str, endpoint: str, token: str, *, text: str = "") -> str:
         """Create the batch over an uploaded file; its batch id. `token` (the run's) goes into
-        the batch's metadata, so a rerun can find a batch whose id it never saw."""
+        the batch's metadata, so a rerun can find a batch whose id it never saw. (`text`, the
+        file's, is for services with no upload.)"""
         batch = self._sdk(
             self.client.batches.create,
             input_file_id=input_file_id,
@@ -92,7 +93,7 @@ class OpenAIBatches:
         )
         return str(batch.id)
 
-    def find(self, input_file_id: str) -> str | None:
+    def find(self, input_file_id: str, *, text: str = "") -> str | None:
         """The batch already created over `input_file_id`, if any (after a kill between
         creating it and writing its id down)."""
         page = self._sdk(self.client.batches.list, limit=100)

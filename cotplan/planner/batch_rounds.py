@@ -28,13 +28,14 @@ Say = Callable[[str], None]
 
 
 class BatchService(Protocol):
-    """What submits batch files and fetches their results (`OpenAIBatches`)."""
+    """What submits batch files and fetches their results (`OpenAIBatches`,
+    `AnthropicBatches`). `text` is the input file's: a service with no upload sends it."""
 
     kind: str
 
     def upload(self, name: str, text: str) -> str: ...
-    def create(self, input_file_id: str, endpoint: str, token: str) -> str: ...
-    def find(self, input_file_id: str) -> str | None: ...
+    def create(self, input_file_id: str, endpoint: str, token: str, *, text: str) -> str: ...
+    def find(self, input_file_id: str, *, text: str) -> str | None: ...
     def poll(self, batch_id: str) -> Poll: ...
     def content(self, file_id: str) -> bytes: ...
 
@@ -58,7 +59,9 @@ def submit(
             entry.status = "uploaded"
             state.save()
             endpoint = check_endpoints([r.url for r in chunk])
-            entry.id = service.create(entry.input_file_id, endpoint, state.token)
+            entry.id = service.create(
+                entry.input_file_id, endpoint, state.token, text=state.input_text(entry)
+            )
             entry.status = "validating"
             entry.submitted_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
             state.save()
@@ -73,9 +76,11 @@ def adopt(state: BatchFolder, service: BatchService) -> None:
         if entry.input_file_id is None:
             entry.input_file_id = service.upload(entry.file, state.input_text(entry))
             state.save()
-        found = service.find(entry.input_file_id)
+        text = state.input_text(entry)
+        found = service.find(entry.input_file_id, text=text)
         if found is None:
-            found = service.create(entry.input_file_id, _endpoint_of(state, entry), state.token)
+            endpoint = _endpoint_of(state, entry)
+            found = service.create(entry.input_file_id, endpoint, state.token, text=text)
         entry.id = found
         entry.status = "validating"
         state.save()

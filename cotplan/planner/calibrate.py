@@ -12,7 +12,7 @@ The budget grid. The default, `budgets="auto"`, sizes the grid from the model's 
 grid from 0 to about the 95th percentile of their thinking, and every item's one run then
 serves every budget (for hidden thinking, the pilot is separate requests). With `eps`, the grid
 is refined where the error crosses ε (`cotplan.planner.refine`), again from the same runs.
-`default_budgets()` is 0 plus powers of two up to 128. `paper_budgets(n)` is
+`budget_grids.default_budgets()` is 0 plus powers of two up to 128. `paper_budgets(n)` is
 the paper's Algorithm 1: about 20 · ln n log-spaced budgets in [0, 10 √n] (the paper writes
 "log"; the natural log is used here, and the integer rounding merges the smallest ones), and
 `budgets="paper"` uses it for each item's own size. A given grid whose top cut the thinking of
@@ -33,7 +33,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import numpy as np
 import pandas as pd
 
 from cotplan.backends.base import Backend, Completion
@@ -57,6 +56,7 @@ from cotplan.planner.auto_grid import (
     short_grid_note,
     thinking_profile,
 )
+from cotplan.planner.budget_grids import Budgets, grid_for
 from cotplan.planner.calibration_file import check_calibration_frame, record_lines
 from cotplan.tasks.item import TaskItem
 from cotplan.tasks.size import size_source
@@ -65,8 +65,6 @@ from cotplan.validation import (
     CAP,
     COUNT,
     SHARE,
-    require_budget,
-    require_int,
     validate_params,
 )
 
@@ -79,9 +77,7 @@ __all__ = [
     "calibrate",
     "calibrate_to_file",
     "calibration_spend",
-    "default_budgets",
     "load_calibration",
-    "paper_budgets",
 ]
 
 #: Columns of a calibration frame, in order. `item, n, k, correct` are what the planner needs.
@@ -124,7 +120,6 @@ COLUMN_DEFAULTS: dict[str, bool | str] = {
     "provider": "",
 }
 
-Budgets = Sequence[int] | Callable[[int], Sequence[int]] | Literal["paper", "auto"] | None
 
 #: Items of each size whose uncapped runs size the auto grid.
 AUTO_PILOT = 32
@@ -154,54 +149,6 @@ def calibration_spend(frame: pd.DataFrame) -> dict[str, float]:
 
 class CostUnknownWarning(UserWarning):
     """A calibration's model has no price: its costs are NaN (the run itself is fine)."""
-
-
-def default_budgets(max_budget: int = 128) -> list[int]:
-    """0, then powers of two from 8 up to `max_budget` (which is included)."""
-    max_budget = require_int(max_budget, "max_budget", low=1)
-    grid = [0]
-    k = 8
-    while k < max_budget:
-        grid.append(k)
-        k *= 2
-    grid.append(max_budget)
-    return sorted(set(grid))
-
-
-def paper_budgets(n: int, *, count: int | None = None, scale: float = 10.0) -> list[int]:
-    """Algorithm 1's grid: 0 plus about `count` (default ceil(20 · ln n)) log-spaced integer
-    budgets in [1, scale · √n]; rounding merges duplicates, so fewer may come back."""
-    n = require_int(n, "n", low=1)
-    top = max(1, math.ceil(scale * math.sqrt(n)))
-    default = max(2, math.ceil(20 * math.log(max(n, 2))))
-    wanted = default if count is None else require_int(count, "count", low=1)
-    grid = np.unique(np.round(np.geomspace(1, top, wanted)).astype(int))
-    return [0, *(int(k) for k in grid)]
-
-
-def _budgets_for(budgets: Budgets) -> Callable[[int], list[int]]:
-    if budgets is None:  # callers read None as "auto" before they get here
-        fixed = default_budgets()
-        return lambda n: fixed
-    if isinstance(budgets, str):
-        if budgets != "paper":
-            raise InputError(
-                f"must be a list of budgets, 'auto', 'paper' or a function of n, got {budgets!r}",
-                field="budgets",
-            )
-        return paper_budgets
-    if callable(budgets):
-        chosen = budgets
-        return lambda n: _check_grid(chosen(n))
-    grid = _check_grid(budgets)
-    return lambda n: grid
-
-
-def _check_grid(budgets: Iterable[Any]) -> list[int]:
-    values = list(budgets)
-    if not values:
-        raise InputError("must hold at least one budget", field="budgets")
-    return sorted({require_budget(k, "budgets") for k in values})
 
 
 @dataclass(frozen=True)
@@ -659,7 +606,7 @@ class _CalibrationJob:
         pilot: int,
     ) -> _CalibrationJob:
         auto = budgets is None or (isinstance(budgets, str) and budgets == "auto")
-        grid = None if auto else _budgets_for(budgets)
+        grid = None if auto else grid_for(budgets)
         requests0 = _stat(backend, "requests")
         hits0 = _stat(backend, "cache_hits")
         retries0 = _stat(backend, "retries")

@@ -113,8 +113,9 @@ def reconcile_files(
 ) -> Any:
     """The `Reconciliation` of the exports (by kind: ``openai-usage``, ``openai-costs``,
     ``anthropic-usage``, ``anthropic-costs``, ``gcp-billing``) against cotplan's prices, its
-    `log` and the `invoices` CSV; `terms`' discounts explain lower bills and `rates` convert
-    costs stated in another currency. One row per model and project (per model: `by_model`)."""
+    `log` and the `invoices` CSV; `terms`' discounts and volume tiers explain lower bills and
+    its credits apply until they expire; `rates` convert costs stated in another currency.
+    One row per model and project (per model: `by_model`)."""
     from cotplan.pricing.reconcile import reconcile
     from cotplan.pricing.table import price_table
 
@@ -123,18 +124,19 @@ def reconcile_files(
     lines = _exports(exports)
     calls = [] if log is None else _read_log(log, table, today, read_log)
     bills = [] if invoices is None else read_invoices(invoices)
-    discounts = {}
+    agreed = None
     if terms is not None:
         from cotplan.pricing.terms import read_terms
 
-        discounts = read_terms(terms).discounts()
+        agreed = read_terms(terms)
     exchange = None
     if rates is not None:
         from cotplan.pricing.currency import read_rates
 
         exchange = read_rates(rates)
+    discounts = None if agreed is None else agreed.discounts()
     return reconcile(lines, log=calls, invoices=bills, table=table, discounts=discounts,
-                     by_project=not by_model, rates=exchange)  # fmt: skip
+                     by_project=not by_model, rates=exchange, terms=agreed)  # fmt: skip
 
 
 def tagged_spend(

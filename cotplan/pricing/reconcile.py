@@ -33,6 +33,7 @@ from cotplan.pricing.currency import ExchangeRates
 from cotplan.pricing.exports import ExportLine
 from cotplan.pricing.rows import PriceRow
 from cotplan.pricing.table import PriceTable, price_table
+from cotplan.pricing.terms import Terms
 
 __all__ = ["Invoice", "LoggedCall", "Reconciliation", "reconcile"]
 
@@ -283,6 +284,7 @@ def reconcile(
     discounts: dict[str, Decimal] | None = None,
     by_project: bool = True,
     rates: ExchangeRates | None = None,
+    terms: Terms | None = None,
 ) -> Reconciliation:
     """Reconcile the providers' exports (usage and cost lines, any providers, any months)
     with cotplan's price of the usage and cotplan's own `log`; check each `invoices` entry.
@@ -291,7 +293,9 @@ def reconcile(
     cost that much below list price. With `by_project` False, rows are per model only (for a
     log whose calls carry no project tag). `rates` converts a cost stated in another currency
     to USD at the rate dated on or before its day (the rate and its date are in ``why``);
-    without them such a row is flagged.
+    without them such a row is flagged. `terms` (a terms file) explains a difference its
+    volume tiers account for, and applies its credits to the invoice checks while they last
+    (`cotplan.pricing.reconcile_terms`).
     """
     chosen = table or price_table()
     cuts = discounts or {}
@@ -342,7 +346,13 @@ def reconcile(
             row["why"] = _joined(row["why"], "converted at " + "; ".join(sorted(converted[key])))
         rows.append(row)
     frame = pd.DataFrame(rows, columns=_COLUMNS)
-    return Reconciliation(frame, _invoice_checks(frame, credits, list(invoices)))
+    checks = _invoice_checks(frame, credits, list(invoices))
+    if terms is not None:
+        from cotplan.pricing.reconcile_terms import apply_credits, explain_tiers
+
+        frame = explain_tiers(frame, terms, _tolerance)
+        checks = apply_credits(checks, terms, _tolerance)
+    return Reconciliation(frame, checks)
 
 
 def _row(

@@ -126,6 +126,8 @@ class CallArgs:
     exit_rule: ExitRule | None = None
     bill_prompt: bool = False
     answer_kind: AnswerKind = "text"
+    #: The call's tags as the log keeps them (`cotplan.production.tags.encode_tags`).
+    tags: str = ""
     #: The client's `max_tokens` / `max_completion_tokens` (None: none given). In two-phase
     #: mode it bounds thinking and answer together, as it bounds a whole completion.
     limit: int | None = None

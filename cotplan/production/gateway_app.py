@@ -29,6 +29,7 @@ from cotplan.production.gateway_errors import Failure, failure_of
 from cotplan.production.metrics import CONTENT_TYPE_LATEST, GatewayMetrics
 from cotplan.production.routes import ROUTE_HEADER, Capped, Routes
 from cotplan.production.streaming import AsyncCappedStream, CappedStream
+from cotplan.production.tags import TAGS_HEADER, with_header_tags
 from cotplan.production.wrapper import AsyncCappedClient
 
 __all__ = [
@@ -147,7 +148,7 @@ def _arguments(raw: bytes, size_header: str | None, known: frozenset[str]) -> di
             body["size"] = float(size_header)
         except ValueError:
             raise InputError(f"must be a number, got {size_header!r}", field=SIZE_HEADER) from None
-    arguments = {k: v for k, v in body.items() if k in known or k == "size"}
+    arguments = {k: v for k, v in body.items() if k in known or k in ("size", "tags")}
     extra = {k: v for k, v in body.items() if k not in arguments}
     if extra:
         given = body.get("extra_body") or {}
@@ -275,7 +276,10 @@ class _Handlers:
             )
 
         try:
-            arguments = _arguments(raw, request.headers.get(SIZE_HEADER), self.known)
+            arguments = with_header_tags(
+                _arguments(raw, request.headers.get(SIZE_HEADER), self.known),
+                request.headers.get(TAGS_HEADER),
+            )
             model = str(arguments.get("model", "-"))[:200]
             client = self.table.pick(arguments.get("model"), request.headers.get(ROUTE_HEADER))
             route = client.plan.model or "default"

@@ -41,6 +41,10 @@ stop_k               INTEGER  under the exit, the thinking tokens where it stopp
 probe_tokens         INTEGER  what probing added to the counts above: the earlier probes' answer
                               tokens (in reasoning_tokens) and, where the exit plan bills them,
                               the prompts probing sent again (in prompt_tokens); 0 otherwise
+tags                 TEXT     the call's tags (team, feature, ...) as a JSON object, from its
+                              metadata, a ``tags=`` argument or the gateway's ``X-Cotplan-Tags``
+                              header (`cotplan.production.tags`); "" for none and in rows
+                              written before schema 5
 ===================  =======  =====================================================================
 
 Changes to the schema are numbered migration functions (`_MIGRATIONS`), applied in order to any
@@ -89,6 +93,7 @@ class LogRecord:
     stopped_by: str = ""
     stop_k: int | None = None
     probe_tokens: int = 0
+    tags: str = ""
 
 
 #: The columns of the `calls` table after the id, in order.
@@ -138,8 +143,13 @@ def _v4(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE calls ADD COLUMN probe_tokens INTEGER NOT NULL DEFAULT 0")
 
 
+def _v5(db: sqlite3.Connection) -> None:
+    # Spend by team and feature at month end needs each call's tags.
+    db.execute("ALTER TABLE calls ADD COLUMN tags TEXT NOT NULL DEFAULT ''")
+
+
 #: Migration n + 1 takes a file at `user_version` n to n + 1.
-_MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3, _v4)
+_MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3, _v4, _v5)
 
 
 def _create_private(path: Path) -> None:

@@ -25,6 +25,7 @@ from cotplan.pricing.actuals import (
     utc_time,
 )
 from cotplan.pricing.reconcile import LoggedCall
+from cotplan.production.tags import decode_tags
 
 __all__ = ["logged_calls", "read_actuals"]
 
@@ -60,8 +61,9 @@ def read_actuals(path: Path, table: Any, today: date | None = None) -> Actuals:
 
 
 def logged_calls(path: Path, table: Any, today: date | None = None) -> list[LoggedCall]:
-    """A log's priced calls with their tags: the production log's (it records no tags: every
-    call is untagged) or a JSONL file's (`cotplan.pricing.attribution.calls_from_jsonl`)."""
+    """A log's priced calls with their tags: the production log's (each row's `tags`; rows
+    written before the log kept them count as untagged) or a JSONL file's
+    (`cotplan.pricing.attribution.calls_from_jsonl`)."""
     from cotplan.pricing.attribution import calls_from_jsonl
 
     if path.suffix.lower() not in _SQLITE:
@@ -75,5 +77,6 @@ def logged_calls(path: Path, table: Any, today: date | None = None) -> list[Logg
             continue
         moment = utc_time(rec["time"], field=f"calls[{number}].time", source=str(path))
         provider = table.lookup(rec["model"], warn=False).provider
-        out.append(LoggedCall(moment.date(), provider, rec["model"], Decimal(str(rec["cost_usd"]))))
+        usd = Decimal(str(rec["cost_usd"]))
+        out.append(LoggedCall(moment.date(), provider, rec["model"], usd, decode_tags(rec["tags"])))
     return out

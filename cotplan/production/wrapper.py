@@ -125,6 +125,7 @@ from cotplan.production.log import CallLog, LogRecord
 from cotplan.production.phases import OneRequest, TwoPhase
 from cotplan.production.server_cap import server_capped, server_steps
 from cotplan.production.streaming import AsyncCappedStream, CappedStream, StreamSteps, stream_steps
+from cotplan.production.tags import call_tags, encode_tags
 from cotplan.production.upstream import send, send_async, tokenize, tokenize_async
 from cotplan.validation import require_choice
 
@@ -301,18 +302,20 @@ class _Capper:
         else:
             steps = self._one_request(call)
         reply, report = yield from steps
-        self._log_call(call.model, report, str(reply.id), "complete")
+        self._log_call(call.model, report, str(reply.id), "complete", tags=call.tags)
         return reply, report
 
     def _stream_steps(self, call: CallArgs) -> StreamSteps:
         def finish(report: CapReport, call_id: str, outcome: str) -> None:
-            self._log_call(call.model, report, call_id, outcome)
+            self._log_call(call.model, report, call_id, outcome, tags=call.tags)
 
         if call.exit_rule is not None:
             return exit_stream_steps(call, finish)
         return stream_steps(call, provider=self.provider_for(call.model), finish=finish)
 
-    def _log_call(self, model: str, report: CapReport, call_id: str, outcome: str) -> None:
+    def _log_call(
+        self, model: str, report: CapReport, call_id: str, outcome: str, *, tags: str = ""
+    ) -> None:
         if self.log is None:
             return
         self.log.append(
@@ -336,6 +339,7 @@ class _Capper:
                 stopped_by=report.stopped_by,
                 stop_k=report.stop_k,
                 probe_tokens=report.probe_tokens,
+                tags=tags,
             )
         )
 
@@ -373,6 +377,8 @@ class _Capper:
             self.plan, protocol, allow_other_model=self.allow_other_model
         )
         size = self._size(args.pop("size", None), messages, args.get("metadata"))
+        # Tags for spend by team and feature (`cotplan.production.tags`); `tags` is not sent on.
+        tags = encode_tags(call_tags(args.get("metadata"), args.pop("tags", None)))
         cap = cap_at(self.plan, size, self.size_policy)
         exit_rule, exit_note = (None, "") if self.exits is None else exit_at(self.exits, cap)
         stream, include_usage = _stream_arguments(args)
@@ -410,6 +416,7 @@ class _Capper:
             exit_rule=exit_rule,
             bill_prompt=self.exits.bill_prompt if self.exits is not None else False,
             answer_kind=answer_kind_of(self.plan),
+            tags=tags,
             limit=limit,
         )
 
