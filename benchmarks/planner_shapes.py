@@ -40,8 +40,8 @@ from _outcome import Outcome
 from cotplan.planner import BudgetPlanner
 from cotplan.planner.adaptive import adaptive_certify
 from cotplan.planner.certify import Certification
-from cotplan.planner.data import _validate_frame
-from cotplan.planner.evidence import _peaks_per_size, _trend_test
+from cotplan.planner.data import validate_frame
+from cotplan.planner.evidence import peaks_per_size, trend_test
 from cotplan.planner.shapes import SHAPES, Shape, grid_0_to_5n
 
 SIZES = (4, 8, 16)
@@ -88,9 +88,9 @@ def point_estimates(shape: Shape, seeds: int, items: int, bootstrap: int) -> dic
 def certify_alone(frame: pd.DataFrame) -> tuple[Certification, bool]:
     """The planner's certification step: per-size peaks, exact bounds; and whether the trend
     test credits reasoning at all (if not, the plan is k = 0)."""
-    data = _validate_frame(frame)
-    credited = _trend_test(data).p_value < 0.05
-    peaks = {n: k for n, (k, _) in _peaks_per_size(data, 0.05).items()}
+    data = validate_frame(frame)
+    credited = trend_test(data).p_value < 0.05
+    peaks = {n: k for n, (k, _) in peaks_per_size(data, 0.05).items()}
     return Certification.from_data(data, DELTA, peaks), credited
 
 
@@ -130,7 +130,7 @@ def costs(shape: Shape, items: int, seeds: int) -> dict[str, float]:
     for seed in range(seeds):
         rng = np.random.default_rng(20_000 + seed)
         cert = Certification.from_data(
-            _validate_frame(shape.calibration((n,), items, 20_000 + seed)), DELTA, {}
+            validate_frame(shape.calibration((n,), items, 20_000 + seed)), DELTA, {}
         )
         full = cert.at(n, EPS).k
         # One latent difficulty per item, as in `Shape.calibration`: 20 pilot items, then

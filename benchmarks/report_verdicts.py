@@ -26,14 +26,14 @@ from _outcome import RESULTS, Outcome
 
 from cotplan.intervals import Interval
 from cotplan.research.experiments.debias import positional_debias
-from cotplan.research.experiments.entropy import _laplace_over_100
+from cotplan.research.experiments.entropy import laplace_over_100
 from cotplan.research.experiments.martingale import PAPER_MARTINGALE
 from cotplan.research.experiments.verdicts import (
     MODEL_CLAIM_VERDICTS,
     OUTSIDE_PREMISE,
     value_verdict,
 )
-from cotplan.research.lab.reasoning.report import _heldout_check, exponent_verdict
+from cotplan.research.lab.reasoning.report import exponent_verdict, heldout_check
 from cotplan.research.lab.reasoning.settings import STUDY_PRESETS
 from cotplan.research.lab.reasoning.study import item_counts
 
@@ -160,7 +160,7 @@ def reread(stored: pd.DataFrame) -> pd.DataFrame:
                 )
         elif claim.startswith("Laplace smoothing needs > 100"):
             out.loc[i, "new_claim"] = f"{claim} (read at p = 0.3)"
-            out.loc[i, "new_why"] = "the paper gives no p: " + _laplace_over_100(0.99)
+            out.loc[i, "new_why"] = "the paper gives no p: " + laplace_over_100(0.99)
         elif experiment == "cot-lab" and claim.startswith("k* = ") and row["interval"]:
             family = claim.split(" on ")[1].split(" ")[0].removeprefix("lab-")
             verdict, rule = exponent_verdict(interval(str(row["interval"])))
@@ -188,7 +188,7 @@ def reread(stored: pd.DataFrame) -> pd.DataFrame:
                 counted = item_counts(family, int(n), study.items, study.held_out)[1]
                 assert counted == expected, (family, n, counted, expected)
             plan = plan.rename(columns={"right": "heldout_right"})
-            met, words = _heldout_check(plan, 0.1)
+            met, words = heldout_check(plan, 0.1)
             verdict = {True: "yes", False: "no", None: "cannot tell"}[met]
             out.loc[i, ["new_verdict", "new_why"]] = (f"cotplan check ({verdict})", words)
     return out

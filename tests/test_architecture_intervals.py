@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from cotplan.intervals import Interval, percentile_interval
-from cotplan.planner.data import _percentile as planner_percentile
+from cotplan.planner.data import percentile_value as planner_percentile
 from cotplan.planner.run import wilson_interval
 from cotplan.research.experiments import Interval as ExperimentInterval
 from cotplan.research.experiments._stats import percentile_interval as experiments_percentile

@@ -47,12 +47,12 @@ def _sqlite(*statements: str) -> bytes:
 
 def _call_log(*times: str, schema: int | None = None) -> bytes:
     """A cotplan call log (all migrations, or the first `schema`) with one row per time."""
-    from cotplan.production.log import _MIGRATIONS
+    from cotplan.production.log import MIGRATIONS
 
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "log.sqlite"
         with sqlite3.connect(path) as db:
-            for number, migrate in enumerate(_MIGRATIONS[:schema], start=1):
+            for number, migrate in enumerate(MIGRATIONS[:schema], start=1):
                 migrate(db)
                 db.execute(f"PRAGMA user_version = {number}")
             for time in times:

@@ -18,7 +18,7 @@ from cotplan.cli import app
 from cotplan.errors import InputError
 from cotplan.production import CallLog, capped
 from cotplan.production.gateway import make_app
-from cotplan.production.log import _MIGRATIONS
+from cotplan.production.log import MIGRATIONS
 from cotplan.production.tags import call_tags, decode_tags, parse_tag_header
 
 
@@ -84,7 +84,7 @@ def test_the_gateway_takes_tags_from_its_header_and_refuses_a_bad_one(tmp_path: 
 def _old_log(path: Path) -> None:
     """A call log as cotplan wrote it before tags (schema 4), with one row."""
     with sqlite3.connect(path) as db:
-        for number, migrate in enumerate(_MIGRATIONS[:4], start=1):
+        for number, migrate in enumerate(MIGRATIONS[:4], start=1):
             migrate(db)
             db.execute(f"PRAGMA user_version = {number}")
         db.execute(
@@ -116,7 +116,7 @@ def test_an_old_log_keeps_its_rows_and_takes_tagged_ones_into_actuals_by_team(
     log.append(record(time="2026-11-04T10:00:00+00:00", model="gpt-4o-mini", cost_usd=math.nan))
     log.close()
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == len(_MIGRATIONS)
+        assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
     db.close()
     assert [r.tags for r in CallLog(path).records()][:2] == [
         "",

@@ -9,13 +9,13 @@ import pytest
 from cotplan.errors import InputError
 from cotplan.research.experiments.entropy import (
     ENTROPY_QUICK,
-    _limit_flags,
     bayes_limit,
     binary_entropy,
     entropy_efficiency,
     expected_curve,
     first_reaching,
     laplace_threshold_table,
+    limit_flags,
 )
 from cotplan.research.experiments.entropy_exact import (
     expected_prior_entropy as _expected_prior_entropy,
@@ -91,10 +91,10 @@ def test_oracle_reaches_full_efficiency_at_once_for_its_p() -> None:
 def test_flags_a_predictor_that_beats_the_bayes_mixture() -> None:
     rng = np.random.default_rng(0)
     bayes = rng.normal(0.6, 0.05, (50, 20))
-    flags = _limit_flags({"Laplace": bayes, "cheat": bayes - 0.05}, "Laplace", None)
+    flags = limit_flags({"Laplace": bayes, "cheat": bayes - 0.05}, "Laplace", None)
     assert len(flags) == 1
     assert "cheat beats the Bayes mixture" in flags[0]
-    assert _limit_flags({"Laplace": bayes, "cheat": bayes - 0.05}, "Laplace", 0.3) == ()
+    assert limit_flags({"Laplace": bayes, "cheat": bayes - 0.05}, "Laplace", 0.3) == ()
 
 
 def test_validation() -> None:

@@ -270,7 +270,7 @@ def test_a_t3_slope_interval_that_holds_zero_too_is_not_a_reproduction() -> None
 
 
 def test_rows_that_say_they_are_cotplans_own_check_carry_that_verdict() -> None:
-    from cotplan.research.reproduction import _own_check
+    from cotplan.research.reproduction import own_check
 
     # The lab k* study's row (cotplan.research.lab.reasoning.study) as it reads today.
     met = ReportRow(
@@ -284,10 +284,10 @@ def test_rows_that_say_they_are_cotplans_own_check_carry_that_verdict() -> None:
         "w",
     )
     missed = dataclasses.replace(met, verdict="not reproduced")
-    assert (_own_check(met).verdict, _own_check(met).holds) == ("cotplan check", True)
-    assert (_own_check(missed).verdict, _own_check(missed).holds) == ("cotplan check", False)
+    assert (own_check(met).verdict, own_check(met).holds) == ("cotplan check", True)
+    assert (own_check(missed).verdict, own_check(missed).holds) == ("cotplan check", False)
     claim = dataclasses.replace(met, paper="n-exponent 1/2 (theorem, not validated)")
-    assert _own_check(claim) == claim  # a claim of the paper keeps its verdict
+    assert own_check(claim) == claim  # a claim of the paper keeps its verdict
 
 
 def test_a_spread_on_its_band_edge_is_inside() -> None:

@@ -4,6 +4,7 @@ back as `CallLog` writes them."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import sqlite3
 import threading
@@ -47,8 +48,10 @@ def test_a_row_is_written_within_the_interval_without_a_flush(tmp_path: Path) ->
     log.append(record(call_id="one"))
     deadline = time.monotonic() + 5.0
     while time.monotonic() < deadline:
-        if log.path.exists() and rows_in(log.path) == 1:
-            break
+        # the writer creates the file, then its table: poll until both are there
+        with contextlib.suppress(sqlite3.OperationalError):
+            if log.path.exists() and rows_in(log.path) == 1:
+                break
         time.sleep(FLUSH_SECONDS / 5)
     assert rows_in(log.path) == 1
     log.close()

@@ -14,7 +14,7 @@ import pytest
 from gateway_loopback import REPLY
 
 from cotplan.errors import ResponseFormatError
-from cotplan.production.upstream import _plain_chat, send_async
+from cotplan.production.upstream import plain_chat, send_async
 
 ARGUMENTS: dict[str, Any] = {
     "model": "m",
@@ -51,10 +51,10 @@ def sent_by(arguments: dict[str, Any], reply: Any = REPLY) -> tuple[list[Any], A
 
 def test_plain_arguments_are_sent_as_the_sdk_sends_them() -> None:
     create = openai.AsyncOpenAI(api_key="k", base_url="http://127.0.0.1:9/v1").chat.completions
-    taken = _plain_chat(create.create, dict(ARGUMENTS))
+    taken = plain_chat(create.create, dict(ARGUMENTS))
     assert taken is not None  # the plain path is the one under test
     taken.close()  # type: ignore[attr-defined]  # a coroutine never awaited
-    assert _plain_chat(create.create, {**ARGUMENTS, "stop": ("\n",)}) is None
+    assert plain_chat(create.create, {**ARGUMENTS, "stop": ("\n",)}) is None
     plain, reply = sent_by(ARGUMENTS)
     # A tuple is not plain JSON: this call goes through the SDK's own `create`.
     through_sdk, reply_sdk = sent_by({**ARGUMENTS, "stop": ("\n",)})

@@ -1,7 +1,7 @@
 """k* read so that one budget's spike cannot set it, and the theorem's premise on B(k).
 
 No torch: the readings and the premise test work on arrays (`kstar_reading`, `premise`), and
-the law's tables are built from synthetic per-item losses (`logloss._curve_rows`).
+the law's tables are built from synthetic per-item losses (`logloss.logloss_curve_rows`).
 """
 
 from __future__ import annotations
@@ -214,10 +214,10 @@ def _law_frame(shape: str) -> pd.DataFrame:
 
 
 def test_the_law_reads_both_k_stars_and_words_a_failed_premise() -> None:
-    from cotplan.research.lab.reasoning.logloss import _curve_rows, law_verdict
+    from cotplan.research.lab.reasoning.logloss import law_verdict, logloss_curve_rows
 
     vocab = 402
-    tables = _curve_rows(_law_frame("concave"), (0.5, 0.4, 0.1), 60, 0, vocab)
+    tables = logloss_curve_rows(_law_frame("concave"), (0.5, 0.4, 0.1), 60, 0, vocab)
     budgets, exponents, premise = tables.budgets, tables.exponents, tables.premise
     assert {"k", "low", "high", "k_robust", "robust_low", "robust_high"} <= set(budgets)
     assert set(exponents["reading"]) == {"raw", "robust"}
@@ -238,6 +238,6 @@ def test_the_law_reads_both_k_stars_and_words_a_failed_premise() -> None:
         == "reproduced; premise not testable at 1 of 1 sizes"
     )
     assert law_verdict(math.nan, math.nan, ["holds"]) == "not testable"
-    convex = _curve_rows(_law_frame("convex"), (0.5, 0.4, 0.1), 60, 0, vocab)
+    convex = logloss_curve_rows(_law_frame("convex"), (0.5, 0.4, 0.1), 60, 0, vocab)
     assert (convex.premise[convex.premise["measure"] == "B"]["premise"] == "holds").all()
     assert "outside the theorem's premise" not in set(convex.exponents["law"])

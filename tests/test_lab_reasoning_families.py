@@ -12,12 +12,12 @@ import pytest
 from cotplan.errors import InputError
 from cotplan.research.lab.reasoning.data import training_sequence
 from cotplan.research.lab.reasoning.logloss import (
-    _curve_rows,
-    _eps_form,
     answer_candidates,
     budget_grid,
+    eps_form_of_law,
     eps_form_word,
     in_domain,
+    logloss_curve_rows,
     n_form,
     relative_budgets,
 )
@@ -169,7 +169,7 @@ def test_a_sqrt_n_log_law_reads_as_one_inside_the_domain_and_out() -> None:
                              "p_correct": math.exp(-loss), "loss": loss, "wrong": 0.0})  # fmt: skip
     frame = pd.DataFrame(rows)
     vocab = default_tokenizer().vocab_size
-    _, _, exponents, eps_form, _ = _curve_rows(frame, (0.5, 0.4, 0.1), 40, 0, vocab)
+    _, _, exponents, eps_form, _ = logloss_curve_rows(frame, (0.5, 0.4, 0.1), 40, 0, vocab)
     for eps in (0.5, 0.4, 0.1):
         row = exponents[(exponents["measure"] == "B") & (exponents["eps"] == eps)].iloc[0]
         assert row["beta"] == pytest.approx(0.5, abs=0.05)
@@ -196,7 +196,7 @@ def test_a_target_never_reached_gives_no_ratio() -> None:
         ("error", 0.1): [[20.0] * 10 + [inf] * 10],
         ("error", 0.5): [[inf] * 20],
     }
-    form = _eps_form([8], (0.5, 0.1), point, draws, default_tokenizer().vocab_size)
+    form = eps_form_of_law([8], (0.5, 0.1), point, draws, default_tokenizer().vocab_size)
     assert form["ratio"].isna().all()
     assert form["low"].isna().all()
 

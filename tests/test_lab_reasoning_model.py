@@ -283,13 +283,13 @@ def test_the_cli_law_command_prints_the_law(tmp_path: Path) -> None:
 
 
 def test_the_studys_own_check_is_labelled_as_a_cotplan_check(study: LabStudy) -> None:
-    from cotplan.research.lab.reasoning.report import _heldout_check, study_report_rows
+    from cotplan.research.lab.reasoning.report import heldout_check, study_report_rows
 
     rows = study_report_rows([study])
     check = [row for row in rows if row.claim.startswith("planned k* meets")]
     assert len(check) == 1
     # Met only when every size's Wilson interval lies at or below ε; None when they cannot tell.
-    met, _ = _heldout_check(study.plan, study.settings.eps)
+    met, _ = heldout_check(study.plan, study.settings.eps)
     assert (check[0].verdict, check[0].holds) == ("cotplan check", met)
     # The claims of the paper keep the paper's vocabulary.
     assert all(row.verdict != "cotplan check" for row in rows if row is not check[0])

@@ -125,13 +125,13 @@ def test_study_settings_are_checked(changes: dict[str, object], match: str) -> N
 
 
 def test_a_family_needing_no_reasoning_says_so() -> None:
-    from cotplan.research.lab.reasoning.report import _no_law
+    from cotplan.research.lab.reasoning.report import no_law
 
     frame = pd.DataFrame(
         {"item": ["a", "a", "b", "b"], "n": [4, 4, 8, 8], "k": [0, 3, 0, 3], "correct": [True] * 4}
     )
-    assert _no_law(empirical_budgets(frame, [0.2, 0.1])).startswith("no reasoning needed")
+    assert no_law(empirical_budgets(frame, [0.2, 0.1])).startswith("no reasoning needed")
     mixed = frame.assign(correct=[False, False, True, True])
-    assert "without reasoning at some" in _no_law(empirical_budgets(mixed, [0.2]))
+    assert "without reasoning at some" in no_law(empirical_budgets(mixed, [0.2]))
     once = frame.assign(correct=[False, True, False, False])
-    assert "fewer than two sizes" in _no_law(empirical_budgets(once, [0.2]))
+    assert "fewer than two sizes" in no_law(empirical_budgets(once, [0.2]))

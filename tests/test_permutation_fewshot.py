@@ -16,7 +16,7 @@ from cotplan.permutation.fewshot import (
     load_examples,
 )
 from cotplan.permutation.fewshot_tasks import FEWSHOT_FAMILIES, make_fewshot_tasks
-from cotplan.permutation.scoring import _count_pieces, _server_pieces
+from cotplan.permutation.scoring import count_pieces, server_pieces
 
 EXAMPLES = (Example("I loved it", "positive"), Example("dull {braces}", "negative"))
 
@@ -152,15 +152,15 @@ class _ToyTokenizer:
 
 def test_server_pieces_find_token_boundaries_in_context() -> None:
     tokenize = _ToyTokenizer(["Output:", " New", " York", " positive"])
-    assert _server_pieces(tokenize, "Output:", " New York", "New York") == (" New", " York")
-    assert _server_pieces(tokenize, "Output:", " positive", "positive") == (" positive",)
-    assert _server_pieces(tokenize, "Output:", " Nx", "Nx") == (" ", "N", "x")
+    assert server_pieces(tokenize, "Output:", " New York", "New York") == (" New", " York")
+    assert server_pieces(tokenize, "Output:", " positive", "positive") == (" positive",)
+    assert server_pieces(tokenize, "Output:", " Nx", "Nx") == (" ", "N", "x")
 
 
 def test_server_pieces_refuse_a_choice_that_merges_with_the_prompt() -> None:
     tokenize = _ToyTokenizer(["Output", ":p", "pos"])
     with pytest.raises(InputError, match=r"'pos' merges with the end of the prompt"):
-        _server_pieces(tokenize, "Output:", "pos", "pos")
+        server_pieces(tokenize, "Output:", "pos", "pos")
 
 
 def test_count_pieces_take_the_longest_single_token_prefix() -> None:
@@ -169,7 +169,7 @@ def test_count_pieces_take_the_longest_single_token_prefix() -> None:
     def count(text: str) -> int:
         return 1 if text in vocab or len(text) == 1 else 2
 
-    assert _count_pieces(count, " New York") == (" New", " York")
+    assert count_pieces(count, " New York") == (" New", " York")
 
 
 def test_builtin_fewshot_tasks_are_seeded_balanced_and_exact() -> None:

@@ -205,7 +205,7 @@ def test_run_plan_applies_the_plans_caps_and_judges_each_size(
                 out.append(_answer(item, k, not wrong))
         return out
 
-    monkeypatch.setattr("cotplan.planner.run._answer_items", answer_items)
+    monkeypatch.setattr("cotplan.planner.run.answer_items", answer_items)
     backend = SimpleNamespace(
         model="lab-model@1234",
         count_tokens=len,

@@ -12,9 +12,9 @@ from cotplan.errors import InputError
 from cotplan.planner.batch import service_for
 from cotplan.planner.batch_anthropic import (
     AnthropicBatches,
-    _output_line,
     chat_body,
     messages_params,
+    output_line,
 )
 from cotplan.planner.batch_format import BatchRequest, read_output
 from cotplan.planner.batch_providers import OpenAIBatches
@@ -92,10 +92,10 @@ def test_results_come_back_as_the_output_lines_a_live_answer_would_be() -> None:
         "finish_reason": "length",
     }
     lines = [
-        _output_line(
+        output_line(
             {"custom_id": request.custom_id, "result": {"type": "succeeded", "message": message}}
         ),
-        _output_line(
+        output_line(
             {
                 "custom_id": "cp-other",
                 "result": {
@@ -104,7 +104,7 @@ def test_results_come_back_as_the_output_lines_a_live_answer_would_be() -> None:
                 },
             }
         ),
-        _output_line({"custom_id": "cp-late", "result": {"type": "expired"}}),
+        output_line({"custom_id": "cp-late", "result": {"type": "expired"}}),
     ]
     other, late = (
         BatchRequest("chat", {"model": "m", "n": 1}),

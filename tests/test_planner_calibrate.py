@@ -212,8 +212,8 @@ def test_an_old_csv_loads_with_the_new_columns_meaning_what_their_absence_did(
 
 
 def test_an_empty_answer_is_left_out_of_the_fit_not_scored_wrong() -> None:
-    from cotplan.planner.data import _validate_frame
+    from cotplan.planner.data import validate_frame
 
     frame = _frame().assign(no_answer=False)
     frame.loc[frame.index[-1], ["no_answer", "correct"]] = [True, False]
-    assert len(_validate_frame(frame).item) == len(frame) - 1
+    assert len(validate_frame(frame).item) == len(frame) - 1

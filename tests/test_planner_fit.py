@@ -385,8 +385,8 @@ def test_repr_shows_changed_parameters() -> None:
 
 
 def test_analytic_gradient_matches_finite_differences() -> None:
-    data = data_module._validate_frame(synth(0, items=10))
-    cells = data_module._cells(data)
+    data = data_module.validate_frame(synth(0, items=10))
+    cells = data_module.pooled_cells(data)
     k_scale = 128.0
     for params in ([0.1, 0.9, 3.0, 2.0, 0.5], [0.3, 0.6, 0.5, 5.0, 1.2], [0.05, 0.99, 12, 1, 0.1]):
         x = paper_module._to_x(np.array(params, dtype=float), k_scale)
@@ -424,8 +424,8 @@ def test_trend_test_has_its_nominal_false_alarm_rate() -> None:
         item_index = base["item"].str[2:].astype(int).to_numpy()
         p = np.where(easy[item_index], 0.8, 0.3)
         base["correct"] = rng.random(len(base)) < p
-        data = data_module._validate_frame(base)
-        rejections += evidence_module._trend_test(data).p_value < 0.05
+        data = data_module.validate_frame(base)
+        rejections += evidence_module.trend_test(data).p_value < 0.05
     # Binomial(400, 0.05): mean 20, sd 4.4; [8, 34] holds with probability > 0.99.
     assert 8 <= rejections <= 34
 
@@ -489,7 +489,7 @@ def test_a_rise_then_fall_is_fitted_up_to_the_peak() -> None:
     accuracy = {0: 0.1, 8: 0.3, 32: 0.6, 64: 0.45, 128: 0.2, 256: 0.1}
     frame = _rise_then_fall(3, accuracy)
     planner = BudgetPlanner().fit(frame)
-    assert evidence_module._trend_test(data_module._validate_frame(frame)).p_value > 0.05
+    assert evidence_module.trend_test(data_module.validate_frame(frame)).p_value > 0.05
     assert planner.status_ == "helps"
     assert planner.peak_budget_ == 32
     assert "peaks at k = 32" in planner.verdict_
@@ -520,13 +520,13 @@ def test_alpha_on_its_bound_blames_budgets_only_where_the_floor_was_not_reached(
     from types import SimpleNamespace
     from typing import Any, cast
 
-    from cotplan.planner.evidence import _alpha_at_top
+    from cotplan.planner.evidence import alpha_at_top
 
     fit = cast(Any, SimpleNamespace(e0=0.0, sizes=[4, 16], budgets=[0, 40, 80]))
-    reached = _alpha_at_top(fit, (16.0, 80.0, 0.01))
+    reached = alpha_at_top(fit, (16.0, 80.0, 0.01))
     assert "already reached its floor by k = 80" in reached
     assert "calibrate more sizes" in reached
     assert "larger budgets" not in reached
-    short = _alpha_at_top(fit, (16.0, 80.0, 0.4))
+    short = alpha_at_top(fit, (16.0, 80.0, 0.4))
     assert "fell too little by k = 80" in short
     assert "calibrate larger budgets there" in short

@@ -18,12 +18,12 @@ from scipy import stats
 
 from cotplan.planner import BudgetPlanner
 from cotplan.planner import law_paper as lp
-from cotplan.planner.data import _Cells, _cells, _validate_frame
+from cotplan.planner.data import Cells, pooled_cells, validate_frame
 from cotplan.planner.evidence import boundary_p_value, growth_test
 from cotplan.planner.shapes import SHAPES
 
 
-def _loglik(params: NDArray[np.float64], cells: _Cells, k_max: float) -> float:
+def _loglik(params: NDArray[np.float64], cells: Cells, k_max: float) -> float:
     scale = max(k_max, 1.0)
     value, _ = lp._negloglik_and_grad(lp._to_x(params, scale), cells, scale)
     return -value
@@ -42,15 +42,15 @@ def test_bootstrap_refits_reach_each_resamples_own_optimum(items: int, seed: int
     assert planner.status_ == "helps"
     assert not planner.peak_budgets_
     data = planner.state_.data
-    k_max = float(_cells(data).k.max())
+    k_max = float(pooled_cells(data).k.max())
     rng = np.random.default_rng(0)  # the planner's bootstrap draws, replayed
     probs = np.full(data.n_items, 1.0 / data.n_items)
     short = []
     for b in range(40):
         counts = rng.multinomial(data.n_items, probs).astype(float)
-        cells = _cells(data, counts[data.item])
-        grid = lp._paper_starts(cells, free_alpha=True, alpha=0.5)
-        best = lp._maximise(cells, [*grid, planner.state_.constants.params], {}, k_max)
+        cells = pooled_cells(data, counts[data.item])
+        grid = lp.paper_starts(cells, free_alpha=True, alpha=0.5)
+        best = lp.maximise(cells, [*grid, planner.state_.constants.params], {}, k_max)
         short.append(best.loglik - _loglik(planner.state_.draws[b], cells, k_max))
     reached = float(np.mean(np.asarray(short) < 1e-3))
     assert reached >= 0.9, f"only {reached:.0%} of refits reached their resample's optimum"
@@ -62,15 +62,15 @@ def test_bootstrap_keeps_every_basin_of_the_full_data_fit() -> None:
     # Two starts that end in different optima are both kept, best first; a start that ends in
     # the same optimum is not kept twice.
     frame = SHAPES["logistic 2n"].calibration((4, 8, 16), 12, 0)
-    cells = _cells(_validate_frame(frame))
+    cells = pooled_cells(validate_frame(frame))
     k_max = float(cells.k.max())
-    fits = lp._maximise_all(cells, lp._paper_starts(cells, free_alpha=True, alpha=0.5), {}, k_max)
-    basins = lp._basins(fits, k_max)
+    fits = lp.maximise_all(cells, lp.paper_starts(cells, free_alpha=True, alpha=0.5), {}, k_max)
+    basins = lp.paper_basins(fits, k_max)
     assert len(basins) >= 2
     assert np.allclose(basins[0], fits[0].params)
     logliks = [_loglik(b, cells, k_max) for b in basins]
     assert logliks == sorted(logliks, reverse=True)
-    assert len(lp._basins([fits[0], fits[0]], k_max)) == 1
+    assert len(lp.paper_basins([fits[0], fits[0]], k_max)) == 1
 
 
 def test_boundary_p_value_is_the_mixture() -> None:
@@ -104,12 +104,12 @@ def test_growth_statistic_has_the_mixture_null() -> None:
     # statistic is exactly 0: the χ²₀ half of the mixture, which χ²₁ ignores.
     statistics = []
     for seed in range(30):
-        cells = _cells(_validate_frame(_flat_in_n(seed)))
+        cells = pooled_cells(validate_frame(_flat_in_n(seed)))
         k_max = float(cells.k.max())
-        free = lp._maximise(cells, lp._paper_starts(cells, free_alpha=True, alpha=0.5), {}, k_max)
-        flat = lp._maximise(
+        free = lp.maximise(cells, lp.paper_starts(cells, free_alpha=True, alpha=0.5), {}, k_max)
+        flat = lp.maximise(
             cells,
-            [*lp._paper_starts(cells, free_alpha=False, alpha=0.0), free.params],
+            [*lp.paper_starts(cells, free_alpha=False, alpha=0.0), free.params],
             {4: 0.0},
             k_max,
         )

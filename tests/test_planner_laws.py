@@ -17,7 +17,7 @@ from cotplan.errors import InfeasibleTargetError, InputError
 from cotplan.planner import BudgetPlanner
 from cotplan.planner.adaptive import adaptive_certify
 from cotplan.planner.certify import Certification, clopper_pearson_upper, items_needed
-from cotplan.planner.data import _Cells, _validate_frame
+from cotplan.planner.data import Cells, validate_frame
 from cotplan.planner.law_location import (
     fit_logistic,
     fit_step,
@@ -30,11 +30,11 @@ from cotplan.planner.run import SavedPlan, relative_target
 from cotplan.planner.shapes import SHAPES, grid_0_to_5n
 
 
-def _cells(error: np.ndarray, n: np.ndarray, k: np.ndarray, trials: int, seed: int) -> _Cells:
+def _cells(error: np.ndarray, n: np.ndarray, k: np.ndarray, trials: int, seed: int) -> Cells:
     """Binomial counts per (n, k) cell drawn from the given true error."""
     rng = np.random.default_rng(seed)
     wrong = rng.binomial(trials, error)
-    return _Cells(
+    return Cells(
         n=n.astype(float),
         k=k.astype(float),
         logn=np.log(n.astype(float)),
@@ -158,7 +158,7 @@ def test_a_calibration_too_small_to_certify_says_how_many_items_would() -> None:
             for k in (0, 16, 64)
         ]
     )
-    cert = Certification.from_data(_validate_frame(frame), 0.05, {}).at(8, 0.1)
+    cert = Certification.from_data(validate_frame(frame), 0.05, {}).at(8, 0.1)
     assert not cert.certified
     assert cert.items_needed is not None
     assert cert.items_needed > 40
@@ -184,7 +184,7 @@ def test_the_certified_budget_meets_eps_with_the_stated_confidence() -> None:
     # 400 calibrations of the worst case: certifying k ≤ 32 (true error 0.11 > 0.1) is a miss.
     misses = certified = 0
     for seed in range(400):
-        cert = Certification.from_data(_validate_frame(_worst_case_frame(seed)), 0.05, {})
+        cert = Certification.from_data(validate_frame(_worst_case_frame(seed)), 0.05, {})
         k = cert.at(8, 0.1).k
         certified += k is not None
         misses += k is not None and k < 40

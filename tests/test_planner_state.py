@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from cotplan.planner import BudgetPlanner
-from cotplan.planner.data import _validate_frame
+from cotplan.planner.data import validate_frame
 from cotplan.planner.fitting import fit_planner
 from cotplan.planner.shapes import SHAPES
 from cotplan.planner.state import PlannerFit
@@ -40,7 +40,7 @@ def test_the_fitted_state_is_a_frozen_record() -> None:
 
 def test_building_the_record_twice_gives_the_same_values() -> None:
     planner = BudgetPlanner("paper", n_bootstrap=3)
-    data = _validate_frame(_helps())
+    data = validate_frame(_helps())
     first = fit_planner(planner.check_params(), data)
     second = fit_planner(planner.check_params(), data)
     assert first.status == second.status == "helps"

@@ -19,7 +19,7 @@ from genai_prices import calc_price
 from cotplan.pricing import call_cost, price_table
 from cotplan.pricing.carried import carry_tiers
 from cotplan.pricing.rows import PriceRow
-from cotplan.pricing.table import _builtin_rows
+from cotplan.pricing.table import builtin_rows
 
 TABLE = price_table()
 ON = date(2026, 11, 29)
@@ -31,7 +31,7 @@ CALL: dict[str, Any] = {
 
 
 def _shipped(model: str) -> PriceRow:
-    return next(r for r in _builtin_rows() if r.model == model)
+    return next(r for r in builtin_rows() if r.model == model)
 
 
 @pytest.mark.parametrize("model", ["gpt-6-astra", "gpt-6-luna", "gpt-6.1-sol", "gpt-6.1-terra"])

@@ -184,7 +184,7 @@ def test_percentiles_of_a_million_draws_are_numpys_bit_for_bit() -> None:
     # The projection's percentiles select each order statistic in a window of the draws
     # instead of partitioning them all: the figures must be np.percentile's to the last bit,
     # whatever the arrangement (sorted, partitioned, ties, all equal) and however short.
-    from cotplan.pricing.gamma_sums import _percentiles, _summary
+    from cotplan.pricing.gamma_sums import draw_percentiles, draws_summary
 
     rng = np.random.default_rng(5)
     n = 1_000_003
@@ -206,25 +206,25 @@ def test_percentiles_of_a_million_draws_are_numpys_bit_for_bit() -> None:
         kept = values.copy()
         for q in ((10.0, 50.0, 90.0), (10.0, 90.0), (0.0, 37.3, 100.0)):
             want = [float(x) for x in np.percentile(values, q)]
-            got = list(_percentiles(values, q))
+            got = list(draw_percentiles(values, q))
             assert np.array_equal(got, want, equal_nan=True), (name, q)
         np.testing.assert_array_equal(values, kept)  # left as it was
-        mean, *ps = _summary(values.copy(), in_place=True)
+        mean, *ps = draws_summary(values.copy(), in_place=True)
         assert np.array_equal(ps, np.percentile(values, (10.0, 50.0, 90.0)), equal_nan=True)
         assert np.array_equal([mean], [values.mean()], equal_nan=True)
 
 
 def test_gamma_sums_drawn_block_by_block_are_the_whole_array_formula() -> None:
-    # `_SumModel.draw` runs the Wilson-Hilferty transform in cache-sized blocks: every draw must
+    # `SumModel.draw` runs the Wilson-Hilferty transform in cache-sized blocks: every draw must
     # be what the formula on whole arrays gives, to the last bit (dead and spread-free draws,
     # and a length that is no multiple of the block, included).
-    from cotplan.pricing.gamma_sums import _SumModel
+    from cotplan.pricing.gamma_sums import SumModel
 
     rng = np.random.default_rng(8)
     n = 100_003
     a = np.where(rng.random(n) < 0.01, 0.0, rng.gamma(4.0, 0.01, n))
     b = np.where(rng.random(n) < 0.01, 0.0, a * a * rng.uniform(0.1, 3.0, n))
-    model = _SumModel.build(a, b)
+    model = SumModel.build(a, b)
     z = rng.standard_normal(n)
     for q in (30_000.0, 2.5):
         out = model.c2 * z

@@ -357,7 +357,7 @@ def test_a_log_from_before_the_exit_gains_its_columns(tmp_path: Path) -> None:
 
     path = tmp_path / "log.sqlite"
     with sqlite3.connect(path) as db:
-        for number, migrate in enumerate(log_module._MIGRATIONS[:3], start=1):
+        for number, migrate in enumerate(log_module.MIGRATIONS[:3], start=1):
             migrate(db)
             db.execute(f"PRAGMA user_version = {number}")
         db.execute(

@@ -29,9 +29,9 @@ from cotplan.research.experiments.verdicts import (
 )
 from cotplan.research.lab.reasoning.report import (
     EXPONENT_MARGIN,
-    _heldout_check,
     calibration_premise,
     exponent_verdict,
+    heldout_check,
 )
 
 finite = st.floats(-10, 10, allow_nan=False)
@@ -129,10 +129,10 @@ def test_a_trace_that_pays_off_only_at_its_end_is_outside_the_premise() -> None:
 def test_meets_eps_needs_the_wilson_upper_end_below_eps() -> None:
     # 1 of 15 held-out sums wrong: 0.07, but its Wilson upper end is about 0.30.
     plan = pd.DataFrame({"heldout_items": [15, 15], "heldout_right": [15, 14]})
-    met, words = _heldout_check(plan, 0.1)
+    met, words = heldout_check(plan, 0.1)
     assert met is None
     assert "cannot tell" in words
     many = pd.DataFrame({"heldout_items": [400], "heldout_right": [396]})
-    assert _heldout_check(many, 0.1)[0] is True
+    assert heldout_check(many, 0.1)[0] is True
     bad = pd.DataFrame({"heldout_items": [100], "heldout_right": [60]})
-    assert _heldout_check(bad, 0.1)[0] is False
+    assert heldout_check(bad, 0.1)[0] is False

@@ -126,7 +126,7 @@ def _tiktoken_encoding(backend: Backend) -> object | None:
         return None
 
 
-def _server_pieces(
+def server_pieces(
     tokenize: Callable[[str], list[int]], prompt: str, continuation: str, choice: str
 ) -> tuple[str, ...]:
     base = tokenize(prompt)
@@ -175,7 +175,7 @@ def _tiktoken_pieces(encoding: object, continuation: str, choice: str) -> tuple[
     return tuple(pieces)
 
 
-def _count_pieces(count: Callable[[str], int], continuation: str) -> tuple[str, ...]:
+def count_pieces(count: Callable[[str], int], continuation: str) -> tuple[str, ...]:
     pieces = []
     start = 0
     while start < len(continuation):
@@ -196,7 +196,7 @@ def token_pieces(
     label = choice if choice is not None else continuation
     tokenize = _server_tokenizer(backend)
     if tokenize is not None:
-        return _server_pieces(tokenize, prompt, continuation, label), "server"
+        return server_pieces(tokenize, prompt, continuation, label), "server"
     encoding = _tiktoken_encoding(backend)
     if encoding is not None:
         return _tiktoken_pieces(encoding, continuation, label), "tiktoken"
@@ -204,7 +204,7 @@ def token_pieces(
         backend.count_tokens("a")
     except InputError:
         return (continuation,), "none"
-    return _count_pieces(backend.count_tokens, continuation), "counts"
+    return count_pieces(backend.count_tokens, continuation), "counts"
 
 
 def _is_proper_prefix(short: tuple[str, ...], long: tuple[str, ...]) -> bool:

@@ -71,10 +71,10 @@ from cotplan.planner.calibrate import (
     AUTO_PILOT,
     Calibration,
     CostUnknownWarning,
-    _check_items,
-    _notes,
-    _Tally,
+    Tally,
     calibration_frame,
+    calibration_notes,
+    check_items,
 )
 from cotplan.tasks.item import TaskItem
 
@@ -185,7 +185,7 @@ def calibrate_batch(
             "batch calibration needs an OpenAI-compatible or Responses backend, got "
             f"{type(backend).__name__}"
         )
-    chosen = _check_items(items)
+    chosen = check_items(items)
     # The auto grid (the default, as for `calibrate`): a first round of uncapped runs (each
     # size's first `pilot` items) sizes it, then the budget round is written.
     auto = budgets is None or (isinstance(budgets, str) and budgets == "auto")
@@ -343,9 +343,9 @@ def _finish(
     import warnings
 
     frame = batch_priced(calibration_frame(answers, items, provider=backend.provider or ""))
-    tally = _Tally()
+    tally = Tally()
     tally.add(answers)
-    notes = [p.describe() for p in profiles] + _notes(tally, items)
+    notes = [p.describe() for p in profiles] + calibration_notes(tally, items)
     for note in notes:
         if note.startswith("no price"):
             warnings.warn(CostUnknownWarning(note), stacklevel=3)

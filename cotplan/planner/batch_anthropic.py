@@ -156,7 +156,7 @@ def chat_body(message: Mapping[str, Any]) -> dict[str, Any]:
     return body
 
 
-def _output_line(result: Mapping[str, Any]) -> dict[str, Any]:
+def output_line(result: Mapping[str, Any]) -> dict[str, Any]:
     """One Message Batches result as an OpenAI batch output line (`read_output` judges it)."""
     custom_id = result.get("custom_id")
     outcome = result.get("result")
@@ -294,7 +294,7 @@ class AnthropicBatches:
 
     def content(self, file_id: str) -> bytes:
         """The batch's results (`file_id` is the batch id) as OpenAI batch output lines."""
-        lines = [_output_line(result) for result in self._results(file_id)]
+        lines = [output_line(result) for result in self._results(file_id)]
         return "".join(json.dumps(line) + "\n" for line in lines).encode("utf-8")
 
 

@@ -233,11 +233,11 @@ def measure(
     """The auto grid's measurement (`calibrate`'s own: each size's first `pilot` items run
     uncapped), or None while those runs wait in a batch: the budget round cannot be written
     before the grid is known."""
-    from cotplan.planner.calibrate import _measure
+    from cotplan.planner.calibrate import measure_items
 
     collector.incomplete = False
     try:
-        profiles, _ = _measure(
+        profiles, _ = measure_items(
             collector,
             items,
             size_of,

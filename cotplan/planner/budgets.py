@@ -16,12 +16,12 @@ from numpy.typing import NDArray
 
 from cotplan.errors import InfeasibleTargetError
 from cotplan.intervals import Interval
-from cotplan.planner.data import _percentile
-from cotplan.planner.law_paper import _k_star, _k_star_ls
+from cotplan.planner.data import percentile_value
+from cotplan.planner.law_paper import k_star_ls, paper_k_star
 from cotplan.planner.records import (
-    _NAN_CI,
     BASE_LABEL,
     LOG_BASES,
+    NAN_CI,
     Budget,
     CertifiedBudget,
 )
@@ -48,10 +48,10 @@ def model_budget(fit: PlannerFit, n_val: float, eps_val: float) -> Budget:
     c_in_base = fit.c * LOG_BASES[log_base]
     baselines: dict[str, float] = {}
     if not fit.constant:
-        baselines["paper"] = _k_star(fit.constants.params, n_val, eps_val)
-        baselines["alpha_half"] = _k_star(fit.alpha_half.params, n_val, eps_val)
+        baselines["paper"] = paper_k_star(fit.constants.params, n_val, eps_val)
+        baselines["alpha_half"] = paper_k_star(fit.alpha_half.params, n_val, eps_val)
         if math.isfinite(fit.c_least_squares):
-            baselines["least_squares"] = _k_star_ls(fit.c_least_squares, n_val, eps_val)
+            baselines["least_squares"] = k_star_ls(fit.c_least_squares, n_val, eps_val)
     extrapolated, notes = _reach_notes(fit, n_val, eps_val, k_star)
     if coarse_note:
         notes.insert(0, coarse_note)
@@ -130,14 +130,14 @@ def _k_star_interval(
         k_star = choice.law.k_star(choice.params, n_val, eps_val)
         draws = np.array([choice.law.k_star(d, n_val, eps_val) for d in choice.draws])
     else:
-        k_star = _k_star(fit.constants.params, n_val, eps_val)
-        draws = np.array([_k_star(d, n_val, eps_val) for d in fit.draws])
+        k_star = paper_k_star(fit.constants.params, n_val, eps_val)
+        draws = np.array([paper_k_star(d, n_val, eps_val) for d in fit.draws])
     if len(draws):
-        ci = _percentile(draws, fit.settings.confidence)
+        ci = percentile_value(draws, fit.settings.confidence)
     elif fit.constant:  # every answer right: nothing left to resample
         ci = Interval(0.0, 0.0)
     else:
-        ci = _NAN_CI
+        ci = NAN_CI
     if not (fit.coarse and paper and k_star > 0):
         return k_star, ci, ""
     # The fitted k* below the first positive budget is an artefact of the optimiser's start;
@@ -251,7 +251,7 @@ def with_certificate(fit: PlannerFit, budget: Budget, cert: CertifiedBudget | No
             )
             ratios = ratios[np.isfinite(ratios)]
             if len(ratios):
-                ci = _percentile(ratios, fit.settings.confidence)
+                ci = percentile_value(ratios, fit.settings.confidence)
                 low, high = ref.k * ci.low, ref.k * ci.high
             basis = (
                 f"extrapolated: the certified k = {ref.k} at n = {ref_n} × the {law.name} "

@@ -263,7 +263,7 @@ def _progress(enabled: bool) -> Any:
     )
 
 
-def _answer_items(
+def answer_items(
     backend: Backend,
     items: Sequence[TaskItem],
     budgets_of: Callable[[TaskItem], list[int]],
@@ -313,7 +313,7 @@ def _answer_items(
     return []
 
 
-def _measure(
+def measure_items(
     backend: Backend,
     items: Sequence[TaskItem],
     size_of: Callable[[TaskItem], int],
@@ -372,7 +372,7 @@ def _measure(
     return profiles, runs
 
 
-def _check_items(items: Iterable[TaskItem]) -> list[TaskItem]:
+def check_items(items: Iterable[TaskItem]) -> list[TaskItem]:
     chosen = list(items)
     if not chosen:
         raise InputError("must hold at least one item", field="items")
@@ -412,7 +412,7 @@ def calibrate(
     `concurrency` bounds simultaneous items (default: the backend's). A model without a price
     gets NaN costs and one `CostUnknownWarning`; the run goes on.
     """
-    chosen = _check_items(items)
+    chosen = check_items(items)
     job = _CalibrationJob.start(
         backend,
         chosen,
@@ -451,10 +451,10 @@ def calibrate(
     return Calibration(
         frame=frame,
         model=answers[0].model if answers else backend.model,
-        requests=_stat(backend, "requests") - job.requests0,
-        cache_hits=_stat(backend, "cache_hits") - job.hits0,
+        requests=stat(backend, "requests") - job.requests0,
+        cache_hits=stat(backend, "cache_hits") - job.hits0,
         notes=tuple(notes),
-        retries=_stat(backend, "retries") - job.retries0,
+        retries=stat(backend, "retries") - job.retries0,
         answers=tuple(answers),
         thinking=tuple(job.profiles),
     )
@@ -501,7 +501,7 @@ def calibrate_to_file(
     """`calibrate`, with each chunk of finished items' rows appended to the CSV at `path` (mode
     0600) and then dropped: memory stays flat however many items there are. `chunk` is the
     items answered between writes (default: eight times the concurrency, at least 64)."""
-    chosen = _check_items(items)
+    chosen = check_items(items)
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     job = _CalibrationJob.start(
@@ -516,7 +516,7 @@ def calibrate_to_file(
         pilot=pilot,
     )
     counts = {"rows": 0, "first": True}
-    tally = _Tally()
+    tally = Tally()
     fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     model = backend.model
     with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
@@ -540,16 +540,16 @@ def calibrate_to_file(
         rows=int(counts["rows"]),
         items=len(chosen),
         model=model,
-        requests=_stat(backend, "requests") - job.requests0,
-        cache_hits=_stat(backend, "cache_hits") - job.hits0,
-        retries=_stat(backend, "retries") - job.retries0,
+        requests=stat(backend, "requests") - job.requests0,
+        cache_hits=stat(backend, "cache_hits") - job.hits0,
+        retries=stat(backend, "retries") - job.retries0,
         notes=tuple(notes),
         thinking=tuple(job.profiles),
     )
 
 
 @dataclass
-class _Tally:
+class Tally:
     """What the notes need from the answers, counted as they stream past."""
 
     cost_notes: set[str] = field(default_factory=set)
@@ -607,9 +607,9 @@ class _CalibrationJob:
     ) -> _CalibrationJob:
         auto = budgets is None or (isinstance(budgets, str) and budgets == "auto")
         grid = None if auto else grid_for(budgets)
-        requests0 = _stat(backend, "requests")
-        hits0 = _stat(backend, "cache_hits")
-        retries0 = _stat(backend, "retries")
+        requests0 = stat(backend, "requests")
+        hits0 = stat(backend, "cache_hits")
+        retries0 = stat(backend, "retries")
         sizes: dict[str, int] = {}
 
         def size_of(item: TaskItem) -> int:
@@ -633,7 +633,7 @@ class _CalibrationJob:
         profiles: list[ThinkingProfile] = []
         runs: dict[str, Completion] = {}
         if grid is None:
-            profiles, runs = _measure(
+            profiles, runs = measure_items(
                 backend,
                 chosen,
                 size_of,
@@ -675,7 +675,7 @@ class _CalibrationJob:
         sink: Callable[[list[BudgetedAnswer]], None] | None = None,
         chunk: int = 0,
     ) -> list[BudgetedAnswer]:
-        return _answer_items(
+        return answer_items(
             self.backend,
             self.items,
             self.budgets_of,
@@ -689,13 +689,13 @@ class _CalibrationJob:
         )
 
     def notes(self, answers: Sequence[BudgetedAnswer]) -> list[str]:
-        tally = _Tally()
+        tally = Tally()
         tally.add(answers)
         return self.notes_from(tally)
 
-    def notes_from(self, tally: _Tally) -> list[str]:
+    def notes_from(self, tally: Tally) -> list[str]:
         notes = [p.describe() for p in self.profiles]
-        notes += _notes(tally, self.items)
+        notes += calibration_notes(tally, self.items)
         if self.given_top is not None and self.given_top > 0:
             short = short_grid_note(self.given_top, tally.top_items, tally.top_cut)
             if short:
@@ -724,7 +724,7 @@ def calibration_frame(
     return pd.DataFrame(rows, columns=list(CALIBRATION_COLUMNS))
 
 
-def _notes(tally: _Tally, items: Sequence[TaskItem]) -> list[str]:
+def calibration_notes(tally: Tally, items: Sequence[TaskItem]) -> list[str]:
     notes = sorted(tally.cost_notes)
     if notes:
         notes = [f"{notes[0]}; costs are recorded as NaN"]
@@ -746,7 +746,7 @@ def _notes(tally: _Tally, items: Sequence[TaskItem]) -> list[str]:
     return notes
 
 
-def _stat(backend: Backend, name: Literal["requests", "cache_hits", "retries"]) -> int:
+def stat(backend: Backend, name: Literal["requests", "cache_hits", "retries"]) -> int:
     stats = backend.stats  # declared on every Backend: zero counts where it keeps none
     counts = {"requests": stats.requests, "cache_hits": stats.cache_hits, "retries": stats.retries}
     return counts[name]

@@ -25,7 +25,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
 from cotplan.intervals import Interval
-from cotplan.planner.data import _Data
+from cotplan.planner.data import Data
 from cotplan.planner.records import CertifiedBudget
 
 __all__ = [
@@ -82,7 +82,7 @@ def items_needed(rate: float, eps: float, delta: float, limit: int = 1_000_000) 
     return high
 
 
-def _cell_table(data: _Data, peaks: Mapping[int, int]) -> pd.DataFrame:
+def _cell_table(data: Data, peaks: Mapping[int, int]) -> pd.DataFrame:
     frame = pd.DataFrame({"n": data.n, "k": data.k, "item": data.item, "wrong": 1.0 - data.y})
     per_item = frame.groupby(["n", "k", "item"], sort=True)["wrong"].mean().reset_index()
     cells = (
@@ -112,7 +112,7 @@ class Certification:
     table: pd.DataFrame
 
     @classmethod
-    def from_data(cls, data: _Data, delta: float, peaks: Mapping[int, int]) -> Certification:
+    def from_data(cls, data: Data, delta: float, peaks: Mapping[int, int]) -> Certification:
         table = _cell_table(data, peaks)
         table["error"] = table["errors"] / table["items"]
         table["bound"] = clopper_pearson_upper(table["errors"], table["items"], delta)

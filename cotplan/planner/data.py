@@ -16,17 +16,17 @@ from cotplan.planner.records import LOG_BASES, LogBase
 from cotplan.validation import require_positive, require_unit
 
 # Older names of the shared checks (`cotplan.validation`), still imported by early_exit.
-_check_fraction = require_unit
+check_fraction = require_unit
 _check_positive = require_positive
 
 __all__: list[str] = []
 
-# The paper law's α is searched in [0, _ALPHA_MAX]; the evidence reports an α at that edge.
-_ALPHA_MAX = 2.0
+# The paper law's α is searched in [0, ALPHA_MAX]; the evidence reports an α at that edge.
+ALPHA_MAX = 2.0
 
 
 @dataclass(frozen=True)
-class _Cells:
+class Cells:
     """Calibration pooled by (n, k): successes and trials per cell (weights allowed)."""
 
     n: NDArray[np.float64]
@@ -37,7 +37,7 @@ class _Cells:
 
 
 @dataclass(frozen=True)
-class _Data:
+class Data:
     item: NDArray[np.intp]  # item index per row
     n: NDArray[np.float64]
     k: NDArray[np.float64]
@@ -48,7 +48,7 @@ class _Data:
     n_items: int
 
 
-def _check_log_base(value: object) -> LogBase:
+def check_log_base(value: object) -> LogBase:
     key = str(value).strip().lower()
     if key in {"2.0", "10.0"}:
         key = key[:-2]
@@ -57,7 +57,7 @@ def _check_log_base(value: object) -> LogBase:
     return cast(LogBase, key)
 
 
-def _validate_frame(raw_frame: object) -> _Data:
+def validate_frame(raw_frame: object) -> Data:
     if isinstance(raw_frame, pd.DataFrame):
         frame = raw_frame
     else:
@@ -112,7 +112,7 @@ def _validate_frame(raw_frame: object) -> _Data:
     cell_codes, cell_index = pd.factorize(pairs, sort=True)
     cell_n = np.array([p[0] for p in cell_index], dtype=float)
     cell_k = np.array([p[1] for p in cell_index], dtype=float)
-    return _Data(
+    return Data(
         item=item_codes.astype(np.intp),
         n=arrays["n"],
         k=arrays["k"],
@@ -144,13 +144,13 @@ def _natural(label: object) -> tuple[str, tuple[tuple[int, str], ...]]:
     return type(label).__name__, key
 
 
-def _cells(data: _Data, weights: NDArray[np.float64] | None = None) -> _Cells:
+def pooled_cells(data: Data, weights: NDArray[np.float64] | None = None) -> Cells:
     w = np.ones_like(data.y) if weights is None else weights
     size = len(data.cell_n)
     trials = np.bincount(data.cell, weights=w, minlength=size).astype(float)
     successes = np.bincount(data.cell, weights=w * data.y, minlength=size).astype(float)
     keep = trials > 0
-    return _Cells(
+    return Cells(
         n=data.cell_n[keep],
         k=data.cell_k[keep],
         logn=np.log(data.cell_n[keep]),
@@ -159,12 +159,12 @@ def _cells(data: _Data, weights: NDArray[np.float64] | None = None) -> _Cells:
     )
 
 
-def _subset(data: _Data, rows: NDArray[np.bool_]) -> _Data:
+def subset(data: Data, rows: NDArray[np.bool_]) -> Data:
     """The calibration restricted to `rows` (cells and item codes renumbered)."""
     item_codes = _item_codes(data.item[rows])
     pairs = pd.MultiIndex.from_arrays([data.n[rows], data.k[rows]])
     cell_codes, cell_index = pd.factorize(pairs, sort=True)
-    return _Data(
+    return Data(
         item=item_codes.astype(np.intp),
         n=data.n[rows],
         k=data.k[rows],
@@ -176,6 +176,6 @@ def _subset(data: _Data, rows: NDArray[np.bool_]) -> _Data:
     )
 
 
-def _percentile(values: NDArray[np.float64], confidence: float) -> Interval:
+def percentile_value(values: NDArray[np.float64], confidence: float) -> Interval:
     """Percentile interval that tolerates infinite draws (no interpolation across them)."""
     return percentile_interval(values, confidence, keep_infinite=True)

@@ -72,13 +72,13 @@ from numpy.typing import NDArray
 from cotplan.errors import InputError
 from cotplan.generate.probing import StoppingRule
 from cotplan.planner.certify import Certification, clopper_pearson_upper
-from cotplan.planner.data import _check_fraction, _validate_frame
+from cotplan.planner.data import check_fraction, validate_frame
 from cotplan.planner.exit_probes import (
     ProbeSequence,
-    _check_frame,
-    _probes_have_prob,
     apply_rule,
+    check_frame,
     probe_sequences,
+    probes_have_prob,
 )
 from cotplan.planner.probe_interval import ProbeInterval, choose_interval
 
@@ -166,7 +166,7 @@ def fixed_caps(
 ) -> dict[int, int]:
     """The certified fixed cap per size, as the planner certifies it (`Certification`); sizes
     with no certified cap are left out."""
-    data = _validate_frame(frame[["item", "n", "k", "correct"]])
+    data = validate_frame(frame[["item", "n", "k", "correct"]])
     certification = Certification.from_data(data, delta, dict(peaks or {}))
     caps = {n: certification.at(n, eps).k for n in certification.sizes}
     return {n: int(k) for n, k in caps.items() if k is not None}
@@ -278,14 +278,14 @@ def certify_early_exit(
     None probes at every calibrated budget. `bill_prompt`: charge each earlier probe's prompt
     again.
     """
-    eps = _check_fraction(eps, "eps")
-    delta = _check_fraction(delta, "delta")
-    frame = _check_frame(frame)
+    eps = check_fraction(eps, "eps")
+    delta = check_fraction(delta, "delta")
+    frame = check_frame(frame)
     caps = fixed_caps(frame, eps, delta) if ceilings is None else dict(ceilings)
     interval: ProbeInterval | None = None
     if every == "auto":
         everywhere = probe_sequences(frame, caps, bill_prompt=bill_prompt)
-        has_prob = "answer_prob" in frame.columns and _probes_have_prob(everywhere)
+        has_prob = "answer_prob" in frame.columns and probes_have_prob(everywhere)
         chains = rule_chains(family, has_prob=has_prob)
         if everywhere:
             # The stop comes r − 1 probes after the settle point for the chains' most eager
@@ -294,7 +294,7 @@ def certify_early_exit(
             interval = choose_interval(frame, caps, confirm=confirm, bill_prompt=bill_prompt)
         every = interval.every if interval is not None else None
     sequences = probe_sequences(frame, caps, every=every, bill_prompt=bill_prompt)
-    has_prob = "answer_prob" in frame.columns and _probes_have_prob(sequences)
+    has_prob = "answer_prob" in frame.columns and probes_have_prob(sequences)
     chains = rule_chains(family, has_prob=has_prob)
     results: list[CertifiedRule] = []
     tables: list[pd.DataFrame] = []

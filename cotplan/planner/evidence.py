@@ -11,21 +11,21 @@ from numpy.typing import NDArray
 from scipy import stats
 
 from cotplan.intervals import Interval
-from cotplan.planner.data import _ALPHA_MAX, _Data, _subset
-from cotplan.planner.law_paper import _Fit
+from cotplan.planner.data import ALPHA_MAX, Data, subset
+from cotplan.planner.law_paper import Fit
 from cotplan.planner.records import (
     BoundaryTest,
     Estimate,
     LikelihoodRatioTest,
     TrendTest,
-    _fmt,
+    fmt,
 )
 from cotplan.planner.state import PlannerFit
 
 __all__: list[str] = []
 
 
-def _peak_before_a_fall(data: _Data, significance: float) -> tuple[int, TrendTest] | None:
+def _peak_before_a_fall(data: Data, significance: float) -> tuple[int, TrendTest] | None:
     """The budget where accuracy peaks, when it falls significantly at larger budgets.
 
     Small models often reason their way to the answer and then talk themselves out of it: the
@@ -39,13 +39,13 @@ def _peak_before_a_fall(data: _Data, significance: float) -> tuple[int, TrendTes
     peak_index = 1 + int(np.argmax(accuracy[1:]))
     if peak_index == len(budgets) - 1 or accuracy[peak_index] <= accuracy[0]:
         return None
-    fall = _trend_test(_subset(data, data.k >= budgets[peak_index]))
+    fall = trend_test(subset(data, data.k >= budgets[peak_index]))
     if fall.p_value_decrease >= significance:
         return None
     return int(budgets[peak_index]), fall
 
 
-def _peaks_per_size(data: _Data, significance: float) -> dict[int, tuple[int, TrendTest]]:
+def peaks_per_size(data: Data, significance: float) -> dict[int, tuple[int, TrendTest]]:
     """`_peak_before_a_fall` for each size on its own, the fall tested at a Bonferroni level
     over the sizes (more sizes must not mean more false peaks). Budgets are often multiples of
     n, so one budget is early for a large n and late for a small one: peaks are per size."""
@@ -53,13 +53,13 @@ def _peaks_per_size(data: _Data, significance: float) -> dict[int, tuple[int, Tr
     level = significance / len(sizes)
     peaks: dict[int, tuple[int, TrendTest]] = {}
     for size in sizes:
-        found = _peak_before_a_fall(_subset(data, data.n == size), level)
+        found = _peak_before_a_fall(subset(data, data.n == size), level)
         if found is not None:
             peaks[int(size)] = found
     return peaks
 
 
-def _trend_test(data: _Data) -> TrendTest:
+def trend_test(data: Data) -> TrendTest:
     """Stratified Cochran–Armitage trend test of budget rank against correctness.
 
     Strata are items when most items were answered at several budgets (the usual calibration:
@@ -97,8 +97,8 @@ def _trend_test(data: _Data) -> TrendTest:
 
 
 def likelihood_ratio(
-    free: _Fit,
-    half: _Fit,
+    free: Fit,
+    half: Fit,
     interval: Interval,
     draws: NDArray[np.float64],
     *,
@@ -118,7 +118,7 @@ def likelihood_ratio(
         p_boot = min(1.0, 2.0 * float(min(np.mean(alphas <= 0.5), np.mean(alphas >= 0.5))))
     sig = significance
     ci_text = (
-        f"α = {alpha_hat:.2f} ({confidence:.0%} CI {_fmt(interval.low)} to {_fmt(interval.high)})"
+        f"α = {alpha_hat:.2f} ({confidence:.0%} CI {fmt(interval.low)} to {fmt(interval.high)})"
     )
     bound = _on_bound(alpha_hat)
     if bound is not None:
@@ -130,7 +130,7 @@ def likelihood_ratio(
             f"the interval's end at {bound:g} is the bound, not the data, and the statistic "
             "understates the evidence against 1/2)"
         )
-    boot_text = f"< {1 / len(draws):.2g}" if p_boot == 0 and len(draws) else _fmt(p_boot)
+    boot_text = f"< {1 / len(draws):.2g}" if p_boot == 0 and len(draws) else fmt(p_boot)
     tests = f"likelihood-ratio p = {p_chi2:.2g}, item-bootstrap p {boot_text}"
     if not boot_text.startswith("<"):
         tests = tests.replace("item-bootstrap p ", "item-bootstrap p = ")
@@ -152,8 +152,8 @@ def likelihood_ratio(
 
 def _on_bound(alpha: float) -> float | None:
     """The end of α's range [0, 2] that `alpha` sits on, or None."""
-    if alpha >= _ALPHA_MAX - 1e-6:
-        return _ALPHA_MAX
+    if alpha >= ALPHA_MAX - 1e-6:
+        return ALPHA_MAX
     if alpha <= 1e-6:
         return 0.0
     return None
@@ -169,7 +169,7 @@ def boundary_p_value(statistic: float) -> float:
     return 0.5 * float(stats.chi2.sf(statistic, 1))
 
 
-def growth_test(free: _Fit, flat: _Fit, significance: float) -> BoundaryTest:
+def growth_test(free: Fit, flat: Fit, significance: float) -> BoundaryTest:
     """Does the budget needed grow with n? α = 0 (the null, on the boundary of [0, 2]) against
     α > 0, by the likelihood ratio of the free fit and the α = 0 fit, with the mixture
     reference (`boundary_p_value`)."""
@@ -177,8 +177,8 @@ def growth_test(free: _Fit, flat: _Fit, significance: float) -> BoundaryTest:
     p_mix = boundary_p_value(statistic)
     p_naive = float(stats.chi2.sf(statistic, 1)) if statistic > 1e-9 else 1.0
     tests = (
-        f"boundary likelihood-ratio p = {_fmt(p_mix)} for α = 0 against ½χ²₀ + ½χ²₁ "
-        f"(χ²₁ alone, which ignores the bound, would give {_fmt(p_naive)})"
+        f"boundary likelihood-ratio p = {fmt(p_mix)} for α = 0 against ½χ²₀ + ½χ²₁ "
+        f"(χ²₁ alone, which ignores the bound, would give {fmt(p_naive)})"
     )
     if p_mix < significance:
         verdict = f"the budget grows with n: {tests}"
@@ -187,10 +187,10 @@ def growth_test(free: _Fit, flat: _Fit, significance: float) -> BoundaryTest:
     return BoundaryTest("alpha", 0.0, statistic, p_mix, p_naive, verdict)
 
 
-def _alpha_at_top(fit: PlannerFit, top_error: tuple[float, float, float] | None) -> str:
+def alpha_at_top(fit: PlannerFit, top_error: tuple[float, float, float] | None) -> str:
     """Why α sits on its bound, and what would tell more. Larger budgets help only where the
     error had not yet reached its floor at the largest size; where it had, more sizes would."""
-    head = f"α is at the top of its range ({_ALPHA_MAX:g})"
+    head = f"α is at the top of its range ({ALPHA_MAX:g})"
     if top_error is not None:
         n, k, error = top_error
         if error <= fit.e0 + 0.02:
@@ -234,8 +234,8 @@ def helps_verdict(
         )
     elif free_alpha:
         parts.append(f"the budget scale grows as n^{fit.alpha:.2f}")
-        if fit.alpha > _ALPHA_MAX - 0.02:
-            parts.append(_alpha_at_top(fit, top_error))
+        if fit.alpha > ALPHA_MAX - 0.02:
+            parts.append(alpha_at_top(fit, top_error))
         elif fit.alpha < 0.02:
             growth = fit.growth
             parts.append(

@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 
 from cotplan.errors import InputError
 from cotplan.generate.probing import StoppingRule
-from cotplan.planner.data import _validate_frame
+from cotplan.planner.data import validate_frame
 from cotplan.validation import require_int
 
 __all__ = [
@@ -65,7 +65,7 @@ def _missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value)) or value == ""
 
 
-def _check_frame(frame: object) -> pd.DataFrame:
+def check_frame(frame: object) -> pd.DataFrame:
     if not isinstance(frame, pd.DataFrame):
         raise InputError(f"must be a DataFrame, got {type(frame).__name__}", field="frame")
     missing = [c for c in _NEEDED if c not in frame.columns]
@@ -77,7 +77,7 @@ def _check_frame(frame: object) -> pd.DataFrame:
         )
     if len(frame) == 0:
         raise InputError("has no rows", field="frame")
-    _validate_frame(frame[["item", "n", "k", "correct"]])  # the planner's checks and messages
+    validate_frame(frame[["item", "n", "k", "correct"]])  # the planner's checks and messages
     if frame.duplicated(["item", "k"]).any():
         raise InputError(
             "holds repeated answers of one item at one budget; early exit reads one greedy run "
@@ -95,7 +95,7 @@ def probe_sequences(
     bill_prompt: bool = False,
 ) -> list[ProbeSequence]:
     """Each item's probes at the sizes that have a ceiling (see the module docstring)."""
-    frame = _check_frame(frame)
+    frame = check_frame(frame)
     if every is not None and (isinstance(every, bool) or not isinstance(every, int) or every < 1):
         raise InputError(f"must be a positive integer or None, got {every!r}", field="every")
     frame = frame[frame["n"].isin(list(ceilings))].sort_values(["n", "item", "k"], kind="stable")
@@ -115,7 +115,7 @@ def probe_sequences(
         if "answer_prob" in frame.columns
         else np.full(len(frame), np.nan)
     )
-    prompt = _probe_prompt(frame) if bill_prompt else np.zeros(len(frame))
+    prompt = probe_prompt(frame) if bill_prompt else np.zeros(len(frame))
     starts = np.flatnonzero(np.r_[True, (items[1:] != items[:-1]) | (n_all[1:] != n_all[:-1])])
     out: list[ProbeSequence] = []
     for start, end in zip(starts, np.r_[starts[1:], len(frame)], strict=True):
@@ -148,7 +148,7 @@ def probe_sequences(
     return out
 
 
-def _probe_prompt(rows: pd.DataFrame) -> NDArray[np.float64]:
+def probe_prompt(rows: pd.DataFrame) -> NDArray[np.float64]:
     if "prompt_tokens" not in rows.columns:
         raise InputError("`bill_prompt` needs the column prompt_tokens", field="frame")
     prompt = rows["prompt_tokens"].to_numpy(dtype=float)
@@ -160,7 +160,7 @@ def _probe_prompt(rows: pd.DataFrame) -> NDArray[np.float64]:
     return np.asarray(prompt, dtype=float)
 
 
-def _probes_have_prob(sequences: Sequence[ProbeSequence]) -> bool:
+def probes_have_prob(sequences: Sequence[ProbeSequence]) -> bool:
     """Whether every probe a rule can read has its `answer_prob`. Where the thinking ended on
     its own, or at the ceiling, the item stops whatever the rule says, so a probability missing
     there (the model's own answer after it closed its thinking) takes no rule away."""

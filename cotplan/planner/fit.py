@@ -78,18 +78,18 @@ from cotplan.errors import InfeasibleTargetError, InputError, NotFittedError
 from cotplan.intervals import Interval
 from cotplan.planner.budgets import certified_only, model_budget, with_certificate
 from cotplan.planner.data import (
-    _ALPHA_MAX,
-    _cells,
-    _check_log_base,
-    _percentile,
-    _validate_frame,
+    ALPHA_MAX,
+    check_log_base,
+    percentile_value,
+    pooled_cells,
+    validate_frame,
 )
 from cotplan.planner.fitting import constants_fit, fit_planner
-from cotplan.planner.law_paper import _PARAMS, _error, _optimal_k
+from cotplan.planner.law_paper import PARAMS, optimal_k, paper_error
 from cotplan.planner.laws import LAW_NAMES
 from cotplan.planner.records import (
-    _NAN_CI,
     LOG_BASES,
+    NAN_CI,
     BoundaryTest,
     Budget,
     Estimate,
@@ -253,14 +253,14 @@ class BudgetPlanner:
                 field="law",
             )
         delta = require_unit(self.delta, "delta")
-        log_base = _check_log_base(self.log_base)
+        log_base = check_log_base(self.log_base)
         alpha: float | None = None
         if self.alpha != "fit":
             if isinstance(self.alpha, bool) or not isinstance(self.alpha, int | float):
                 raise InputError(
                     f"must be 'fit' or a number in [0, 2], got {self.alpha!r}", field="alpha"
                 )
-            if not 0.0 <= float(self.alpha) <= _ALPHA_MAX:
+            if not 0.0 <= float(self.alpha) <= ALPHA_MAX:
                 raise InputError(f"must be in [0, 2], got {self.alpha:g}", field="alpha")
             alpha = float(self.alpha)
         e_base: float | None = None
@@ -300,7 +300,7 @@ class BudgetPlanner:
         accuracy) do not raise: `status_` and `verdict_` say what can and cannot be planned.
         """
         settings = self.check_params()
-        data = _validate_frame(calibration)
+        data = validate_frame(calibration)
         self._assign(fit_planner(settings, data))
         return self
 
@@ -451,10 +451,10 @@ class BudgetPlanner:
             draws = np.array([best(d) for d in choice.draws])
         else:
             params = choice.params if choice is not None else state.constants.params
-            k = _optimal_k(params, n_val, value, price)
+            k = optimal_k(params, n_val, value, price)
             pool = choice.draws if choice is not None else state.draws
-            draws = np.array([_optimal_k(d, n_val, value, price) for d in pool])
-        ci = _percentile(draws, state.settings.confidence) if len(draws) else _NAN_CI
+            draws = np.array([optimal_k(d, n_val, value, price) for d in pool])
+        ci = percentile_value(draws, state.settings.confidence) if len(draws) else NAN_CI
         error = float(self.predict_error(n_val, k))
         base = float(self.predict_error(n_val, 0.0))
         return OptimalBudget(
@@ -475,7 +475,7 @@ class BudgetPlanner:
         if state.status == "given":
             return pd.DataFrame(columns=["n", "k", "answers", "wrong", "error"])
         assert state.data is not None, "only given constants come without data"
-        cells = _cells(state.data)
+        cells = pooled_cells(state.data)
         wrong = cells.trials - cells.successes
         return pd.DataFrame(
             {
@@ -515,11 +515,11 @@ class BudgetPlanner:
                     tail = 100 * (1 - conf) / 2
                     low, high = np.nanpercentile(grid, [tail, 100 - tail], axis=0)
             elif len(state.draws) and not state.constant:
-                grid = np.array([_error(d, n, ks) for d in state.draws])
+                grid = np.array([paper_error(d, n, ks) for d in state.draws])
                 tail = 100 * (1 - conf) / 2
                 low, high = np.nanpercentile(grid, [tail, 100 - tail], axis=0)
             elif len(state.draws):
-                ci = _percentile(state.draws[:, 0], conf)
+                ci = percentile_value(state.draws[:, 0], conf)
                 low, high = np.full_like(error, ci.low), np.full_like(error, ci.high)
             frames.append(pd.DataFrame({"n": n, "k": ks, "error": error, "low": low, "high": high}))
         return pd.concat(frames, ignore_index=True)
@@ -543,13 +543,12 @@ class BudgetPlanner:
         if state.status not in {"too_few"}:
             constants = {
                 name: Estimate(float(v), state.constants.intervals[name])
-                for name, v in zip(_PARAMS, state.constants.params, strict=True)
+                for name, v in zip(PARAMS, state.constants.params, strict=True)
             }
             if not state.constant:
                 named = state.alpha_half.named()
                 half = {
-                    name: Estimate(named[name], state.alpha_half.intervals[name])
-                    for name in _PARAMS
+                    name: Estimate(named[name], state.alpha_half.intervals[name]) for name in PARAMS
                 }
         return PlanReport(
             status=state.status,

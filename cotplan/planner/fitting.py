@@ -19,27 +19,27 @@ from scipy import special
 
 from cotplan.intervals import Interval
 from cotplan.planner.certify import Certification
-from cotplan.planner.data import _Cells, _cells, _Data, _percentile, _subset
+from cotplan.planner.data import Cells, Data, percentile_value, pooled_cells, subset
 from cotplan.planner.evidence import (
-    _peaks_per_size,
-    _trend_test,
     growth_test,
     helps_verdict,
     likelihood_ratio,
+    peaks_per_size,
+    trend_test,
 )
 from cotplan.planner.law_paper import (
-    _PARAMS,
-    _basins,
-    _c_least_squares,
-    _error,
-    _Fit,
-    _maximise,
-    _maximise_all,
-    _paper_starts,
+    PARAMS,
+    Fit,
+    maximise,
+    maximise_all,
+    paper_basins,
     paper_bootstrap,
+    paper_c_least_squares,
+    paper_error,
+    paper_starts,
 )
 from cotplan.planner.laws import compare_laws, make_laws, score_laws
-from cotplan.planner.records import _NAN_CI, Status, TrendTest
+from cotplan.planner.records import NAN_CI, Status, TrendTest
 from cotplan.planner.state import FitSettings, LawChoice, PaperConstants, PlannerFit
 
 __all__ = ["constants_fit", "fit_planner"]
@@ -47,7 +47,7 @@ __all__ = ["constants_fit", "fit_planner"]
 _NAN_PARAMS = (math.nan,) * 5
 
 
-def fit_planner(settings: FitSettings, data: _Data) -> PlannerFit:
+def fit_planner(settings: FitSettings, data: Data) -> PlannerFit:
     """The whole fit of a validated calibration, with its certificate."""
     fit = _fit_paper(settings, data)
     # The certificate reads the calibration itself (up to each size's peak), whatever law was
@@ -77,7 +77,7 @@ def constants_fit(
     )
 
 
-def _fit_paper(settings: FitSettings, data: _Data) -> PlannerFit:
+def _fit_paper(settings: FitSettings, data: Data) -> PlannerFit:
     """The paper law, the tests and the status; then the other laws where reasoning helps."""
     p = settings
     start = _described(settings, data)
@@ -94,7 +94,7 @@ def _fit_paper(settings: FitSettings, data: _Data) -> PlannerFit:
         )
         return replace(start, status="too_few", verdict=verdict)
     accuracy = float(data.y.mean())
-    start = replace(start, trend=_trend_test(data))
+    start = replace(start, trend=trend_test(data))
     if accuracy == 1.0:
         # Answers of one item at several budgets are not independent: count items.
         upper = 1.0 - (1.0 - p.confidence) ** (1.0 / data.n_items)
@@ -118,12 +118,12 @@ def _fit_paper(settings: FitSettings, data: _Data) -> PlannerFit:
         )
     start, used = _cut_at_peaks(start, data)
     k_max = start.peak_budget if start.peak_budget is not None else start.budgets[-1]
-    cells = _cells(used)
+    cells = pooled_cells(used)
     pair = _paper_pair(settings, cells, len(start.sizes), k_max)
     start = replace(
         start,
-        mle=dict(zip(_PARAMS, (float(v) for v in pair.primary.params), strict=True)),
-        c_least_squares=_c_least_squares(cells),
+        mle=dict(zip(PARAMS, (float(v) for v in pair.primary.params), strict=True)),
+        c_least_squares=paper_c_least_squares(cells),
     )
     trend = start.trend
     assert trend is not None
@@ -132,7 +132,7 @@ def _fit_paper(settings: FitSettings, data: _Data) -> PlannerFit:
     return _helps(start, used, cells, pair, k_max)
 
 
-def _described(settings: FitSettings, data: _Data) -> PlannerFit:
+def _described(settings: FitSettings, data: Data) -> PlannerFit:
     """What the calibration holds, every constant NaN: the record the steps below fill in.
     Its status is a placeholder that every path out of `_fit_paper` replaces."""
     return PlannerFit(
@@ -151,7 +151,7 @@ def _described(settings: FitSettings, data: _Data) -> PlannerFit:
 
 def _flat(
     fit: PlannerFit,
-    data: _Data,
+    data: Data,
     status: Status,
     error: float,
     verdict: str,
@@ -171,7 +171,7 @@ def _flat(
             w = rng.multinomial(data.n_items, np.full(data.n_items, 1.0 / data.n_items))
             rw = w[data.item][rows]
             errors[b] = 1.0 - np.sum(rw * data.y[rows]) / max(np.sum(rw), 1e-12)
-        ci = _percentile(errors, p.confidence)
+        ci = percentile_value(errors, p.confidence)
         intervals = {"e0": ci, "e_base": ci}
         draws = np.column_stack(
             [errors, errors, np.zeros_like(errors), np.full_like(errors, np.nan), errors * np.nan]
@@ -192,19 +192,19 @@ def _flat(
     )
 
 
-def _cut_at_peaks(fit: PlannerFit, data: _Data) -> tuple[PlannerFit, _Data]:
+def _cut_at_peaks(fit: PlannerFit, data: Data) -> tuple[PlannerFit, Data]:
     """Where accuracy peaks and then falls significantly at some sizes, and the rise up to
     the peaks is significant too: the peaks, the trend test of that rise, and the data up to
     the peaks (the curve is fitted there). Otherwise `fit` and `data` unchanged."""
     significance = fit.settings.significance
-    peaks = _peaks_per_size(data, significance)
+    peaks = peaks_per_size(data, significance)
     if not peaks:
         return fit, data
     keep = np.ones(len(data.y), dtype=bool)
     for size, (peak_k, _) in peaks.items():
         keep &= ~((data.n == size) & (data.k > peak_k))
-    up_to_peak = _subset(data, keep)
-    rise = _trend_test(up_to_peak)
+    up_to_peak = subset(data, keep)
+    rise = trend_test(up_to_peak)
     # The peaks were chosen by looking at the data: the rise up to them is judged with a
     # Bonferroni factor for the budgets they could have been.
     candidates = sum(len(np.unique(data.k[data.n == size])) - 1 for size in peaks)
@@ -232,40 +232,40 @@ class _PaperPair:
     """The paper law fitted with α free (or fixed as asked) and with α = 1/2, every start's
     optimum best first, and which constants were held fixed in each."""
 
-    primary_fits: list[_Fit]
-    half_fits: list[_Fit]
+    primary_fits: list[Fit]
+    half_fits: list[Fit]
     fixed: dict[int, float]  # held in both fits (e_base when given)
     fixed_primary: dict[int, float]  # held in the primary fit (and α unless it is free)
     free_alpha: bool
 
     @property
-    def primary(self) -> _Fit:
+    def primary(self) -> Fit:
         return self.primary_fits[0]
 
     @property
-    def half(self) -> _Fit:
+    def half(self) -> Fit:
         return self.half_fits[0]
 
 
-def _paper_pair(settings: FitSettings, cells: _Cells, n_sizes: int, k_max: float) -> _PaperPair:
+def _paper_pair(settings: FitSettings, cells: Cells, n_sizes: int, k_max: float) -> _PaperPair:
     free_alpha = settings.alpha is None and n_sizes >= 2
     alpha_fixed = settings.alpha if settings.alpha is not None else 0.5
     fixed: dict[int, float] = {}
     if settings.e_base is not None:
         fixed[1] = settings.e_base
     fixed_primary = dict(fixed) if free_alpha else {**fixed, 4: alpha_fixed}
-    starts = _paper_starts(cells, free_alpha=free_alpha, alpha=alpha_fixed)
-    primary_fits = _maximise_all(cells, starts, fixed_primary, k_max)
+    starts = paper_starts(cells, free_alpha=free_alpha, alpha=alpha_fixed)
+    primary_fits = maximise_all(cells, starts, fixed_primary, k_max)
     half_fits = (
         primary_fits
         if not free_alpha and alpha_fixed == 0.5
-        else _maximise_all(cells, [*starts, primary_fits[0].params], {**fixed, 4: 0.5}, k_max)
+        else maximise_all(cells, [*starts, primary_fits[0].params], {**fixed, 4: 0.5}, k_max)
     )
     return _PaperPair(primary_fits, half_fits, fixed, fixed_primary, free_alpha)
 
 
 def _no_rise(
-    fit: PlannerFit, data: _Data, used: _Data, trend: TrendTest, *, accuracy: float, k_max: int
+    fit: PlannerFit, data: Data, used: Data, trend: TrendTest, *, accuracy: float, k_max: int
 ) -> PlannerFit:
     """Accuracy does not rise significantly with the budget: it falls (reasoning hurts) or
     stays flat. `data` is the whole calibration, `used` the part the curve would be fitted on."""
@@ -294,7 +294,7 @@ def _no_rise(
     )
 
 
-def _helps(fit: PlannerFit, used: _Data, cells: _Cells, pair: _PaperPair, k_max: int) -> PlannerFit:
+def _helps(fit: PlannerFit, used: Data, cells: Cells, pair: _PaperPair, k_max: int) -> PlannerFit:
     """Reasoning helps: the paper law's constants and bootstrap, the tests of α, every law
     scored, and the verdict."""
     p = fit.settings
@@ -319,9 +319,9 @@ def _helps(fit: PlannerFit, used: _Data, cells: _Cells, pair: _PaperPair, k_max:
             significance=p.significance,
             confidence=p.confidence,
         )
-        flat = _maximise(
+        flat = maximise(
             cells,
-            [*_paper_starts(cells, free_alpha=False, alpha=0.0), primary.params],
+            [*paper_starts(cells, free_alpha=False, alpha=0.0), primary.params],
             {**pair.fixed, 4: 0.0},
             k_max,
         )
@@ -331,7 +331,7 @@ def _helps(fit: PlannerFit, used: _Data, cells: _Cells, pair: _PaperPair, k_max:
     return replace(fit, verdict=verdict)
 
 
-def _top_error(data: _Data) -> tuple[float, float, float]:
+def _top_error(data: Data) -> tuple[float, float, float]:
     """(n, k, observed error) at the largest size's largest budget: whether the calibration
     already reached the floor there decides what a bound α can be blamed on."""
     at_n = data.n == data.n.max()
@@ -340,7 +340,7 @@ def _top_error(data: _Data) -> tuple[float, float, float]:
     return float(data.n.max()), k_top, float(1.0 - data.y[rows].mean())
 
 
-def _bootstrapped(fit: PlannerFit, used: _Data, pair: _PaperPair, k_max: int) -> PlannerFit:
+def _bootstrapped(fit: PlannerFit, used: Data, pair: _PaperPair, k_max: int) -> PlannerFit:
     """The item bootstrap's draws and intervals of both paper fits (none without resamples)."""
     p = fit.settings
     boot = paper_bootstrap(
@@ -353,8 +353,8 @@ def _bootstrapped(fit: PlannerFit, used: _Data, pair: _PaperPair, k_max: int) ->
         n_bootstrap=p.n_bootstrap,
         seed=p.random_state,
         confidence=p.confidence,
-        basins=_basins(pair.primary_fits, k_max),
-        half_basins=_basins(pair.half_fits, k_max),
+        basins=paper_basins(pair.primary_fits, k_max),
+        half_basins=paper_basins(pair.half_fits, k_max),
     )
     if boot is None:
         return fit
@@ -375,7 +375,9 @@ def _unresolved(fit: PlannerFit) -> bool:
     gap = fit.e_base - fit.e0
     if not positive or gap <= 0:
         return False
-    at_first = _error(fit.constants.params, np.array(fit.sizes, dtype=float), float(positive[0]))
+    at_first = paper_error(
+        fit.constants.params, np.array(fit.sizes, dtype=float), float(positive[0])
+    )
     return bool(np.all((at_first - fit.e0) / gap < 0.05))
 
 
@@ -385,11 +387,11 @@ def _without_shape_intervals(fit: PlannerFit, fixed_primary: dict[int, float]) -
     bootstrap would only echo the optimiser's start."""
     intervals = dict(fit.constants.intervals)
     for name in ("k0", "c", "alpha"):
-        if _PARAMS.index(name) not in fixed_primary:
-            intervals[name] = _NAN_CI
+        if PARAMS.index(name) not in fixed_primary:
+            intervals[name] = NAN_CI
     half_intervals = dict(fit.alpha_half.intervals)
     for name in ("k0", "c"):
-        half_intervals[name] = _NAN_CI
+        half_intervals[name] = NAN_CI
     return replace(
         fit,
         constants=replace(fit.constants, intervals=intervals),
@@ -397,7 +399,7 @@ def _without_shape_intervals(fit: PlannerFit, fixed_primary: dict[int, float]) -
     )
 
 
-def _with_laws(fit: PlannerFit, used: _Data, primary: _Fit, half: _Fit) -> PlannerFit:
+def _with_laws(fit: PlannerFit, used: Data, primary: Fit, half: Fit) -> PlannerFit:
     """Every law, scored on held-out item folds; the one asked for or chosen."""
     p = fit.settings
     laws = make_laws(one_size=len(fit.sizes) < 2, alpha=p.alpha, e_base=p.e_base)

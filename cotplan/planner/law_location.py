@@ -20,7 +20,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import optimize, special
 
-from cotplan.planner.data import _Cells
+from cotplan.planner.data import Cells
 
 __all__: list[str] = []
 
@@ -54,7 +54,7 @@ def logistic_k_star(params: NDArray[np.float64], n: float, eps: float) -> float:
     return max(float(k), 0.0)
 
 
-def _logistic_nll(x: NDArray[np.float64], cells: _Cells) -> tuple[float, NDArray[np.float64]]:
+def _logistic_nll(x: NDArray[np.float64], cells: Cells) -> tuple[float, NDArray[np.float64]]:
     e0, eb, log_a, beta, log_s, gamma = (float(v) for v in x)
     loc = math.exp(log_a) * np.exp(beta * cells.logn)
     width = math.exp(log_s) * np.exp(gamma * cells.logn)
@@ -81,7 +81,7 @@ def _logistic_nll(x: NDArray[np.float64], cells: _Cells) -> tuple[float, NDArray
     return -loglik, -grad
 
 
-def _crossings(cells: _Cells) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def _crossings(cells: Cells) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Per size, the budget where the observed error first falls below its midpoint."""
     sizes, crossings = [], []
     for n in np.unique(cells.n):
@@ -97,7 +97,7 @@ def _crossings(cells: _Cells) -> tuple[NDArray[np.float64], NDArray[np.float64]]
     return np.array(sizes, dtype=float), np.array(crossings, dtype=float)
 
 
-def logistic_starts(cells: _Cells) -> list[NDArray[np.float64]]:
+def logistic_starts(cells: Cells) -> list[NDArray[np.float64]]:
     err = 1.0 - cells.successes / cells.trials
     e_first = float(np.clip(np.average(err[cells.k == cells.k.min()]), 0.05, 0.98))
     e_last = float(np.clip(np.average(err[cells.k == cells.k.max()]), 0.005, 0.95))
@@ -122,7 +122,7 @@ def logistic_starts(cells: _Cells) -> list[NDArray[np.float64]]:
 
 
 def fit_logistic(
-    cells: _Cells,
+    cells: Cells,
     starts: list[NDArray[np.float64]],
     *,
     exponents_fixed: bool = False,
@@ -197,7 +197,7 @@ _BETAS = np.linspace(0.0, _EXP_MAX, 81)
 
 
 def fit_step(
-    cells: _Cells,
+    cells: Cells,
     betas: NDArray[np.float64] | None = None,
     rng: np.random.Generator | None = None,
 ) -> tuple[NDArray[np.float64], float]:

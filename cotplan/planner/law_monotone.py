@@ -17,7 +17,7 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from cotplan.planner.data import _Cells
+from cotplan.planner.data import Cells
 
 __all__: list[str] = []
 
@@ -39,7 +39,7 @@ def pava_decreasing(
     return out.astype(float)
 
 
-def fit_monotone(cells: _Cells) -> tuple[NDArray[np.float64], float]:
+def fit_monotone(cells: Cells) -> tuple[NDArray[np.float64], float]:
     rows: list[tuple[float, float, float]] = []
     loglik = 0.0
     for n in np.unique(cells.n):

@@ -17,16 +17,16 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import optimize
 
 from cotplan.intervals import Interval
-from cotplan.planner.data import _ALPHA_MAX, _Cells, _cells, _Data, _percentile
+from cotplan.planner.data import ALPHA_MAX, Cells, Data, percentile_value, pooled_cells
 
 __all__: list[str] = []
 
-_PARAMS = ("e0", "e_base", "k0", "c", "alpha")
+PARAMS = ("e0", "e_base", "k0", "c", "alpha")
 _CLIP = 1e-12
 
 
 @dataclass(frozen=True)
-class _Fit:
+class Fit:
     params: NDArray[np.float64]  # natural: e0, e_base, k0, c, alpha
     loglik: float
 
@@ -47,11 +47,11 @@ def _bounds() -> list[tuple[float, float]]:
         (0.0, 1.0),
         (0.0, 1.0),
         (math.log(1e-6), math.log(1e6)),
-        (0.0, _ALPHA_MAX),
+        (0.0, ALPHA_MAX),
     ]
 
 
-def _error(params: NDArray[np.float64], n: ArrayLike, k: ArrayLike) -> NDArray[np.float64]:
+def paper_error(params: NDArray[np.float64], n: ArrayLike, k: ArrayLike) -> NDArray[np.float64]:
     e0, eb, k0, c, alpha = (float(p) for p in params)
     n_arr = np.asarray(n, dtype=float)
     k_arr = np.asarray(k, dtype=float)
@@ -61,7 +61,7 @@ def _error(params: NDArray[np.float64], n: ArrayLike, k: ArrayLike) -> NDArray[n
 
 
 def _negloglik_and_grad(
-    x: NDArray[np.float64], cells: _Cells, k_scale: float
+    x: NDArray[np.float64], cells: Cells, k_scale: float
 ) -> tuple[float, NDArray[np.float64]]:
     # Scalar math on the five parameters, numpy only on the cells: this runs thousands of
     # times per bootstrap, and numpy's per-call overhead on scalars dominated.
@@ -90,38 +90,38 @@ def _negloglik_and_grad(
     return -loglik, -grad
 
 
-def _maximise(
-    cells: _Cells,
+def maximise(
+    cells: Cells,
     starts: Sequence[NDArray[np.float64]],
     fixed: Mapping[int, float],
     k_max: float,
     ftol: float = 1e-9,
-) -> _Fit:
+) -> Fit:
     """Best of several SLSQP runs; `fixed` maps parameter index -> natural value.
 
     Box bounds on the natural scale (c on a log scale, k0 in units of the largest budget), not
     logistic transforms: real calibrations put e0 at 0 or α at an end of its range, where a
     logistic flattens the likelihood and a bootstrap started there never moves.
     """
-    return _maximise_all(cells, starts, fixed, k_max, ftol=ftol)[0]
+    return maximise_all(cells, starts, fixed, k_max, ftol=ftol)[0]
 
 
-def _maximise_all(
-    cells: _Cells,
+def maximise_all(
+    cells: Cells,
     starts: Sequence[NDArray[np.float64]],
     fixed: Mapping[int, float],
     k_max: float,
     *,
     ftol: float = 1e-9,
     maxiter: int = 500,
-) -> list[_Fit]:
-    """The optimum SLSQP reaches from each start, best first (see `_maximise`)."""
+) -> list[Fit]:
+    """The optimum SLSQP reaches from each start, best first (see `maximise`)."""
     k_scale = max(float(k_max), 1.0)
     free = [i for i in range(5) if i not in fixed]
     bounds = _bounds()
     lower = np.array([bounds[i][0] for i in free])
     upper = np.array([bounds[i][1] for i in free])
-    fits: list[_Fit] = []
+    fits: list[Fit] = []
     for start in starts:
         params = np.array(start, dtype=float)
         for i, value in fixed.items():
@@ -153,7 +153,7 @@ def _maximise_all(
         x_best = x_full.copy()
         x_best[free] = np.clip(result.x, lower, upper)
         value, _ = _negloglik_and_grad(x_best, cells, k_scale)
-        fit = _Fit(_from_x(x_best, k_scale), -value)
+        fit = Fit(_from_x(x_best, k_scale), -value)
         for i, v in fixed.items():
             fit.params[i] = v
         fits.append(fit)
@@ -166,7 +166,7 @@ def _maximise_all(
 _MAX_BASINS = 6
 
 
-def _basins(fits: Sequence[_Fit], k_max: float) -> list[NDArray[np.float64]]:
+def paper_basins(fits: Sequence[Fit], k_max: float) -> list[NDArray[np.float64]]:
     """The distinct optima among `fits` (best first), compared on the optimiser's scale.
 
     Two optima are the same basin when every optimiser variable (e0, e_base, k0 / k_max,
@@ -188,7 +188,7 @@ def _basins(fits: Sequence[_Fit], k_max: float) -> list[NDArray[np.float64]]:
     return kept
 
 
-def _k_star(params: NDArray[np.float64], n: float, eps: float) -> float:
+def paper_k_star(params: NDArray[np.float64], n: float, eps: float) -> float:
     """k* for one parameter vector: 0 if already met, inf if unattainable."""
     e0, eb, k0, c, alpha = (float(p) for p in params)
     if eps >= eb:
@@ -198,11 +198,11 @@ def _k_star(params: NDArray[np.float64], n: float, eps: float) -> float:
     return float(k0 + c * n**alpha * math.log((eb - e0) / (eps - e0)))
 
 
-def _k_star_ls(c_ls: float, n: float, eps: float) -> float:
+def k_star_ls(c_ls: float, n: float, eps: float) -> float:
     return c_ls * math.sqrt(n) * math.log(1.0 / eps)
 
 
-def _c_least_squares(cells: _Cells) -> float:
+def paper_c_least_squares(cells: Cells) -> float:
     """The paper code's c: regress k on x = √n · ln(1/ε̂) through the origin.
 
     ε̂ is each (n, k) cell's error with half a success and half a failure added, so cells with
@@ -221,7 +221,7 @@ def _c_least_squares(cells: _Cells) -> float:
     return float(np.sum(w * x * cells.k[use]) / denominator)
 
 
-def _optimal_k(params: NDArray[np.float64], n: float, value: float, price: float) -> float:
+def optimal_k(params: NDArray[np.float64], n: float, value: float, price: float) -> float:
     """Argmin over integer k ≥ 0 of value · e(k, n) + price · k (closed form, then round)."""
     e0, eb, k0, c, alpha = (float(p) for p in params)
     gain = value * (eb - e0)
@@ -230,11 +230,11 @@ def _optimal_k(params: NDArray[np.float64], n: float, value: float, price: float
         return 0.0
     k_cont = k0 + scale * math.log(gain / (price * scale))
     candidates = np.array([0.0, math.floor(k_cont), math.ceil(k_cont)])
-    costs = value * _error(params, n, candidates) + price * candidates
+    costs = value * paper_error(params, n, candidates) + price * candidates
     return float(candidates[int(np.argmin(costs))])
 
 
-def _paper_starts(cells: _Cells, *, free_alpha: bool, alpha: float) -> list[NDArray[np.float64]]:
+def paper_starts(cells: Cells, *, free_alpha: bool, alpha: float) -> list[NDArray[np.float64]]:
     err = 1.0 - cells.successes / cells.trials
     k_min, k_max = cells.k.min(), cells.k.max()
     e_first = float(np.clip(np.average(err[cells.k == k_min]), 0.05, 0.95))
@@ -255,12 +255,12 @@ def _paper_starts(cells: _Cells, *, free_alpha: bool, alpha: float) -> list[NDAr
     return starts
 
 
-def _spread_starts(cells: _Cells, *, free_alpha: bool, alpha: float) -> list[NDArray[np.float64]]:
-    """A thinned `_paper_starts` grid (three starts): one per α of the grid when α is free,
+def spread_starts(cells: Cells, *, free_alpha: bool, alpha: float) -> list[NDArray[np.float64]]:
+    """A thinned `paper_starts` grid (three starts): one per α of the grid when α is free,
     else one per scale of c, all with k0 = 0. Each bootstrap refit starts from these on its own
     resample as well as from the full-data optima, so a resample whose optimum lies in a basin
     the full data did not favour (or found) is not held in the full-data one."""
-    grid = _paper_starts(cells, free_alpha=free_alpha, alpha=alpha)
+    grid = paper_starts(cells, free_alpha=free_alpha, alpha=alpha)
     # The grid is ordered α, then c multiplier (0.2, 1, 5), then k0 (0, half the first budget).
     if free_alpha:
         return [grid[i] for i in (2, 8, 14)]
@@ -268,19 +268,19 @@ def _spread_starts(cells: _Cells, *, free_alpha: bool, alpha: float) -> list[NDA
 
 
 def _refit(
-    cells: _Cells,
+    cells: Cells,
     basins: Sequence[NDArray[np.float64]],
     spread: Sequence[NDArray[np.float64]],
     fixed: Mapping[int, float],
     k_max: float,
-) -> _Fit:
+) -> Fit:
     """One bootstrap refit: from every basin to convergence, from the spread starts for a
     limited number of steps (they start far from any optimum and are the slow ones); a spread
     start that ends above every basin's optimum is then run to convergence."""
-    best = _maximise_all(cells, basins, fixed, k_max, ftol=1e-7)[0]
-    scout = _maximise_all(cells, spread, fixed, k_max, ftol=1e-5, maxiter=15)[0]
+    best = maximise_all(cells, basins, fixed, k_max, ftol=1e-7)[0]
+    scout = maximise_all(cells, spread, fixed, k_max, ftol=1e-5, maxiter=15)[0]
     if scout.loglik > best.loglik + 1e-6:
-        polished = _maximise(cells, [scout.params], fixed, k_max, ftol=1e-7)
+        polished = maximise(cells, [scout.params], fixed, k_max, ftol=1e-7)
         if polished.loglik > best.loglik:
             best = polished
     return best
@@ -300,9 +300,9 @@ class PaperBootstrap:
 
 
 def paper_bootstrap(
-    data: _Data,
-    primary: _Fit,
-    half: _Fit,
+    data: Data,
+    primary: Fit,
+    half: Fit,
     fixed_primary: Mapping[int, float],
     fixed: Mapping[int, float],
     *,
@@ -318,7 +318,7 @@ def paper_bootstrap(
 
     Each refit starts from every distinct optimum of the full-data multi-start fit (`basins`,
     its best first; the best alone when none are given) and from a thinned start grid on the
-    resample itself (`_spread_starts`). A refit started only at the full-data optimum stays in
+    resample itself (`spread_starts`). A refit started only at the full-data optimum stays in
     that optimum's basin even where the resample's own optimum lies elsewhere, which narrows
     the intervals (a constructed case in tests/test_planner_intervals.py).
     """
@@ -335,23 +335,23 @@ def paper_bootstrap(
     alpha_start = float(fixed_primary.get(4, 0.5))
     for b in range(n_bootstrap):
         counts = rng.multinomial(data.n_items, probs).astype(float)
-        cells = _cells(data, counts[data.item])
-        spread = _spread_starts(cells, free_alpha=free_alpha, alpha=alpha_start)
+        cells = pooled_cells(data, counts[data.item])
+        spread = spread_starts(cells, free_alpha=free_alpha, alpha=alpha_start)
         fit = _refit(cells, primary_starts, spread, fixed_primary, k_max)
         draws[b] = fit.params
         if half is primary:
             half_draws[b] = fit.params
         else:
-            half_spread = _spread_starts(cells, free_alpha=False, alpha=0.5)
+            half_spread = spread_starts(cells, free_alpha=False, alpha=0.5)
             half_draws[b] = _refit(cells, half_starts, half_spread, {**fixed, 4: 0.5}, k_max).params
-        ls_draws[b] = _c_least_squares(cells)
+        ls_draws[b] = paper_c_least_squares(cells)
     intervals = {
         name: (
             Interval(primary.params[i], primary.params[i])
             if i in fixed_primary
-            else _percentile(draws[:, i], confidence)
+            else percentile_value(draws[:, i], confidence)
         )
-        for i, name in enumerate(_PARAMS)
+        for i, name in enumerate(PARAMS)
     }
     return PaperBootstrap(
         draws=draws,
@@ -359,15 +359,15 @@ def paper_bootstrap(
         ls_draws=ls_draws,
         intervals=widen_at_bounds(intervals, data, fixed_primary, confidence),
         half_intervals={
-            name: _percentile(half_draws[:, i], confidence) for i, name in enumerate(_PARAMS)
+            name: percentile_value(half_draws[:, i], confidence) for i, name in enumerate(PARAMS)
         },
-        ls_interval=_percentile(ls_draws, confidence),
+        ls_interval=percentile_value(ls_draws, confidence),
     )
 
 
 def widen_at_bounds(
     intervals: Mapping[str, Interval],
-    data: _Data,
+    data: Data,
     fixed: Mapping[int, float],
     confidence: float,
 ) -> dict[str, Interval]:
@@ -379,7 +379,7 @@ def widen_at_bounds(
     Clopper-Pearson upper bound of the best cell (by items, not rows) bounds e0; likewise
     e_base lies above the true error of every cell.
     """
-    cells = _cells(data)
+    cells = pooled_cells(data)
     # Distinct items per cell: repeated samples of one item are not independent answers.
     items_per_cell = (
         pd.DataFrame({"cell": data.cell, "item": data.item})

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from cotplan.planner.data import _Cells, _cells, _Data, _percentile
+from cotplan.planner.data import Cells, Data, percentile_value, pooled_cells
 from cotplan.planner.law_location import (
     LOGISTIC_PARAMS,
     STEP_PARAMS,
@@ -35,14 +35,14 @@ from cotplan.planner.law_location import (
 )
 from cotplan.planner.law_monotone import fit_monotone, monotone_error, monotone_k_star
 from cotplan.planner.law_paper import (
-    _PARAMS,
-    _error,
-    _k_star,
-    _maximise,
-    _paper_starts,
-    _spread_starts,
+    PARAMS,
+    maximise,
+    paper_error,
+    paper_k_star,
+    paper_starts,
+    spread_starts,
 )
-from cotplan.planner.records import _NAN_CI, Estimate, LawComparison, LawFit
+from cotplan.planner.records import NAN_CI, Estimate, LawComparison, LawFit
 
 __all__ = ["LAW_NAMES", "Law", "LawName"]
 
@@ -53,7 +53,7 @@ LAW_NAMES = ("paper", "paper-half", "logistic", "step", "monotone")
 #: error of exactly 0 must not score minus infinity for one unlucky held-out answer.
 _HELD_CLIP = 1e-3
 
-Fitter = Callable[[_Cells, NDArray[np.float64] | None], tuple[NDArray[np.float64], float]]
+Fitter = Callable[[Cells, NDArray[np.float64] | None], tuple[NDArray[np.float64], float]]
 
 
 @dataclass(frozen=True)
@@ -69,10 +69,10 @@ class Law:
     k_star_fn: Callable[[NDArray[np.float64], float, float], float]
     #: The bootstrap's refit where it differs from `fitter` (the step: a member of the set of
     #: maximisers drawn at random, see `fit_step`).
-    resample_fitter: Callable[[_Cells, np.random.Generator], NDArray[np.float64]] | None = None
+    resample_fitter: Callable[[Cells, np.random.Generator], NDArray[np.float64]] | None = None
 
     def fit(
-        self, cells: _Cells, start: NDArray[np.float64] | None = None
+        self, cells: Cells, start: NDArray[np.float64] | None = None
     ) -> tuple[NDArray[np.float64], float]:
         return self.fitter(cells, start)
 
@@ -99,22 +99,22 @@ def make_laws(*, one_size: bool, alpha: float | None, e_base: float | None) -> d
 
     def paper_fitter(fixed_law: Mapping[int, float], free: bool) -> Fitter:
         def fit(
-            cells: _Cells, start: NDArray[np.float64] | None
+            cells: Cells, start: NDArray[np.float64] | None
         ) -> tuple[NDArray[np.float64], float]:
             alpha = fixed_law.get(4, 0.5)
             starts = (
                 # A refit from the full-data optimum also tries a thinned start grid of its own.
-                [start, *_spread_starts(cells, free_alpha=free, alpha=alpha)]
+                [start, *spread_starts(cells, free_alpha=free, alpha=alpha)]
                 if start is not None
-                else _paper_starts(cells, free_alpha=free, alpha=alpha)
+                else paper_starts(cells, free_alpha=free, alpha=alpha)
             )
-            result = _maximise(cells, starts, fixed_law, float(cells.k.max()))
+            result = maximise(cells, starts, fixed_law, float(cells.k.max()))
             return result.params, result.loglik
 
         return fit
 
     def logistic_fitter(
-        cells: _Cells, start: NDArray[np.float64] | None
+        cells: Cells, start: NDArray[np.float64] | None
     ) -> tuple[NDArray[np.float64], float]:
         own = logistic_starts(cells)
         if one_size:
@@ -137,15 +137,15 @@ def make_laws(*, one_size: bool, alpha: float | None, e_base: float | None) -> d
     step_betas = np.array([1.0]) if one_size else None
 
     def step_fitter(
-        cells: _Cells, start: NDArray[np.float64] | None
+        cells: Cells, start: NDArray[np.float64] | None
     ) -> tuple[NDArray[np.float64], float]:
         return fit_step(cells, betas=step_betas)
 
-    def step_resample(cells: _Cells, rng: np.random.Generator) -> NDArray[np.float64]:
+    def step_resample(cells: Cells, rng: np.random.Generator) -> NDArray[np.float64]:
         return fit_step(cells, betas=step_betas, rng=rng)[0]
 
     def monotone_fitter(
-        cells: _Cells, start: NDArray[np.float64] | None
+        cells: Cells, start: NDArray[np.float64] | None
     ) -> tuple[NDArray[np.float64], float]:
         return fit_monotone(cells)
 
@@ -153,21 +153,21 @@ def make_laws(*, one_size: bool, alpha: float | None, e_base: float | None) -> d
     return {
         "paper": Law(
             "paper",
-            _PARAMS,
+            PARAMS,
             paper_formula if free_alpha else paper_formula.replace("α", f"{alpha_value:g}"),
             True,
             paper_fitter(fixed if free_alpha else {**fixed, 4: alpha_value}, free_alpha),
-            _error,
-            _k_star,
+            paper_error,
+            paper_k_star,
         ),
         "paper-half": Law(
             "paper-half",
-            _PARAMS,
+            PARAMS,
             paper_formula.replace("n^α", "√n"),
             True,
             paper_fitter({**fixed, 4: 0.5}, False),
-            _error,
-            _k_star,
+            paper_error,
+            paper_k_star,
         ),
         "logistic": Law(
             "logistic",
@@ -200,7 +200,7 @@ def make_laws(*, one_size: bool, alpha: float | None, e_base: float | None) -> d
     }
 
 
-def _heldout_loglik(law: Law, params: NDArray[np.float64], cells: _Cells) -> float:
+def _heldout_loglik(law: Law, params: NDArray[np.float64], cells: Cells) -> float:
     e = np.clip(law.error(params, cells.n, cells.k), _HELD_CLIP, 1.0 - _HELD_CLIP)
     wrong = cells.trials - cells.successes
     return float(wrong @ np.log(e) + cells.successes @ np.log1p(-e))
@@ -215,7 +215,7 @@ class _Scored:
 
 
 def score_laws(
-    data: _Data,
+    data: Data,
     laws: Mapping[str, Law],
     *,
     folds: int,
@@ -233,9 +233,9 @@ def score_laws(
     rng = np.random.default_rng(seed)
     fold_of_item = rng.permutation(data.n_items) % folds
     row_fold = fold_of_item[data.item]
-    cells = _cells(data)
-    train = [_cells(data, (row_fold != f).astype(float)) for f in range(folds)]
-    test = [_cells(data, (row_fold == f).astype(float)) for f in range(folds)]
+    cells = pooled_cells(data)
+    train = [pooled_cells(data, (row_fold != f).astype(float)) for f in range(folds)]
+    test = [pooled_cells(data, (row_fold == f).astype(float)) for f in range(folds)]
     boot_rng = np.random.default_rng(seed + 1)
     weights = [
         boot_rng.multinomial(data.n_items, np.full(data.n_items, 1.0 / data.n_items))[data.item]
@@ -256,11 +256,14 @@ def score_laws(
             if law.resample_fitter is not None:
                 tie_rng = np.random.default_rng(seed + 2)
                 draws = np.array(
-                    [law.resample_fitter(_cells(data, w.astype(float)), tie_rng) for w in weights]
+                    [
+                        law.resample_fitter(pooled_cells(data, w.astype(float)), tie_rng)
+                        for w in weights
+                    ]
                 )
             else:
                 draws = np.array(
-                    [law.fit(_cells(data, w.astype(float)), params)[0] for w in weights]
+                    [law.fit(pooled_cells(data, w.astype(float)), params)[0] for w in weights]
                 )
         else:
             draws = np.empty((0, len(law.params)))
@@ -288,7 +291,7 @@ def compare_laws(
         parameters = {
             p: Estimate(
                 float(s.params[i]),
-                _percentile(s.draws[:, i], confidence) if len(s.draws) else _NAN_CI,
+                percentile_value(s.draws[:, i], confidence) if len(s.draws) else NAN_CI,
             )
             for i, p in enumerate(law.params)
         }

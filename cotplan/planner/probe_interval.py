@@ -29,7 +29,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from cotplan.errors import InputError
-from cotplan.planner.exit_probes import _check_frame, _probe_prompt
+from cotplan.planner.exit_probes import check_frame, probe_prompt
 from cotplan.validation import require_int
 
 __all__ = ["ProbeInterval", "analytic_interval", "choose_interval", "settle_points"]
@@ -77,7 +77,7 @@ def settle_points(frame: pd.DataFrame, ceilings: Mapping[int, int]) -> pd.DataFr
     """Per item at the sizes with a ceiling: `settle`, the smallest calibrated budget (> 0) from
     which its answer stays the same up to the ceiling (the ceiling where it never does), and
     `end`, the thinking where the model ended it on its own (inf where it did not)."""
-    frame = _check_frame(frame)
+    frame = check_frame(frame)
     frame = frame[frame["n"].isin(list(ceilings)) & (frame["k"] > 0)]
     frame = frame[frame["k"] <= frame["n"].map(dict(ceilings))]
     frame = frame.sort_values(["n", "item", "k"], kind="stable")
@@ -145,7 +145,7 @@ def choose_interval(
     """The probe interval of least expected tokens on the calibration's items (module
     docstring), one for every size with a ceiling. `confirm`: probes a rule needs after the
     one at the settle point (an agreement of r probes: r − 1)."""
-    frame = _check_frame(frame)
+    frame = check_frame(frame)
     confirm = require_int(confirm, "confirm", low=0)
     points = settle_points(frame, ceilings)
     if points.empty:
@@ -153,7 +153,7 @@ def choose_interval(
     forced = frame[(frame["k"] > 0) & (frame["reasoning_tokens"] >= frame["k"])]
     answer = float(forced["answer_tokens"].mean()) if len(forced) else 0.0
     if bill_prompt and len(forced):
-        answer += float(_probe_prompt(forced).mean())
+        answer += float(probe_prompt(forced).mean())
     answer = 0.0 if math.isnan(answer) else answer
     sizes = sorted(set(points["n"]))
     shared: dict[int, NDArray[np.int_]] = {}

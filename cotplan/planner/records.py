@@ -267,8 +267,8 @@ class PlanReport:
             lines.append("constants (95% bootstrap intervals unless stated):")
             for name, est in self.constants.items():
                 lines.append(
-                    f"  {name:>7} = {_fmt(est.value)}  "
-                    f"[{_fmt(est.interval.low)}, {_fmt(est.interval.high)}]"
+                    f"  {name:>7} = {fmt(est.value)}  "
+                    f"[{fmt(est.interval.low)}, {fmt(est.interval.high)}]"
                 )
         if self.trend is not None:
             lines.append(self.trend.verdict)
@@ -291,7 +291,7 @@ def _row(model: str, name: str, est: Estimate, scale: float = 1.0) -> dict[str, 
     }
 
 
-def _fmt(x: float) -> str:
+def fmt(x: float) -> str:
     if math.isnan(x):
         return "nan"
     if math.isinf(x):
@@ -307,7 +307,7 @@ def _join(values: Sequence[int]) -> str:
     )
 
 
-_NAN_CI = Interval(math.nan, math.nan)
+NAN_CI = Interval(math.nan, math.nan)
 
 
 # --------------------------------------------------------------------------------------------
@@ -334,11 +334,11 @@ class LawFit:
 
     def parameter_text(self) -> str:
         return ", ".join(
-            f"{name} {_fmt(est.value)}"
+            f"{name} {fmt(est.value)}"
             + (
                 ""
                 if math.isnan(est.interval.low)
-                else f" [{_fmt(est.interval.low)}, {_fmt(est.interval.high)}]"
+                else f" [{fmt(est.interval.low)}, {fmt(est.interval.high)}]"
             )
             for name, est in self.parameters.items()
         )
@@ -386,7 +386,7 @@ class LawComparison:
             mark = "*" if f.law == self.selected else " "
             lines.append(
                 f" {mark} {f.law:<10} held-out {f.heldout_loglik:9.1f}  vs paper "
-                f"{f.difference:+7.1f} ± {_fmt(f.difference_se):<5}  {f.parameter_text()}"
+                f"{f.difference:+7.1f} ± {fmt(f.difference_se):<5}  {f.parameter_text()}"
             )
             if f.note:
                 lines.append(f"     {'':<10} {f.note}")

@@ -36,7 +36,7 @@ from cotplan.generate.probing import ProbedAnswer, probed_frame
 from cotplan.io import write_csv
 from cotplan.io.reports import save_chart
 from cotplan.planner.binding import backend_model, check_plan_model, check_plan_protocol
-from cotplan.planner.calibrate import _answer_items, _check_items, _stat
+from cotplan.planner.calibrate import answer_items, check_items, stat
 from cotplan.planner.compare import check_against_eps, compare_answers, wilson_interval
 from cotplan.planner.exit_plan import ExitPlan, answer_with_exit
 from cotplan.planner.fit import Budget, BudgetPlanner
@@ -264,7 +264,7 @@ def run_plan(
     Raises `InfeasibleTargetError` when ε is below what the model reaches at some size.
     `exit_plan`: answer the planned policy with this certified early exit (see module doc).
     """
-    chosen = _check_items(items)
+    chosen = check_items(items)
     if exit_plan is not None and not isinstance(exit_plan, ExitPlan):
         raise InputError(f"must be an ExitPlan, got {type(exit_plan).__name__}", field="exit_plan")
     if eps is not None:
@@ -276,9 +276,9 @@ def run_plan(
     sizes = {item.id: item_size(item, counter=backend.count_tokens) for item in chosen}
     plan_caps = _plan_caps(planner, sizes.values(), target)
     caps = {n: min(c.tokens, uncapped) for n, c in plan_caps.items()}
-    requests0 = _stat(backend, "requests")
-    hits0 = _stat(backend, "cache_hits")
-    answers = _answer_items(
+    requests0 = stat(backend, "requests")
+    hits0 = stat(backend, "cache_hits")
+    answers = answer_items(
         backend,
         chosen,
         lambda item: sorted({caps[sizes[item.id]], uncapped}),
@@ -345,8 +345,8 @@ def run_plan(
         model=answers[0].model if answers else backend.model,
         status=str(planner.status_),
         verdict=str(planner.verdict_),
-        requests=_stat(backend, "requests") - requests0,
-        cache_hits=_stat(backend, "cache_hits") - hits0,
+        requests=stat(backend, "requests") - requests0,
+        cache_hits=stat(backend, "cache_hits") - hits0,
         answers=by_policy,
         by_size=by_size,
         exit=exit_frame,

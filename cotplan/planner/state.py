@@ -19,11 +19,11 @@ from numpy.typing import ArrayLike, NDArray
 
 from cotplan.intervals import Interval
 from cotplan.planner.certify import Certification
-from cotplan.planner.data import _Data
-from cotplan.planner.law_paper import _PARAMS, _error
+from cotplan.planner.data import Data
+from cotplan.planner.law_paper import PARAMS, paper_error
 from cotplan.planner.laws import Law
 from cotplan.planner.records import (
-    _NAN_CI,
+    NAN_CI,
     BoundaryTest,
     LawComparison,
     LikelihoodRatioTest,
@@ -71,12 +71,12 @@ class PaperConstants:
         given = intervals or {}
         return cls(
             np.asarray(params, dtype=float),
-            {name: given.get(name, _NAN_CI) for name in _PARAMS},
+            {name: given.get(name, NAN_CI) for name in PARAMS},
             loglik,
         )
 
     def named(self) -> dict[str, float]:
-        return dict(zip(_PARAMS, (float(v) for v in self.params), strict=True))
+        return dict(zip(PARAMS, (float(v) for v in self.params), strict=True))
 
 
 def _no_draws() -> NDArray[np.float64]:
@@ -112,7 +112,7 @@ class PlannerFit:
     settings: FitSettings
     status: Status
     verdict: str
-    data: _Data | None
+    data: Data | None
     n_items: int
     n_rows: int
     sizes: tuple[int, ...]
@@ -120,7 +120,7 @@ class PlannerFit:
     constants: PaperConstants
     alpha_half: PaperConstants
     c_least_squares: float = math.nan
-    intervals_c_least_squares: Interval = _NAN_CI
+    intervals_c_least_squares: Interval = NAN_CI
     draws: NDArray[np.float64] = field(default_factory=_no_draws)
     half_draws: NDArray[np.float64] = field(default_factory=_no_draws)
     ls_draws: NDArray[np.float64] = field(default_factory=_no_values)
@@ -170,11 +170,11 @@ class PlannerFit:
             return np.full(np.broadcast(n_arr, k_arr).shape, self.e0)
         if self.law is not None:
             return np.asarray(self.law.law.error(self.law.params, n_arr, k_arr), dtype=float)
-        return _error(self.constants.params, n_arr, k_arr)
+        return paper_error(self.constants.params, n_arr, k_arr)
 
     def bootstrap_frame(self) -> pd.DataFrame:
         """The paper law's resampled constants, one row a draw (no columns' dtype without
         draws, as an unfitted frame has always had)."""
         if not len(self.draws):
-            return pd.DataFrame(columns=list(_PARAMS))
-        return pd.DataFrame(self.draws, columns=list(_PARAMS))
+            return pd.DataFrame(columns=list(PARAMS))
+        return pd.DataFrame(self.draws, columns=list(PARAMS))

@@ -110,7 +110,7 @@ def actuals_from_calls(
     return Actuals(pd.DataFrame(rows, columns=_COLUMNS), source)
 
 
-def _reason(exc: InputError) -> str:
+def reason(exc: InputError) -> str:
     """`exc`'s message without its field prefix, to be raised again with the file and line."""
     text = str(exc)
     prefix = f"`{exc.field}`: "
@@ -134,7 +134,7 @@ def _priced_line(
         moment = utc_time(at, field="time" if stamp is not None else "created")
         cost = cost_of(body, at=moment, table=table)
     except InputError as exc:
-        raise InputError(_reason(exc), field=exc.field, line=line, source=str(path)) from exc
+        raise InputError(reason(exc), field=exc.field, line=line, source=str(path)) from exc
     return moment, float(cost.usd)
 
 
@@ -155,7 +155,7 @@ def not_future(moment: datetime, today: date, *, field: str, line: int | None, s
         )
 
 
-def _lines(file: Path) -> list[tuple[int, str]]:
+def actual_lines(file: Path) -> list[tuple[int, str]]:
     """The file's non-blank lines with their numbers; a line that is not UTF-8 is an error
     naming the file and the line."""
     try:
@@ -199,8 +199,8 @@ def actuals_from_jsonl(
     stale: dict[str, tuple[datetime, Warning]] = {}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        for number, text in _lines(file):
-            body = _line_json(text, file, number)
+        for number, text in actual_lines(file):
+            body = line_json(text, file, number)
             moment, usd = _priced_line(body, chosen, file, number)
             not_future(moment, limit, field="time", line=number, source=str(file))
             calls.append((moment, usd))
@@ -220,7 +220,7 @@ def actuals_from_jsonl(
     return actuals_from_calls(calls, source=str(file))
 
 
-def _line_json(text: str, file: Path, number: int) -> dict[str, Any]:
+def line_json(text: str, file: Path, number: int) -> dict[str, Any]:
     """One line's JSON object, read with the depth and repeated-key limits of `parse_json`."""
     try:
         body = parse_json(text, source=str(file))

@@ -21,7 +21,7 @@ from typing import Any
 import pandas as pd
 
 from cotplan.errors import InputError
-from cotplan.pricing.actuals import _line_json, _lines, _reason, not_future, utc_time
+from cotplan.pricing.actuals import actual_lines, line_json, not_future, reason, utc_time
 from cotplan.pricing.reconcile import LoggedCall
 from cotplan.pricing.table import PriceTable, StalePriceWarning, price_table
 
@@ -63,8 +63,8 @@ def calls_from_jsonl(
     stale: dict[str, Warning] = {}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        for number, text in _lines(file):
-            body = _line_json(text, file, number)
+        for number, text in actual_lines(file):
+            body = line_json(text, file, number)
             try:
                 stamp = body.get("time")
                 at = read_usage(body).created if stamp is None else stamp
@@ -77,7 +77,7 @@ def calls_from_jsonl(
                 cost = cost_of(body, at=moment, table=chosen)
             except InputError as exc:
                 raise InputError(
-                    _reason(exc), field=exc.field, line=number, source=str(file)
+                    reason(exc), field=exc.field, line=number, source=str(file)
                 ) from exc
             not_future(moment, limit, field="time", line=number, source=str(file))
             out.append(

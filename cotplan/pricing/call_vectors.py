@@ -20,7 +20,7 @@ from cotplan.pricing.cost import price_parts
 from cotplan.pricing.hours import HourProfile, blend_hours
 from cotplan.pricing.policies import CotPolicy
 from cotplan.pricing.table import PriceRow
-from cotplan.pricing.workload import EmpiricalTokens, TokenDistribution, _FloatArray
+from cotplan.pricing.workload import EmpiricalTokens, FloatArray, TokenDistribution
 
 __all__: list[str] = []
 
@@ -36,7 +36,7 @@ _EXACT_RECORDS = 20_000
 _Mix = tuple[tuple[Decimal, PriceRow], ...]
 
 
-def _mix(row: PriceRow, day: date, hours: HourProfile, batch_share: float) -> _Mix:
+def token_mix(row: PriceRow, day: date, hours: HourProfile, batch_share: float) -> _Mix:
     """The prices a call on `day` pays: blended by the hour profile, then the batch share at
     the batch price that holds that day (per token type; none: the list price)."""
     share = Decimal(repr(batch_share))
@@ -52,25 +52,25 @@ def _mix(row: PriceRow, day: date, hours: HourProfile, batch_share: float) -> _M
 
 def _call_costs(
     mix: _Mix,
-    prompt: _FloatArray,
-    answer: _FloatArray,
-    reasoning: _FloatArray,
+    prompt: FloatArray,
+    answer: FloatArray,
+    reasoning: FloatArray,
     *,
     cache_hit_rate: float,
     cache_write_rate: float,
-) -> _FloatArray:
+) -> FloatArray:
     """USD per call (float64) for token vectors, by `price_parts` with each row's rates."""
     cached = prompt * cache_hit_rate
     written = prompt * cache_write_rate
     uncached = prompt - cached - written
 
-    def total(rates: Any, *counts: _FloatArray) -> _FloatArray:
+    def total(rates: Any, *counts: FloatArray) -> FloatArray:
         a, b, c, d, e, f = price_parts(rates, counts, as_float=True)
-        out: _FloatArray = a + b + c + d + e + f
+        out: FloatArray = a + b + c + d + e + f
         return out
 
     counts = (uncached, cached, written, answer, reasoning)
-    cost: _FloatArray | None = None
+    cost: FloatArray | None = None
     for weight, row in mix:
         part = total(row.short_rates(), *counts)
         long = row.is_long(prompt)
@@ -90,11 +90,11 @@ def _call_costs(
 
 def _exact_call_costs(
     mix: _Mix,
-    records: tuple[_FloatArray, _FloatArray, _FloatArray],
+    records: tuple[FloatArray, FloatArray, FloatArray],
     *,
     cache_hit_rate: float,
     cache_write_rate: float,
-) -> tuple[list[Decimal], _FloatArray]:
+) -> tuple[list[Decimal], FloatArray]:
     """Exact Decimal USD per distinct record (as `call_cost` computes it) and each one's count.
 
     Rates given as floats (0.2) mean the decimal the user wrote: ``Decimal(repr(x))``.
@@ -121,22 +121,22 @@ def _exact_call_costs(
 
 
 @dataclass(frozen=True)
-class _CallStats:
+class CallStats:
     mean: float  # USD per call
     sd: float  # USD per call
     se: float  # standard error of `mean`
     mean_tokens: tuple[float, float, float]  # prompt, answer, reasoning (after the cap)
 
 
-def _call_stats(
+def call_stats(
     mix: _Mix,
     tokens: TokenDistribution,
     policy: CotPolicy,
     *,
     cache_hit_rate: float,
     cache_write_rate: float,
-    sample: tuple[_FloatArray, _FloatArray, _FloatArray] | None,
-) -> _CallStats:
+    sample: tuple[FloatArray, FloatArray, FloatArray] | None,
+) -> CallStats:
     if isinstance(tokens, EmpiricalTokens):
         prompt, answer, reasoning = tokens.records()
     else:
@@ -166,14 +166,14 @@ def _call_stats(
         sd = float(costs.std(ddof=1)) if costs.size > 1 else 0.0
     n = tokens.n_observed
     se = sd / math.sqrt(n) if n else 0.0
-    return _CallStats(
+    return CallStats(
         mean, sd, se, (float(prompt.mean()), float(answer.mean()), float(reasoning.mean()))
     )
 
 
-def _token_moments(
+def call_token_moments(
     tokens: TokenDistribution,
-    sample: tuple[_FloatArray, _FloatArray, _FloatArray] | None,
+    sample: tuple[FloatArray, FloatArray, FloatArray] | None,
     cap: float | None,
 ) -> dict[str, float]:
     """Mean and spread of the tokens the simulation priced (reasoning after the cap)."""

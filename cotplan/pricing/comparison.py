@@ -20,20 +20,20 @@ import pandas as pd
 
 from cotplan.errors import InputError
 from cotplan.pricing.periods import Budget, check_fiscal_year_start
-from cotplan.pricing.policies import _policy
+from cotplan.pricing.policies import cap_policy
 from cotplan.pricing.projection import (
     Comparison,
     Projection,
-    _check_budget,
-    _check_common,
-    _check_provider,
-    _check_tokens,
-    _project,
+    check_budget,
+    check_common,
     check_draws,
+    check_provider,
+    check_tokens,
+    project,
     project_costs,
 )
 from cotplan.pricing.table import PriceTable, price_table
-from cotplan.pricing.workload import TokenDistribution, Workload, _real
+from cotplan.pricing.workload import TokenDistribution, Workload, real_number
 
 __all__ = ["GrowthScenarios", "Scenario", "compare_scenarios", "project_growth"]
 
@@ -58,10 +58,10 @@ def _check_scenario(
 ) -> None:
     if not isinstance(workload, Workload):
         raise InputError("must be a Workload(...)", field="workload")
-    _check_tokens(sc.tokens if sc.tokens is not None else tokens)
-    _policy(sc.policy)
-    _check_common(sc.permutations, sc.cache_hit_rate, sc.cache_write_rate, sc.batch_share)
-    provider = _check_provider(sc.provider)
+    check_tokens(sc.tokens if sc.tokens is not None else tokens)
+    cap_policy(sc.policy)
+    check_common(sc.permutations, sc.cache_hit_rate, sc.cache_write_rate, sc.batch_share)
+    provider = check_provider(sc.provider)
     if not isinstance(sc.model, str):
         raise InputError(f"must be a model name, got {sc.model!r}", field=f"{where}.model")
     table.lookup(sc.model, on=workload.first_day, warn=False, provider=provider)
@@ -88,7 +88,7 @@ def compare_scenarios(
     scenario's chance of going over it (`p_over_budget`).
     """
     n, s = check_draws(draws, seed)
-    checked = _check_budget(budget)
+    checked = check_budget(budget)
     fys = check_fiscal_year_start(fiscal_year_start)
     items = list(scenarios)
     if not items:
@@ -114,7 +114,7 @@ def compare_scenarios(
     # from `project_costs` (a comprehension is one more frame).
     projections: dict[str, Projection] = {}
     for sc in items:
-        projections[sc.name] = _project(
+        projections[sc.name] = project(
             sc.model,
             workload,
             sc.tokens if sc.tokens is not None else tokens,
@@ -230,12 +230,12 @@ def project_growth(
         raise InputError("must be a Workload(...)", field="workload")
     rates = {"low": low, "base": workload.growth_rate, "high": high}
     for name in ("low", "high"):
-        rate = _real(rates[name], f"growth_{name}")
+        rate = real_number(rates[name], f"growth_{name}")
         if rate <= -1.0:
             raise InputError(f"must be above -1 (-100%), got {rate!r}", field=f"growth_{name}")
         rates[name] = rate
     n, s = check_draws(draws, seed)
-    checked = _check_budget(budget)
+    checked = check_budget(budget)
     fys = check_fiscal_year_start(fiscal_year_start)
     workloads = {name: replace(workload, growth_rate=rate) for name, rate in rates.items()}
     if not rates["low"] <= rates["base"] <= rates["high"]:

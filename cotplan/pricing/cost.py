@@ -153,7 +153,7 @@ class CallCost:
         return frame
 
 
-def _count(value: Any, name: str) -> int:
+def usage_count(value: Any, name: str) -> int:
     """A token count: a whole, non-negative, finite number (not a bool)."""
     if isinstance(value, bool) or value is None:
         raise InputError(f"must be a whole number of tokens, got {value!r}", field=name)
@@ -174,7 +174,7 @@ def _count(value: Any, name: str) -> int:
     return number
 
 
-def _moment(on: Any, at: Any) -> tuple[date | None, datetime | None]:
+def usage_moment(on: Any, at: Any) -> tuple[date | None, datetime | None]:
     """`on` and `at` checked: the call's UTC date and its moment (naive means UTC)."""
     if at is None:
         return on, None
@@ -247,7 +247,7 @@ def _tier_row(
     return None, f"{message}: the standard price is used"
 
 
-def _price(
+def unit_price(
     row: PriceRow,
     *,
     prompt_tokens: int,
@@ -370,15 +370,15 @@ def call_cost(
     completion" (reasoning inside `completion_tokens`); xAI's raw usage, whose completion
     count leaves reasoning out, is read by `cost_of` (and by `cotplan cost call`).
     """
-    on, at = _moment(on, at)
-    prompt = _count(prompt_tokens, "prompt_tokens")
-    completion = _count(completion_tokens, "completion_tokens")
-    reasoning = _count(reasoning_tokens, "reasoning_tokens")
-    cached = _count(cached_tokens, "cached_tokens")
-    written = _count(cache_write_tokens, "cache_write_tokens")
+    on, at = usage_moment(on, at)
+    prompt = usage_count(prompt_tokens, "prompt_tokens")
+    completion = usage_count(completion_tokens, "completion_tokens")
+    reasoning = usage_count(reasoning_tokens, "reasoning_tokens")
+    cached = usage_count(cached_tokens, "cached_tokens")
+    written = usage_count(cache_write_tokens, "cache_write_tokens")
     chosen = table or price_table()
     row = chosen.lookup(model, on=on, provider=provider, at=at)
-    return _price(
+    return unit_price(
         row,
         prompt_tokens=prompt,
         completion_tokens=completion,
@@ -424,12 +424,12 @@ def cost_of_completion(
     usage = completion.usage
     row = (table or price_table()).lookup(completion.model, on=on, warn=False, provider=provider)
     row.warn_if_stale(on, soft=True, stacklevel=2)
-    return _price(
+    return unit_price(
         row,
-        prompt_tokens=_count(usage.prompt_tokens, "usage.prompt_tokens"),
-        completion_tokens=_count(usage.completion_tokens, "usage.completion_tokens"),
-        reasoning_tokens=_count(usage.reasoning_tokens, "usage.reasoning_tokens"),
-        cached_tokens=_count(usage.cached_tokens, "usage.cached_tokens"),
+        prompt_tokens=usage_count(usage.prompt_tokens, "usage.prompt_tokens"),
+        completion_tokens=usage_count(usage.completion_tokens, "usage.completion_tokens"),
+        reasoning_tokens=usage_count(usage.reasoning_tokens, "usage.reasoning_tokens"),
+        cached_tokens=usage_count(usage.cached_tokens, "usage.cached_tokens"),
         cache_write_tokens=0,
         batch=bool(batch),
         reasoning_in_completion=True,
@@ -462,12 +462,12 @@ def cost_of_text(
     """
     from cotplan.backends.tokens import count_tokens
 
-    output = _count(expected_output_tokens, "expected_output_tokens")
-    reasoning = _count(expected_reasoning_tokens, "expected_reasoning_tokens")
-    cached = _count(cached_tokens, "cached_tokens")
+    output = usage_count(expected_output_tokens, "expected_output_tokens")
+    reasoning = usage_count(expected_reasoning_tokens, "expected_reasoning_tokens")
+    cached = usage_count(cached_tokens, "cached_tokens")
     row = (table or price_table()).lookup(model, on=on, provider=provider)
     prompt_tokens = count_tokens(prompt, tokenizer if tokenizer is not None else model)
-    return _price(
+    return unit_price(
         row,
         prompt_tokens=prompt_tokens,
         completion_tokens=output + reasoning,

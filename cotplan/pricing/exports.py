@@ -175,7 +175,7 @@ def _count(record: dict[str, Any], key: str, where: str, source: str) -> int:
     return int(value)
 
 
-def _money(value: Any, where: str, source: str) -> Decimal:
+def money(value: Any, where: str, source: str) -> Decimal:
     if isinstance(value, bool) or value is None:
         raise InputError(f"must be an amount, got {value!r}", field=where, source=source)
     try:
@@ -199,7 +199,7 @@ def _unix_day(value: Any, where: str, source: str) -> date:
         ) from None
 
 
-def _iso_day(value: Any, where: str, source: str) -> date:
+def iso_day(value: Any, where: str, source: str) -> date:
     try:
         moment = datetime.fromisoformat(str(value).strip().replace("Z", "+00:00"))
     except ValueError:
@@ -209,7 +209,7 @@ def _iso_day(value: Any, where: str, source: str) -> date:
     return moment.date()
 
 
-def _text(value: Any) -> str:
+def export_text(value: Any) -> str:
     return "" if value is None else str(value).strip()
 
 
@@ -236,15 +236,15 @@ def read_openai_usage(path: str | os.PathLike[str]) -> list[ExportLine]:
                     field=f"{at}.input_cached_tokens",
                     source=str(file),
                 )
-            tier = _text(result.get("service_tier")).lower()
+            tier = export_text(result.get("service_tier")).lower()
             out.append(
                 ExportLine(
                     provider="openai",
                     kind="usage",
                     day=day,
-                    model=_text(result.get("model")),
-                    project=_text(result.get("project_id")),
-                    api_key=_text(result.get("api_key_id")),
+                    model=export_text(result.get("model")),
+                    project=export_text(result.get("project_id")),
+                    api_key=export_text(result.get("api_key_id")),
                     batch=bool(result.get("batch")),
                     tier="" if tier in ("", "default", "standard", "auto") else tier,
                     input_tokens=total - cached,
@@ -276,7 +276,7 @@ def _openai_cost_line(
     where: str,
     src: Path,
 ) -> ExportLine:
-    amount = _money(value, f"{where}.amount.value", str(src))
+    amount = money(value, f"{where}.amount.value", str(src))
     model, batch, tier = _line_item(item)
     return ExportLine(
         provider="openai",
@@ -288,7 +288,7 @@ def _openai_cost_line(
         batch=batch,
         tier=tier,
         usd=amount,
-        currency=_text(currency).upper() or "USD",
+        currency=export_text(currency).upper() or "USD",
         item=item,
         credit=amount < 0,
         source=f"{src.name} {where}",
@@ -311,9 +311,9 @@ def read_openai_costs(path: str | os.PathLike[str]) -> list[ExportLine]:
                     day,
                     amount.get("value"),
                     amount.get("currency"),
-                    _text(result.get("line_item")),
-                    _text(result.get("project_id")),
-                    key=_text(result.get("api_key_id")),
+                    export_text(result.get("line_item")),
+                    export_text(result.get("project_id")),
+                    key=export_text(result.get("api_key_id")),
                     where=at,
                     src=file,
                 )
@@ -321,7 +321,7 @@ def read_openai_costs(path: str | os.PathLike[str]) -> list[ExportLine]:
     return out
 
 
-def _csv_rows(path: Path) -> list[tuple[int, dict[str, str]]]:
+def csv_rows(path: Path) -> list[tuple[int, dict[str, str]]]:
     try:
         text = path.read_bytes().decode("utf-8-sig")
     except OSError as exc:
@@ -335,7 +335,7 @@ def _csv_rows(path: Path) -> list[tuple[int, dict[str, str]]]:
     return rows
 
 
-def _column(row: dict[str, str], names: tuple[str, ...]) -> str | None:
+def export_column(row: dict[str, str], names: tuple[str, ...]) -> str | None:
     for name in names:
         if name in row and row[name] is not None:
             return row[name]
@@ -346,9 +346,9 @@ def read_openai_costs_csv(path: str | os.PathLike[str]) -> list[ExportLine]:
     """The usage dashboard's cost export (CSV, grouped by line item, one-day interval)."""
     file = Path(path)
     out = []
-    for number, row in _csv_rows(file):
-        value = _column(row, ("amount_value", "amount", "cost"))
-        start = _column(row, ("start_time",))
+    for number, row in csv_rows(file):
+        value = export_column(row, ("amount_value", "amount", "cost"))
+        start = export_column(row, ("start_time",))
         if value is None or start is None:
             raise InputError(
                 "needs `start_time` and `amount_value` columns", line=number, source=str(file)
@@ -360,17 +360,17 @@ def read_openai_costs_csv(path: str | os.PathLike[str]) -> list[ExportLine]:
         day = (
             _unix_day(seconds, "start_time", str(file))
             if not isinstance(seconds, str)
-            else (_iso_day(seconds, "start_time", str(file)))
+            else (iso_day(seconds, "start_time", str(file)))
         )
         try:
             out.append(
                 _openai_cost_line(
                     day,
                     value,
-                    _column(row, ("amount_currency", "currency")) or "usd",
-                    _text(_column(row, ("line_item",))),
-                    _text(_column(row, ("project_id", "project_name"))),
-                    key=_text(_column(row, ("api_key_id",))),
+                    export_column(row, ("amount_currency", "currency")) or "usd",
+                    export_text(export_column(row, ("line_item",))),
+                    export_text(export_column(row, ("project_id", "project_name"))),
+                    key=export_text(export_column(row, ("api_key_id",))),
                     where=f"line {number}",
                     src=file,
                 )
@@ -387,14 +387,14 @@ def read_openai_costs_csv(path: str | os.PathLike[str]) -> list[ExportLine]:
 
 
 def _tier_of(value: Any) -> tuple[bool, str]:
-    tier = _text(value).lower()
+    tier = export_text(value).lower()
     if tier == "batch":
         return True, ""
     return False, "" if tier in ("", "standard") else tier
 
 
 def _long_of(value: Any) -> bool | None:
-    window = _text(value)
+    window = export_text(value)
     if not window:
         return None
     return not window.startswith("0-")
@@ -405,7 +405,7 @@ def read_anthropic_usage(path: str | os.PathLike[str]) -> list[ExportLine]:
     file = Path(path)
     out = []
     for where, bucket in _buckets(file):
-        day = _iso_day(bucket.get("starting_at"), f"{where}.starting_at", str(file))
+        day = iso_day(bucket.get("starting_at"), f"{where}.starting_at", str(file))
         for r, result in enumerate(bucket["results"]):
             at = f"{where}.results[{r}]"
             if not isinstance(result, dict):
@@ -427,9 +427,9 @@ def read_anthropic_usage(path: str | os.PathLike[str]) -> list[ExportLine]:
                     provider="anthropic",
                     kind="usage",
                     day=day,
-                    model=_text(result.get("model")),
-                    project=_text(result.get("workspace_id")),
-                    api_key=_text(result.get("api_key_id")),
+                    model=export_text(result.get("model")),
+                    project=export_text(result.get("workspace_id")),
+                    api_key=export_text(result.get("api_key_id")),
                     batch=batch,
                     tier=tier,
                     long_context=_long_of(result.get("context_window")),
@@ -450,27 +450,28 @@ def read_anthropic_costs(path: str | os.PathLike[str]) -> list[ExportLine]:
     file = Path(path)
     out = []
     for where, bucket in _buckets(file):
-        day = _iso_day(bucket.get("starting_at"), f"{where}.starting_at", str(file))
+        day = iso_day(bucket.get("starting_at"), f"{where}.starting_at", str(file))
         for r, result in enumerate(bucket["results"]):
             at = f"{where}.results[{r}]"
             if not isinstance(result, dict):
                 raise InputError("must be an object", field=at, source=str(file))
             # "123.45" in USD is $1.2345: the lowest currency unit, as the report documents.
-            cents = _money(result.get("amount"), f"{at}.amount", str(file))
+            cents = money(result.get("amount"), f"{at}.amount", str(file))
             batch, tier = _tier_of(result.get("service_tier"))
             out.append(
                 ExportLine(
                     provider="anthropic",
                     kind="cost",
                     day=day,
-                    model=_text(result.get("model")),
-                    project=_text(result.get("workspace_id")),
+                    model=export_text(result.get("model")),
+                    project=export_text(result.get("workspace_id")),
                     batch=batch,
                     tier=tier,
                     long_context=_long_of(result.get("context_window")),
                     usd=cents / 100,
-                    currency=_text(result.get("currency")).upper() or "USD",
-                    item=_text(result.get("description")) or _text(result.get("token_type")),
+                    currency=export_text(result.get("currency")).upper() or "USD",
+                    item=export_text(result.get("description"))
+                    or export_text(result.get("token_type")),
                     credit=cents < 0,
                     source=f"{file.name} {at}",
                 )

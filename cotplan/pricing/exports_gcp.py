@@ -11,7 +11,7 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 from cotplan.errors import InputError
-from cotplan.pricing.exports import ExportLine, _column, _csv_rows, _iso_day, _money, _text
+from cotplan.pricing.exports import ExportLine, csv_rows, export_column, export_text, iso_day, money
 
 __all__ = ["read_gcp_billing_csv"]
 
@@ -41,9 +41,9 @@ def _gcp_credits(row: dict[str, str], number: int, source: str) -> Decimal:
             ) from None
         for item in items if isinstance(items, list) else [items]:
             amount = item.get("amount") if isinstance(item, dict) else None
-            total += _money(amount, "credits.amount", source)
+            total += money(amount, "credits.amount", source)
     if row.get("credits.amount"):
-        total += _money(row["credits.amount"], "credits.amount", source)
+        total += money(row["credits.amount"], "credits.amount", source)
     return total
 
 
@@ -61,32 +61,32 @@ def read_gcp_billing_csv(path: str | os.PathLike[str]) -> list[ExportLine]:
     """
     file = Path(path)
     out: list[ExportLine] = []
-    for number, row in _csv_rows(file):
-        start = _column(row, ("usage_start_time",))
-        cost = _column(row, ("cost",))
+    for number, row in csv_rows(file):
+        start = export_column(row, ("usage_start_time",))
+        cost = export_column(row, ("cost",))
         if start is None or cost is None:
             raise InputError(
                 "needs `usage_start_time` and `cost` columns", line=number, source=str(file)
             )
         try:
-            day = _iso_day(start, "usage_start_time", str(file))
-            usd = _money(cost, "cost", str(file))
+            day = iso_day(start, "usage_start_time", str(file))
+            usd = money(cost, "cost", str(file))
             credits = _gcp_credits(row, number, str(file))
         except InputError as exc:
             raise InputError(
                 str(exc).split(": ", 1)[-1], field=exc.field, line=number, source=str(file)
             ) from None
-        sku = _text(row.get("sku.description"))
-        project = _text(row.get("project.id"))
-        currency = _text(row.get("currency")).upper() or "USD"
-        kind = _text(row.get("cost_type")).lower() or "regular"
+        sku = export_text(row.get("sku.description"))
+        project = export_text(row.get("project.id"))
+        currency = export_text(row.get("currency")).upper() or "USD"
+        kind = export_text(row.get("cost_type")).lower() or "regular"
         found = _SKU.match(sku) if kind == "regular" else None
-        unit = _text(row.get("usage.unit")).lower()
+        unit = export_text(row.get("usage.unit")).lower()
         model = _model_name(found["model"]) if found else ""
         where = f"{file.name} line {number}"
         if found and unit in _TOKEN_UNITS:
             try:
-                amount = Decimal(_text(row.get("usage.amount")) or "0")
+                amount = Decimal(export_text(row.get("usage.amount")) or "0")
             except InvalidOperation:
                 raise InputError(
                     "must be a number", field="usage.amount", line=number, source=str(file)

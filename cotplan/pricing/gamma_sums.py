@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cotplan.pricing.workload import _FloatArray
+from cotplan.pricing.workload import FloatArray
 
 __all__: list[str] = []
 
@@ -24,7 +24,7 @@ _BLOCK = 1 << 15
 
 
 @dataclass(frozen=True)
-class _SumModel:
+class SumModel:
     """Per draw: the spend of one query (mean `a`, variance `b`), set up for gamma sums.
 
     The spend of q queries has mean q*a and variance q*b, so a gamma with shape q*a^2/b. The
@@ -33,15 +33,15 @@ class _SumModel:
     constants are computed once per draw and reused for every month.
     """
 
-    a: _FloatArray
-    b: _FloatArray
-    k: _FloatArray
-    c1: _FloatArray
-    c2: _FloatArray
+    a: FloatArray
+    b: FloatArray
+    k: FloatArray
+    c1: FloatArray
+    c2: FloatArray
     k_min: float
 
     @classmethod
-    def build(cls, a: _FloatArray, b: _FloatArray) -> _SumModel:
+    def build(cls, a: FloatArray, b: FloatArray) -> SumModel:
         live = a > 0
         with np.errstate(divide="ignore", invalid="ignore"):
             k = np.where(b > 0, a * a / b, np.inf)
@@ -50,7 +50,7 @@ class _SumModel:
         k_min = float(k[live].min()) if live.any() else math.inf
         return cls(a, b, k, c1, c2, k_min)
 
-    def draw(self, q: float, z: _FloatArray, rng: np.random.Generator) -> _FloatArray:
+    def draw(self, q: float, z: FloatArray, rng: np.random.Generator) -> FloatArray:
         """Spend of `q` queries per draw: moment-matched gamma, never negative."""
         if q <= 0:
             return np.zeros_like(self.a)
@@ -82,16 +82,20 @@ class _SumModel:
         return spend
 
 
-def _summary(values: _FloatArray, *, in_place: bool = False) -> tuple[float, float, float, float]:
-    """Mean, P10, P50 and P90 (`_percentiles`). `in_place` lets a fallback full partition
+def draws_summary(
+    values: FloatArray, *, in_place: bool = False
+) -> tuple[float, float, float, float]:
+    """Mean, P10, P50 and P90 (`draw_percentiles`). `in_place` lets a fallback full partition
     reorder `values` rather than copy them: for draws not needed after."""
     mean = float(values.mean())
-    p10, p50, p90 = _percentiles(values, _QUANTILES, in_place=in_place, finite=math.isfinite(mean))
+    p10, p50, p90 = draw_percentiles(
+        values, _QUANTILES, in_place=in_place, finite=math.isfinite(mean)
+    )
     return mean, p10, p50, p90
 
 
-def _percentiles(
-    values: _FloatArray,
+def draw_percentiles(
+    values: FloatArray,
     q: tuple[float, ...],
     *,
     in_place: bool = False,
@@ -135,7 +139,7 @@ def _percentiles(
     return tuple(float(x) for x in result)
 
 
-def _order_statistics(values: _FloatArray, ranks: list[int]) -> dict[int, float] | None:
+def _order_statistics(values: FloatArray, ranks: list[int]) -> dict[int, float] | None:
     """The values at sorted positions `ranks` (ascending), as a full partition would give them,
     or None when a window missed (then the caller partitions everything).
 
@@ -171,7 +175,7 @@ def _order_statistics(values: _FloatArray, ranks: list[int]) -> dict[int, float]
         for first, last, _ in spans
     ]
     below = [0] * len(spans)
-    pieces: list[list[_FloatArray]] = [[] for _ in spans]
+    pieces: list[list[FloatArray]] = [[] for _ in spans]
     size = min(_BLOCK, n)
     at_least, at_most = np.empty(size, dtype=bool), np.empty(size, dtype=bool)
     for first in range(0, n, _BLOCK):

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from cotplan.errors import InputError
-from cotplan.pricing.workload import _FloatArray, _real
+from cotplan.pricing.workload import FloatArray, real_number
 
 __all__ = ["BUDGET_PERIODS", "Budget", "BudgetCheck", "check_fiscal_year_start", "fiscal_period"]
 
@@ -47,7 +47,7 @@ class Budget:
     per: str = "month"
 
     def __post_init__(self) -> None:
-        usd = _real(self.usd, "budget")
+        usd = real_number(self.usd, "budget")
         if usd <= 0:
             raise InputError(f"must be a positive amount of USD, got {self.usd!r}", field="budget")
         if self.per not in BUDGET_PERIODS:
@@ -108,7 +108,7 @@ def fiscal_period(month_start: date, fiscal_year_start: int) -> tuple[int, int]:
     return year, offset // 3 + 1
 
 
-class _Budgeting:
+class Budgeting:
     """Chances of going over a budget, gathered period by period as the draws are made."""
 
     def __init__(self, budget: Budget | None, draws: int) -> None:
@@ -116,7 +116,7 @@ class _Budgeting:
         self.any_over = np.zeros(draws if budget is not None else 0, dtype=bool)
         self.rows: list[dict[str, Any]] = []
 
-    def check(self, period: str, label: str, spend: _FloatArray) -> float:
+    def check(self, period: str, label: str, spend: FloatArray) -> float:
         """P(spend > budget) for one period the budget is stated for; NaN for the others."""
         if self.budget is None:
             return math.nan

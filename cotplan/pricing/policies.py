@@ -1,6 +1,6 @@
 """CoT policies for a spend projection: how far reasoning tokens are clipped on each call.
 
-`Uncapped`, `FixedCap(k)` and `PlannerCap(k*)`, and `_policy`, which reads the shorthand that
+`Uncapped`, `FixedCap(k)` and `PlannerCap(k*)`, and `cap_policy`, which reads the shorthand that
 `project_costs` accepts (None, an int cap, a planner's k*).
 """
 
@@ -12,7 +12,7 @@ from numbers import Real
 from typing import Any
 
 from cotplan.errors import InputError
-from cotplan.pricing.workload import _non_negative
+from cotplan.pricing.workload import non_negative
 
 __all__ = ["CotPolicy", "FixedCap", "PlannerCap", "Uncapped"]
 
@@ -62,14 +62,12 @@ class PlannerCap:
 
     def __post_init__(self) -> None:
         if isinstance(self.planner, Real) and not isinstance(self.planner, bool):
-            k = _non_negative(self.planner, "planner")
+            k = non_negative(self.planner, "planner")
         elif callable(getattr(self.planner, "budget", None)):
             if self.n is None or self.eps is None:
                 raise InputError("a planner needs `n` and `eps` to compute its budget", field="n")
             # BudgetPlanner.budget returns a `Budget` record; float() gives its k*.
-            k = _non_negative(
-                float(self.planner.budget(self.n, self.eps)), "planner.budget(n, eps)"
-            )
+            k = non_negative(float(self.planner.budget(self.n, self.eps)), "planner.budget(n, eps)")
         else:
             raise InputError(
                 "must be a number or an object with a budget(n, eps) method", field="planner"
@@ -88,7 +86,7 @@ class PlannerCap:
 CotPolicy = Uncapped | FixedCap | PlannerCap
 
 
-def _policy(value: Any) -> CotPolicy:
+def cap_policy(value: Any) -> CotPolicy:
     if value is None or value == "uncapped":
         return Uncapped()
     if isinstance(value, Uncapped | FixedCap | PlannerCap):

@@ -31,9 +31,9 @@ import pandas as pd
 
 from cotplan.errors import InputError
 from cotplan.io import read_document
-from cotplan.pricing.call_vectors import _call_stats
-from cotplan.pricing.gamma_sums import _summary
-from cotplan.pricing.simulation import _price_months, _sum_models
+from cotplan.pricing.call_vectors import call_stats
+from cotplan.pricing.gamma_sums import draws_summary
+from cotplan.pricing.simulation import price_months, sum_models
 from cotplan.pricing.table import PriceTable, price_table
 from cotplan.pricing.terms import Terms, TermsLedger
 from cotplan.pricing.workload import (
@@ -116,11 +116,11 @@ def _prepare(
     table: PriceTable,
     today: date,
 ) -> _Run:
-    from cotplan.pricing.policies import _policy
-    from cotplan.pricing.projection import _check_common
+    from cotplan.pricing.policies import cap_policy
+    from cotplan.pricing.projection import check_common
 
-    policy = _policy(item.policy)
-    perms, cache, write, batch = _check_common(
+    policy = cap_policy(item.policy)
+    perms, cache, write, batch = check_common(
         item.permutations, item.cache_hit_rate, item.cache_write_rate, item.batch_share
     )
     rng_tokens, rng_mean, rng_volume, rng_months = (
@@ -131,13 +131,13 @@ def _prepare(
         sample = item.tokens.sample(draws, rng_tokens)
 
     def stats(mix: Any) -> Any:
-        return _call_stats(
+        return call_stats(
             mix, item.tokens, policy, cache_hit_rate=cache, cache_write_rate=write, sample=sample
         )
 
     wl = item.workload
     months = wl.months()
-    priced = _price_months(
+    priced = price_months(
         table,
         item.model,
         item.provider,
@@ -147,7 +147,7 @@ def _prepare(
         today=today,
         stats=stats,
     )
-    per_row = _sum_models(
+    per_row = sum_models(
         priced,
         permutations=perms,
         volume_cv=wl.volume_cv,
@@ -238,13 +238,13 @@ def project_portfolio(
             ledger = ledgers.get(provider)
             combined += ledger.pay(label, spend) if ledger is not None else spend
         total += combined
-        mean, p10, p50, p90 = _summary(combined, in_place=True)
+        mean, p10, p50, p90 = draws_summary(combined, in_place=True)
         row = {"label": label, "mean_usd": mean, "p10_usd": p10, "p50_usd": p50, "p90_usd": p90}
         row |= {f"{r.item.name} mean_usd": r.month_means.get(label, 0.0) for r in runs}
         rows.append(row)
     per_workload = []
     for run in runs:
-        mean, p10, p50, p90 = _summary(run.total, in_place=True)
+        mean, p10, p50, p90 = draws_summary(run.total, in_place=True)
         per_workload.append({
             "workload": run.item.name, "model": run.priced.rows[0].model,
             "provider": run.provider, **run.item.tags, "mean_usd": mean, "p10_usd": p10,
@@ -252,7 +252,7 @@ def project_portfolio(
         })  # fmt: skip
     frame = pd.DataFrame(per_workload)
     frame["share"] = frame["mean_usd"] / frame["mean_usd"].sum()
-    mean, p10, p50, p90 = _summary(total, in_place=True)
+    mean, p10, p50, p90 = draws_summary(total, in_place=True)
     summary = {
         "mean_usd": mean,
         "p10_usd": p10,

@@ -18,10 +18,10 @@ from typing import Any
 from cotplan.errors import InputError
 from cotplan.io import parse_json
 from cotplan.pricing.rows import (
-    _COLUMNS,
-    _PRICE_COLUMNS,
-    _REQUIRED,
+    COLUMNS,
+    PRICE_COLUMNS,
     REASONING_BILLING,
+    REQUIRED,
     PriceRow,
 )
 
@@ -68,7 +68,7 @@ def _blank(value: Any) -> bool:
 
 
 def _unknown_column(column: str, where: _Where) -> InputError:
-    close = difflib.get_close_matches(column, _COLUMNS, n=1)
+    close = difflib.get_close_matches(column, COLUMNS, n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     return where.error(f"unknown column{hint}", column)
 
@@ -76,9 +76,9 @@ def _unknown_column(column: str, where: _Where) -> InputError:
 def _row_from_mapping(raw: Mapping[str, Any], where: _Where, origin: str) -> PriceRow:
     """Validate one record of a price file."""
     for column in raw:
-        if column not in _COLUMNS:
+        if column not in COLUMNS:
             raise _unknown_column(str(column), where)
-    for column in _REQUIRED:
+    for column in REQUIRED:
         if _blank(raw.get(column)):
             raise where.error("is required and missing or empty", column)
 
@@ -92,7 +92,7 @@ def _row_from_mapping(raw: Mapping[str, Any], where: _Where, origin: str) -> Pri
     else:
         text = "" if _blank(aliases) else str(aliases)
         values["aliases"] = tuple(a.strip() for a in text.split(";") if a.strip())
-    for column in _PRICE_COLUMNS:
+    for column in PRICE_COLUMNS:
         if not _blank(raw.get(column)):
             values[column] = _parse_decimal(raw[column], column, where)
     billing = str(raw["reasoning_billing"]).strip().lower()
@@ -188,9 +188,9 @@ def _read_records(path: Path) -> list[tuple[dict[str, Any], _Where]]:
     for column in names:
         if not column:
             raise header_where.error("empty column name in the header")
-        if column not in _COLUMNS:
+        if column not in COLUMNS:
             raise _unknown_column(column, header_where)
-    for column in _REQUIRED:
+    for column in REQUIRED:
         if column not in names:
             raise header_where.error("required column is missing", column)
     records = []

@@ -54,17 +54,17 @@ import pandas as pd
 
 from cotplan.errors import InputError
 from cotplan.pricing.periods import Budget, BudgetCheck, check_fiscal_year_start
-from cotplan.pricing.policies import CotPolicy, FixedCap, PlannerCap, Uncapped, _policy
-from cotplan.pricing.simulation import _simulate
+from cotplan.pricing.policies import CotPolicy, FixedCap, PlannerCap, Uncapped, cap_policy
+from cotplan.pricing.simulation import simulate
 from cotplan.pricing.table import PriceRow, PriceTable, price_table
 from cotplan.pricing.workload import (
     EmpiricalTokens,
+    FloatArray,
     ParametricTokens,
     TokenDistribution,
     Workload,
-    _FloatArray,
-    _fraction,
-    _positive_int,
+    fraction,
+    positive_int,
 )
 from cotplan.validation import require_int
 
@@ -89,11 +89,11 @@ __all__ = [
 # Public results
 
 
-def _check_common(
+def check_common(
     permutations: Any, cache_hit_rate: Any, cache_write_rate: Any, batch_share: Any
 ) -> tuple[int, float, float, float]:
-    hit = _fraction(cache_hit_rate, "cache_hit_rate")
-    write = _fraction(cache_write_rate, "cache_write_rate")
+    hit = fraction(cache_hit_rate, "cache_hit_rate")
+    write = fraction(cache_write_rate, "cache_write_rate")
     if hit + write > 1.0:
         raise InputError(
             f"plus `cache_hit_rate` ({hit!r}) must be at most 1 (both are shares of the prompt), "
@@ -101,14 +101,14 @@ def _check_common(
             field="cache_write_rate",
         )
     return (
-        _positive_int(permutations, "permutations"),
+        positive_int(permutations, "permutations"),
         hit,
         write,
-        _fraction(batch_share, "batch_share"),
+        fraction(batch_share, "batch_share"),
     )
 
 
-def _check_provider(provider: Any) -> str | None:
+def check_provider(provider: Any) -> str | None:
     if provider is None:
         return None
     if not isinstance(provider, str) or not provider.strip():
@@ -122,7 +122,7 @@ MAX_DRAWS = 10_000_000
 
 def check_draws(draws: Any, seed: Any) -> tuple[int, int]:
     """`draws` (100 to `MAX_DRAWS`) and `seed` (a whole number >= 0), checked."""
-    n = _positive_int(draws, "draws")
+    n = positive_int(draws, "draws")
     if n < 100:
         raise InputError(f"must be at least 100 for stable percentiles, got {n}", field="draws")
     if n > MAX_DRAWS:
@@ -131,7 +131,7 @@ def check_draws(draws: Any, seed: Any) -> tuple[int, int]:
     return n, seed
 
 
-def _check_tokens(tokens: Any) -> TokenDistribution:
+def check_tokens(tokens: Any) -> TokenDistribution:
     if not isinstance(tokens, TokenDistribution):
         raise InputError("must be EmpiricalTokens(...) or ParametricTokens(...)", field="tokens")
     return tokens
@@ -163,7 +163,7 @@ class Projection:
     per_query_usd: float
     assumptions: dict[str, Any]
     prices: pd.DataFrame
-    totals: _FloatArray = field(repr=False, compare=False)
+    totals: FloatArray = field(repr=False, compare=False)
     rollups: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False, compare=False)
     budget: BudgetCheck | None = None
     inputs: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False, compare=False)
@@ -304,7 +304,7 @@ class Comparison:
         )
 
 
-def _check_budget(budget: Any) -> Budget | None:
+def check_budget(budget: Any) -> Budget | None:
     if budget is None or isinstance(budget, Budget):
         return budget
     raise InputError(
@@ -430,7 +430,7 @@ def _price_changes(run: Any, permutations: int) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
-def _project(
+def project(
     model: str,
     workload: Workload,
     tokens: TokenDistribution,
@@ -450,13 +450,13 @@ def _project(
 ) -> Projection:
     if not isinstance(workload, Workload):
         raise InputError("must be a Workload(...)", field="workload")
-    tokens = _check_tokens(tokens)
-    chosen = _policy(policy)
-    perms, cache, write, batch = _check_common(
+    tokens = check_tokens(tokens)
+    chosen = cap_policy(policy)
+    perms, cache, write, batch = check_common(
         permutations, cache_hit_rate, cache_write_rate, batch_share
     )
-    seller = _check_provider(provider)
-    run = _simulate(
+    seller = check_provider(provider)
+    run = simulate(
         model=model,
         workload=workload,
         tokens=tokens,
@@ -568,9 +568,9 @@ def project_costs(
     years of `Projection.rollups`.
     """
     n, s = check_draws(draws, seed)
-    checked = _check_budget(budget)
+    checked = check_budget(budget)
     fys = check_fiscal_year_start(fiscal_year_start)
-    return _project(
+    return project(
         model,
         workload,
         tokens,

@@ -19,7 +19,7 @@ from typing import Any
 
 import pandas as pd
 
-from cotplan.pricing.terms import Terms, _tiered
+from cotplan.pricing.terms import Terms, tiered
 
 __all__ = ["apply_credits", "explain_tiers"]
 
@@ -52,7 +52,7 @@ def explain_tiers(frame: pd.DataFrame, terms: Terms, tolerance: Tolerance) -> pd
             continue
         cut = terms.discounts(str(row["month"])).get(str(row["provider"]).lower(), _ZERO)
         listed = float(total) * (1 - float(cut))
-        rate = Decimal(str(float(_tiered(listed, tiers)) / float(total)))
+        rate = Decimal(str(float(tiered(listed, tiers)) / float(total)))
         stated, priced = Decimal(row["stated_usd"]), Decimal(row["priced_usd"])
         if abs(stated - priced * rate) > tolerance(stated):
             continue

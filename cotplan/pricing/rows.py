@@ -46,7 +46,7 @@ LOCAL_SOURCE = "local, no API charge"
 #: processing and priority processing (genai-prices' `processing` and `service_tier` variants).
 SERVICE_TIERS = ("batch", "flex", "priority")
 
-_PRICE_COLUMNS = (
+PRICE_COLUMNS = (
     "input_per_mtok",
     "cached_input_per_mtok",
     "cache_write_per_mtok",
@@ -58,7 +58,7 @@ _PRICE_COLUMNS = (
     "long_cache_write_per_mtok",
     "long_output_per_mtok",
 )
-_REQUIRED = (
+REQUIRED = (
     "provider",
     "model",
     "input_per_mtok",
@@ -82,7 +82,7 @@ _OPTIONAL = (
     "effective_from",
     "notes",
 )
-_COLUMNS = (
+COLUMNS = (
     "provider",
     "model",
     "aliases",
@@ -104,10 +104,10 @@ _COLUMNS = (
     "source_url",
     "notes",
 )
-_KNOWN_PROVIDERS = ("openai", "anthropic", "google", "local")
+KNOWN_PROVIDERS = ("openai", "anthropic", "google", "local")
 #: Columns of `PriceTable.to_frame` beyond the file columns.
-_FRAME_EXTRA = ("effective_to", "origin", "source", "tiers")
-_DATE_SUFFIX = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8})$")
+FRAME_EXTRA = ("effective_to", "origin", "source", "tiers")
+DATE_SUFFIX = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8})$")
 
 
 _SOFT_WARNING_LOCK = threading.Lock()
@@ -282,7 +282,7 @@ class PriceRow:
         def times(value: Decimal | None) -> Decimal | None:
             return None if value is None else value * factor
 
-        rates: dict[str, Any] = {name: times(getattr(self, name)) for name in _PRICE_COLUMNS}
+        rates: dict[str, Any] = {name: times(getattr(self, name)) for name in PRICE_COLUMNS}
         return replace(
             self,
             **rates,
@@ -429,9 +429,9 @@ class PriceRow:
     def to_dict(self) -> dict[str, Any]:
         """The row as a plain dict (Decimal prices, `date` dates), in file column order, then
         `effective_to`, `origin` and `source`."""
-        out: dict[str, Any] = {name: getattr(self, name) for name in _COLUMNS}
+        out: dict[str, Any] = {name: getattr(self, name) for name in COLUMNS}
         out["aliases"] = ";".join(self.aliases)
-        for name in _FRAME_EXTRA[:-1]:
+        for name in FRAME_EXTRA[:-1]:
             out[name] = getattr(self, name)
         out["tiers"] = "; ".join(t.label for t in self.tiers)
         return out

@@ -3,7 +3,7 @@
 Takes each call's cost from `cotplan.pricing.call_vectors`, then draws the spend of every month
 for every scenario draw with moment-matched gamma sums; the method is described in
 `cotplan.pricing.projection`'s docstring. Everything here is private to `cotplan.pricing`:
-`_simulate` returns the frame and draws that `projection` wraps in results.
+`simulate` returns the frame and draws that `projection` wraps in results.
 """
 
 from __future__ import annotations
@@ -16,18 +16,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cotplan.pricing.call_vectors import _call_stats, _CallStats, _mix, _token_moments
-from cotplan.pricing.gamma_sums import _summary, _SumModel
+from cotplan.pricing.call_vectors import CallStats, call_stats, call_token_moments, token_mix
+from cotplan.pricing.gamma_sums import SumModel, draws_summary
 from cotplan.pricing.periods import (
     PERIOD_COLUMNS,
     Budget,
     BudgetCheck,
-    _Budgeting,
+    Budgeting,
     fiscal_period,
 )
 from cotplan.pricing.policies import CotPolicy
 from cotplan.pricing.table import PriceRow, PriceTable
-from cotplan.pricing.workload import EmpiricalTokens, TokenDistribution, Workload, _FloatArray
+from cotplan.pricing.workload import EmpiricalTokens, FloatArray, TokenDistribution, Workload
 
 __all__: list[str] = []
 
@@ -44,8 +44,8 @@ class _Simulation:
     """One Monte Carlo run of a projection: the period frames, draws of the total, prices used."""
 
     frame: pd.DataFrame
-    totals: _FloatArray
-    stats: dict[date, _CallStats]
+    totals: FloatArray
+    stats: dict[date, CallStats]
     rows: list[PriceRow]
     per_query_usd: float
     rollups: pd.DataFrame
@@ -94,7 +94,7 @@ class _Group:
     kind: str
     key: tuple[int, int]
     first: int
-    before: _FloatArray | None
+    before: FloatArray | None
 
 
 _FRAME_COLUMNS = [
@@ -136,12 +136,12 @@ class _Priced:
 
     segments: list[list[_Segment]]
     seg_keys: list[list[Any]]
-    stats_by_row: dict[Any, _CallStats]
+    stats_by_row: dict[Any, CallStats]
     rows: list[PriceRow]
     first_of_row: dict[int, Any]
 
 
-def _price_months(
+def price_months(
     table: PriceTable,
     model: str,
     provider: str | None,
@@ -161,7 +161,7 @@ def _price_months(
         month = _month_segments(table, model, provider, start, int(days), tiers=batch_share > 0)
         priced.seg_keys.append([])
         for row, first, _ in month:
-            mix = _mix(row, first, hours, batch_share)
+            mix = token_mix(row, first, hours, batch_share)
             # By value, not identity: a batch price made from a row's discount is a new object
             # each month, and keying it by id ran the million-draw pricing once per month.
             mix_key = tuple(mix)
@@ -179,7 +179,7 @@ def _price_months(
     return priced
 
 
-def _sum_models(
+def sum_models(
     priced: _Priced,
     *,
     permutations: int,
@@ -187,7 +187,7 @@ def _sum_models(
     draws: int,
     rng_mean: np.random.Generator,
     rng_volume: np.random.Generator,
-) -> dict[Any, _SumModel]:
+) -> dict[Any, SumModel]:
     """Per draw and blend: mean and variance of the spend of one query's worth of calls,
     scaled by the draw's volume; a month then multiplies both by its expected queries."""
     u = rng_mean.standard_normal(draws)
@@ -196,10 +196,10 @@ def _sum_models(
         volume = np.exp(rng_volume.standard_normal(draws) * math.sqrt(s2) - s2 / 2.0)
     else:
         volume = np.ones(draws)
-    per_row: dict[Any, _SumModel] = {}
+    per_row: dict[Any, SumModel] = {}
     for mix_key, st in priced.stats_by_row.items():
         mean_call = np.maximum(st.mean + st.se * u, 0.0)
-        per_row[mix_key] = _SumModel.build(
+        per_row[mix_key] = SumModel.build(
             volume * (permutations * mean_call), volume * (permutations * st.sd * st.sd)
         )
     return per_row
@@ -220,7 +220,7 @@ class _MonthLoop:
         self,
         months: pd.DataFrame,
         priced: _Priced,
-        per_row: dict[Any, _SumModel],
+        per_row: dict[Any, SumModel],
         *,
         permutations: int,
         draws: int,
@@ -240,7 +240,7 @@ class _MonthLoop:
             * sum(seg[2] * priced.stats_by_row[k].mean for seg, k in zip(month, keys, strict=True))
             for month, keys in zip(priced.segments, priced.seg_keys, strict=True)
         ]
-        self.checks = _Budgeting(budget, draws)
+        self.checks = Budgeting(budget, draws)
         self.records: list[dict[str, Any]] = []
         self.day_records: list[dict[str, Any]] = []
         self.total = np.zeros(draws)
@@ -300,7 +300,7 @@ class _MonthLoop:
             ("quarter", (fy, quarter), following),
             ("fiscal_year", (fy, 0), None if following is None else (following[0], 0)),
         )
-        snapshot: _FloatArray | None = None
+        snapshot: FloatArray | None = None
         for kind, key, next_key in keys:
             if self.groups[kind] is None:
                 if i > 0 and next_key == key and snapshot is None:
@@ -308,7 +308,7 @@ class _MonthLoop:
                 self.groups[kind] = _Group(kind, key, i, snapshot if i > 0 else None)
         return keys
 
-    def _draw(self, i: int) -> _FloatArray:
+    def _draw(self, i: int) -> FloatArray:
         """Month `i`'s spend per draw."""
         month, seg_keys, queries = self.priced.segments[i], self.priced.seg_keys[i], self.volumes[i]
         z = self.rng.standard_normal(self.draws)
@@ -320,13 +320,13 @@ class _MonthLoop:
             )
         return spend
 
-    def _month_records(self, i: int, spend: _FloatArray) -> None:
+    def _month_records(self, i: int, spend: FloatArray) -> None:
         """Month `i`'s record and its average day's."""
         label, month, queries = self.labels[i], self.priced.segments[i], self.volumes[i]
         per_month = self.budget is not None and self.budget.per == "month"
         p_month = self.checks.check("month", label, spend) if per_month else math.nan
         # Last use of this month's draws: the percentiles may reorder them.
-        summary = _summary(spend, in_place=True)
+        summary = draws_summary(spend, in_place=True)
         self.month_summaries.append(summary)
         mean, p10, p50, p90 = summary
         first_row = month[0][0]
@@ -379,7 +379,7 @@ class _MonthLoop:
             p_year = self.checks.check("year", year_label, values)
         # The running total is kept whole (comparisons pair its draws); a year's own sum is
         # replaced just below.
-        summary = _summary(values, in_place=not self.one_year)
+        summary = draws_summary(values, in_place=not self.one_year)
         self.year_summaries[(first, i)] = (summary, p_year)
         mean, p10, p50, p90 = summary
         self.year_records.append(
@@ -428,7 +428,7 @@ class _MonthLoop:
             spend = total - group.before if group.before is not None else total.copy()
             if group.kind == "fiscal_year" and complete and yearly:
                 p_over = self.checks.check("fiscal_year", label, spend)
-            summary = _summary(spend, in_place=True)
+            summary = draws_summary(spend, in_place=True)
         if group.kind == "quarter" or not (complete and yearly):
             p_over = math.nan
         self.spans[(group.first, last)] = (summary, p_over)
@@ -459,7 +459,7 @@ class _MonthLoop:
             year_row = self.year_records[0]
             summary = tuple(year_row[k] for k in ("mean_usd", "p10_usd", "p50_usd", "p90_usd"))
         else:
-            summary = _summary(self.total)
+            summary = draws_summary(self.total)
         mean, p10, p50, p90 = summary
         labels = self.labels
         total_record = {
@@ -490,7 +490,7 @@ class _MonthLoop:
         )
 
 
-def _simulate(
+def simulate(
     *,
     model: str,
     workload: Workload,
@@ -520,8 +520,8 @@ def _simulate(
         sample = tokens.sample(draws, rng_tokens)
     table.check_date(today, stacklevel=4)
 
-    def stats(mix: Any) -> _CallStats:
-        return _call_stats(
+    def stats(mix: Any) -> CallStats:
+        return call_stats(
             mix,
             tokens,
             policy,
@@ -530,7 +530,7 @@ def _simulate(
             sample=sample,
         )
 
-    priced = _price_months(
+    priced = price_months(
         table,
         model,
         provider,
@@ -540,7 +540,7 @@ def _simulate(
         today=today,
         stats=stats,
     )
-    per_row = _sum_models(
+    per_row = sum_models(
         priced,
         permutations=permutations,
         volume_cv=workload.volume_cv,
@@ -573,5 +573,5 @@ def _simulate(
         rollups=loop.rollup_frame(),
         budget=loop.checks.result(),
         segments=priced.segments,
-        token_moments=_token_moments(tokens, sample, policy.cap),
+        token_moments=call_token_moments(tokens, sample, policy.cap),
     )

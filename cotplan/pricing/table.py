@@ -39,10 +39,10 @@ from cotplan.pricing.carried import carry_tiers
 from cotplan.pricing.makers import maker_rows
 from cotplan.pricing.price_file import load_price_file
 from cotplan.pricing.rows import (
-    _COLUMNS,
-    _DATE_SUFFIX,
-    _FRAME_EXTRA,
-    _KNOWN_PROVIDERS,
+    COLUMNS,
+    DATE_SUFFIX,
+    FRAME_EXTRA,
+    KNOWN_PROVIDERS,
     LOCAL_SOURCE,
     PRICES_ENV,
     REASONING_BILLING,
@@ -214,7 +214,7 @@ class PriceTable:
         return self._find(name, wanted, model)
 
     def _is_provider(self, name: str) -> bool:
-        if name in _KNOWN_PROVIDERS or any(r.provider.lower() == name for r in self.own_rows):
+        if name in KNOWN_PROVIDERS or any(r.provider.lower() == name for r in self.own_rows):
             return True
         if self.genai:
             from cotplan.pricing.genai import is_provider
@@ -282,7 +282,7 @@ class PriceTable:
             record = row.to_dict()
             record["age_days"] = row.age_days(when)
             records.append(record)
-        columns = [*_COLUMNS, *_FRAME_EXTRA, "age_days"]
+        columns = [*COLUMNS, *FRAME_EXTRA, "age_days"]
         return pd.DataFrame.from_records(records, columns=columns)
 
 
@@ -321,7 +321,7 @@ def _local_row(name: str, provider: str | None) -> PriceRow | None:
     )
     if not is_local:
         return None
-    template = next((r for r in _builtin_rows() if r.model == _LOCAL_TEMPLATE), None)
+    template = next((r for r in builtin_rows() if r.model == _LOCAL_TEMPLATE), None)
     as_of = template.as_of if template is not None else date(2026, 11, 29)
     return PriceRow(
         provider="local",
@@ -344,10 +344,10 @@ def _name_keys(model: str) -> list[str]:
     bare = _untagged(key)
     for sep in ("/", ":"):
         head, found, tail = bare.partition(sep)
-        if found and head in _KNOWN_PROVIDERS:
+        if found and head in KNOWN_PROVIDERS:
             bare = tail
     keys.append(bare)
-    keys.append(_DATE_SUFFIX.sub("", bare))
+    keys.append(DATE_SUFFIX.sub("", bare))
     return list(dict.fromkeys(keys))
 
 
@@ -356,7 +356,7 @@ def _name_keys(model: str) -> list[str]:
 
 
 @functools.cache
-def _builtin_rows() -> tuple[PriceRow, ...]:
+def builtin_rows() -> tuple[PriceRow, ...]:
     resource = resources.files("cotplan.pricing") / "prices.csv"
     with resources.as_file(resource) as file:
         return tuple(load_price_file(file, origin="cotplan"))
@@ -378,7 +378,7 @@ def price_table(
     ``builtin=False`` uses only the file (and, unless ``genai=True``, no genai-prices rows);
     `genai` defaults to `builtin`.
     """
-    rows: list[PriceRow] = list(_builtin_rows()) if builtin else []
+    rows: list[PriceRow] = list(builtin_rows()) if builtin else []
     chosen = path if path is not None else os.environ.get(PRICES_ENV) or None
     if chosen is not None:
         rows = _merge(rows, load_price_file(chosen))

@@ -217,7 +217,7 @@ def read_terms(path: str | os.PathLike[str]) -> Terms:
     return Terms(tuple(commitments), tuple(tiers), tuple(credits), source)
 
 
-def _tiered(spend: Any, tiers: Sequence[VolumeTier]) -> Any:
+def tiered(spend: Any, tiers: Sequence[VolumeTier]) -> Any:
     """Spend after marginal volume-tier discounts: each tier's discount on the part above its
     threshold (the deepest tier that applies wins on each dollar)."""
     ordered = sorted(tiers, key=lambda t: t.from_usd)
@@ -267,7 +267,7 @@ class TermsLedger:
             if c.holds(month) and c.discount:
                 paid *= 1 - float(c.discount)
         if self.tiers:
-            paid = _tiered(paid, self.tiers)
+            paid = tiered(paid, self.tiers)
         for c in self.commitments:
             if c.holds(month) and c.per == "month" and c.committed_usd:
                 paid = np.maximum(paid, float(c.committed_usd))

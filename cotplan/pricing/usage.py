@@ -43,7 +43,7 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from cotplan.errors import InputError
-from cotplan.pricing.cost import REASONING_APART, CallCost, _count, _moment, _price
+from cotplan.pricing.cost import REASONING_APART, CallCost, unit_price, usage_count, usage_moment
 from cotplan.pricing.makers import maker_of
 from cotplan.pricing.rows import SERVICE_TIERS
 from cotplan.pricing.table import PriceTable, price_table
@@ -126,7 +126,7 @@ class _Block:
         for name in names:
             value = self.data.get(name)
             if value is not None:
-                return _count(value, f"{self.path}.{name}")
+                return usage_count(value, f"{self.path}.{name}")
         if required:
             raise InputError("is missing from the usage block", field=f"{self.path}.{names[0]}")
         return 0
@@ -137,7 +137,7 @@ class _Block:
             items = self.data.get(name)
             if isinstance(items, Sequence) and not isinstance(items, str):
                 counts = [
-                    _count(
+                    usage_count(
                         item.get("tokenCount", item.get("token_count", 0)),
                         f"{self.path}.{name}[{i}].tokenCount",
                     )
@@ -336,9 +336,9 @@ def _when(
 ) -> tuple[date | None, datetime | None]:
     """The call's date and moment: `at` (a datetime or a date), else the body's own time."""
     if at is None:
-        return _moment(None, created)
+        return usage_moment(None, created)
     if isinstance(at, datetime):
-        return _moment(None, at)
+        return usage_moment(None, at)
     if isinstance(at, date):
         return at, None
     raise InputError(f"must be a datetime or a date, got {type(at).__name__}", field="at")
@@ -384,7 +384,7 @@ def cost_of(
         read.model, on=day, warn=False, provider=read.provider, at=moment
     )
     row.warn_if_stale(day, soft=True, stacklevel=2)
-    cost = _price(
+    cost = unit_price(
         row,
         prompt_tokens=read.prompt_tokens,
         completion_tokens=read.completion_tokens,

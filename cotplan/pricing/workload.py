@@ -35,7 +35,7 @@ __all__ = [
     "Workload",
 ]
 
-_FloatArray = np.ndarray[Any, np.dtype[np.float64]]
+FloatArray = np.ndarray[Any, np.dtype[np.float64]]
 
 # Bounds on a projection's inputs: far beyond any real service (the busiest answer about 1e10
 # queries a day) or context window (about 1e7 tokens), yet low enough that every figure a
@@ -53,7 +53,7 @@ MAX_VOLUME_CV = 10.0
 # Validation helpers (one place per entry point; messages name the parameter)
 
 
-def _real(value: Any, name: str) -> float:
+def real_number(value: Any, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, Real):
         raise InputError(f"must be a number, got {value!r}", field=name)
     number = float(value)
@@ -62,22 +62,22 @@ def _real(value: Any, name: str) -> float:
     return number
 
 
-def _non_negative(value: Any, name: str) -> float:
-    number = _real(value, name)
+def non_negative(value: Any, name: str) -> float:
+    number = real_number(value, name)
     if number < 0:
         raise InputError(f"must not be negative, got {value!r}", field=name)
     return number
 
 
-def _fraction(value: Any, name: str) -> float:
-    number = _real(value, name)
+def fraction(value: Any, name: str) -> float:
+    number = real_number(value, name)
     if not 0.0 <= number <= 1.0:
         raise InputError(f"must be between 0 and 1, got {value!r}", field=name)
     return number
 
 
-def _positive_int(value: Any, name: str) -> int:
-    number = _real(value, name)
+def positive_int(value: Any, name: str) -> int:
+    number = real_number(value, name)
     if number != int(number):
         raise InputError(f"must be a whole number, got {value!r}", field=name)
     if number < 1:
@@ -108,7 +108,7 @@ def _check_header(source: str) -> None:
         raise InputError("the header names this column twice", field=twice, line=1, source=source)
 
 
-def _token_array(values: Any, name: str) -> _FloatArray:
+def _token_array(values: Any, name: str) -> FloatArray:
     try:
         array = np.asarray(values, dtype=np.float64).reshape(-1)
     except (TypeError, ValueError):
@@ -165,14 +165,14 @@ class Workload:
 
     def __post_init__(self) -> None:
         self._check_volume()
-        growth = _real(self.growth_rate, "growth_rate")
+        growth = real_number(self.growth_rate, "growth_rate")
         if growth <= -1.0:
             raise InputError(f"must be above -1 (-100%), got {growth!r}", field="growth_rate")
         if self.growth_per not in ("month", "year"):
             raise InputError(
                 f"must be 'month' or 'year', got {self.growth_per!r}", field="growth_per"
             )
-        _positive_int(self.horizon_months, "horizon_months")
+        positive_int(self.horizon_months, "horizon_months")
         if self.horizon_months > 600:
             raise InputError(
                 f"must be at most 600 months, got {self.horizon_months}", field="horizon_months"
@@ -180,7 +180,7 @@ class Workload:
         if self.start is not None and not isinstance(self.start, date):
             raise InputError(f"must be a date, got {self.start!r}", field="start")
         self._check_calendar()
-        cv = _non_negative(self.volume_cv, "volume_cv")
+        cv = non_negative(self.volume_cv, "volume_cv")
         if cv > MAX_VOLUME_CV:
             raise InputError(
                 f"must be at most {MAX_VOLUME_CV:g} ({100 * MAX_VOLUME_CV:g}%), got "
@@ -205,7 +205,7 @@ class Workload:
             ("queries_per_month", 31 * MAX_QUERIES_PER_DAY),
         ):
             value = getattr(self, name)
-            if value is not None and _non_negative(value, name) > most:
+            if value is not None and non_negative(value, name) > most:
                 raise InputError(f"must be at most {most:g}, got {value!r}", field=name)
 
     def _check_calendar(self) -> None:
@@ -298,7 +298,7 @@ class TokenDistribution(Protocol):
 
     def sample(
         self, draws: int, rng: np.random.Generator
-    ) -> tuple[_FloatArray, _FloatArray, _FloatArray]: ...
+    ) -> tuple[FloatArray, FloatArray, FloatArray]: ...
 
 
 @dataclass(frozen=True, eq=False)
@@ -317,7 +317,7 @@ class EmpiricalTokens:
     reasoning_tokens: Any = None
     reasoning_in_completion: bool = True
     skipped: int = 0
-    _arrays: tuple[_FloatArray, _FloatArray, _FloatArray] = field(
+    _arrays: tuple[FloatArray, FloatArray, FloatArray] = field(
         init=False, repr=False, compare=False
     )
 
@@ -361,13 +361,13 @@ class EmpiricalTokens:
     def n_observed(self) -> int:
         return int(self._arrays[0].size)
 
-    def records(self) -> tuple[_FloatArray, _FloatArray, _FloatArray]:
+    def records(self) -> tuple[FloatArray, FloatArray, FloatArray]:
         """Prompt, visible-answer and reasoning tokens of every record."""
         return self._arrays
 
     def sample(
         self, draws: int, rng: np.random.Generator
-    ) -> tuple[_FloatArray, _FloatArray, _FloatArray]:
+    ) -> tuple[FloatArray, FloatArray, FloatArray]:
         index = rng.integers(0, self.n_observed, size=draws)
         prompt, answer, reasoning = self._arrays
         return prompt[index], answer[index], reasoning[index]
@@ -440,7 +440,7 @@ class EmpiricalTokens:
         )
 
 
-def _lognormal(rng: np.random.Generator, mean: float, sd: float, draws: int) -> _FloatArray:
+def _lognormal(rng: np.random.Generator, mean: float, sd: float, draws: int) -> FloatArray:
     if mean == 0.0:
         return np.zeros(draws)
     if sd == 0.0:
@@ -493,15 +493,15 @@ class ParametricTokens:
             "reasoning_mean",
             "reasoning_sd",
         ):
-            _non_negative(getattr(self, name), name)
+            non_negative(getattr(self, name), name)
         for part in ("prompt", "output", "reasoning"):
             _check_spread(getattr(self, f"{part}_mean"), getattr(self, f"{part}_sd"), part)
         if self.n_observed is not None:
-            _positive_int(self.n_observed, "n_observed")
+            positive_int(self.n_observed, "n_observed")
 
     def sample(
         self, draws: int, rng: np.random.Generator
-    ) -> tuple[_FloatArray, _FloatArray, _FloatArray]:
+    ) -> tuple[FloatArray, FloatArray, FloatArray]:
         return (
             _lognormal(rng, self.prompt_mean, self.prompt_sd, draws),
             _lognormal(rng, self.output_mean, self.output_sd, draws),

@@ -47,7 +47,7 @@ tags                 TEXT     the call's tags (team, feature, ...) as a JSON obj
                               written before schema 5
 ===================  =======  =====================================================================
 
-Changes to the schema are numbered migration functions (`_MIGRATIONS`), applied in order to any
+Changes to the schema are numbered migration functions (`MIGRATIONS`), applied in order to any
 older file, so a log written by an older cotplan keeps its rows.
 """
 
@@ -149,7 +149,7 @@ def _v5(db: sqlite3.Connection) -> None:
 
 
 #: Migration n + 1 takes a file at `user_version` n to n + 1.
-_MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3, _v4, _v5)
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3, _v4, _v5)
 
 
 def _create_private(path: Path) -> None:
@@ -228,15 +228,15 @@ class CallLog:
     @staticmethod
     def _migrate(db: sqlite3.Connection) -> None:
         version = int(db.execute("PRAGMA user_version").fetchone()[0])
-        if version > len(_MIGRATIONS):
+        if version > len(MIGRATIONS):
             raise CacheError(
                 f"the call log was written by a newer cotplan (schema {version}, this one "
-                f"knows {len(_MIGRATIONS)}); upgrade cotplan or log to another file"
+                f"knows {len(MIGRATIONS)}); upgrade cotplan or log to another file"
             )
         if version == 0 and db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
             # Tables but no schema version: another program's database, not ours to add to.
             raise CacheError("the file is a SQLite database but not a cotplan call log")
-        for number, migrate in enumerate(_MIGRATIONS[version:], start=version + 1):
+        for number, migrate in enumerate(MIGRATIONS[version:], start=version + 1):
             migrate(db)
             db.execute(f"PRAGMA user_version = {number}")
         db.commit()  # journal_mode cannot change inside a transaction
@@ -269,10 +269,10 @@ class CallLog:
 
     def _columns(self, db: sqlite3.Connection) -> list[str]:
         version = int(db.execute("PRAGMA user_version").fetchone()[0])
-        if version > len(_MIGRATIONS):
+        if version > len(MIGRATIONS):
             raise CacheError(
                 f"the call log {self.path} was written by a newer cotplan (schema {version}, "
-                f"this one knows {len(_MIGRATIONS)}); upgrade cotplan"
+                f"this one knows {len(MIGRATIONS)}); upgrade cotplan"
             )
         columns = [str(row[1]) for row in db.execute("PRAGMA table_info(calls)")]
         tables = int(db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0])

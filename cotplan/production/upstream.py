@@ -85,7 +85,7 @@ async def send_async(
 ) -> Any:
     """`await create(**arguments)`, its answer checked (the async client's `send`)."""
     try:
-        if (fast := _plain_chat(create, arguments)) is not None:
+        if (fast := plain_chat(create, arguments)) is not None:
             response = await fast
         else:
             response = await create(**arguments)
@@ -111,7 +111,7 @@ def _is_plain(value: object, depth: int = 0) -> bool:
     return False
 
 
-def _plain_chat(
+def plain_chat(
     create: Callable[..., Awaitable[Any]], arguments: dict[str, Any]
 ) -> Awaitable[Any] | None:
     """An unstreamed chat completion whose arguments are plain JSON (a gateway call's are: they

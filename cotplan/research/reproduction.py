@@ -45,7 +45,7 @@ def reproduction_report(
         return report
     from cotplan.research.lab.reasoning.study import lab_report_rows  # lazy: imports torch
 
-    lab_rows = [_own_check(row) for row in lab_report_rows(list(cot_lab), cot_lab_preset)]
+    lab_rows = [own_check(row) for row in lab_report_rows(list(cot_lab), cot_lab_preset)]
     return replace(report, rows=(*report.rows, *lab_rows))
 
 
@@ -67,7 +67,7 @@ def check_lab_options(families: Sequence[str], preset: str) -> None:
             raise InputError(str(exc).removeprefix("`family`: "), field="cot_lab") from exc
 
 
-def _own_check(row: ReportRow) -> ReportRow:
+def own_check(row: ReportRow) -> ReportRow:
     """A row whose paper column says it is cotplan's own check carries that verdict."""
     if "cotplan's own check" not in row.paper or row.verdict == COTPLAN_CHECK:
         return row

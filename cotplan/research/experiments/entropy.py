@@ -46,11 +46,11 @@ from cotplan.research.experiments.entropy_exact import (
 from cotplan.research.experiments.predictors import (
     BetaBernoulli,
     ClippedMLE,
+    CountPredictor,
     FloatArray,
     Oracle,
     Predictor,
     ProgressFn,
-    _CountPredictor,
     kt,
     laplace,
 )
@@ -223,7 +223,7 @@ class EntropyResult(ExperimentResult):
                 NOT_A_MODEL_CLAIM,
                 f"{setting}, exact expectation of Laplace's rule, the same for every model; "
                 "the paper gives no p and the answer depends on it: "
-                + _laplace_over_100(self.threshold),
+                + laplace_over_100(self.threshold),
                 measured_text=str(laplace_exact)
                 if laplace_exact is not None
                 else f"not within n ≤ {LAPLACE_HORIZON}",
@@ -373,7 +373,7 @@ def entropy_efficiency(
     exponent = _slope(ce_mine - h_exact)
     boot_exp = np.array([_slope(row - h_exact) for row in boot_ce])
     ratio, boot_ratio = _mle_ratio(losses[refs[2].name], losses["Laplace"], counts)
-    flags = _limit_flags(losses, bayes.name if (a0, b0) != (1.0, 1.0) else "Laplace", p)
+    flags = limit_flags(losses, bayes.name if (a0, b0) != (1.0, 1.0) else "Laplace", p)
     return EntropyResult(
         predictor=predictor.name,
         p=p,
@@ -422,10 +422,10 @@ def _draw(
     return bits, drawn[:, None]
 
 
-def _references(bayes: BetaBernoulli, p: float | None, mle_eps: float) -> list[_CountPredictor]:
+def _references(bayes: BetaBernoulli, p: float | None, mle_eps: float) -> list[CountPredictor]:
     """Laplace, KT, the clipped MLE, the Bayes mixture unless it is Laplace, the oracle for a
     fixed p. The order matters: the clipped MLE is the third."""
-    refs: list[_CountPredictor] = [laplace(), kt(), ClippedMLE(mle_eps)]
+    refs: list[CountPredictor] = [laplace(), kt(), ClippedMLE(mle_eps)]
     if (bayes.a, bayes.b) != (1.0, 1.0):
         refs.append(bayes)
     if p is not None:
@@ -556,7 +556,7 @@ def _mle_ratio(mle: FloatArray, lap: FloatArray, counts: FloatArray) -> tuple[fl
     return ratio(None), np.array([ratio(counts[b]) for b in range(counts.shape[0])])
 
 
-def _limit_flags(losses: dict[str, FloatArray], bayes: str, p: float | None) -> tuple[str, ...]:
+def limit_flags(losses: dict[str, FloatArray], bayes: str, p: float | None) -> tuple[str, ...]:
     """Predictors whose mean loss is significantly below the Bayes mixture's (p from the prior)."""
     if p is not None:
         return ()  # for one fixed p a predictor may beat Laplace (e.g. the oracle): no limit
@@ -575,7 +575,7 @@ def _limit_flags(losses: dict[str, FloatArray], bayes: str, p: float | None) -> 
     return tuple(flags)
 
 
-def _laplace_over_100(threshold: float) -> str:
+def laplace_over_100(threshold: float) -> str:
     """Where on the grid of p Laplace needs more than 100 examples (`laplace_threshold_table`),
     so the row's outcome is read as one setting's, not the claim's."""
     table = laplace_threshold_table(threshold=threshold)

@@ -18,8 +18,8 @@ from scipy import special, stats
 
 from cotplan.research.experiments.predictors import (
     BetaBernoulli,
+    CountPredictor,
     FloatArray,
-    _CountPredictor,
     kt,
     laplace,
 )
@@ -55,7 +55,7 @@ def expected_prior_entropy(a: float, b: float) -> float:
 
 
 def expected_curve(
-    predictor: _CountPredictor,
+    predictor: CountPredictor,
     n_max: int,
     *,
     p: float | None = None,
@@ -131,7 +131,7 @@ def laplace_threshold_table(
 
 
 def exact_first_n(
-    ref: _CountPredictor, p: float | None, prior: tuple[float, float], threshold: float
+    ref: CountPredictor, p: float | None, prior: tuple[float, float], threshold: float
 ) -> int | None:
     """Where `ref`'s exact efficiency first stays >= threshold, within `LAPLACE_HORIZON`."""
     ce, h = expected_curve(ref, LAPLACE_HORIZON, p=p, prior=prior)

@@ -68,7 +68,7 @@ def _counts(prefixes: Sequence[Sequence[int]]) -> tuple[FloatArray, FloatArray]:
     return ones, lens
 
 
-class _CountPredictor(Predictor):
+class CountPredictor(Predictor):
     """An exchangeable reference: the prediction is a function of (ones, length) only."""
 
     exact = True
@@ -119,7 +119,7 @@ class _CountPredictor(Predictor):
         return paths
 
 
-class BetaBernoulli(_CountPredictor):
+class BetaBernoulli(CountPredictor):
     """The Bayes posterior predictive under a Beta(a, b) prior: (k + a) / (t + a + b)."""
 
     def __init__(self, a: float = 1.0, b: float = 1.0, *, name: str | None = None) -> None:
@@ -143,7 +143,7 @@ def kt() -> BetaBernoulli:
     return BetaBernoulli(0.5, 0.5, name="KT")
 
 
-class ClippedMLE(_CountPredictor):
+class ClippedMLE(CountPredictor):
     """The maximum-likelihood frequency k / t, clipped to [eps, 1 - eps]; 1/2 before any data.
 
     Clipping keeps the log-loss finite when the frequency is 0 or 1; `eps` sets how much a
@@ -162,7 +162,7 @@ class ClippedMLE(_CountPredictor):
         return np.asarray(np.clip(freq, self.eps, 1.0 - self.eps), dtype=float)
 
 
-class Oracle(_CountPredictor):
+class Oracle(CountPredictor):
     """Knows the true p and predicts it at every step: its cross-entropy is exactly H(p)."""
 
     def __init__(self, p: float, *, name: str | None = None) -> None:
@@ -195,7 +195,7 @@ class PositionalBias(Predictor):
 
     def __init__(
         self,
-        base: _CountPredictor | None = None,
+        base: CountPredictor | None = None,
         *,
         amplitude: float = 0.2,
         period: float = 32.0,

@@ -43,7 +43,7 @@ from cotplan.generate.budgeted import budgeted_answers, resolve_mode
 from cotplan.intervals import percentile_interval
 from cotplan.io import write_csv, write_text
 from cotplan.research.lab.reasoning.exponent import EXPONENT_MARGIN
-from cotplan.research.lab.reasoning.logloss import LogLossStudy, _curve_rows, in_domain
+from cotplan.research.lab.reasoning.logloss import LogLossStudy, in_domain, logloss_curve_rows
 from cotplan.research.lab.reasoning.premise import PREMISE_LEVEL, PREMISE_TEXT, SEGMENTS
 from cotplan.tasks.item import TaskItem
 
@@ -455,7 +455,7 @@ def kstar_study(
                 if progress is not None:
                     progress(done, total)
     answers = pd.DataFrame(rows)
-    tables = _curve_rows(
+    tables = logloss_curve_rows(
         answers, protocol.eps, protocol.n_bootstrap, 0, protocol.vocab, mechanism=False
     )
     budgets = tables.budgets

@@ -50,7 +50,7 @@ from cotplan.research.lab.reasoning.premise import (
     premise_summary,
     premise_test,
 )
-from cotplan.research.lab.reasoning.study import _slope
+from cotplan.research.lab.reasoning.study import fitted_slope
 from cotplan.research.lab.reasoning.tasks import (
     distinct_questions,
     get_lab_family,
@@ -280,7 +280,7 @@ def _interval(values: np.ndarray) -> tuple[float, float]:
 
 
 class LawTables(NamedTuple):
-    """What `_curve_rows` reads off the per-item answers (see `LogLossStudy`)."""
+    """What `logloss_curve_rows` reads off the per-item answers (see `LogLossStudy`)."""
 
     curve: pd.DataFrame
     budgets: pd.DataFrame
@@ -296,7 +296,7 @@ def _bounds(draws: list[np.ndarray], j: int) -> tuple[float, float]:
     return float(np.percentile(column, 2.5)), float(np.percentile(column, 97.5))
 
 
-def _curve_rows(
+def logloss_curve_rows(
     frame: pd.DataFrame,
     eps_grid: Sequence[float],
     n_bootstrap: int,
@@ -395,13 +395,13 @@ def _exponent_rows(
         point_k.items(), key=lambda kv: (kv[0][0] != "B", kv[0][1] != "raw", -kv[0][2])
     ):
         per_draw = np.array(draws[(measure, reading, eps)], dtype=float)  # sizes × resamples
-        betas = [_slope(sizes, list(per_draw[:, r])) for r in range(per_draw.shape[1])]
+        betas = [fitted_slope(sizes, list(per_draw[:, r])) for r in range(per_draw.shape[1])]
         low, high = _interval(np.array(betas, dtype=float))
         # The same slope over only the sizes where (n, ε) lies in the theorem's domain.
         inside = [i for i, n in enumerate(sizes) if in_domain(n, eps, vocab)]
         sub_sizes = [sizes[i] for i in inside]
         domain_betas = [
-            _slope(sub_sizes, list(per_draw[inside, r])) for r in range(per_draw.shape[1])
+            fitted_slope(sub_sizes, list(per_draw[inside, r])) for r in range(per_draw.shape[1])
         ]
         low_d, high_d = _interval(np.array(domain_betas, dtype=float))
         used = [n for n, k in zip(sizes, ks_point, strict=True) if math.isfinite(k) and k > 0]
@@ -411,12 +411,12 @@ def _exponent_rows(
                 "measure": measure,
                 "reading": reading,
                 "eps": float(eps),
-                "beta": _slope(sizes, ks_point),
+                "beta": fitted_slope(sizes, ks_point),
                 "low": low,
                 "high": high,
                 "sizes_reached": len(used),
                 "law": law_verdict(low, high, [premise_of[(measure, n)] for n in used]),
-                "beta_domain": _slope(sub_sizes, [ks_point[i] for i in inside]),
+                "beta_domain": fitted_slope(sub_sizes, [ks_point[i] for i in inside]),
                 "low_domain": low_d,
                 "high_domain": high_d,
                 "sizes_in_domain": len(inside),
@@ -437,12 +437,12 @@ def _eps_forms(
     *,
     vocab: int,
 ) -> pd.DataFrame:
-    """`_eps_form` per reading, with the premise verdict at each size."""
+    """`eps_form_of_law` per reading, with the premise verdict at each size."""
     forms = []
     for reading in READINGS:
         mine_k = {(m, e): v for (m, r, e), v in point_k.items() if r == reading}
         mine_draws = {(m, e): v for (m, r, e), v in draws.items() if r == reading}
-        form = _eps_form(sizes, eps_grid, mine_k, mine_draws, vocab)
+        form = eps_form_of_law(sizes, eps_grid, mine_k, mine_draws, vocab)
         forms.append(form.assign(reading=reading))
     eps_form = pd.concat(forms, ignore_index=True)
     if not eps_form.empty:
@@ -453,7 +453,7 @@ def _eps_forms(
     return eps_form
 
 
-def _eps_form(
+def eps_form_of_law(
     sizes: Sequence[int],
     eps_grid: Sequence[float],
     point_k: dict[tuple[str, float], list[float]],
@@ -571,7 +571,7 @@ def logloss_study(
     answers = pd.DataFrame(rows)
     grid_eps = tuple(sorted({float(e) for e in eps_grid}, reverse=True))
     vocab = backend.tokenizer.vocab_size
-    tables = _curve_rows(answers, grid_eps, n_bootstrap, seed, vocab)
+    tables = logloss_curve_rows(answers, grid_eps, n_bootstrap, seed, vocab)
     budgets = tables.budgets
     budgets["in_domain"] = [
         in_domain(int(n), float(e), vocab)

@@ -12,7 +12,7 @@ votes, and since Φ(−z) ≈ e^(−z²/2), j ∝ √n · log(1/ε): the theorem
 The reader is exact (the Bayes answer from what the trace wrote; it never reads an unwritten
 vote), so the control has no training: it checks what turns answers into a verdict, the
 calibration frame (item, n, k, correct), the empirical k*(n, ε) (`empirical_budgets`), the
-item-bootstrap exponent (`_exponents`), the premise test on the error curves
+item-bootstrap exponent (`study_exponents`), the premise test on the error curves
 (`calibration_premise`), the planner's α (`BudgetPlanner`) and the two-sided exponent rule
 (`exponent_verdict`). A pipeline that cannot recover α = 1/2 here cannot be trusted to say "not
 reproduced" on a model. `exponent = 0.5` plants the linear law instead (δ ∝ n^(−1/2), j ∝ n):
@@ -37,7 +37,7 @@ from cotplan.planner.fit import BudgetPlanner
 from cotplan.research.experiments.verdicts import OUTSIDE_PREMISE, Verdict
 from cotplan.research.lab.reasoning.exponent import exponent_verdict
 from cotplan.research.lab.reasoning.report import calibration_premise
-from cotplan.research.lab.reasoning.study import _exponents, empirical_budgets
+from cotplan.research.lab.reasoning.study import empirical_budgets, study_exponents
 from cotplan.research.lab.reasoning.tasks import STEP_TOKENS
 
 __all__ = ["PLANTED_SIZES", "PlantedControl", "planted_calibration", "planted_control"]
@@ -149,7 +149,7 @@ def planted_control(
     grid = sorted({*eps_grid, eps}, reverse=True)
     frame = planted_calibration(sizes, items, c=c, exponent=exponent, seed=seed)
     empirical = empirical_budgets(frame, grid)
-    exponents = _exponents(frame, grid, n_bootstrap, seed)
+    exponents = study_exponents(frame, grid, n_bootstrap, seed)
     row = exponents[exponents["eps"] == eps].iloc[0]
     finite = math.isfinite(row["low"]) and math.isfinite(row["high"])
     interval = Interval(float(row["low"]), float(row["high"])) if finite else None

@@ -1,7 +1,7 @@
 """How a lab study is reported: the law in words and the rows of the reproduction report.
 
 `study_report_rows` turns finished `LabStudy` records into `ReportRow`s (experiment "cot-lab");
-`_law_sentence` is the one-line reading of the empirical k* that `LabStudy.law` holds. Nothing
+`law_sentence` is the one-line reading of the empirical k* that `LabStudy.law` holds. Nothing
 here runs a model: `cotplan.research.lab.reasoning.study` runs the study and calls these.
 """
 
@@ -146,7 +146,7 @@ def _headline_exponent(exponents: pd.DataFrame) -> pd.Series | None:
     return row
 
 
-def _no_law(empirical: pd.DataFrame) -> str:
+def no_law(empirical: pd.DataFrame) -> str:
     """Why no exponent can be read off the empirical k* (none reached two sizes)."""
     finite = empirical[np.isfinite(empirical["k"])]
     if len(finite) and (finite["k"] == 0).all() and len(finite) == len(empirical):
@@ -162,10 +162,10 @@ def _no_law(empirical: pd.DataFrame) -> str:
     return "the error reached the targets at fewer than two sizes: no law can be read off"
 
 
-def _law_sentence(exponents: pd.DataFrame, empirical: pd.DataFrame, grid: pd.DataFrame) -> str:
+def law_sentence(exponents: pd.DataFrame, empirical: pd.DataFrame, grid: pd.DataFrame) -> str:
     row = _headline_exponent(exponents)
     if row is None:
-        return _no_law(empirical)
+        return no_law(empirical)
     beta, low, high = float(row["beta"]), float(row["low"]), float(row["high"])
     interval = f"[{low:.2f}, {high:.2f}]" if math.isfinite(low) else "(no interval)"
     parts = [f"k*(n) grows as n^{beta:.2f} {interval} at ε = {row['eps']:g}"]
@@ -241,7 +241,7 @@ def premise_words(premise: pd.DataFrame) -> str:
     return "the theorem's premise (B falls fastest first) on the 0/1 error " + "; ".join(groups)
 
 
-def _heldout_check(plan: pd.DataFrame, eps: float) -> tuple[bool | None, str]:
+def heldout_check(plan: pd.DataFrame, eps: float) -> tuple[bool | None, str]:
     """Whether the planned k* meets ε on held-out items, by each size's Wilson interval: met
     when every upper end is ≤ ε, missed when some lower end is > ε, else undecided (None)."""
     lows, highs = [], []
@@ -276,7 +276,7 @@ def study_report_rows(studies: Iterable[LabStudy]) -> list[ReportRow]:
                     None,
                     "mechanism: full trace = 3n + 2 tokens",
                     NOT_TESTABLE,
-                    _no_law(study.empirical),
+                    no_law(study.empirical),
                     measured_text="—",
                 )
             )
@@ -315,7 +315,7 @@ def study_report_rows(studies: Iterable[LabStudy]) -> list[ReportRow]:
             reason = (
                 f"the planner credits reasoning with no effect ({study.planner.status_})"
                 if study.planner.status_ != "helps"
-                else _no_law(study.empirical)
+                else no_law(study.empirical)
             )
             rows.append(
                 ReportRow(
@@ -355,7 +355,7 @@ def study_report_rows(studies: Iterable[LabStudy]) -> list[ReportRow]:
             )
         plan = study.plan
         if len(plan):
-            met, settled = _heldout_check(plan, study.settings.eps)
+            met, settled = heldout_check(plan, study.settings.eps)
             worst = float(plan["heldout_error"].max())
             rows.append(
                 ReportRow(

@@ -47,7 +47,7 @@ from cotplan.planner.fit import BudgetPlanner
 from cotplan.planner.run import compare_answers, wilson_interval
 from cotplan.research.experiments.verdicts import ReportRow
 from cotplan.research.lab.reasoning.backend import LabBackend
-from cotplan.research.lab.reasoning.report import LabStudy, _law_sentence, study_report_rows
+from cotplan.research.lab.reasoning.report import LabStudy, law_sentence, study_report_rows
 from cotplan.research.lab.reasoning.settings import STUDY_PRESETS, StudySettings
 from cotplan.research.lab.reasoning.tasks import (
     STEP_TOKENS,
@@ -112,7 +112,7 @@ def empirical_budgets(frame: pd.DataFrame, eps_grid: Sequence[float]) -> pd.Data
     return pd.DataFrame(rows, columns=["n", "eps", "k"])
 
 
-def _slope(ns: Sequence[float], ks: Sequence[float]) -> float:
+def fitted_slope(ns: Sequence[float], ks: Sequence[float]) -> float:
     """Least-squares slope of log k* on log n over the sizes where k* is finite and > 0."""
     pairs = [(n, k) for n, k in zip(ns, ks, strict=True) if math.isfinite(k) and k > 0]
     if len({n for n, _ in pairs}) < 2:
@@ -216,7 +216,7 @@ def _law_fits(frame: pd.DataFrame, eps: float, seed: int) -> pd.DataFrame:
     return table
 
 
-def _exponents(
+def study_exponents(
     frame: pd.DataFrame, eps_grid: Sequence[float], n_bootstrap: int, seed: int
 ) -> pd.DataFrame:
     """Per ε: β, the slope of log k*_emp on log n, and the straight line k*_emp ≈ a · n + b
@@ -240,7 +240,9 @@ def _exponents(
     for _ in range(n_bootstrap):
         resampled = budgets(lambda m: m[rng.integers(0, len(m), size=len(m))])
         for eps in eps_grid:
-            draws[eps].append((_slope(sizes, resampled[eps]), _line(sizes, resampled[eps])[0]))
+            draws[eps].append(
+                (fitted_slope(sizes, resampled[eps]), _line(sizes, resampled[eps])[0])
+            )
     rows = []
     for eps in eps_grid:
         pairs = np.array(draws[eps], dtype=float).reshape(-1, 2)
@@ -249,7 +251,7 @@ def _exponents(
         rows.append(
             {
                 "eps": float(eps),
-                "beta": _slope(sizes, point[eps]),
+                "beta": fitted_slope(sizes, point[eps]),
                 **_interval(betas, "low", "high"),
                 "per_input": per_input,
                 **_interval(per_inputs, "per_input_low", "per_input_high"),
@@ -434,7 +436,7 @@ def reasoning_study(
         sqrt_c * math.sqrt(n) * math.log(1 / eps)
         for n, eps in zip(empirical["n"], empirical["eps"], strict=True)
     ]
-    exponents = _exponents(frame, eps_grid, settings.n_bootstrap, settings.seed)
+    exponents = study_exponents(frame, eps_grid, settings.n_bootstrap, settings.seed)
     grid_table = _grid_frame(frame, items, planner)
     oracle = oracle_budgets(frame)
     held_items = [
@@ -446,7 +448,7 @@ def reasoning_study(
         )
     ]
     heldout, held_frame, plan = _heldout(backend, held_items, grid, planner, settings)
-    law = _law_sentence(exponents, empirical, grid_table)
+    law = law_sentence(exponents, empirical, grid_table)
     return LabStudy(
         family=info.name,
         model=backend.model,
