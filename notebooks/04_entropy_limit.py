@@ -102,7 +102,7 @@ for flag in prior.flags:
 # %% [markdown]
 # ## 4. The full run's stored results beside these quick ones
 #
-# The full preset (19,900 predictions at p = 0.3) on the same model, from the stored tables:
+# The full preset (at p = 0.3) on the same model, from the stored tables:
 # each row's interval, the verdict the run printed and the one today's rules give from the
 # same numbers (`cotplan.research.stored`). "Laplace needs > 100 examples" is read at p = 0.3
 # only; the formulas of section 1 say where else it holds.

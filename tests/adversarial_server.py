@@ -112,6 +112,7 @@ class FaultServer:
         # `release()`: a test can then kill its client at a known point.
         self.hold_after = hold_after
         self.held = 0
+        self.admitted = 0
         self._gate = threading.Event()
         self.received = 0
         self.faulted = 0
@@ -139,7 +140,10 @@ class FaultServer:
     def _hold(self) -> bool:
         """Wait while holding; True when the request was held (and must not be answered)."""
         with self._lock:
-            if self.hold_after is None or sum(self.paid.values()) < self.hold_after:
+            # Admissions are counted here, not when the answer is paid: requests arriving
+            # together must not all pass the check before the first of them is paid for.
+            if self.hold_after is None or self.admitted < self.hold_after:
+                self.admitted += 1
                 return False
             self.held += 1
         self._gate.wait()

@@ -448,7 +448,7 @@ def test_prompt_logprobs_reaches_the_experiments_and_the_estimate_holds(
     result = runner.invoke(app, [*args, "--yes", "--out", str(tmp_path)], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     assert "--prompt-logprobs: martingale, debias and entropy read each sequence" in result.output
-    assert [a[0] for a in ran] == ["experiment", "kstar-lab"]
+    assert [a[0] for a in ran] == ["experiment", "kstar-lab", "kstar"]
     assert ran[0][-5:-2] == ["--base-url", url, "--prompt-logprobs"]
     # One request per sequence for martingale (10) and entropy (8); order and falck unchanged.
     assert len(handler.scored) == 10 + 8
@@ -456,7 +456,7 @@ def test_prompt_logprobs_reaches_the_experiments_and_the_estimate_holds(
         "quick", "openai:test-model", tmp_path, base_url=url, prompt_logprobs=True
     )
     assert len(handler.scored) + len(handler.plain) == plan.steps[0].requests == 706
-    assert plan.finished == {"experiments", "lamp-law"}
+    assert plan.finished == {"experiments", "lamp-law", "controls"}
     md = (tmp_path / "reproduction.md").read_text()
     assert f"| base URL | {url} |" in md
     assert "| prompt_logprobs | yes: one request per sequence" in md

@@ -447,7 +447,7 @@ def calibrate(
             frame = pd.concat([frame, extra[list(CALIBRATION_COLUMNS)]], ignore_index=True)
             frame = frame.sort_values(["item", "k"], kind="stable").reset_index(drop=True)
             notes.append(f"{len(extra)} answer(s) added where the error crosses ε = {eps:g}")
-    job.warn(notes)
+    job.warn(notes, stacklevel=4)  # the declaration's wrapper is one frame more
     return Calibration(
         frame=frame,
         model=answers[0].model if answers else backend.model,
@@ -702,12 +702,14 @@ class _CalibrationJob:
                 notes.append(short)
         return notes
 
-    def warn(self, notes: Sequence[str]) -> None:
+    def warn(self, notes: Sequence[str], *, stacklevel: int = 3) -> None:
+        """Warn of `notes`, pointing at the line that called the entry point (`stacklevel`
+        counts from here, as in `warnings.warn`)."""
         for note in notes:
             if note.startswith("no price"):
-                warnings.warn(CostUnknownWarning(note), stacklevel=3)
+                warnings.warn(CostUnknownWarning(note), stacklevel=stacklevel)
             if note.startswith("the grid's top"):
-                warnings.warn(GridShortWarning(note), stacklevel=3)
+                warnings.warn(GridShortWarning(note), stacklevel=stacklevel)
 
 
 def calibration_frame(
