@@ -43,7 +43,7 @@ import inspect
 import math
 import numbers
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, MutableMapping
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
@@ -301,6 +301,21 @@ _R = TypeVar("_R")
 _inside: contextvars.ContextVar[bool] = contextvars.ContextVar("cotplan_validating", default=False)
 
 
+def _check_into(
+    arguments: MutableMapping[str, Any],
+    constraints: Mapping[str, Constraint],
+    *,
+    may_be_none: Collection[str],
+) -> None:
+    """Check and convert, in place, each of `arguments` that has a constraint; None passes for
+    the names in `may_be_none` (a parameter whose default is None)."""
+    for name, constraint in constraints.items():
+        if name in arguments:
+            value = arguments[name]
+            if not (value is None and name in may_be_none):
+                arguments[name] = constraint(value, name)
+
+
 def validate_params(
     **constraints: Constraint,
 ) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
@@ -326,11 +341,7 @@ def validate_params(
             if _inside.get():
                 return function(*args, **kwargs)
             bound = signature.bind(*args, **kwargs)
-            for name, constraint in constraints.items():
-                if name in bound.arguments:
-                    value = bound.arguments[name]
-                    if not (value is None and name in optional):
-                        bound.arguments[name] = constraint(value, name)
+            _check_into(bound.arguments, constraints, may_be_none=optional)
             token = _inside.set(True)
             try:
                 return function(*bound.args, **bound.kwargs)
@@ -346,11 +357,9 @@ def validate_params(
 def check_call(function: Callable[..., Any], **arguments: Any) -> dict[str, Any]:
     """`arguments` checked (and converted) by `function`'s declared constraints, without calling
     it: a command checks its options this way before it connects to a model."""
-    constraints: dict[str, Constraint] = getattr(function, "__constraints__", {})
-    return {
-        name: constraints[name](value, name) if name in constraints and value is not None else value
-        for name, value in arguments.items()
-    }
+    checked = dict(arguments)
+    _check_into(checked, getattr(function, "__constraints__", {}), may_be_none=set(checked))
+    return checked
 
 
 @contextlib.contextmanager
