@@ -11,8 +11,15 @@ from typer.testing import CliRunner
 
 from cotplan.cli import app
 from cotplan.errors import InputError
-from cotplan.thinking.data import LONG_MIX, PRESETS, ThinkingSettings, training_examples
+from cotplan.thinking.data import (
+    CURRICULUM_RAMP,
+    LONG_MIX,
+    PRESETS,
+    ThinkingSettings,
+    training_examples,
+)
 from cotplan.thinking.traces import work_lines
+from cotplan.thinking.train import _batches
 
 
 def test_the_long_preset_writes_traces_several_times_longer_than_the_short_one() -> None:
@@ -39,7 +46,12 @@ def test_find_items_settle_at_different_steps_within_one_size() -> None:
 
 @pytest.mark.parametrize(
     ("extra", "field"),
-    [(["--preset", "huge"], "preset"), (["--checkpoint-every", "0"], "checkpoint_every")],
+    [
+        (["--preset", "huge"], "preset"),
+        (["--checkpoint-every", "0"], "checkpoint_every"),
+        (["--device", "tpu"], "device"),
+        (["--preset", "long-curriculum"], "resume"),
+    ],
 )
 def test_train_thinking_refuses_bad_options_before_torch_loads(
     tmp_path: Path, extra: list[str], field: str
@@ -50,6 +62,33 @@ def test_train_thinking_refuses_bad_options_before_torch_loads(
     assert isinstance(result.exception, InputError)
     assert result.exception.field == field
     assert not (tmp_path / "a").exists()
+
+
+def test_a_curriculum_grows_the_sizes_along_the_examples_and_keeps_their_order() -> None:
+    settings = ThinkingSettings(**{**PRESETS["long-curriculum"], "examples": 200})
+    examples = training_examples(settings)
+    sizes = [e.n for e in examples if e.family == "addition"]
+    early, late = sizes[: len(sizes) // 5], sizes[-len(sizes) // 5 :]
+    assert max(early) <= 10 + round(30 * 0.2 / CURRICULUM_RAMP) + 1
+    assert max(late) == 40 or max(late) >= 35
+    assert sum(late) / len(late) > sum(early) / len(early) + 8
+    # Without the curriculum the same mix draws the whole range from the first example.
+    flat = training_examples(ThinkingSettings(**{**PRESETS["long-focus"], "examples": 200}))
+    assert max(e.n for e in flat[:40] if e.family == "addition") > 25
+
+
+def test_a_curriculum_trains_in_the_examples_order_and_otherwise_shuffles() -> None:
+    import numpy as np
+
+    encoded = [([1] * (10 - i), [1] * (10 - i)) for i in range(6)]
+    assert _batches(encoded, 2, np.random.default_rng(0), curriculum=True) == [
+        [0, 1],
+        [2, 3],
+        [4, 5],
+    ]
+    shuffled = _batches(encoded, 1, np.random.default_rng(0))
+    assert sorted(b[0] for b in shuffled) == list(range(6))
+    assert shuffled != [[i] for i in range(6)]
 
 
 @pytest.mark.model

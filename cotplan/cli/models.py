@@ -72,11 +72,13 @@ def train_thinking(
     preset: str = typer.Option(
         "short",
         help="What to train: 'short' (local:thinking), 'long' (local:thinking-long, traces "
-        "of hundreds to thousands of tokens) or 'long-focus' (its second stage, with --resume).",
+        "of hundreds to thousands of tokens), 'long-focus' or 'long-curriculum' (its second and "
+        "third stages, with --resume).",
     ),
     checkpoint_every: int | None = typer.Option(
         None, help="Also save the adapter every this many steps (OUT/checkpoint, resumable)."
     ),
+    device: str = typer.Option("cpu", help="Where to train: cpu, cuda, or auto."),
 ) -> None:
     """Train the embedded thinking model's LoRA adapter (needs `pip install 'cotplan[train]'`)."""
     from cotplan.thinking.adapter_training import train_thinking
@@ -84,7 +86,7 @@ def train_thinking(
     done = train_thinking(out, preset=preset, examples=examples, seed=seed,
                           max_seconds=max_seconds, resume=resume, learning_rate=learning_rate,
                           rechecks=rechecks, install=install, checkpoint_every=checkpoint_every,
-                          log=_console.print)  # fmt: skip
+                          device=device, log=_console.print)  # fmt: skip
     _console.print(done.report.to_dict())
     if done.installed is not None:
         _console.print(f"installed: {done.installed}")

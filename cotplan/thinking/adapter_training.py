@@ -64,20 +64,22 @@ def train_thinking(
     rechecks: str = "1-3",
     install: bool = False,
     checkpoint_every: int | None = None,
+    device: str = "cpu",
     log: Callable[[str], None] = print,
 ) -> ThinkingTraining:
-    """Train the adapter of `preset` ('short', 'long', or 'long-focus': the long adapter's
-    second stage, from `resume`) into `out`; `install` also makes it the shipped adapter."""
-    from cotplan.thinking.data import PRESETS
-    from cotplan.thinking.train import check_out, install_adapter, train_adapter
+    """Train the adapter of `preset` ('short', 'long', or the long adapter's later stages
+    'long-focus' and 'long-curriculum', from `resume`) into `out` on `device` ('cpu', 'cuda'
+    or 'auto'); `install` also makes it the shipped adapter."""
+    from cotplan.thinking.data import PRESETS, RESUMING_PRESETS
+    from cotplan.thinking.train import check_device, check_out, install_adapter, train_adapter
 
     require_choice(preset, "preset", PRESETS)
     if checkpoint_every is not None:
         require_int(checkpoint_every, "checkpoint_every", low=1)
     _rechecks(rechecks)
-    if preset == "long-focus" and resume is None:
+    if preset in RESUMING_PRESETS and resume is None:
         raise InputError(
-            "the 'long-focus' stage trains further a 'long' adapter: give --resume DIR",
+            f"the {preset!r} stage trains further an earlier long adapter: give --resume DIR",
             field="resume",
         )
     if resume is not None and not (resume / "peft").is_dir():
@@ -85,10 +87,11 @@ def train_thinking(
     if max_seconds is not None:
         require_positive(max_seconds, "max_seconds")
     check_out(out)
+    device = check_device(device)
     settings = thinking_settings(preset, seed=seed, examples=examples,
                                  learning_rate=learning_rate, rechecks=rechecks)  # fmt: skip
     report = train_adapter(settings, out, log=log, max_seconds=max_seconds, resume=resume,
-                           checkpoint_every=checkpoint_every)  # fmt: skip
+                           checkpoint_every=checkpoint_every, device=device)  # fmt: skip
     if not install:
         return ThinkingTraining(report)
     earlier = (resume,) if resume is not None else ()
