@@ -77,3 +77,23 @@ def test_an_exponent_with_spread_keeps_its_interval() -> None:
     assert "budget grows as n^" in sentence
     assert "95% CI" in sentence
     assert "could not be estimated" not in sentence
+
+
+def test_an_exponent_at_the_top_of_its_range_is_said_to_be_a_lower_bound() -> None:
+    # Budgets growing about as n^1.9 over sizes 2..8 with 12 items a size: the paper law's
+    # exponent is fitted at its ceiling of 2 while the bootstrap still spreads below it.
+    rng = np.random.default_rng(0)
+    rows = []
+    for n in (2, 4, 6, 8):
+        for i in range(12):
+            for k in (0, 4, 8, 16, 32, 64, 128, 256):
+                wrong = 0.9 - 0.8 * (1 - np.exp(-k / (2.0 * n**1.9)))
+                rows.append({"item": f"n{n}-{i}", "n": n, "k": k, "correct": rng.random() > wrong})
+    planner = BudgetPlanner(n_bootstrap=30).fit(pd.DataFrame(rows))
+    alpha = planner.report().constants["alpha"]
+    assert alpha.value == pytest.approx(2.0)
+    assert alpha.interval.low < 1.9
+    sentence = law_sentence(planner)
+    assert f"grows at least as fast as n^{alpha.interval.low:.2f}" in sentence
+    assert "n^2.00" not in sentence
+    assert "95% CI" not in sentence

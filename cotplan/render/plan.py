@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 
 from cotplan.errors import InputError
+from cotplan.planner.data import ALPHA_MAX
 from cotplan.render import plan_details
 from cotplan.render.tables import compact_table, pct
 
@@ -101,9 +102,16 @@ def law_sentence(planner: BudgetPlanner) -> str:
             )
             return "; ".join(parts) + "."
         paper = laws is None or laws.selected.startswith("paper")
-        grow = (
-            "the budget grows as" if paper else "under the paper's law the budget grows as"
-        ) + f" n^{alpha.value:.2f} (95% CI {low:.2f}–{high:.2f}"
+        grow = "the budget grows as" if paper else "under the paper's law the budget grows as"
+        if alpha.value >= ALPHA_MAX - 0.02:
+            # The exponent sits at the top of its search range: "n^2.00" would read as a
+            # measured square law, when all the fit says is "at least this fast".
+            grow = grow.replace("grows as", "grows at least as fast as") + (
+                f" n^{low:.2f} (its exponent reached the top of its range, {ALPHA_MAX:g}: "
+                "how much faster is not measured"
+            )
+        else:
+            grow += f" n^{alpha.value:.2f} (95% CI {low:.2f}–{high:.2f}"
         if report.lrt is not None:
             same = "consistent with" if "consistent" in report.lrt.verdict else "unlike"
             grow += f", {same} the paper's √n"
