@@ -97,15 +97,27 @@ class PortfolioForecast:
         """The month table (a copy)."""
         return pd.DataFrame(self.portfolio.months).copy()
 
+    def total_frame(self) -> pd.DataFrame:
+        """The horizon in one row: the company's mean, P10, P50 and P90 (what is paid), the
+        sums of the workloads' P10s and P90s beside them, and what the run took."""
+        result = self.portfolio
+        months = result.months["label"]
+        row = {"label": f"{months.iloc[0]} to {months.iloc[-1]}", **result.total,
+               "workloads": self.workloads, "growth_sd": self.growth_sd,
+               "draws": result.draws, "seed": result.seed,
+               "notes": "; ".join(result.notes)}  # fmt: skip
+        return pd.DataFrame([row])
+
     def to_csvs(self, out: Path) -> list[Path]:
-        """The months and the workloads as CSV in `out` (created), in USD: one file per kind
-        of row, so a SUM over a column counts nothing twice."""
+        """The months, the workloads and the horizon as CSV in `out` (created), in USD: one
+        file per kind of row, so a SUM over a column counts nothing twice."""
         from cotplan.io import write_csv
 
         out.mkdir(parents=True, exist_ok=True)
-        written = [out / "portfolio_months.csv", out / "portfolio_workloads.csv"]
+        written = [out / f"portfolio_{kind}.csv" for kind in ("months", "workloads", "total")]
         write_csv(self.portfolio.months, written[0], private=False)
         write_csv(self.portfolio.workloads, written[1], private=False)
+        write_csv(self.total_frame(), written[2], private=False)
         return written
 
 

@@ -540,8 +540,12 @@ def render_portfolio(forecast: Any, console: Console, *, out: Path | None = None
     for note in result.notes:
         console.print(f"note: {note}", highlight=False, overflow="fold")
     if out is not None:
+        from cotplan.charts.report_page_files import write_report_page
+
         written = forecast.to_csvs(out)
-        console.print(f"wrote {written[0]}, {written[1]}")
+        page = write_report_page(out, command="cost project --portfolio")
+        names = ", ".join(str(p) for p in [*written, *filter(None, [page])])
+        console.print(f"wrote {names}", highlight=False, overflow="fold")
 
 
 _STATS = ("mean_usd", "p10_usd", "p50_usd", "p90_usd")
