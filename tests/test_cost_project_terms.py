@@ -147,3 +147,29 @@ def test_the_command_prints_the_paid_spend_in_euros_within_the_width(
         assert float(written["mean_usd"].iloc[0]) == pytest.approx(
             total(plain.output, "$") * 0.9, rel=1e-3
         )
+
+
+def test_actuals_beside_a_forecast_after_terms_say_they_are_at_list_price(tmp_path: Path) -> None:
+    import json
+    from datetime import UTC, datetime
+
+    from rich.console import Console
+
+    from cotplan.render.costs import render_forecast
+
+    start = int(datetime(2027, 1, 5, tzinfo=UTC).timestamp())
+    body = {"object": "chat.completion", "model": "gpt-6.2-sol",
+            "usage": {"prompt_tokens": 900, "completion_tokens": 1500}}  # fmt: skip
+    log = tmp_path / "calls.jsonl"
+    log.write_text("".join(json.dumps({**body, "created": start + i}) + "\n" for i in range(3)))
+    terms = _write(tmp_path / "terms.toml",
+                   '[[commitments]]\nprovider = "openai"\ndiscount = 0.1\n')  # fmt: skip
+    on = {**_WORKLOAD, "on": date(2027, 1, 31), "start": "2027-01"}
+    for given, title in (
+        ({}, "Forecast against actuals"),
+        ({"terms": terms}, "Forecast after terms against actuals at list price"),
+    ):
+        forecast = forecast_spend("gpt-6.2-sol", actuals=log, **given, **on)  # fmt: skip
+        console = Console(record=True, width=120)
+        render_forecast(forecast, console)
+        assert title + " (" in " ".join(console.export_text().split())

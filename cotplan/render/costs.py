@@ -444,7 +444,9 @@ def render_forecast(forecast: Any, console: Console, *, out: Path | None = None)
             growth_table(forecast.growth.frame, comparison.baseline, forecast.budget, cash)
         )
     if forecast.versus_actuals is not None:
-        console.print(actuals_table(forecast.versus_actuals, forecast.actuals_source, cash))
+        paid = "terms" in forecast.baseline.assumptions
+        console.print(actuals_table(forecast.versus_actuals, forecast.actuals_source, cash,
+                                    paid=paid))  # fmt: skip
     if forecast.compared:
         console.print(scenario_table(comparison, cash))
     if out is not None:
@@ -482,10 +484,16 @@ def write_forecast(forecast: Any, out: Path) -> list[Path]:
     return [*written, *filter(None, [write_report_page(out, command="cost project")])]
 
 
-def actuals_table(frame: pd.DataFrame, source: str, cash: Shown = USD) -> Table:
-    """The forecast's months beside the actual spend (`forecast_vs_actuals`)."""
+def actuals_table(
+    frame: pd.DataFrame, source: str, cash: Shown = USD, *, paid: bool = False
+) -> Table:
+    """The forecast's months beside the actual spend (`forecast_vs_actuals`); `paid` when
+    the forecast is after negotiated terms (the log's calls are priced at list price)."""
+    what = (
+        "Forecast after terms against actuals at list price" if paid else "Forecast against actuals"
+    )
     out = Table(
-        title=f"Forecast against actuals ({source}), {cash.code}",
+        title=f"{what} ({source}), {cash.code}",
         box=box.SIMPLE_HEAD,
         pad_edge=False,
     )
