@@ -141,11 +141,7 @@ Portfolio = Annotated[
 ]
 Terms = Annotated[
     Path | None,
-    Opt(
-        "--terms",
-        help="Negotiated terms (TOML/JSON): commitments, tiers, credits, applied to what "
-        "each provider is paid.",
-    ),
+    Opt("--terms", help="Negotiated terms (TOML/JSON) applied to what each provider is paid."),
 ]
 Currency = Annotated[
     str | None, Opt("--currency", help="Show the amounts in this currency (with --rates).")
