@@ -162,7 +162,22 @@ def test_a_portfolio_writes_a_page_with_the_company_band_first_then_its_workload
     assert page.index("<h2>Per workload") < page.index("<h2>Statistics")
     assert page.count("<svg") == 3
     assert "<title>cotplan cost project --portfolio:" in page
+    assert "this page is in USD" not in page  # printed in USD: no rate to name
     _offline(page)
+
+
+def test_a_portfolio_shown_in_euros_names_the_rate_on_its_usd_page(tmp_path: Path) -> None:
+    rates = tmp_path / "rates.csv"
+    rates.write_text("date,currency,per_usd\n2026-11-28,EUR,0.95\n", encoding="utf-8")
+    out = tmp_path / "report"
+    argv = [*portfolio_argv(tmp_path), "--draws", "200", "--currency", "EUR", "--rates",
+            str(rates), "--out", str(out)]  # fmt: skip
+    result = runner.invoke(app, argv, env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    answer = _answer((out / "report.html").read_text(encoding="utf-8"))
+    said = "The command printed amounts in EUR at 0.95 EUR per USD, rate of 2026-11-28"
+    assert said in answer
+    assert "this page is in USD" in answer
 
 
 def test_monitor_writes_a_page_with_the_calls_first_and_the_cap_over_time(

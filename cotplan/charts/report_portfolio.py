@@ -46,6 +46,11 @@ def portfolio_sections(csv: Reader) -> Sections:
             f"{float(summary['growth_sd']):g} a month)."
         )
         answer += [f"<p><b>{html.escape(line)}</b></p>", f"<p>{html.escape(added)}</p>"]
+        rate = summary.get("rate")
+        if isinstance(rate, str) and rate:
+            # The terminal showed another currency; this page, like the files, is in USD.
+            shown = f"The command printed {rate.split(';')[0]}; this page is in USD."
+            answer.append(f'<p class="note">{html.escape(shown)}</p>')
     if months is not None and not months.empty:
         rows = [[str(r["label"]), *(_usd(r[k]) for k in _BANDS)] for r in months.to_dict("records")]
         if summary is not None:

@@ -99,13 +99,14 @@ class PortfolioForecast:
 
     def total_frame(self) -> pd.DataFrame:
         """The horizon in one row: the company's mean, P10, P50 and P90 (what is paid), the
-        sums of the workloads' P10s and P90s beside them, and what the run took."""
+        sums of the workloads' P10s and P90s beside them, what the run took, and the rate the
+        command printed its amounts at (empty in USD: the files are in USD either way)."""
         result = self.portfolio
         months = result.months["label"]
         row = {"label": f"{months.iloc[0]} to {months.iloc[-1]}", **result.total,
                "workloads": self.workloads, "growth_sd": self.growth_sd,
                "draws": result.draws, "seed": result.seed,
-               "notes": "; ".join(result.notes)}  # fmt: skip
+               "notes": "; ".join(result.notes), "rate": self.rate_line}  # fmt: skip
         return pd.DataFrame([row])
 
     def to_csvs(self, out: Path) -> list[Path]:
