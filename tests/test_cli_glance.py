@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from test_report_page import open_in_browser
 from typer.testing import CliRunner
 
 from cotplan.cli import app, options, report_folders
@@ -177,3 +178,11 @@ def test_demo_and_run_fit_on_the_lab_model(tmp_path: Path, columns: int) -> None
     assert "Conclusion:" in ran.output
     page = (tmp_path / "run" / "report.html").read_text(encoding="utf-8")
     assert page.index("Held-out check") < page.index("<h2>Charts")
+    if columns == 120:  # the pages do not depend on the width: opened once
+        # The demo's three charts (error against budget, tokens saved, spend bands); the run's
+        # error against budget with the caps marked.
+        shown = ((out, "Projected cost", 3), (tmp_path / "run", "Held-out check", 1))
+        for folder, said, charts in shown:
+            dom = open_in_browser(folder / "report.html", tmp_path / folder.name)
+            assert dom.count("<svg") >= charts, folder.name  # rendered in the page
+            assert said in dom

@@ -61,7 +61,8 @@ def test_low_and_high_growth_come_with_the_forecast() -> None:
 @pytest.mark.parametrize(
     ("given", "field", "message"),
     [
-        ({"terms": Path("terms.toml")}, "terms", "applies to a --portfolio only"),
+        ({"currency": "EUR"}, "currency", "together"),
+        ({"terms": Path("no-such-terms.toml")}, None, "no-such-terms.toml"),
         ({"portfolio": Path("p.toml")}, "portfolio", "not both"),
         ({"draws": "1.5"}, "draws", "must be a whole number"),
         ({"budget_per": "week"}, "budget_per", "must be 'month' or 'year'"),
@@ -69,7 +70,9 @@ def test_low_and_high_growth_come_with_the_forecast() -> None:
         ({"completion_mean": 100.0}, "completion_mean", "not both"),
     ],
 )
-def test_each_option_is_refused_by_name(given: dict[str, object], field: str, message: str) -> None:
+def test_each_option_is_refused_by_name(
+    given: dict[str, object], field: str | None, message: str
+) -> None:
     with pytest.raises(InputError, match=message) as caught:
         forecast_spend("gpt-6.2-sol", **{**_WORKLOAD, **given})  # type: ignore[arg-type]
     assert caught.value.field == field

@@ -173,15 +173,13 @@ def test_the_portfolio_file_and_the_command(tmp_path: Path) -> None:
         read_portfolio(path)
 
 
-def test_terms_and_currency_are_refused_on_a_single_model(
+def test_a_currency_without_rates_is_refused_on_a_single_model_too(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from cotplan.cli import main
 
-    terms = tmp_path / "terms.toml"
-    terms.write_text("")
     with pytest.raises(SystemExit) as info:
         main(["cost", "project", "gpt-6.2-sol", "--queries-per-day", "10", "--prompt-mean", "9",
-              "--output-mean", "9", "--terms", str(terms)])  # fmt: skip
+              "--output-mean", "9", "--currency", "EUR"])  # fmt: skip
     assert info.value.code == 2
-    assert "`terms`: applies to a --portfolio only" in capsys.readouterr().err
+    assert "`currency`: give --currency and --rates together" in capsys.readouterr().err

@@ -99,6 +99,27 @@ def open_in_browser(page: Path, tmp_path: Path) -> str:
     return dom.stdout
 
 
+def test_a_calibration_folder_gets_a_page_that_opens_offline(tmp_path: Path) -> None:
+    """As `calibrate` ends: its tables committed to the folder, then the page added."""
+    from cotplan.cli.report_page import add_report_page
+    from cotplan.io.reports import ReportFolder
+
+    folder = tmp_path / "calibration"
+    staged = ReportFolder.start(folder, command="calibrate")
+    with staged:
+        shutil.copyfile(FIXTURE, staged.path / "calibration.csv")
+        staged.commit()
+    written = add_report_page(folder, command="calibrate")
+    assert written == folder / "report.html"
+    page = written.read_text(encoding="utf-8")
+    assert "<title>cotplan calibrate: calibration</title>" in page
+    answer = page[page.index('<section class="answer">') : page.index("</section>")]
+    assert "accuracy (mean reasoning tokens) by budget" in answer
+    dom = open_in_browser(written, tmp_path)
+    assert dom.count("<svg") >= 1  # error against budget per size
+    assert "accuracy (mean reasoning tokens) by budget" in dom
+
+
 def test_the_page_opens_offline_in_a_real_browser(planned: Path, tmp_path: Path) -> None:
     dom = open_in_browser(planned / "report.html", tmp_path)
     assert dom.count("<svg") >= 2  # the charts are in the rendered page

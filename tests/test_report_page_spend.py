@@ -1,7 +1,9 @@
-"""report.html for `cost project` and `monitor` folders: the answer first (the P10/P50/P90 per
-period; the calls against the plan by size), then the charts (the monthly spend band and the
-scenarios'; the cap's bite rate and the reasoning tokens day by day), then the statistics;
-`cotplan report DIR` rebuilds the same page. Their terminal output fits 80 and 120 columns."""
+"""report.html for `cost project`, `cost project --portfolio` and `monitor` folders: the answer
+first (the P10/P50/P90 per period, the company's for a portfolio; the calls against the plan by
+size), then the charts (the monthly spend band and the scenarios'; a portfolio's band, its
+workloads stacked and each workload's band with the per-workload table; the cap's bite rate
+and the reasoning tokens day by day), then the statistics; `cotplan report DIR` rebuilds the
+same page. Their terminal output fits 80 and 120 columns."""
 
 from __future__ import annotations
 
@@ -36,6 +38,57 @@ def _offline(page: str) -> None:
 def projected(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("cost") / "report"
     result = runner.invoke(app, [*PROJECT, "--out", str(out)], env={"COLUMNS": "100"})
+    assert result.exit_code == 0, result.output
+    return out
+
+
+PORTFOLIO = """start = "2027-01"
+months = 6
+growth_sd = 0.02
+
+[[workloads]]
+name = "search"
+model = "gpt-4o-mini"
+queries_per_day = 200000
+growth = 0.04
+prompt_mean = 1500
+output_mean = 150
+output_sd = 60
+tags = { team = "search", feature = "suggest" }
+
+[[workloads]]
+name = "support"
+model = "claude-sonnet-4-5"
+queries_per_day = 20000
+growth = 0.02
+prompt_mean = 3000
+output_mean = 400
+reasoning_mean = 600
+tags = { team = "support" }
+
+[[workloads]]
+name = "summaries"
+model = "gpt-6.2-sol"
+queries_per_day = 5000
+growth = 0.06
+prompt_mean = 2000
+output_mean = 300
+batch_share = 0.5
+"""
+
+
+def portfolio_argv(folder: Path) -> list[str]:
+    path = folder / "portfolio.toml"
+    path.write_text(PORTFOLIO, encoding="utf-8")
+    return ["cost", "project", "--portfolio", str(path), "--draws", "2000", "--on", "2026-12-01"]
+
+
+@pytest.fixture(scope="module")
+def portfolioed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("portfolio")
+    out = folder / "report"
+    argv = [*portfolio_argv(folder), "--out", str(out)]
+    result = runner.invoke(app, argv, env={"COLUMNS": "100"})
     assert result.exit_code == 0, result.output
     return out
 
@@ -84,6 +137,49 @@ def test_cost_project_writes_a_page_with_the_bands_first_and_its_charts(projecte
     _offline(page)
 
 
+def test_a_portfolio_writes_a_page_with_the_company_band_first_then_its_workloads(
+    portfolioed: Path,
+) -> None:
+    page = (portfolioed / "report.html").read_text(encoding="utf-8")
+    answer = _answer(page)
+    total = pd.read_csv(portfolioed / "portfolio_total.csv").iloc[0]
+    assert f"Portfolio of 3 workloads, {total['label']}: P50 ${total['p50_usd']:,.0f}" in answer
+    assert f"${total['sum_of_p90_usd']:,.0f}" in answer
+    months = pd.read_csv(portfolioed / "portfolio_months.csv")
+    assert len(months) == 6
+    for row in months.itertuples():  # every month's band, as the CSV holds it
+        cells = f"{row.label}</td><td>${row.p10_usd:,.0f}</td><td>${row.p50_usd:,.0f}</td>"
+        assert cells in answer
+    # The company's horizon is the percentile of the summed draws: the months' means add up.
+    assert months["mean_usd"].sum() == pytest.approx(total["mean_usd"], rel=1e-9)
+    workloads = pd.read_csv(portfolioed / "portfolio_workloads.csv")
+    view = page[page.index("<h2>Per workload") : page.index("<h2>Statistics")]
+    for row in workloads.itertuples():
+        assert f'>{row.workload}</td><td class="text">{row.model}</td>' in view
+    assert ">suggest</td>" in view
+    assert page.index("P10, P50, P90 per month") < page.index("<h2>Charts")
+    assert page.index("<h2>Charts") < page.index("<h2>Per workload")
+    assert page.index("<h2>Per workload") < page.index("<h2>Statistics")
+    assert page.count("<svg") == 3
+    assert "<title>cotplan cost project --portfolio:" in page
+    assert "this page is in USD" not in page  # printed in USD: no rate to name
+    _offline(page)
+
+
+def test_a_portfolio_shown_in_euros_names_the_rate_on_its_usd_page(tmp_path: Path) -> None:
+    rates = tmp_path / "rates.csv"
+    rates.write_text("date,currency,per_usd\n2026-11-28,EUR,0.95\n", encoding="utf-8")
+    out = tmp_path / "report"
+    argv = [*portfolio_argv(tmp_path), "--draws", "200", "--currency", "EUR", "--rates",
+            str(rates), "--out", str(out)]  # fmt: skip
+    result = runner.invoke(app, argv, env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    answer = _answer((out / "report.html").read_text(encoding="utf-8"))
+    said = "The command printed amounts in EUR at 0.95 EUR per USD, rate of 2026-11-28"
+    assert said in answer
+    assert "this page is in USD" in answer
+
+
 def test_monitor_writes_a_page_with_the_calls_first_and_the_cap_over_time(
     monitored: Path,
 ) -> None:
@@ -99,7 +195,7 @@ def test_monitor_writes_a_page_with_the_calls_first_and_the_cap_over_time(
     _offline(page)
 
 
-@pytest.mark.parametrize("kind", ["projected", "monitored"])
+@pytest.mark.parametrize("kind", ["projected", "portfolioed", "monitored"])
 def test_cotplan_report_rebuilds_the_page(kind: str, request: pytest.FixtureRequest) -> None:
     folder: Path = request.getfixturevalue(kind)
     before = (folder / "report.html").read_text(encoding="utf-8")
@@ -112,7 +208,8 @@ def test_cotplan_report_rebuilds_the_page(kind: str, request: pytest.FixtureRequ
 @pytest.mark.parametrize("columns", [80, 120])
 def test_cost_project_and_monitor_fit_the_terminal(columns: int, tmp_path: Path) -> None:
     log, plan = write_log(tmp_path)
-    for argv in (PROJECT, ["monitor", str(log), "--plan", str(plan)]):
+    monitor = ["monitor", str(log), "--plan", str(plan)]
+    for argv in (PROJECT, portfolio_argv(tmp_path), monitor):
         result = runner.invoke(app, argv, env={"COLUMNS": str(columns)})
         assert result.exit_code == 0, result.output
         lines = result.output.splitlines()
@@ -122,7 +219,11 @@ def test_cost_project_and_monitor_fit_the_terminal(columns: int, tmp_path: Path)
 
 @pytest.mark.parametrize(
     ("kind", "said"),
-    [("projected", "P10, P50, P90 per period"), ("monitored", "The calls against the plan")],
+    [
+        ("projected", "P10, P50, P90 per period"),
+        ("portfolioed", "P10, P50, P90 per month"),
+        ("monitored", "The calls against the plan"),
+    ],
 )
 def test_the_pages_open_offline_in_a_real_browser(
     kind: str, said: str, request: pytest.FixtureRequest, tmp_path: Path

@@ -2,7 +2,9 @@
 
 `build_report_page(folder)` reads what `calibrate`, `plan`, `run` and `demo` wrote there
 (calibration.csv, plan.json or plan.csv, run_eps.csv, comparison.csv, costs.csv and the
-statistics tables) and returns the page: the answer first (the caps per size as
+statistics tables; `cost project`, `cost project --portfolio` and `monitor` folders have
+sections of their own, `cotplan.charts.report_spend` and `.report_portfolio`) and returns
+the page: the answer first (the caps per size as
 `SavedPlan.cap(n)` gives them, the held-out check, the projected cost), then the charts a
 person would rather look at than read (error against budget per size with each cap marked;
 reasoning tokens spent with and without the caps; spend bands), then the statistics as tables.
@@ -86,6 +88,10 @@ def _sections(files: _Files, command: str) -> tuple[list[str], list[str], list[s
         return monitor_sections(files.csv, record)
     if (files.root / "projection_months.csv").is_file():
         return spend_sections(files.csv)
+    if (files.root / "portfolio_months.csv").is_file():
+        from cotplan.charts.report_portfolio import portfolio_sections
+
+        return portfolio_sections(files.csv)
     answer: list[str] = []
     if command == "run":
         answer += _held_out(files)
@@ -144,11 +150,13 @@ class _Files:
         if not command and (self.root / "projection_months.csv").is_file():
             # `cost project` writes its files before any manifest: its page is built first.
             command = "cost project"
+        if not command and (self.root / "portfolio_months.csv").is_file():
+            command = "cost project --portfolio"
         return command
 
     def any_known(self) -> bool:
         names = ("calibration.csv", "plan.json", "plan.csv", "comparison.csv", "costs.csv",
-                 "projection_months.csv", "monitor.csv")  # fmt: skip
+                 "projection_months.csv", "portfolio_months.csv", "monitor.csv")  # fmt: skip
         return any((self.root / name).is_file() for name in names)
 
     def caps(self) -> dict[int, int]:

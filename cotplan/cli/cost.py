@@ -141,10 +141,10 @@ Portfolio = Annotated[
 ]
 Terms = Annotated[
     Path | None,
-    Opt("--terms", help="Negotiated terms (TOML/JSON) applied to a --portfolio's spend."),
+    Opt("--terms", help="Negotiated terms (TOML/JSON) applied to what each provider is paid."),
 ]
 Currency = Annotated[
-    str | None, Opt("--currency", help="Show a --portfolio in this currency (with --rates).")
+    str | None, Opt("--currency", help="Show the amounts in this currency (with --rates).")
 ]
 Rates = Annotated[
     Path | None,

@@ -33,6 +33,7 @@ from cotplan.pricing.projection import (
     project_costs,
 )
 from cotplan.pricing.table import PriceTable, price_table
+from cotplan.pricing.terms import Terms
 from cotplan.pricing.workload import TokenDistribution, Workload, real_number
 
 __all__ = ["GrowthScenarios", "Scenario", "compare_scenarios", "project_growth"]
@@ -79,13 +80,15 @@ def compare_scenarios(
     today: date | None = None,
     budget: Budget | None = None,
     fiscal_year_start: int | str = 1,
+    terms: Terms | None = None,
 ) -> Comparison:
     """The same workload under several scenarios, with savings against `baseline`.
 
     `baseline` names a scenario (default: the first). All scenarios share `seed`, so their
     draws are paired and the P10/P90 of the savings describe the difference itself. `budget`
     and `fiscal_year_start` as in `project_costs`; with a budget the table has each
-    scenario's chance of going over it (`p_over_budget`).
+    scenario's chance of going over it (`p_over_budget`). `terms`: negotiated terms, each
+    scenario paying its own provider's (`project_costs`).
     """
     n, s = check_draws(draws, seed)
     checked = check_budget(budget)
@@ -130,6 +133,7 @@ def compare_scenarios(
             provider=sc.provider,
             budget=checked,
             fiscal_year_start=fys,
+            terms=terms,
         )
     base_totals = projections[base].totals
     base_mean = float(base_totals.mean())

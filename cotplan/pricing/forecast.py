@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -47,7 +47,10 @@ ActualsReader = Callable[[Path, Any, date | None], Any]
 class SpendForecast:
     """A model's projected spend: `comparison` holds the baseline's and each compared
     scenario's `Projection`; `growth` the low/base/high scenarios (or None); `versus_actuals`
-    the forecast's months beside real spend read from `actuals_source` (or None)."""
+    the forecast's months beside real spend read from `actuals_source` (or None). With
+    negotiated terms the spend is what is paid (each projection's `terms_notes` says what
+    applied); the currency it is shown in is `scale` per USD, `symbol` and `rate_line` (which
+    rate, of which date, from which file; empty in USD). The numbers stay in USD."""
 
     comparison: Any
     workload: Any
@@ -58,6 +61,9 @@ class SpendForecast:
     draws: int
     seed: int
     fiscal_year_start: int
+    scale: float = 1.0
+    symbol: str = "$"
+    rate_line: str = ""
 
     @property
     def baseline(self) -> Any:
@@ -91,15 +97,28 @@ class PortfolioForecast:
         """The month table (a copy)."""
         return pd.DataFrame(self.portfolio.months).copy()
 
+    def total_frame(self) -> pd.DataFrame:
+        """The horizon in one row: the company's mean, P10, P50 and P90 (what is paid), the
+        sums of the workloads' P10s and P90s beside them, what the run took, and the rate the
+        command printed its amounts at (empty in USD: the files are in USD either way)."""
+        result = self.portfolio
+        months = result.months["label"]
+        row = {"label": f"{months.iloc[0]} to {months.iloc[-1]}", **result.total,
+               "workloads": self.workloads, "growth_sd": self.growth_sd,
+               "draws": result.draws, "seed": result.seed,
+               "notes": "; ".join(result.notes), "rate": self.rate_line}  # fmt: skip
+        return pd.DataFrame([row])
+
     def to_csvs(self, out: Path) -> list[Path]:
-        """The months and the workloads as CSV in `out` (created), in USD: one file per kind
-        of row, so a SUM over a column counts nothing twice."""
+        """The months, the workloads and the horizon as CSV in `out` (created), in USD: one
+        file per kind of row, so a SUM over a column counts nothing twice."""
         from cotplan.io import write_csv
 
         out.mkdir(parents=True, exist_ok=True)
-        written = [out / "portfolio_months.csv", out / "portfolio_workloads.csv"]
+        written = [out / f"portfolio_{kind}.csv" for kind in ("months", "workloads", "total")]
         write_csv(self.portfolio.months, written[0], private=False)
         write_csv(self.portfolio.workloads, written[1], private=False)
+        write_csv(self.total_frame(), written[2], private=False)
         return written
 
 
@@ -229,6 +248,32 @@ def growth_range(
     return low, high
 
 
+def _currency(
+    currency: str | None, rates: Path | None, today: date | None
+) -> tuple[float, str, str]:
+    """(units per USD, symbol, the line naming the rate and its date) for --currency and
+    --rates: the latest rate dated on or before `today` (USD: 1, "$", "")."""
+    if currency is None and rates is None:
+        return 1.0, "$", ""
+    if currency is None or rates is None:
+        raise InputError("give --currency and --rates together", field="currency")
+    from cotplan.pricing.currency import read_rates
+
+    used = read_rates(rates).rate(currency, today or date.today())
+    if used.currency == "USD":
+        return 1.0, "$", ""
+    line = f"amounts in {used.currency} at {used.label} ({rates.name}); files stay in USD"
+    return float(used.per_usd), f"{used.currency} ", line
+
+
+def _terms(path: Path | None) -> Any:
+    if path is None:
+        return None
+    from cotplan.pricing.terms import read_terms
+
+    return read_terms(path)
+
+
 def _portfolio(
     path: Path,
     *,
@@ -236,45 +281,23 @@ def _portfolio(
     seed: int,
     table: Any,
     today: date | None,
-    terms: Path | None,
-    currency: str | None,
-    rates: Path | None,
+    terms: Any,
+    shown: tuple[float, str, str],
 ) -> PortfolioForecast:
-    """Read and project a portfolio; with `currency` and `rates`, shown in that currency at
-    the latest rate dated on or before `today` (the CSVs stay in USD)."""
+    """Read and project a portfolio, shown in the currency `shown` gives (`_currency`)."""
     from cotplan.pricing.portfolio import project_portfolio, read_portfolio
 
-    scale, symbol, rate_line = 1.0, "$", ""
-    if currency is not None or rates is not None:
-        if currency is None or rates is None:
-            raise InputError("give --currency and --rates together", field="currency")
-        from cotplan.pricing.currency import read_rates
-
-        used = read_rates(rates).rate(currency, today or date.today())
-        scale, symbol = float(used.per_usd), f"{used.currency} "
-        rate_line = f"amounts in {used.currency} at {used.label} ({rates.name})"
     workloads, growth_sd = read_portfolio(path)
-    negotiated = None
-    if terms is not None:
-        from cotplan.pricing.terms import read_terms
-
-        negotiated = read_terms(terms)
     result = project_portfolio(workloads, growth_sd=growth_sd, draws=draws, seed=seed,
-                               table=table, today=today, terms=negotiated)  # fmt: skip
-    return PortfolioForecast(result, len(workloads), growth_sd, scale, symbol, rate_line)
+                               table=table, today=today, terms=terms)  # fmt: skip
+    return PortfolioForecast(result, len(workloads), growth_sd, *shown)
 
 
-def _check_portfolio_options(model: str | None, portfolio: Path | None, **given: Any) -> bool:
-    """Whether a portfolio is projected; a portfolio's own options without one are refused."""
-    if portfolio is None:
-        for name, value in given.items():
-            if value is not None:
-                raise InputError("applies to a --portfolio only", field=name)
-    if portfolio is not None or model is None:
-        if model is not None or portfolio is None:
-            raise InputError("give a MODEL or --portfolio FILE, not both", field="portfolio")
-        return True
-    return False
+def _is_portfolio(model: str | None, portfolio: Path | None) -> bool:
+    """Whether a portfolio is projected (a MODEL or a --portfolio, one of them)."""
+    if (model is None) == (portfolio is None):
+        raise InputError("give a MODEL or --portfolio FILE, not both", field="portfolio")
+    return portfolio is not None
 
 
 def forecast_spend(
@@ -328,9 +351,12 @@ def forecast_spend(
     The workload is `Workload`'s (`start` a date or YYYY-MM); the tokens are a `sample` CSV of
     observed calls or means and spreads (`tokens_of`); `cap`, `permutations` and the cache and
     batch shares make the baseline `Scenario`, compared with each of `compare_models` and
-    `compare_caps`. `out` is only checked here (a folder that can be written): the files are
-    `cotplan.render.costs.write_forecast`'s. `actuals` is a log of real calls, read by
-    `read_actuals` (default: a JSONL file of provider responses)."""
+    `compare_caps`. `terms` (a terms file) applies negotiated discounts, tiers, commitments
+    and credits to what each scenario's provider is paid; `currency` with `rates` (a CSV of
+    dated rates) shows the amounts in that currency at the latest rate on or before `on`
+    (the rate and its date in `rate_line`). `out` is only checked here (a folder that can be
+    written): the files are `cotplan.render.costs.write_forecast`'s. `actuals` is a log of
+    real calls, read by `read_actuals` (default: a JSONL file of provider responses)."""
     from cotplan.pricing.periods import check_fiscal_year_start
     from cotplan.pricing.projection import check_draws
     from cotplan.pricing.table import price_table
@@ -338,10 +364,14 @@ def forecast_spend(
     today = day_of(on, "on")
     n_draws, _ = check_draws(whole(draws, "draws") if isinstance(draws, str) else draws, seed)
     check_out_dir(out, "out")
-    if _check_portfolio_options(model, portfolio, terms=terms, currency=currency, rates=rates):
+    # Terms and rates files are read before anything is drawn: a typo in one costs nothing.
+    portfolio_run = _is_portfolio(model, portfolio)
+    shown = _currency(currency, rates, today)
+    negotiated = _terms(terms)
+    if portfolio_run:
         assert portfolio is not None
         return _portfolio(portfolio, draws=n_draws, seed=seed, table=price_table(prices),
-                          today=today, terms=terms, currency=currency, rates=rates)  # fmt: skip
+                          today=today, terms=negotiated, shown=shown)  # fmt: skip
     assert model is not None
     limit = budget_of(budget, budget_per)
     fys = check_fiscal_year_start(fiscal_year_start)
@@ -365,9 +395,11 @@ def forecast_spend(
     chosen = scenarios_of(table, model, seller, cap=cap, compare_models=compare_models or (),
                           compare_caps=compare_caps or (), levers=levers)  # fmt: skip
     run: dict[str, Any] = {"draws": n_draws, "seed": seed, "table": table, "today": today,
-                           "budget": limit, "fiscal_year_start": fys}  # fmt: skip
-    return _project(model, planned, distribution, chosen, run, spread=spread, spent=spent,
-                    seller=seller, cap=cap, levers=levers)  # fmt: skip
+                           "budget": limit, "fiscal_year_start": fys,
+                           "terms": negotiated}  # fmt: skip
+    forecast = _project(model, planned, distribution, chosen, run, spread=spread, spent=spent,
+                        seller=seller, cap=cap, levers=levers)  # fmt: skip
+    return replace(forecast, scale=shown[0], symbol=shown[1], rate_line=shown[2])
 
 
 def _workload(*, hour_profile: str | None, **fields: Any) -> Any:

@@ -32,7 +32,9 @@ How one projection is drawn (every draw seeded from `seed`):
    counted once. P10/P50/P90 are percentiles over the draws (a P10 of a sum is not the sum of
    P10s; means add up). The chance of going over a budget is the share of draws over it.
 
-Not modelled: fast/priority tiers, regional surcharges, taxes and negotiated discounts.
+Not modelled: fast/priority tiers, regional surcharges and taxes. Negotiated terms
+(`cotplan.pricing.terms`) apply to each month's draws when given: the periods are then what is
+paid.
 
 This module holds the entry point `project_costs` and its result (`Projection`, with CSV and
 XLSX export); several projections side by side (`compare_scenarios`, `project_growth`) live in
@@ -57,6 +59,7 @@ from cotplan.pricing.periods import Budget, BudgetCheck, check_fiscal_year_start
 from cotplan.pricing.policies import CotPolicy, FixedCap, PlannerCap, Uncapped, cap_policy
 from cotplan.pricing.simulation import simulate
 from cotplan.pricing.table import PriceRow, PriceTable, price_table
+from cotplan.pricing.terms import Terms
 from cotplan.pricing.workload import (
     EmpiricalTokens,
     FloatArray,
@@ -155,6 +158,8 @@ class Projection:
     `budget` is the `BudgetCheck` (None without a budget). `assumptions` holds every input
     needed to rerun it, `inputs` every input as entered beside what the simulation drew,
     `prices` the price rows used and `price_changes` the scheduled changes inside the horizon.
+    With negotiated terms the spend is what is paid (`usd_per_1k_queries` and `per_query_usd`
+    stay at list price) and `terms_notes` says what applied.
     """
 
     frame: pd.DataFrame
@@ -169,6 +174,7 @@ class Projection:
     inputs: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False, compare=False)
     price_changes: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False, compare=False)
     fiscal_year_start: int = 1
+    terms_notes: tuple[str, ...] = ()
 
     def to_frame(self) -> pd.DataFrame:
         """The period table (a copy)."""
@@ -447,6 +453,7 @@ def project(
     provider: Any,
     budget: Budget | None = None,
     fiscal_year_start: int = 1,
+    terms: Terms | None = None,
 ) -> Projection:
     if not isinstance(workload, Workload):
         raise InputError("must be a Workload(...)", field="workload")
@@ -472,6 +479,7 @@ def project(
         provider=seller,
         budget=budget,
         fiscal_year_start=fiscal_year_start,
+        terms=terms,
     )
     first_stats = next(iter(run.stats.values()))
     prompt, answer, reasoning = first_stats.mean_tokens
@@ -506,6 +514,8 @@ def project(
     if budget is not None:
         assumptions.update(budget_usd=budget.usd, budget_per=budget.per)
     assumptions["fiscal_year_start"] = fiscal_year_start
+    if terms is not None:
+        assumptions["terms"] = terms.source or "negotiated terms"
     levers = {
         "policy": chosen.label,
         "permutations": perms,
@@ -533,6 +543,7 @@ def project(
         inputs=_inputs_frame(workload, tokens, run.token_moments, levers),
         price_changes=_price_changes(run, perms),
         fiscal_year_start=fiscal_year_start,
+        terms_notes=run.terms_notes,
     )
 
 
@@ -553,6 +564,7 @@ def project_costs(
     provider: str | None = None,
     budget: Budget | None = None,
     fiscal_year_start: int | str = 1,
+    terms: Terms | None = None,
 ) -> Projection:
     """Project daily, monthly and annual spend with P10/P50/P90 (see the module docstring).
 
@@ -565,7 +577,8 @@ def project_costs(
     its day on; a price read more than 180 days before `today` (default: the real today) warns
     (`StalePriceWarning`). `budget` (`Budget(usd, per="month" or "year")`) adds the chance of
     going over it; `fiscal_year_start` (1-12 or a month name) sets the fiscal quarters and
-    years of `Projection.rollups`.
+    years of `Projection.rollups`. `terms` (`cotplan.pricing.terms.read_terms`) applies the
+    model's provider's negotiated discounts, tiers, commitments and credits month by month.
     """
     n, s = check_draws(draws, seed)
     checked = check_budget(budget)
@@ -586,4 +599,5 @@ def project_costs(
         provider=provider,
         budget=checked,
         fiscal_year_start=fys,
+        terms=terms,
     )

@@ -27,6 +27,7 @@ from cotplan.pricing.periods import (
 )
 from cotplan.pricing.policies import CotPolicy
 from cotplan.pricing.table import PriceRow, PriceTable
+from cotplan.pricing.terms import Terms, TermsLedger
 from cotplan.pricing.workload import EmpiricalTokens, FloatArray, TokenDistribution, Workload
 
 __all__: list[str] = []
@@ -52,6 +53,7 @@ class _Simulation:
     budget: BudgetCheck | None
     segments: list[list[_Segment]]
     token_moments: dict[str, float]
+    terms_notes: tuple[str, ...] = ()
 
 
 def _month_segments(
@@ -227,7 +229,9 @@ class _MonthLoop:
         budget: Budget | None,
         fiscal_year_start: int,
         rng: np.random.Generator,
+        ledger: TermsLedger | None = None,
     ) -> None:
+        self.ledger = ledger
         self.labels: list[str] = [str(v) for v in months["label"]]
         self.starts: list[date] = list(months["start"])
         self.days_in: list[int] = [int(v) for v in months["days"]]
@@ -270,6 +274,10 @@ class _MonthLoop:
         for i in range(len(self.labels)):
             keys = self._open_groups(i)
             spend = self._draw(i)
+            if self.ledger is not None:
+                # What is paid, not the list price: every period, budget and saving below
+                # is then the negotiated spend, month by month as the invoice runs.
+                spend = self.ledger.pay(self.labels[i], spend)
             self.total += spend
             if not self.one_year:
                 self.year += spend
@@ -507,6 +515,7 @@ def simulate(
     provider: str | None,
     budget: Budget | None = None,
     fiscal_year_start: int = 1,
+    terms: Terms | None = None,
 ) -> _Simulation:
     """The phases of a run: price every month, draw the per-query models, run the month loop,
     then build the frames."""
@@ -548,6 +557,7 @@ def simulate(
         rng_mean=rng_mean,
         rng_volume=rng_volume,
     )
+    ledger = None if terms is None else TermsLedger(terms, priced.rows[0].provider)
     loop = _MonthLoop(
         months,
         priced,
@@ -557,6 +567,7 @@ def simulate(
         budget=budget,
         fiscal_year_start=fiscal_year_start,
         rng=rng_months,
+        ledger=ledger if ledger is not None and ledger.active else None,
     )
     loop.run()
     stats_by_row = priced.stats_by_row
@@ -574,4 +585,16 @@ def simulate(
         budget=loop.checks.result(),
         segments=priced.segments,
         token_moments=call_token_moments(tokens, sample, policy.cap),
+        terms_notes=_terms_notes(ledger, terms),
     )
+
+
+def _terms_notes(ledger: TermsLedger | None, terms: Terms | None) -> tuple[str, ...]:
+    """What the terms did: the ledger's notes, or that the file has none for this provider
+    (a terms file for another provider must not pass for a discount silently applied)."""
+    if ledger is None or terms is None:
+        return ()
+    if not ledger.active:
+        return (f"{ledger.provider}: no negotiated terms in {terms.source or 'the file'}; "
+                "list prices",)  # fmt: skip
+    return tuple(ledger.finish())

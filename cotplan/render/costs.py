@@ -8,6 +8,7 @@ Each renderer takes a result of `cotplan.pricing` and a rich `Console`, and prin
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
 from pathlib import Path
@@ -19,6 +20,7 @@ from rich.console import Console
 from rich.table import Table
 
 __all__ = [
+    "Shown",
     "actuals_table",
     "batch_cell",
     "exact",
@@ -58,6 +60,28 @@ def money(value: Any, places: int = 2) -> str:
     number = float(value)
     sign = "-" if number < 0 else ""
     return f"{sign}${abs(number):,.{places}f}"
+
+
+@dataclass(frozen=True)
+class Shown:
+    """The currency a forecast is shown in: `scale` units per USD, `code` (USD, EUR). Called
+    on a USD amount it gives the amount in that currency, "$1,234" or "EUR 1,234"."""
+
+    scale: float = 1.0
+    code: str = "USD"
+
+    def __call__(self, value: Any, places: int = 2) -> str:
+        if value is None or (isinstance(value, float) and value != value):
+            return ""
+        text = money(float(value) * self.scale, places)
+        return text if self.code == "USD" else text.replace("$", f"{self.code} ", 1)
+
+    def plain(self, value: float) -> str:
+        """The amount with no currency sign, whole units (the table's title names it)."""
+        return f"{value * self.scale:,.0f}"
+
+
+USD = Shown()
 
 
 def rate(value: Decimal | None) -> str:
@@ -225,17 +249,19 @@ def render_call(priced: Any, console: Console) -> None:
     console.print("; ".join(priced.notes), highlight=False)
 
 
-def _places(frame: pd.DataFrame, columns: tuple[str, ...]) -> int:
-    """Cents for small amounts; whole dollars once any amount reaches $10,000, so a table of
+def _places(frame: pd.DataFrame, columns: tuple[str, ...], scale: float = 1.0) -> int:
+    """Cents for small amounts; whole units once any amount reaches 10,000, so a table of
     millions fits 80 columns with no number cut short."""
-    values = frame[list(columns)].abs().max().max() if len(frame) else 0.0
+    values = scale * frame[list(columns)].abs().max().max() if len(frame) else 0.0
     return 0 if values == values and values >= 10_000 else 2
 
 
 _MONEY = ("mean_usd", "p10_usd", "p50_usd", "p90_usd")
 
 
-def projection_table(frame: pd.DataFrame, title: str, periods: tuple[str, ...]) -> Table:
+def projection_table(
+    frame: pd.DataFrame, title: str, periods: tuple[str, ...], cash: Shown = USD
+) -> Table:
     """The projection's periods: queries and spend (mean, P10, P50, P90), every number whole
     at 80 columns (the period labels fold instead)."""
     out = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False)
@@ -243,43 +269,45 @@ def projection_table(frame: pd.DataFrame, title: str, periods: tuple[str, ...]) 
     for column in ("queries", "mean", "P10", "P50", "P90"):
         out.add_column(column, justify="right", no_wrap=True)
     chosen = frame[frame["period"].isin(periods)]
-    places = _places(chosen, _MONEY)
+    places = _places(chosen, _MONEY, cash.scale)
     for record in chosen.to_dict("records"):
         bold = record["period"] in ("year", "total")
         cells = [
             str(record["label"]),
             f"{record['queries']:,.0f}",
-            *(money(record[k], places) for k in _MONEY),
+            *(cash(record[k], places) for k in _MONEY),
         ]
         out.add_row(*[f"[bold]{c}[/]" if bold else c for c in cells])
     return out
 
 
-def rollup_table(rollups: pd.DataFrame, fiscal_year_start: int) -> Table:
+def rollup_table(rollups: pd.DataFrame, fiscal_year_start: int, cash: Shown = USD) -> Table:
     start = date(2000, fiscal_year_start, 1).strftime("%B")
     out = Table(
-        title=f"Fiscal quarters and years (the year starts in {start}), USD",
+        title=f"Fiscal quarters and years (the year starts in {start}), {cash.code}",
         box=box.SIMPLE_HEAD,
         pad_edge=False,
     )
     out.add_column("period", overflow="fold", ratio=1)
     for column in ("mean", "P10", "P50", "P90", "per 1k q"):
         out.add_column(column, justify="right", no_wrap=True)
-    places = _places(rollups, _MONEY)
+    places = _places(rollups, _MONEY, cash.scale)
     for record in rollups.to_dict("records"):
         bold = record["period"] == "fiscal_year"
         cells = [
             str(record["label"]),
-            *(money(record[k], places) for k in _MONEY),
-            money(record["usd_per_1k_queries"], 4),
+            *(cash(record[k], places) for k in _MONEY),
+            cash(record["usd_per_1k_queries"], 4),
         ]
         out.add_row(*[f"[bold]{c}[/]" if bold else c for c in cells])
     return out
 
 
-def growth_table(frame: pd.DataFrame, name: str, budget: Any) -> Table:
+def growth_table(frame: pd.DataFrame, name: str, budget: Any, cash: Shown = USD) -> Table:
     out = Table(
-        title=f"{name}: growth scenarios over the horizon, USD", box=box.SIMPLE_HEAD, pad_edge=False
+        title=f"{name}: growth scenarios over the horizon, {cash.code}",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
     )
     columns = ["scenario", "growth", "mean", "P10..P90", "last month"]
     if budget is not None:
@@ -294,9 +322,9 @@ def growth_table(frame: pd.DataFrame, name: str, budget: Any) -> Table:
         cells = [
             str(rec["scenario"]),
             f"{100 * rec['growth_rate']:.1f}%/{rec['growth_per']}",
-            money(rec["total_mean_usd"], 0),
-            f"{money(rec['total_p10_usd'], 0)}..{money(rec['total_p90_usd'], 0)}",
-            money(rec["last_month_mean_usd"], 0),
+            cash(rec["total_mean_usd"], 0),
+            f"{cash(rec['total_p10_usd'], 0)}..{cash(rec['total_p90_usd'], 0)}",
+            cash(rec["last_month_mean_usd"], 0),
         ]
         if budget is not None:
             p = rec["p_over_budget"]
@@ -306,21 +334,36 @@ def growth_table(frame: pd.DataFrame, name: str, budget: Any) -> Table:
 
 
 def projection_summary(
-    comparison: Any, workload: Any, *, draws: int, seed: int, fiscal_year_start: int
+    comparison: Any,
+    workload: Any,
+    *,
+    draws: int,
+    seed: int,
+    fiscal_year_start: int,
+    cash: Shown = USD,
+    rate_line: str = "",
 ) -> Iterator[tuple[Any, dict[str, Any]]]:
-    """The baseline's periods, its first average day, the price of each scenario, the hours,
-    price changes, the fiscal roll-ups and the budget check, in print order."""
+    """The baseline's periods, its first average day, the rate of exchange and negotiated
+    terms (when given), the price of each scenario, the hours, price changes, the fiscal
+    roll-ups and the budget check, in print order."""
     base = comparison.projections[comparison.baseline]
     frame = base.frame
-    title = f"{comparison.baseline}: projected spend (USD)"
-    yield projection_table(frame, title, ("month", "year", "total")), {}
+    paid = " paid" if base.terms_notes and "terms" in base.assumptions else ""
+    title = f"{comparison.baseline}: projected{paid} spend ({cash.code})"
+    yield projection_table(frame, title, ("month", "year", "total"), cash), {}
+    if rate_line:
+        yield rate_line, _LONG_LINE
     day = frame[frame["period"] == "day"].iloc[0]
     first_day = (
-        f"first month's average day: {money(day['mean_usd'])} (P10 {money(day['p10_usd'])}, "
-        f"P90 {money(day['p90_usd'])}); cost per query {money(base.per_query_usd, 6)}; "
+        f"first month's average day: {cash(day['mean_usd'])} (P10 {cash(day['p10_usd'])}, "
+        f"P90 {cash(day['p90_usd'])}); cost per query {cash(base.per_query_usd, 6)}; "
         f"{draws:,} draws, seed {seed}"
     )
     yield first_day, _LINE
+    # Each note names its provider: scenarios on one provider share theirs, printed once.
+    notes = [n for proj in comparison.projections.values() for n in proj.terms_notes]
+    for note in dict.fromkeys(notes):
+        yield f"terms: {note}", _LONG_LINE
     for name, proj in comparison.projections.items():
         yield f"price of {name}: {proj.assumptions['price_source']}", _LONG_LINE
     yield f"hours of the calls: {workload.hours.label}", _LINE
@@ -333,7 +376,7 @@ def projection_summary(
         else:
             what = f"USD per 1k queries {before:,.4f} -> {after:,.4f}"
         yield f"price change on {change['date']}: {what} ({change['source']})", _LONG_LINE
-    yield rollup_table(base.rollups, fiscal_year_start), {}
+    yield rollup_table(base.rollups, fiscal_year_start, cash), {}
     if base.budget is not None:
         yield _budget_line(base.budget), _LINE
 
@@ -346,12 +389,12 @@ def _budget_line(check: Any) -> str:
     return f"budget {check.budget.label}: chance of going over {what} {chance}"
 
 
-def scenario_table(comparison: Any) -> Table:
+def scenario_table(comparison: Any, cash: Shown = USD) -> Table:
     """Each scenario's spend over the horizon (P50 and P10..P90), and against the baseline:
     the mean saved and its spend as a multiple of the baseline's. Narrow enough for an
     80-column terminal with every number whole; the savings' P10..P90 are in comparison.csv."""
     cmp = Table(
-        title=f"Scenarios over the horizon, USD (baseline: {comparison.baseline})",
+        title=f"Scenarios over the horizon, {cash.code} (baseline: {comparison.baseline})",
         box=box.SIMPLE_HEAD,
         pad_edge=False,
     )
@@ -361,10 +404,10 @@ def scenario_table(comparison: Any) -> Table:
     for rec in comparison.frame.to_dict("records"):
         cmp.add_row(
             str(rec["scenario"]),
-            per_1k(1000 * rec["usd_per_query"]),
-            f"{rec['total_p50_usd']:,.0f}",
-            f"{rec['total_p10_usd']:,.0f}..{rec['total_p90_usd']:,.0f}",
-            f"{rec['savings_mean_usd']:,.0f}",
+            per_1k(1000 * rec["usd_per_query"] * cash.scale),
+            cash.plain(rec["total_p50_usd"]),
+            f"{cash.plain(rec['total_p10_usd'])}..{cash.plain(rec['total_p90_usd'])}",
+            cash.plain(rec["savings_mean_usd"]),
             times_base(rec["times_baseline"]),
         )
     return cmp
@@ -390,17 +433,22 @@ def render_forecast(forecast: Any, console: Console, *, out: Path | None = None)
     and notes, the growth scenarios, the forecast against actuals, the scenarios compared;
     with `out`, its files written there (`write_forecast`) and named."""
     comparison = forecast.comparison
+    cash = Shown(forecast.scale, forecast.symbol.strip() if forecast.symbol != "$" else "USD")
     summary = projection_summary(comparison, forecast.workload, draws=forecast.draws,
-                                 seed=forecast.seed,
-                                 fiscal_year_start=forecast.fiscal_year_start)  # fmt: skip
+                                 seed=forecast.seed, fiscal_year_start=forecast.fiscal_year_start,
+                                 cash=cash, rate_line=forecast.rate_line)  # fmt: skip
     for item, style in summary:
         console.print(item, **style)
     if forecast.growth is not None:
-        console.print(growth_table(forecast.growth.frame, comparison.baseline, forecast.budget))
+        console.print(
+            growth_table(forecast.growth.frame, comparison.baseline, forecast.budget, cash)
+        )
     if forecast.versus_actuals is not None:
-        console.print(actuals_table(forecast.versus_actuals, forecast.actuals_source))
+        paid = "terms" in forecast.baseline.assumptions
+        console.print(actuals_table(forecast.versus_actuals, forecast.actuals_source, cash,
+                                    paid=paid))  # fmt: skip
     if forecast.compared:
-        console.print(scenario_table(comparison))
+        console.print(scenario_table(comparison, cash))
     if out is not None:
         written = write_forecast(forecast, out)
         console.print("wrote " + ", ".join(str(p) for p in written), highlight=False)
@@ -436,10 +484,18 @@ def write_forecast(forecast: Any, out: Path) -> list[Path]:
     return [*written, *filter(None, [write_report_page(out, command="cost project")])]
 
 
-def actuals_table(frame: pd.DataFrame, source: str) -> Table:
-    """The forecast's months beside the actual spend (`forecast_vs_actuals`)."""
+def actuals_table(
+    frame: pd.DataFrame, source: str, cash: Shown = USD, *, paid: bool = False
+) -> Table:
+    """The forecast's months beside the actual spend (`forecast_vs_actuals`); `paid` when
+    the forecast is after negotiated terms (the log's calls are priced at list price)."""
+    what = (
+        "Forecast after terms against actuals at list price" if paid else "Forecast against actuals"
+    )
     out = Table(
-        title=f"Forecast against actuals ({source}), USD", box=box.SIMPLE_HEAD, pad_edge=False
+        title=f"{what} ({source}), {cash.code}",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
     )
     for column in ("month", "actual", "calls", "mean", "P10", "P50", "P90", "where"):
         out.add_column(column, justify="left" if column in ("month", "where") else "right")
@@ -451,12 +507,12 @@ def actuals_table(frame: pd.DataFrame, source: str) -> Table:
         where = rec["where"] or ("no forecast" if pd.isna(rec["mean_usd"]) else "no calls logged")
         out.add_row(
             str(rec["label"]),
-            money(rec["actual_usd"]),
+            cash(rec["actual_usd"]),
             calls,
-            money(rec["mean_usd"]),
-            money(rec["p10_usd"]),
-            money(rec["p50_usd"]),
-            money(rec["p90_usd"]),
+            cash(rec["mean_usd"]),
+            cash(rec["p10_usd"]),
+            cash(rec["p50_usd"]),
+            cash(rec["p90_usd"]),
             where,
         )
     return out
@@ -492,8 +548,12 @@ def render_portfolio(forecast: Any, console: Console, *, out: Path | None = None
     for note in result.notes:
         console.print(f"note: {note}", highlight=False, overflow="fold")
     if out is not None:
+        from cotplan.charts.report_page_files import write_report_page
+
         written = forecast.to_csvs(out)
-        console.print(f"wrote {written[0]}, {written[1]}")
+        page = write_report_page(out, command="cost project --portfolio")
+        names = ", ".join(str(p) for p in [*written, *filter(None, [page])])
+        console.print(f"wrote {names}", highlight=False, overflow="fold")
 
 
 _STATS = ("mean_usd", "p10_usd", "p50_usd", "p90_usd")
