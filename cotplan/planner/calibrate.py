@@ -58,6 +58,7 @@ from cotplan.planner.auto_grid import (
 )
 from cotplan.planner.budget_grids import Budgets, grid_for
 from cotplan.planner.calibration_file import check_calibration_frame, record_lines
+from cotplan.planner.in_flight import async_requests
 from cotplan.tasks.item import TaskItem
 from cotplan.tasks.size import size_source
 from cotplan.validation import (
@@ -286,7 +287,8 @@ def answer_items(
     `runs` the runs already made (taken out as they are used). With `sink`, answers go there a
     `chunk` of items at a time and none are kept (an empty list comes back)."""
     kept = runs if runs is not None else {}
-    with _progress(progress) as bar:
+    # One shared async client keeps the server's slots full (`async_requests`).
+    with _progress(progress) as bar, async_requests(backend, concurrency) as concurrency:
         task = bar.add_task(description, total=len(items))
 
         def one(item: TaskItem) -> list[BudgetedAnswer]:
@@ -354,7 +356,8 @@ def measure_items(
         )
         return item.id, answer.reasoning_tokens, answer.truncated, None, "pilot"
 
-    results = backend.map(one, chosen, concurrency=concurrency)
+    with async_requests(backend, concurrency) as in_flight:
+        results = backend.map(one, chosen, concurrency=in_flight)
     measured = {r[0]: r for r in results}
     runs = {r[0]: r[3] for r in results if r[3] is not None}
     profiles = []
