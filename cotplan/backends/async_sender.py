@@ -1,15 +1,11 @@
 """One shared async client for a live calibration's requests, at most `slots` of them in flight.
 
 A self-hosted engine (vLLM, SGLang, llama.cpp) runs as many requests at once as it has slots
-(vLLM's ``--max-num-seqs``, llama.cpp's ``--parallel``) and queues the rest. Threads over a
-sync client keep one request in flight per thread; an item's requests follow each other (the
-reasoning run, then the answers), so between two of them its thread holds no slot and the
-server's slots are never all busy. `AsyncSender` sends every request through one
-`openai.AsyncOpenAI` client on one event loop (its own daemon thread), and an
-`asyncio.Semaphore` of the server's `slots` bounds the requests in flight, not the items: with
-`cotplan.planner.in_flight.async_requests`, twice as many items as slots are worked on, so a
-request is always waiting when a slot frees, and the server never holds more than its slots
-from this client.
+(vLLM's ``--max-num-seqs``, llama.cpp's ``--parallel``) and queues the rest. `AsyncSender`
+sends every request of a live calibration through one `openai.AsyncOpenAI` client on one event
+loop (its own daemon thread), one connection pool, and an `asyncio.Semaphore` of the server's
+`slots` bounds the requests in flight from this client, however many items are worked on
+(`cotplan.planner.in_flight.async_requests` turns it on).
 
 The items' own logic (`cotplan.generate.budgeted.budgeted_answers`, which decides each next
 request from the last answer) stays as it is and runs on the map's threads, which only wait on

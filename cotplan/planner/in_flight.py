@@ -2,8 +2,10 @@
 the server's slots: `async_requests` is where `cotplan.planner.calibrate` turns it on.
 
 `concurrency` (the server's slots where it says them, `cotplan calibrate --concurrency`, else
-the backend's default) becomes the requests in flight; twice as many items are worked on, so
-that an item between two of its requests leaves no slot idle.
+the backend's default) is the semaphore's size, and as many items are worked on at once. (Twice
+as many items, so that an item between two requests leaves no slot idle, was measured slower on
+a 2-core machine where the client's CPU is the limit: `benchmarks/calibration_scale.py
+--concurrency --quick`, 2026-12-05.)
 """
 
 from __future__ import annotations
@@ -21,9 +23,9 @@ __all__ = ["async_requests"]
 @contextmanager
 def async_requests(backend: Backend, concurrency: int | None) -> Iterator[int | None]:
     """Send `backend`'s requests through one `AsyncSender` of `concurrency` slots (default:
-    the backend's) while the block runs, and give the number of items to work on at once
-    (twice the slots); a backend that cannot (not one OpenAI-compatible client, or one already
-    sending this way) is left as it is and `concurrency` comes back unchanged."""
+    the backend's) while the block runs, and give the number of items to work on at once (the
+    slots); a backend that cannot (not one OpenAI-compatible client) is left as it is and
+    `concurrency` comes back unchanged, and one already sending this way keeps its sender."""
     own_client = isinstance(backend, OpenAICompatibleBackend) and (
         type(backend)._client_for_this_thread is OpenAICompatibleBackend._client_for_this_thread
     )
@@ -31,13 +33,13 @@ def async_requests(backend: Backend, concurrency: int | None) -> Iterator[int | 
         yield concurrency
         return
     if backend.sender is not None:
-        yield 2 * backend.sender.slots
+        yield backend.sender.slots
         return
     slots = max(1, concurrency or backend.default_concurrency)
     sender = AsyncSender(backend._client, slots=slots, on_attempt=backend.count_async_attempt)
     backend.sender = sender
     try:
-        yield 2 * slots
+        yield slots
     finally:
         backend.sender = None
         sender.close()
