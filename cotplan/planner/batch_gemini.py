@@ -76,6 +76,8 @@ _FINISH = {
 #: A job's state as the batch path's status words (OpenAI's).
 _STATUS = {
     "JOB_STATE_SUCCEEDED": "completed",
+    # Vertex's name for a batch some of whose requests failed: the results say which.
+    "JOB_STATE_PARTIALLY_SUCCEEDED": "completed",
     "JOB_STATE_FAILED": "failed",
     "JOB_STATE_CANCELLED": "cancelled",
     "JOB_STATE_EXPIRED": "expired",
