@@ -58,7 +58,6 @@ from cotplan.planner.auto_grid import (
 )
 from cotplan.planner.budget_grids import Budgets, grid_for
 from cotplan.planner.calibration_file import check_calibration_frame, record_lines
-from cotplan.planner.in_flight import async_requests
 from cotplan.tasks.item import TaskItem
 from cotplan.tasks.size import size_source
 from cotplan.validation import (
@@ -286,8 +285,11 @@ def answer_items(
     `run_tokens` is the cap of each item's one reasoning run (default: its largest budget) and
     `runs` the runs already made (taken out as they are used). With `sink`, answers go there a
     `chunk` of items at a time and none are kept (an empty list comes back)."""
+    # Imported here: the SDK is not loaded until requests are sent.
+    from cotplan.planner.in_flight import async_requests
+
     kept = runs if runs is not None else {}
-    # One shared async client keeps the server's slots full (`async_requests`).
+    # The requests go through one shared async client, at most the server's slots at once.
     with _progress(progress) as bar, async_requests(backend, concurrency) as concurrency:
         task = bar.add_task(description, total=len(items))
 
@@ -355,6 +357,8 @@ def measure_items(
             backend, item, uncapped_tokens, answer_tokens=answer_tokens, mode=mode, prompt=prompt
         )
         return item.id, answer.reasoning_tokens, answer.truncated, None, "pilot"
+
+    from cotplan.planner.in_flight import async_requests
 
     with async_requests(backend, concurrency) as in_flight:
         results = backend.map(one, chosen, concurrency=in_flight)
