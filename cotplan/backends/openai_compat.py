@@ -21,6 +21,7 @@ import httpx2 as httpx
 import openai
 
 from cotplan.backends.answer_checks import check_recorded, check_recorded_row, check_response
+from cotplan.backends.async_sender import AsyncSender
 from cotplan.backends.base import (
     Backend,
     CallStats,
@@ -153,6 +154,9 @@ class OpenAICompatibleBackend(Backend):
         self._candidate_tokens: dict[str, int] = {}
         self.stats = CallStats()
         self._stats_lock = threading.Lock()
+        # Set while a live calibration sends through one shared async client
+        # (`cotplan.backends.async_sender.async_requests`).
+        self.sender: AsyncSender | None = None
         self._http = httpx.Client(
             timeout=httpx.Timeout(timeout, connect=connect_timeout),
             limits=httpx.Limits(max_connections=max(8, concurrency * 2)),
@@ -175,6 +179,11 @@ class OpenAICompatibleBackend(Backend):
         # The sync client runs its hooks in the calling thread, so this counts one call's
         # attempts even while other threads share the client.
         self._wire.attempts = getattr(self._wire, "attempts", 0) + 1
+
+    def count_async_attempt(self) -> None:
+        """One attempt on the wire by the shared async client (`sender`)."""
+        with self._stats_lock:
+            self.stats.attempts += 1
 
     # -- the two operations -------------------------------------------------------------------
 
@@ -433,11 +442,19 @@ class OpenAICompatibleBackend(Backend):
     def _send(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
         self._wire.attempts = 0  # this thread's attempts at this call, counted by the hook
         try:
-            client = self._client_for_this_thread()
-            if operation == "completions":
-                response: Any = client.completions.create(**params)
+            response: Any
+            if self.sender is not None:
+                attempts = [0]
+                try:
+                    response = self.sender.send(operation, params, attempts)
+                finally:
+                    self._wire.attempts = attempts[0]
             else:
-                response = client.chat.completions.create(**params)
+                client = self._client_for_this_thread()
+                if operation == "completions":
+                    response = client.completions.create(**params)
+                else:
+                    response = client.chat.completions.create(**params)
         except openai.OpenAIError as exc:
             raise translate_sdk_error(
                 exc, where=self._where, attempts=self._wire.attempts, secrets=(self._key,)
@@ -455,5 +472,7 @@ class OpenAICompatibleBackend(Backend):
         return dumped
 
     def close(self) -> None:
+        if self.sender is not None:
+            self.sender.close()
         self._client.close()
         self._http.close()

@@ -132,12 +132,18 @@ def batch_status(folder: str | Path) -> BatchStatus:
 def service_for(backend: BatchBackend) -> BatchService:
     """The batch API of the backend's endpoint: Anthropic's Message Batches for a model under
     the ``anthropic`` budget rules (through the `anthropic` SDK, at the same host and key),
-    else OpenAI's Batch API through the backend's own `openai` client (chat completions or
+    Gemini's Batch Mode for a Gemini model (through the `google-genai` SDK, likewise), else
+    OpenAI's Batch API through the backend's own `openai` client (chat completions or
     Responses, as the backend sends them)."""
     if isinstance(backend, OpenAIResponsesBackend):
         from cotplan.planner.batch_providers import OpenAIBatches
 
         return OpenAIBatches(backend._client)
+    if backend.provider == "google" or backend.budget_rule.startswith("gemini"):
+        from cotplan.planner.batch_gemini import GeminiBatches
+
+        client = backend._client
+        return GeminiBatches(base_url=str(client.base_url), api_key=client.api_key)
     if backend.provider == "anthropic" or backend.budget_rule.startswith("anthropic"):
         from cotplan.planner.batch_anthropic import AnthropicBatches
 

@@ -29,7 +29,8 @@ Say = Callable[[str], None]
 
 class BatchService(Protocol):
     """What submits batch files and fetches their results (`OpenAIBatches`,
-    `AnthropicBatches`). `text` is the input file's: a service with no upload sends it."""
+    `AnthropicBatches`, `GeminiBatches`). `text` is the input file's: a service with no
+    upload sends it."""
 
     kind: str
 
@@ -48,9 +49,11 @@ def submit(
     by_url: dict[str, list[BatchRequest]] = {}
     for request in requests:
         by_url.setdefault(request.url, []).append(request)
+    # A service may take fewer requests a batch than a file holds (Gemini's inline limit).
+    size = min(MAX_REQUESTS_PER_FILE, getattr(service, "max_requests", MAX_REQUESTS_PER_FILE))
     for url, group in sorted(by_url.items()):
-        for start in range(0, len(group), MAX_REQUESTS_PER_FILE):
-            chunk = group[start : start + MAX_REQUESTS_PER_FILE]
+        for start in range(0, len(group), size):
+            chunk = group[start : start + size]
             kind = service.kind if service is not None else "file"
             entry = state.new_entry(request_lines(chunk), len(chunk), kind)
             if service is None:

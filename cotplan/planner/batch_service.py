@@ -4,7 +4,8 @@
 endpoint or the Responses API) and, when the requests are to be submitted, the embedded model
 (it has no Batch API: its requests are written for an executor instead); otherwise it returns
 the endpoint's batch API (`cotplan.planner.batch.service_for`: Anthropic's Message Batches
-for a Claude model, else OpenAI's Batch API), or None for files an executor runs.
+for a Claude model, Gemini's Batch Mode for a Gemini model, else OpenAI's Batch API), or None
+for files an executor runs.
 """
 
 from __future__ import annotations

@@ -285,8 +285,12 @@ def answer_items(
     `run_tokens` is the cap of each item's one reasoning run (default: its largest budget) and
     `runs` the runs already made (taken out as they are used). With `sink`, answers go there a
     `chunk` of items at a time and none are kept (an empty list comes back)."""
+    # Imported here: the SDK is not loaded until requests are sent.
+    from cotplan.planner.in_flight import async_requests
+
     kept = runs if runs is not None else {}
-    with _progress(progress) as bar:
+    # The requests go through one shared async client, at most the server's slots at once.
+    with _progress(progress) as bar, async_requests(backend, concurrency) as concurrency:
         task = bar.add_task(description, total=len(items))
 
         def one(item: TaskItem) -> list[BudgetedAnswer]:
@@ -354,7 +358,10 @@ def measure_items(
         )
         return item.id, answer.reasoning_tokens, answer.truncated, None, "pilot"
 
-    results = backend.map(one, chosen, concurrency=concurrency)
+    from cotplan.planner.in_flight import async_requests
+
+    with async_requests(backend, concurrency) as in_flight:
+        results = backend.map(one, chosen, concurrency=in_flight)
     measured = {r[0]: r for r in results}
     runs = {r[0]: r[3] for r in results if r[3] is not None}
     profiles = []
