@@ -98,6 +98,13 @@ SizePolicy = Annotated[
         "largest certified cap, noted in the report) or 'refuse' (400 naming `size`)."
     ),
 ]
+ResponsesUncapped = Annotated[
+    bool,
+    typer.Option(
+        help="Pass /v1/responses calls the upstream cannot cap on uncapped (their replies "
+        "carry X-Cotplan-Capped: false) instead of refusing them."
+    ),
+]
 
 
 def serve(
@@ -117,6 +124,7 @@ def serve(
     size_policy: SizePolicy = "largest",
     model_map: ModelMap = None,
     workers: Workers = 1,
+    responses_uncapped: ResponsesUncapped = False,
 ) -> None:
     """Serve /v1/chat/completions on 127.0.0.1 with the plan's reasoning cap applied.
 
@@ -133,6 +141,7 @@ def serve(
         allow_other_model=allow_other_model, timeout=timeout, exit=exit_, exit_plan=exit_plan,
         provider=provider, client_keys_file=client_keys_file, client_keys_env=client_keys_env,
         size_policy=size_policy, model_map=model_map, workers=workers,
+        responses="uncapped" if responses_uncapped else "refuse",
     )  # fmt: skip
     print_gateway_banner(_console, served)
     raise typer.Exit(served.gateway.run(workers))

@@ -21,15 +21,17 @@ dropping a call (`cotplan.production.routes`). Where the upstream caps the think
 (asked once at start, `cotplan.production.detect`), each call is its own one request with the
 cap added and every field passed on (`cotplan.production.server_cap`).
 
-Also served: ``POST /v1/completions``, ``/v1/embeddings`` and ``/v1/responses``, passed on
-unchanged (unstreamed). No plan applies to them: a text completion has no chat to cap, and
-the Responses API's reasoning budget is not one field across servers (llama.cpp and vLLM take
-their thinking budget on chat completions), so a Responses call is sent on uncapped, and its
-reasoning is not counted in the metrics or the call log; send chat completions for the cap.
-And ``GET /v1/models`` (the plans' models), ``GET /health`` (the process answers),
-``GET /ready`` (the upstream answers too; 503 when it does not) and ``GET /metrics``
-(Prometheus: calls, reasoning and answer tokens, cap bites, forced and missing answers,
-errors and latency by route and model, `cotplan.production.metrics`).
+``POST /v1/responses`` (unstreamed) is capped as a chat call is where the upstream takes its
+cap on a Responses body (llama.cpp), with the reasoning tokens in
+`usage.output_tokens_details.reasoning_tokens`, the ``cotplan`` report, the call log and the
+metrics; elsewhere it is refused with an error that says so, or passed on uncapped with the
+header ``X-Cotplan-Capped: false`` where the operator asked for that (`responses="uncapped"`,
+`cotplan serve --responses-uncapped`; `cotplan.production.responses_cap`).
+Also served: ``POST /v1/completions`` and ``/v1/embeddings``, passed on unchanged (unstreamed):
+a text completion has no chat to cap. And ``GET /v1/models`` (the plans' models), ``GET
+/health`` (the process answers), ``GET /ready`` (the upstream answers too; 503 when it does
+not) and ``GET /metrics`` (Prometheus: calls, reasoning and answer tokens, cap bites, forced
+and missing answers, errors and latency by route and model, `cotplan.production.metrics`).
 docs/shipping.md walks a team through it.
 
 Errors come back in OpenAI's shape, ``{"error": {"message", "type", "param", "code"}}``
@@ -180,6 +182,7 @@ class Gateway:
     by the call's model); `exit="certified"` the certified early exit; `provider` what the
     upstream is, asked of it once by default (`capped`'s ``"detect"``); `client_keys` the
     gateway's own keys, one of which each call must carry (none: no authentication).
+    `responses` is what a Responses call the upstream cannot cap gets (`make_app`).
     `reload()` reads the plan files again (`cotplan serve` does on SIGHUP); while serving, a
     plan file that changes is read again within `watch` seconds (0: only on `reload()`).
     """
@@ -203,6 +206,7 @@ class Gateway:
         size_policy: str = "largest",
         access_log: bool = True,
         watch: float = 1.0,
+        responses: str = "refuse",
     ) -> None:
         self.port = check_port(port)
         self._access_log = access_log
@@ -238,6 +242,7 @@ class Gateway:
             "max_body_bytes": max_body_bytes,
             "size_policy": size_policy,
             "watch": watch,
+            "responses": responses,
         }
         # One client, one pool of kept-alive connections to the upstream, for every call
         # (made again for a second start: its connections belong to the first's event loop).
@@ -265,6 +270,7 @@ class Gateway:
         self.routes = Routes(build, plans)
         self.client_keys = tuple(client_keys)
         self.max_body_bytes = max_body_bytes
+        self.responses = responses
         self.metrics = GatewayMetrics()
         self.start_timeout = start_timeout
         self.watch = watch
@@ -313,6 +319,7 @@ class Gateway:
             client_keys=self.client_keys,
             metrics=self.metrics,
             lifespan=lifespan,
+            responses=self.responses,
         )
 
     async def _watch(self) -> None:
@@ -440,6 +447,7 @@ def serve(
     client_keys: Collection[str] = (),
     size_policy: str = "largest",
     workers: int = 1,
+    responses: str = "refuse",
 ) -> int:
     """Serve until interrupted (what `cotplan serve` runs). `plan` is a `SavedPlan` or a path,
     or several (one per model); `upstream` the OpenAI-compatible base URL the calls go to;
@@ -449,7 +457,8 @@ def serve(
     exit); `provider` as in `capped` (by default asked of the upstream once: a server that
     caps thinking itself answers each call in one request); `client_keys` the gateway's own
     keys (see `Gateway`); `size_policy` what a call without a size gets (`capped`); `workers`
-    how many processes serve the port (`Gateway.run`). SIGHUP, or a plan file changed,
+    how many processes serve the port (`Gateway.run`); `responses` what a Responses call the
+    upstream cannot cap gets (`make_app`). SIGHUP, or a plan file changed,
     reloads the plans. Returns the exit status."""
     gateway = Gateway(
         plan,
@@ -464,5 +473,6 @@ def serve(
         provider=provider,
         client_keys=client_keys,
         size_policy=size_policy,
+        responses=responses,
     )
     return gateway.run(workers)

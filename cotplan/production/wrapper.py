@@ -343,6 +343,15 @@ class _Capper:
             )
         )
 
+    def checked(self, kwargs: dict[str, Any]) -> CallArgs:
+        """A call's arguments checked as `create` checks them (the gateway checks a Responses
+        call so, `cotplan.production.responses_cap`)."""
+        return self._check(kwargs)
+
+    def record(self, model: str, report: CapReport, call_id: str, *, tags: str = "") -> None:
+        """Log a call answered outside `create` (a Responses call) as `create` logs one."""
+        self._log_call(model, report, call_id, "complete", tags=tags)
+
     def _check(self, kwargs: dict[str, Any]) -> CallArgs:
         args = dict(kwargs)
         model = args.pop("model", None)
