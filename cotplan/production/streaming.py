@@ -78,6 +78,7 @@ __all__ = [
     "CappedStream",
     "Chunks",
     "Finish",
+    "Marked",
     "StreamSteps",
     "Trim",
     "stream_steps",
