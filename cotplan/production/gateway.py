@@ -16,8 +16,9 @@ certifies one, as `capped(..., exit="certified")` answers it (`cotplan.productio
 probe tokens count in the usage and the log, and the ``cotplan`` field says where it stopped.
 
 Several plans, one per model, are served side by side: the call's `model` picks the plan
-(or the ``X-Cotplan-Route`` header names one), and SIGHUP reloads every plan file without
-dropping a call (`cotplan.production.routes`). Where the upstream caps the thinking itself
+(or the ``X-Cotplan-Route`` header names one), and SIGHUP (or a file changed) reloads every
+plan file and the model map without dropping a call (`cotplan.production.routes`,
+`cotplan.production.model_map`). Where the upstream caps the thinking itself
 (asked once at start, `cotplan.production.detect`), each call is its own one request with the
 cap added and every field passed on (`cotplan.production.server_cap`).
 
@@ -67,6 +68,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import os
 import signal
 import socket
 import threading
@@ -96,6 +98,7 @@ from cotplan.production.gateway_workers import check_workers, serve_workers
 from cotplan.production.log import CallLog
 from cotplan.production.log_writer import BatchedCallLog
 from cotplan.production.metrics import GatewayMetrics
+from cotplan.production.model_map import load_model_map, reload_model_map
 from cotplan.production.routes import Capped, Routes
 from cotplan.production.wrapper import AsyncCappedClient, capped
 
@@ -168,6 +171,17 @@ def check_port(port: object) -> int:
     return port
 
 
+def _stamp(path: Path | None) -> tuple[int, int]:
+    """A file's modification time and size, to notice a change ((0, 0): none, or missing)."""
+    if path is None:
+        return (0, 0)
+    try:
+        stat = path.stat()
+    except OSError:
+        return (0, 0)
+    return (stat.st_mtime_ns, stat.st_size)
+
+
 #: One plan, or several (routed by model, `cotplan.production.routes`).
 Plans = SavedPlan | str | Path | Sequence[SavedPlan | str | Path]
 
@@ -182,9 +196,11 @@ class Gateway:
     by the call's model); `exit="certified"` the certified early exit; `provider` what the
     upstream is, asked of it once by default (`capped`'s ``"detect"``); `client_keys` the
     gateway's own keys, one of which each call must carry (none: no authentication).
-    `responses` is what a Responses call the upstream cannot cap gets (`make_app`).
-    `reload()` reads the plan files again (`cotplan serve` does on SIGHUP); while serving, a
-    plan file that changes is read again within `watch` seconds (0: only on `reload()`).
+    `responses` is what a Responses call the upstream cannot cap gets (`make_app`);
+    `model_map` a model map file declaring the team's own model names
+    (`cotplan.production.model_map`). `reload()` reads the model map and the plan files again
+    (`cotplan serve` does on SIGHUP); while serving, a plan file or model map that changes is
+    read again within `watch` seconds (0: only on `reload()`).
     """
 
     def __init__(
@@ -207,8 +223,16 @@ class Gateway:
         access_log: bool = True,
         watch: float = 1.0,
         responses: str = "refuse",
+        model_map: str | os.PathLike[str] | None = None,
     ) -> None:
         self.port = check_port(port)
+        # The team's own model names, declared before any plan is applied to them (and read
+        # again with the plans: `reload`).
+        self.model_map = None if model_map is None else Path(model_map)
+        self._mapped: list[str] = []
+        self._map_seen = _stamp(self.model_map)
+        if self.model_map is not None:
+            self._mapped = [family.prefix for family in load_model_map(self.model_map)]
         self._access_log = access_log
         self.upstream = check_upstream(upstream)
         # A local server needs no key; the SDK insists on one.
@@ -243,6 +267,7 @@ class Gateway:
             "size_policy": size_policy,
             "watch": watch,
             "responses": responses,
+            "model_map": self.model_map,
         }
         # One client, one pool of kept-alive connections to the upstream, for every call
         # (made again for a second start: its connections belong to the first's event loop).
@@ -327,19 +352,34 @@ class Gateway:
         reload itself runs in a worker thread, off the event loop."""
         while True:
             await asyncio.sleep(self.watch)
-            if self.routes.changed():
+            if self.routes.changed() or _stamp(self.model_map) != self._map_seen:
                 await run_in_threadpool(self.reload)
 
     def reload(self) -> CotplanError | None:
-        """Read every plan file again and serve the new plans from the next call on; calls
-        under way finish under the plans they started with. On failure the old plans keep
-        serving and the error is logged and returned."""
+        """Read the model map and every plan file again and serve the new plans from the next
+        call on; calls under way finish under the plans they started with. On failure the old
+        model map and plans keep serving and the error is logged and returned."""
+        error = self._reload_model_map()
+        if error is not None:
+            logger.error("the model map was not reloaded (still serving the old one): %s", error)
+            return error
         error = self.routes.reload()
         if error is None:
             logger.warning("reloaded the plans: %s", ", ".join(self.routes.names))
         else:
             logger.error("the plans were not reloaded (still serving the old ones): %s", error)
         return error
+
+    def _reload_model_map(self) -> CotplanError | None:
+        if self.model_map is None:
+            return None
+        self._map_seen = _stamp(self.model_map)
+        try:
+            declared = reload_model_map(self.model_map, self._mapped)
+        except CotplanError as exc:
+            return exc
+        self._mapped = [family.prefix for family in declared]
+        return None
 
     @property
     def base_url(self) -> str:
@@ -448,6 +488,7 @@ def serve(
     size_policy: str = "largest",
     workers: int = 1,
     responses: str = "refuse",
+    model_map: str | os.PathLike[str] | None = None,
 ) -> int:
     """Serve until interrupted (what `cotplan serve` runs). `plan` is a `SavedPlan` or a path,
     or several (one per model); `upstream` the OpenAI-compatible base URL the calls go to;
@@ -458,8 +499,8 @@ def serve(
     caps thinking itself answers each call in one request); `client_keys` the gateway's own
     keys (see `Gateway`); `size_policy` what a call without a size gets (`capped`); `workers`
     how many processes serve the port (`Gateway.run`); `responses` what a Responses call the
-    upstream cannot cap gets (`make_app`). SIGHUP, or a plan file changed,
-    reloads the plans. Returns the exit status."""
+    upstream cannot cap gets (`make_app`); `model_map` the team's model map file. SIGHUP, or a
+    plan file or the model map changed, reloads them. Returns the exit status."""
     gateway = Gateway(
         plan,
         upstream,
@@ -474,5 +515,6 @@ def serve(
         client_keys=client_keys,
         size_policy=size_policy,
         responses=responses,
+        model_map=model_map,
     )
     return gateway.run(workers)

@@ -126,7 +126,8 @@ def serve_gateway(
         if not key:
             raise MissingKeyError(api_key_env, "the upstream")
     gateway = Gateway(
-        paths if len(paths) > 1 else saved[0],
+        # The files, not what was read from them: a plan file that changes is read again.
+        paths,
         upstream,
         port=port,
         api_key=key,
@@ -139,5 +140,6 @@ def serve_gateway(
         client_keys=keys,
         size_policy=size_policy,
         responses=responses,
+        model_map=model_map,
     )
     return Served(gateway, saved, exits, upstream, call_log, provider, keys)
