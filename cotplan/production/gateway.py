@@ -91,6 +91,7 @@ from cotplan.backends.keys import scrub_secrets
 from cotplan.errors import CotplanError, InputError, LocalServerError
 from cotplan.planner import SavedPlan
 from cotplan.planner.exit_plan import ExitPlan
+from cotplan.production.call_prices import price_row
 from cotplan.production.detect import Detected, detect_provider
 from cotplan.production.gateway_app import MAX_BODY_BYTES, make_app
 from cotplan.production.gateway_errors import logger
@@ -293,6 +294,9 @@ class Gateway:
             )
 
         self.routes = Routes(build, plans)
+        for name in self.routes.names:  # each model's price row, found now (`call_prices`)
+            with contextlib.suppress(InputError):
+                price_row(name)
         self.client_keys = tuple(client_keys)
         self.max_body_bytes = max_body_bytes
         self.responses = responses
