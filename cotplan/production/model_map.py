@@ -55,8 +55,12 @@ def register_model(
     template: str | None = None,
     server: str | None = None,
 ) -> ModelFamily:
-    """Declare how the model served as `name` thinks (see `declared_family`, which checks the
-    declaration) in this process. Returns the family recorded."""
+    """Declare how the model served as `name` thinks (`protocol`, a
+    `cotplan.generate.protocols` name), which chat template writes its prompt (`template`, a
+    `cotplan.generate.prompts.CHAT_TEMPLATES` name; None: none, so only a server that caps it
+    can) and what serves it (`server`, a provider rule such as ``llama.cpp-thinking``; None:
+    the client's). Applies to that exact name (any ``provider:`` or ``org/`` before it and
+    letter case aside) in this process. Returns the family recorded."""
     family = declared_family(name, protocol=protocol, template=template, server=server)
     REGISTERED[family.prefix] = family
     return family
@@ -69,12 +73,8 @@ def declared_family(
     template: str | None = None,
     server: str | None = None,
 ) -> ModelFamily:
-    """The family declaring how the model served as `name` thinks (`protocol`, a
-    `cotplan.generate.protocols` name), which chat template writes its prompt (`template`, a
-    `cotplan.generate.prompts.CHAT_TEMPLATES` name; None: none, so only a server that caps it
-    can) and what serves it (`server`, a provider rule such as ``llama.cpp-thinking``; None:
-    the client's). Applies to that exact name (any ``provider:`` or ``org/`` before it and
-    letter case aside). Checked, not recorded (`register_model` records it)."""
+    """The family `register_model` records for `name`, checked as it checks it (an
+    `InputError` naming the field), and not recorded."""
     if not isinstance(name, str) or not bare_name(name).strip():
         raise InputError(f"must be a model name, got {name!r}", field="name")
     if protocol not in PROTOCOL_NAMES:
