@@ -122,6 +122,14 @@ def test_reasoning_tokens_the_server_leaves_out_are_counted_by_its_tokenizer() -
     assert "counted by the server's tokenizer" in got["cotplan"]["note"]
 
 
+def test_a_leaked_close_is_dropped_from_the_answer() -> None:
+    upstream = Upstream(responses_reply(text="</think>\n\nAnswer: 13"))
+    client = capped(upstream.client(), make_plan(THINKER), provider="llama.cpp-thinking", log=False)
+    with TestClient(make_app(client)) as http:
+        got = http.post("/v1/responses", json=ask(size=3)).json()
+    assert got["output"][1]["content"][0]["text"] == "Answer: 13"
+
+
 def test_a_cut_with_no_answer_is_flagged() -> None:
     upstream = Upstream(responses_reply(text=""))
     client = capped(upstream.client(), make_plan(THINKER), provider="llama.cpp-thinking", log=False)

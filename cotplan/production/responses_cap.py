@@ -11,7 +11,8 @@ rule, the protocol the plan was calibrated with), then:
   output. The reply is the server's, unchanged, with
   `usage.output_tokens_details.reasoning_tokens` filled in where the server leaves it out (the
   reasoning items' text counted by the server's tokenizer) and the ``cotplan`` report; the call
-  is logged and counted in the metrics as a chat call is.
+  is logged and counted in the metrics as a chat call is. The thinking close llama.cpp leaks
+  into the answer after a forced close is dropped, as on a chat reply.
 - anywhere else (two-phase forcing, a provider's hidden reasoning, a server whose Responses
   endpoint is not known to take the cap) the call is refused with an OpenAI error object that
   says so and how to get the cap (send a chat completion), unless the operator started the
@@ -44,6 +45,7 @@ from cotplan.production.server_cap import (
     counted_reasoning,
     merged,
     nested,
+    without_close,
 )
 
 __all__ = [
@@ -197,6 +199,17 @@ class ResponsesCall:
             return None
         return _reasoning_text(reply.get("output"))
 
+    def _drop_leaked_close(self, output: object) -> None:
+        """The thinking close a llama.cpp server leaks before the answer after a forced close
+        (llama.cpp #28182) dropped from each output text, as a chat reply's `content` drops
+        it (`server_cap.without_close`); the rest is the model's, unchanged."""
+        for item in output if isinstance(output, list) else []:
+            if not isinstance(item, dict) or item.get("type") != "message":
+                continue
+            for part in item.get("content") or []:
+                if isinstance(part, dict) and isinstance(part.get("text"), str):
+                    part["text"] = without_close(part["text"], self.call.words)
+
     def finish(self, reply: dict[str, Any], counted: int | None) -> CapReport:
         """The reply with its reasoning tokens filled in (`counted`: the server's tokenizer's
         count of `reasoning_text`, None when the usage had them) and the report added."""
@@ -206,6 +219,7 @@ class ResponsesCall:
         details = usage.get("output_tokens_details")
         if not isinstance(details, dict):
             details = usage["output_tokens_details"] = {}
+        self._drop_leaked_close(reply.get("output"))
         thinking = _reasoning_text(reply.get("output"))
         if counted is not None or not isinstance(details.get("reasoning_tokens"), int):
             details["reasoning_tokens"] = counted_reasoning(counted, thinking, 1) if thinking else 0
