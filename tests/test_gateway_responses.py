@@ -19,6 +19,7 @@ from cotplan.errors import InputError
 from cotplan.production import CallLog, capped
 from cotplan.production.gateway import make_app
 from cotplan.production.metrics import GatewayMetrics
+from cotplan.production.serve_setup import serve_gateway
 
 TOOLS = [{"type": "function", "name": "add", "parameters": {"type": "object", "properties": {}}}]
 
@@ -172,3 +173,15 @@ def test_a_responses_call_for_another_model_or_streamed_is_refused() -> None:
     assert upstream.requests == []
     with pytest.raises(InputError, match="responses"):
         make_app(client, responses="sometimes")
+
+
+def test_serve_passes_uncappable_responses_on_only_when_asked(tmp_path: Path) -> None:
+    plan = make_plan(THINKER).save(tmp_path / "plan.json")
+    options: dict[str, Any] = {
+        "port": 0,
+        "provider": "openai-compatible",
+        "log": tmp_path / "log.sqlite",
+    }
+    asked = serve_gateway([plan], "http://127.0.0.1:9/v1", responses_uncapped=True, **options)
+    default = serve_gateway([plan], "http://127.0.0.1:9/v1", **options)
+    assert (asked.gateway.responses, default.gateway.responses) == ("uncapped", "refuse")

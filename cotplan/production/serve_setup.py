@@ -23,7 +23,6 @@ from cotplan.production.calls import SIZE_POLICIES
 from cotplan.production.client_keys import keys_from_env, read_client_keys
 from cotplan.production.gateway import Gateway, check_port, check_upstream
 from cotplan.production.log import CallLog
-from cotplan.production.responses_cap import RESPONSES_POLICIES
 from cotplan.validation import require_choice
 
 __all__ = ["Served", "serve_gateway"]
@@ -83,11 +82,13 @@ def serve_gateway(
     size_policy: str = "largest",
     model_map: str | os.PathLike[str] | None = None,
     workers: int = 1,
-    responses: str = "refuse",
+    responses_uncapped: bool = False,
 ) -> Served:
     """A `Gateway` for the plan files `plans` (one per model, routed by the call's model),
     every input checked before anything starts; `InputError` names the one at fault.
-    `model_map` declares the team's own model names first (`cotplan.register_model`)."""
+    `model_map` declares the team's own model names first (`cotplan.register_model`);
+    `responses_uncapped` passes Responses calls the upstream cannot cap on uncapped, flagged,
+    instead of refusing them (`cotplan.production.responses_cap`)."""
     from cotplan.backends.budgets import rule_for_model
     from cotplan.backends.keys import find_key
     from cotplan.production.gateway_workers import check_workers
@@ -105,7 +106,6 @@ def serve_gateway(
     if len(paths) > 1 and exit == "certified":
         raise InputError("serves one plan: give one --plan with --exit certified", field="exit")
     require_choice(size_policy, "size_policy", SIZE_POLICIES)
-    require_choice(responses, "responses", RESPONSES_POLICIES)
     check_workers(workers)  # the processes start in `Gateway.run(workers)`
     if provider != "detect":
         rule_for_model(provider, "")  # an unknown name is refused before anything starts
@@ -139,7 +139,7 @@ def serve_gateway(
         provider=provider,
         client_keys=keys,
         size_policy=size_policy,
-        responses=responses,
+        responses="uncapped" if responses_uncapped else "refuse",
         model_map=model_map,
     )
     return Served(gateway, saved, exits, upstream, call_log, provider, keys)
