@@ -119,7 +119,7 @@ def test_two_workers_share_the_port_the_call_log_and_the_metrics(tmp_path: Path)
     assert len(CallLog(log).records()) == 24  # every worker's rows, written at its stop
 
 
-def test_the_gateway_passes_completions_embeddings_and_responses_on_unchanged(
+def test_the_gateway_passes_completions_and_embeddings_on_and_caps_responses(
     tmp_path: Path,
 ) -> None:
     bodies = {
@@ -144,7 +144,10 @@ def test_the_gateway_passes_completions_embeddings_and_responses_on_unchanged(
             )
     for path, body in bodies.items():
         assert replies[path].status_code == 200
-        assert replies[path].json()["echo"] == body  # as it came: no cap, no field added
+        # As it came, but for the Responses call's cap (llama.cpp's field, the largest cap).
+        capped = {"thinking_budget_tokens": 6} if path == "/responses" else {}
+        assert replies[path].json()["echo"] == {**body, **capped}
     assert [path for path, _ in upstream.bodies] == [f"/v1{path}" for path in bodies]
     assert (streamed.status_code, streamed.json()["error"]["param"]) == (400, "stream")
-    assert CallLog(tmp_path / "log.sqlite").records() == []  # no plan applied: no row
+    [row] = CallLog(tmp_path / "log.sqlite").records()  # only the capped call: the Responses one
+    assert (row.cap, row.mode) == (6, "server")

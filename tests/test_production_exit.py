@@ -24,6 +24,7 @@ from starlette.testclient import TestClient
 
 from cotplan.errors import InputError
 from cotplan.generate.probing import ExitRule, StoppingRule
+from cotplan.generate.protocols import resolve_protocol
 from cotplan.planner.exit_plan import ExitPlan, answer_with_exit
 from cotplan.production import CallLog, capped, report_of
 from cotplan.production.gateway import Gateway, make_app
@@ -85,7 +86,7 @@ def test_the_rule_stops_the_thinking_and_the_probes_are_paid_for(
     assert probe2["prompt"].endswith("I count one then one more\n</think>\n\nAnswer:")
 
     message = reply.choices[0].message
-    assert message.content == "1"
+    assert message.content == "Answer: 1"  # the model's own form, as two-phase replies read
     assert message.model_extra == {"reasoning_content": "I count one then one more"}
     report = report_of(reply)
     billed = 56 + 60 if bill_prompt else 0  # the second chunk's and the first probe's prompts
@@ -151,7 +152,7 @@ def test_thinking_the_model_ends_itself_is_answered_after_its_close(tmp_path: Pa
     )
     assert (report.reasoning_tokens, report.probe_tokens) == (9, 0)
     assert not report.answer_forced
-    assert reply.choices[0].message.content == "1"
+    assert reply.choices[0].message.content == "Answer: 1"
 
 
 def test_a_probability_rule_asks_for_logprobs(tmp_path: Path) -> None:
@@ -235,7 +236,7 @@ def test_a_stream_hands_on_the_thinking_chunk_by_chunk_then_the_answer(tmp_path:
         "I count one",
         " then one more",
     ]
-    assert chunks_text(chunks, "content") == "1"
+    assert chunks_text(chunks, "content") == "Answer: 1"
     assert report_of(chunks[-1]) == report_of(reply)
     assert len({chunk.id for chunk in chunks}) == 1
     (row,) = log.records()
@@ -420,7 +421,8 @@ def test_the_thinking_model_stops_early_counts_its_probes_and_answers_as_run_doe
         report.stop_k,
         report.probes,
     )
-    assert reply.choices[0].message.content == run.answer_text.strip()
+    marker = resolve_protocol(thinking_model.model_id, "think")[1].marker
+    assert reply.choices[0].message.content == (marker + run.answer_text).rstrip()
     assert (report.probe_tokens, report.answer_tokens) == (
         run.probe_answer_tokens,
         run.answer_tokens,

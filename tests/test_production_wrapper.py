@@ -186,7 +186,6 @@ def test_a_hidden_cap_that_ate_the_answer_asks_for_it_once_more() -> None:
         ({**ask(), "size": 3, "stream": "yes"}, "stream", "true or false"),
         ({**ask(), "size": 3, "stream_options": {}}, "stream_options", "only for a streamed"),
         ({**ask(), "size": 3, "n": 0}, "n", "whole number"),
-        ({**ask(), "size": 3, "n": 2, "stream": True}, "n", "streamed two-phase"),
         ({**ask(), "size": 3, "functions": []}, "functions", "writes the chat out as text"),
         ({**ask(), "size": 3, "tools": [{"type": "retrieval"}]}, "tools", "type 'function'"),
         ({**ask(), "size": 3, "response_format": {"type": "yaml"}}, "response_format", "json"),

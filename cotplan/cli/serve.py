@@ -98,6 +98,7 @@ SizePolicy = Annotated[
         "largest certified cap, noted in the report) or 'refuse' (400 naming `size`)."
     ),
 ]
+Uncapped = Annotated[bool, typer.Option(help="Pass uncappable /v1/responses calls on uncapped.")]
 
 
 def serve(
@@ -117,6 +118,7 @@ def serve(
     size_policy: SizePolicy = "largest",
     model_map: ModelMap = None,
     workers: Workers = 1,
+    responses_uncapped: Uncapped = False,
 ) -> None:
     """Serve /v1/chat/completions on 127.0.0.1 with the plan's reasoning cap applied.
 
@@ -129,10 +131,10 @@ def serve(
 
     # Every option is checked before anything starts listening.
     served = serve_gateway(
-        plan, upstream, port=port, log=log, api_key_env=api_key_env,
+        plan, upstream, port=port, log=log, api_key_env=api_key_env, workers=workers,
         allow_other_model=allow_other_model, timeout=timeout, exit=exit_, exit_plan=exit_plan,
         provider=provider, client_keys_file=client_keys_file, client_keys_env=client_keys_env,
-        size_policy=size_policy, model_map=model_map, workers=workers,
+        size_policy=size_policy, model_map=model_map, responses_uncapped=responses_uncapped,
     )  # fmt: skip
     print_gateway_banner(_console, served)
     raise typer.Exit(served.gateway.run(workers))

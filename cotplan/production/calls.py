@@ -14,13 +14,13 @@ import math
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from openai.types.chat import ChatCompletion
 
-from cotplan.backends.base import Completion, Usage
+from cotplan.backends.base import Usage
 from cotplan.errors import InputError
 from cotplan.generate.probing import ExitRule
 from cotplan.generate.prompts import ChatTemplate, CoTPrompt
@@ -177,10 +177,14 @@ class CapReport:
     answer_missing: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict (null for a missing cost)."""
-        out = asdict(self)
+        """A JSON-ready dict (null for a missing cost). Every field is a plain value, so no
+        deep copy (`asdict`'s) is needed: this runs for every reply."""
+        out = {name: getattr(self, name) for name in _REPORT_FIELDS}
         out["cost_usd"] = None if math.isnan(self.cost_usd) else self.cost_usd
         return out
+
+
+_REPORT_FIELDS = tuple(f.name for f in fields(CapReport))
 
 
 def report_of(reply: Any) -> CapReport:
@@ -358,7 +362,10 @@ def usage_of(raw: Any) -> Usage:
 def cost_of_requests(model: str, usages: Sequence[Usage]) -> tuple[float, str]:
     """List price of the requests (NaN and a note when the model has no price, or a request's
     usage cannot be trusted)."""
-    from cotplan.generate.call_cost import recorded_cost
+    # What `cotplan.generate.call_cost.recorded_cost` prices, with the model's row looked up
+    # once a day rather than on every call (`call_prices`).
+    from cotplan.pricing.cost import unit_price
+    from cotplan.production.call_prices import price_row
 
     total = 0.0
     for usage in usages:
@@ -368,8 +375,16 @@ def cost_of_requests(model: str, usages: Sequence[Usage]) -> tuple[float, str]:
                 "usage not trusted: the server's token counts are missing or impossible",
             )
         try:
-            call = Completion(text="", finish_reason="stop", usage=usage, model=model)
-            cost = recorded_cost(call)
+            cost = unit_price(
+                price_row(model),
+                prompt_tokens=usage.prompt_tokens,
+                completion_tokens=usage.completion_tokens,
+                reasoning_tokens=usage.reasoning_tokens,
+                cached_tokens=usage.cached_tokens,
+                cache_write_tokens=0,
+                batch=False,
+                reasoning_in_completion=True,
+            )
         except InputError as exc:  # unknown model, or no price in effect today
             return math.nan, f"no price for {model}: {exc}"
         total += float(cost.usd)

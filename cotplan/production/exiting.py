@@ -13,6 +13,11 @@ answers an item (`cotplan.generate.probing.probe_answer`), through the team's ow
    model ends it itself (its answer is then asked for after the close) and at the ceiling, the
    plan's certified cap, past which it never runs.
 
+The reply reads as a two-phase reply does: `message.content` is the model's answer in its own
+form (the marker the forcing wrote for it, ``Answer: 13``, then its words), the thinking is in
+`message.reasoning_content`, and `usage` holds every request's tokens with the reasoning in
+`completion_tokens_details.reasoning_tokens`.
+
 These are `probe_answer`'s own requests (the same prompts, stops and caps), so a call gets the
 answer `cotplan run --exit certified` gets for the same question. Answers are read the way the
 plan's task family reads them (an integer for ``count``, ...; free text where the plan records
@@ -68,7 +73,7 @@ from cotplan.production.calls import (
     stop_list,
 )
 from cotplan.production.phases import TwoPhase
-from cotplan.production.streaming import Call, Chunks, Finish, StreamSteps, Trim
+from cotplan.production.streaming import Call, Chunks, Finish, Marked, StreamSteps
 from cotplan.tasks.answers import extract_answer
 from cotplan.tasks.families import families
 from cotplan.tasks.item import AnswerKind, TaskItem
@@ -318,6 +323,7 @@ class _Probing:
             probes=len(self.probes),
             probe_tokens=probe_answers + (extra_prompts if bill else 0),
             probe_prompt_tokens=extra_prompts,
+            answer_missing=answer is not None and not answer.text.strip(),
         )
 
 
@@ -328,14 +334,24 @@ def exit_steps(call: CallArgs) -> _Steps:
     yield from probing.steps()
     assert probing.answer is not None
     report = probing.report()
+    # The model's own form, as a two-phase reply reads: the marker the forcing wrote for it
+    # (``Answer:``), then its words; no answer is no marker (the report flags it).
+    content, finish_reason = answered_content(call, probing.answer)
     reply = chat_reply(
         call,
-        content=probing.answer.text,
+        content=content,
         reasoning=probing.text,
-        finish_reason=probing.answer.finish_reason,
+        finish_reason=finish_reason,
         report=report,
     )
     return reply, report
+
+
+def answered_content(call: CallArgs, answer: Completion) -> tuple[str, str]:
+    """The reply's `content` and finish reason for the probe that became the answer."""
+    if not answer.text.strip():
+        return "", "length"
+    return (call.words.marker + answer.text).rstrip(), answer.finish_reason or "stop"
 
 
 def exit_stream_steps(call: CallArgs, finish: Finish) -> StreamSteps:
@@ -358,10 +374,12 @@ def exit_stream_steps(call: CallArgs, finish: Finish) -> StreamSteps:
             if piece := probing.unshown():
                 yield chunks.delta(reasoning_content=piece)
         assert probing.answer is not None
-        trim = Trim()
-        if answer := trim(probing.answer.text):
+        # As `exit_steps` answers: the marker before the model's words, as `Marked` streams
+        # a two-phase answer.
+        _, finish_reason = answered_content(call, probing.answer)
+        marked = Marked(call.words.marker)
+        if answer := marked(probing.answer.text):
             yield chunks.delta(content=answer)
-        finish_reason = probing.answer.finish_reason or "stop"
         yield from chunks.last(finish_reason, probing.report(), include_usage=call.include_usage)
         outcome = "complete"
     except GeneratorExit:

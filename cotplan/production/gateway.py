@@ -16,20 +16,23 @@ certifies one, as `capped(..., exit="certified")` answers it (`cotplan.productio
 probe tokens count in the usage and the log, and the ``cotplan`` field says where it stopped.
 
 Several plans, one per model, are served side by side: the call's `model` picks the plan
-(or the ``X-Cotplan-Route`` header names one), and SIGHUP reloads every plan file without
-dropping a call (`cotplan.production.routes`). Where the upstream caps the thinking itself
+(or the ``X-Cotplan-Route`` header names one), and SIGHUP (or a file changed) reloads every
+plan file and the model map without dropping a call (`cotplan.production.routes`,
+`cotplan.production.model_map`). Where the upstream caps the thinking itself
 (asked once at start, `cotplan.production.detect`), each call is its own one request with the
 cap added and every field passed on (`cotplan.production.server_cap`).
 
-Also served: ``POST /v1/completions``, ``/v1/embeddings`` and ``/v1/responses``, passed on
-unchanged (unstreamed). No plan applies to them: a text completion has no chat to cap, and
-the Responses API's reasoning budget is not one field across servers (llama.cpp and vLLM take
-their thinking budget on chat completions), so a Responses call is sent on uncapped, and its
-reasoning is not counted in the metrics or the call log; send chat completions for the cap.
-And ``GET /v1/models`` (the plans' models), ``GET /health`` (the process answers),
-``GET /ready`` (the upstream answers too; 503 when it does not) and ``GET /metrics``
-(Prometheus: calls, reasoning and answer tokens, cap bites, forced and missing answers,
-errors and latency by route and model, `cotplan.production.metrics`).
+``POST /v1/responses`` (unstreamed) is capped as a chat call is where the upstream takes its
+cap on a Responses body (llama.cpp), with the reasoning tokens in
+`usage.output_tokens_details.reasoning_tokens`, the ``cotplan`` report, the call log and the
+metrics; elsewhere it is refused with an error that says so, or passed on uncapped with the
+header ``X-Cotplan-Capped: false`` where the operator asked for that (`responses="uncapped"`,
+`cotplan serve --responses-uncapped`; `cotplan.production.responses_cap`).
+Also served: ``POST /v1/completions`` and ``/v1/embeddings``, passed on unchanged (unstreamed):
+a text completion has no chat to cap. And ``GET /v1/models`` (the plans' models), ``GET
+/health`` (the process answers), ``GET /ready`` (the upstream answers too; 503 when it does
+not) and ``GET /metrics`` (Prometheus: calls, reasoning and answer tokens, cap bites, forced
+and missing answers, errors and latency by route and model, `cotplan.production.metrics`).
 docs/shipping.md walks a team through it.
 
 Errors come back in OpenAI's shape, ``{"error": {"message", "type", "param", "code"}}``
@@ -65,6 +68,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import os
 import signal
 import socket
 import threading
@@ -87,6 +91,7 @@ from cotplan.backends.keys import scrub_secrets
 from cotplan.errors import CotplanError, InputError, LocalServerError
 from cotplan.planner import SavedPlan
 from cotplan.planner.exit_plan import ExitPlan
+from cotplan.production.call_prices import price_row
 from cotplan.production.detect import Detected, detect_provider
 from cotplan.production.gateway_app import MAX_BODY_BYTES, make_app
 from cotplan.production.gateway_errors import logger
@@ -94,6 +99,7 @@ from cotplan.production.gateway_workers import check_workers, serve_workers
 from cotplan.production.log import CallLog
 from cotplan.production.log_writer import BatchedCallLog
 from cotplan.production.metrics import GatewayMetrics
+from cotplan.production.model_map import load_model_map, reload_model_map
 from cotplan.production.routes import Capped, Routes
 from cotplan.production.wrapper import AsyncCappedClient, capped
 
@@ -166,6 +172,17 @@ def check_port(port: object) -> int:
     return port
 
 
+def _stamp(path: Path | None) -> tuple[int, int]:
+    """A file's modification time and size, to notice a change ((0, 0): none, or missing)."""
+    if path is None:
+        return (0, 0)
+    try:
+        stat = path.stat()
+    except OSError:
+        return (0, 0)
+    return (stat.st_mtime_ns, stat.st_size)
+
+
 #: One plan, or several (routed by model, `cotplan.production.routes`).
 Plans = SavedPlan | str | Path | Sequence[SavedPlan | str | Path]
 
@@ -180,8 +197,11 @@ class Gateway:
     by the call's model); `exit="certified"` the certified early exit; `provider` what the
     upstream is, asked of it once by default (`capped`'s ``"detect"``); `client_keys` the
     gateway's own keys, one of which each call must carry (none: no authentication).
-    `reload()` reads the plan files again (`cotplan serve` does on SIGHUP); while serving, a
-    plan file that changes is read again within `watch` seconds (0: only on `reload()`).
+    `responses` is what a Responses call the upstream cannot cap gets (`make_app`);
+    `model_map` a model map file declaring the team's own model names
+    (`cotplan.production.model_map`). `reload()` reads the model map and the plan files again
+    (`cotplan serve` does on SIGHUP); while serving, a plan file or model map that changes is
+    read again within `watch` seconds (0: only on `reload()`).
     """
 
     def __init__(
@@ -203,8 +223,17 @@ class Gateway:
         size_policy: str = "largest",
         access_log: bool = True,
         watch: float = 1.0,
+        responses: str = "refuse",
+        model_map: str | os.PathLike[str] | None = None,
     ) -> None:
         self.port = check_port(port)
+        # The team's own model names, declared before any plan is applied to them (and read
+        # again with the plans: `reload`).
+        self.model_map = None if model_map is None else Path(model_map)
+        self._mapped: list[str] = []
+        self._map_seen = _stamp(self.model_map)
+        if self.model_map is not None:
+            self._mapped = [family.prefix for family in load_model_map(self.model_map)]
         self._access_log = access_log
         self.upstream = check_upstream(upstream)
         # A local server needs no key; the SDK insists on one.
@@ -238,6 +267,8 @@ class Gateway:
             "max_body_bytes": max_body_bytes,
             "size_policy": size_policy,
             "watch": watch,
+            "responses": responses,
+            "model_map": self.model_map,
         }
         # One client, one pool of kept-alive connections to the upstream, for every call
         # (made again for a second start: its connections belong to the first's event loop).
@@ -263,8 +294,12 @@ class Gateway:
             )
 
         self.routes = Routes(build, plans)
+        for name in self.routes.names:  # each model's price row, found now (`call_prices`)
+            with contextlib.suppress(InputError):
+                price_row(name)
         self.client_keys = tuple(client_keys)
         self.max_body_bytes = max_body_bytes
+        self.responses = responses
         self.metrics = GatewayMetrics()
         self.start_timeout = start_timeout
         self.watch = watch
@@ -313,6 +348,7 @@ class Gateway:
             client_keys=self.client_keys,
             metrics=self.metrics,
             lifespan=lifespan,
+            responses=self.responses,
         )
 
     async def _watch(self) -> None:
@@ -320,19 +356,34 @@ class Gateway:
         reload itself runs in a worker thread, off the event loop."""
         while True:
             await asyncio.sleep(self.watch)
-            if self.routes.changed():
+            if self.routes.changed() or _stamp(self.model_map) != self._map_seen:
                 await run_in_threadpool(self.reload)
 
     def reload(self) -> CotplanError | None:
-        """Read every plan file again and serve the new plans from the next call on; calls
-        under way finish under the plans they started with. On failure the old plans keep
-        serving and the error is logged and returned."""
+        """Read the model map and every plan file again and serve the new plans from the next
+        call on; calls under way finish under the plans they started with. On failure the old
+        model map and plans keep serving and the error is logged and returned."""
+        error = self._reload_model_map()
+        if error is not None:
+            logger.error("the model map was not reloaded (still serving the old one): %s", error)
+            return error
         error = self.routes.reload()
         if error is None:
             logger.warning("reloaded the plans: %s", ", ".join(self.routes.names))
         else:
             logger.error("the plans were not reloaded (still serving the old ones): %s", error)
         return error
+
+    def _reload_model_map(self) -> CotplanError | None:
+        if self.model_map is None:
+            return None
+        self._map_seen = _stamp(self.model_map)
+        try:
+            declared = reload_model_map(self.model_map, self._mapped)
+        except CotplanError as exc:
+            return exc
+        self._mapped = [family.prefix for family in declared]
+        return None
 
     @property
     def base_url(self) -> str:
@@ -440,6 +491,8 @@ def serve(
     client_keys: Collection[str] = (),
     size_policy: str = "largest",
     workers: int = 1,
+    responses: str = "refuse",
+    model_map: str | os.PathLike[str] | None = None,
 ) -> int:
     """Serve until interrupted (what `cotplan serve` runs). `plan` is a `SavedPlan` or a path,
     or several (one per model); `upstream` the OpenAI-compatible base URL the calls go to;
@@ -449,8 +502,9 @@ def serve(
     exit); `provider` as in `capped` (by default asked of the upstream once: a server that
     caps thinking itself answers each call in one request); `client_keys` the gateway's own
     keys (see `Gateway`); `size_policy` what a call without a size gets (`capped`); `workers`
-    how many processes serve the port (`Gateway.run`). SIGHUP, or a plan file changed,
-    reloads the plans. Returns the exit status."""
+    how many processes serve the port (`Gateway.run`); `responses` what a Responses call the
+    upstream cannot cap gets (`make_app`); `model_map` the team's model map file. SIGHUP, or a
+    plan file or the model map changed, reloads them. Returns the exit status."""
     gateway = Gateway(
         plan,
         upstream,
@@ -464,5 +518,7 @@ def serve(
         provider=provider,
         client_keys=client_keys,
         size_policy=size_policy,
+        responses=responses,
+        model_map=model_map,
     )
     return gateway.run(workers)

@@ -23,14 +23,24 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from cotplan.errors import InputError
+from cotplan.errors import InputError, ResponseFormatError
 from cotplan.io import MAX_JSON_BYTES, parse_json
 from cotplan.production.gateway_errors import Failure, failure_of
 from cotplan.production.metrics import CONTENT_TYPE_LATEST, GatewayMetrics
+from cotplan.production.responses_cap import (
+    CAPPED_HEADER,
+    RESPONSES_CAP_FIELDS,
+    RESPONSES_POLICIES,
+    ResponsesCall,
+    not_capped_message,
+    responses_check_args,
+)
 from cotplan.production.routes import ROUTE_HEADER, Capped, Routes
 from cotplan.production.streaming import AsyncCappedStream, CappedStream
 from cotplan.production.tags import TAGS_HEADER, with_header_tags
+from cotplan.production.upstream import tokenize, tokenize_async
 from cotplan.production.wrapper import AsyncCappedClient
+from cotplan.validation import require_choice
 
 __all__ = [
     "ANSWER_MISSING_HEADER",
@@ -201,7 +211,13 @@ async def _forward(
 ) -> httpx2.Response:
     """A body posted to the upstream's `path` as it came (checked JSON, unstreamed); an error
     status raises the SDK's error (scrubbed and passed on by `gateway_errors`)."""
-    body = _forwarded(raw)
+    return await _post(upstream, path, _forwarded(raw))
+
+
+async def _post(
+    upstream: openai.OpenAI | openai.AsyncOpenAI, path: str, body: dict[str, Any]
+) -> httpx2.Response:
+    """`body` posted to the upstream's `path` (see `_forward`)."""
     if isinstance(upstream, openai.AsyncOpenAI):
         answer: httpx2.Response = await upstream.post(path, body=body, cast_to=httpx2.Response)
         return answer
@@ -209,6 +225,17 @@ async def _forward(
         upstream.post, path, body=body, cast_to=httpx2.Response
     )
     return sent
+
+
+def _reply_json(answer: httpx2.Response) -> dict[str, Any]:
+    """An upstream's 200 as the JSON object it must be (`ResponseFormatError`: a 502)."""
+    try:
+        body = json.loads(answer.content)
+    except ValueError as exc:
+        raise ResponseFormatError("the upstream answered 200 with a body that is not JSON") from exc
+    if not isinstance(body, dict):
+        raise ResponseFormatError("the upstream answered 200 with JSON that is not an object")
+    return body
 
 
 async def _health(request: Request) -> JSONResponse:
@@ -244,8 +271,10 @@ class _Handlers:
         max_body_bytes: int,
         client_keys: Collection[str],
         metrics: GatewayMetrics,
+        responses: str,
     ) -> None:
         self.table = table
+        self.responses = responses
         self.limit = max_body_bytes
         self.known = _create_arguments(table.first.client)
         # Never shown to a client, whatever an upstream echoes back (`gateway_errors`).
@@ -304,6 +333,70 @@ class _Handlers:
         done(200, body.get("cotplan"))
         return JSONResponse(body, headers=_answer_headers(body))
 
+    async def responses_api(self, request: Request) -> Response:
+        """``POST /v1/responses``: capped where the upstream can, else refused or passed on
+        uncapped as the operator chose (`cotplan.production.responses_cap`)."""
+        started = time.perf_counter()
+        if (denied := self.refused(request)) is not None:
+            return denied
+        raw = await _body(request, self.limit)
+        if isinstance(raw, Response):
+            return raw
+        route, model = "-", "-"
+
+        def done(status: int, report: object = None, error: str | None = None) -> None:
+            seconds = time.perf_counter() - started
+            got = report if isinstance(report, dict) else None
+            self.counts.observe(
+                route, model, status=status, seconds=seconds, report=got, error=error
+            )
+
+        try:
+            body = _forwarded(raw)
+            size_header = request.headers.get(SIZE_HEADER)
+            if body.get("size") is None and size_header is not None:
+                try:
+                    body["size"] = float(size_header)
+                except ValueError:
+                    raise InputError(
+                        f"must be a number, got {size_header!r}", field=SIZE_HEADER
+                    ) from None
+            model = str(body.get("model", "-"))[:200]
+            client = self.table.pick(body.get("model"), request.headers.get(ROUTE_HEADER))
+            route = client.plan.model or "default"
+            check = with_header_tags(responses_check_args(body), request.headers.get(TAGS_HEADER))
+            call = client.checked(check)
+            provider = client.provider_for(call.model)
+            if call.mode != "server" or provider not in RESPONSES_CAP_FIELDS:
+                if self.responses != "uncapped":
+                    raise InputError(not_capped_message(call.model, provider), field="model")
+                answer = await _post(client.client, "/responses", body)
+                done(answer.status_code)
+                media = answer.headers.get("content-type", "application/json")
+                return Response(
+                    answer.content,
+                    status_code=answer.status_code,
+                    media_type=media,
+                    headers={CAPPED_HEADER: "false"},
+                )
+            one = ResponsesCall(call, body, provider)
+            reply = _reply_json(await _post(client.client, "/responses", one.request()))
+            counted = None
+            if text := one.reasoning_text(reply):
+                asked = {"content": text, "model": call.model}
+                if isinstance(client.client, openai.AsyncOpenAI):
+                    counted = await tokenize_async(client.client, asked)
+                else:
+                    counted = await run_in_threadpool(tokenize, client.client, asked)
+            report = one.finish(reply, counted)
+            client.record(call.model, report, str(reply.get("id", "")), tags=call.tags)
+        except Exception as exc:
+            failure = failure_of(exc, self.secrets)
+            done(failure.status, error=failure.kind)
+            return failure.response()
+        done(200, reply["cotplan"])
+        return JSONResponse(reply, headers=_answer_headers(reply))
+
     async def models(self, request: Request) -> Response:
         if (denied := self.refused(request)) is not None:
             return denied
@@ -314,9 +407,9 @@ class _Handlers:
         return JSONResponse({"object": "list", "data": data})
 
     async def passthrough(self, request: Request) -> Response:
-        """`/v1/completions`, `/v1/embeddings` and `/v1/responses`: sent on as they came (no
-        plan applies to them: see `cotplan.production.gateway`), with the upstream's key,
-        unstreamed; their errors as a chat call's are."""
+        """`/v1/completions` and `/v1/embeddings`: sent on as they came (no plan applies to
+        them: see `cotplan.production.gateway`), with the upstream's key, unstreamed; their
+        errors as a chat call's are."""
         if (denied := self.refused(request)) is not None:
             return denied
         raw = await _body(request, self.limit)
@@ -348,6 +441,7 @@ def make_app(
     client_keys: Collection[str] = (),
     metrics: GatewayMetrics | None = None,
     lifespan: Lifespan | None = None,
+    responses: str = "refuse",
 ) -> Starlette:
     """The Starlette app answering OpenAI-compatible chat completions through `routes` (one
     capped client, or several plans routed by model, `cotplan.production.routes`): each an
@@ -359,13 +453,17 @@ def make_app(
     call (``GET /metrics``; a fresh `GatewayMetrics` when None). ``GET /health`` says the
     process answers; ``GET /ready`` whether the upstream does (503 when it does not).
     `lifespan` is the app's lifespan (what starts with the server and stops with it).
+    `responses` is what a ``/v1/responses`` call the upstream cannot cap gets: ``refuse``
+    (an OpenAI error saying so) or ``uncapped`` (passed on, flagged by `CAPPED_HEADER`).
     """
+    require_choice(responses, "responses", RESPONSES_POLICIES)
     table = routes if isinstance(routes, Routes) else Routes.of(routes)
     handlers = _Handlers(
         table,
         max_body_bytes=max_body_bytes,
         client_keys=client_keys,
         metrics=metrics if metrics is not None else GatewayMetrics(),
+        responses=responses,
     )
 
     return Starlette(
@@ -375,7 +473,7 @@ def make_app(
             Route("/v1/models", handlers.models, methods=["GET"]),
             Route("/v1/completions", handlers.passthrough, methods=["POST"]),
             Route("/v1/embeddings", handlers.passthrough, methods=["POST"]),
-            Route("/v1/responses", handlers.passthrough, methods=["POST"]),
+            Route("/v1/responses", handlers.responses_api, methods=["POST"]),
             Route("/health", _health, methods=["GET"]),
             Route("/ready", handlers.ready, methods=["GET"]),
             Route("/metrics", handlers.metrics_page, methods=["GET"]),

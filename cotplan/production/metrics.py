@@ -69,6 +69,20 @@ class GatewayMetrics:
             buckets=_BUCKETS,
             registry=r,
         )
+        #: Each metric by the report field (or "latency") it counts, and their children by
+        #: route and model (and status), made on first use (a bounded set: routes and models
+        #: are the plans', or a name a client sent, which `labels` would keep as well).
+        self._per_call: dict[str, Any] = {
+            "latency": self.latency,
+            "reasoning_tokens": self.reasoning,
+            "answer_tokens": self.answer,
+            "prompt_tokens": self.prompt,
+            "cap_bitten": self.bites,
+            "answer_forced": self.forced,
+            "answer_missing": self.missing,
+        }
+        self._children: dict[tuple[str, str], dict[str, Any]] = {}
+        self._requests: dict[tuple[str, str, str], Any] = {}
 
     def observe(
         self,
@@ -82,27 +96,29 @@ class GatewayMetrics:
     ) -> None:
         """Count one call: its status and latency, its report's tokens and flags, its error."""
         labels = {"route": route, "model": model}
-        self.requests.labels(**labels, status=str(status)).inc()
-        self.latency.labels(**labels).observe(seconds)
+        key = (route, model, str(status))
+        requests = self._requests.get(key)
+        if requests is None:  # `labels` checks and hashes its values: once per key, not per call
+            requests = self._requests[key] = self.requests.labels(**labels, status=key[2])
+        requests.inc()
+        pair = (route, model)
+        children = self._children.get(pair)
+        if children is None:
+            children = self._children[pair] = {
+                name: metric.labels(**labels) for name, metric in self._per_call.items()
+            }
+        children["latency"].observe(seconds)
         if error is not None:
             self.errors.labels(**labels, type=error).inc()
         if not report:
             return
-        for counter, name in (
-            (self.reasoning, "reasoning_tokens"),
-            (self.answer, "answer_tokens"),
-            (self.prompt, "prompt_tokens"),
-        ):
+        for name in ("reasoning_tokens", "answer_tokens", "prompt_tokens"):
             value = report.get(name)
             if isinstance(value, int) and value > 0:
-                counter.labels(**labels).inc(value)
-        for counter, name in (
-            (self.bites, "cap_bitten"),
-            (self.forced, "answer_forced"),
-            (self.missing, "answer_missing"),
-        ):
+                children[name].inc(value)
+        for name in ("cap_bitten", "answer_forced", "answer_missing"):
             if report.get(name) is True:
-                counter.labels(**labels).inc()
+                children[name].inc()
 
     def render(self) -> bytes:
         """The text exposition format Prometheus scrapes. Under several workers

@@ -23,7 +23,7 @@ knows of it), since a cap certified for one way of thinking does not carry to an
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -38,7 +38,14 @@ from cotplan.backends.known_models import (
 from cotplan.errors import InputError
 from cotplan.generate.prompts import CHAT_TEMPLATES
 
-__all__ = ["load_model_map", "register_model", "unregister_model"]
+__all__ = [
+    "declared_family",
+    "load_model_map",
+    "read_model_map",
+    "register_model",
+    "reload_model_map",
+    "unregister_model",
+]
 
 
 def register_model(
@@ -54,6 +61,20 @@ def register_model(
     can) and what serves it (`server`, a provider rule such as ``llama.cpp-thinking``; None:
     the client's). Applies to that exact name (any ``provider:`` or ``org/`` before it and
     letter case aside) in this process. Returns the family recorded."""
+    family = declared_family(name, protocol=protocol, template=template, server=server)
+    REGISTERED[family.prefix] = family
+    return family
+
+
+def declared_family(
+    name: str,
+    *,
+    protocol: str = "plain",
+    template: str | None = None,
+    server: str | None = None,
+) -> ModelFamily:
+    """The family `register_model` records for `name`, checked as it checks it (an
+    `InputError` naming the field), and not recorded."""
     if not isinstance(name, str) or not bare_name(name).strip():
         raise InputError(f"must be a model name, got {name!r}", field="name")
     if protocol not in PROTOCOL_NAMES:
@@ -77,11 +98,9 @@ def register_model(
             field="name",
         )
     base = known or ModelFamily(bare_name(name), "team")
-    family = replace(
+    return replace(
         base, prefix=bare_name(name), protocol=protocol, chat_template=template, server=server
     )
-    REGISTERED[bare_name(name)] = family
-    return family
 
 
 def unregister_model(name: str) -> None:
@@ -91,7 +110,31 @@ def unregister_model(name: str) -> None:
 
 def load_model_map(path: str | os.PathLike[str]) -> list[ModelFamily]:
     """Declare every model of a model map file (see the module); errors name the file and
-    the model's field."""
+    the model's field, and leave every declaration as it was."""
+    declared = read_model_map(path)
+    for family in declared:
+        REGISTERED[family.prefix] = family
+    return declared
+
+
+def reload_model_map(path: str | os.PathLike[str], before: Collection[str]) -> list[ModelFamily]:
+    """Declare the model map file's models anew (`cotplan serve` on SIGHUP or when the file
+    changes): the names it declared `before` and no longer holds are forgotten. The file is
+    read and checked whole first, so one that fails leaves every declaration as it was; each
+    name is then replaced in one step, so a call under way never finds its model undeclared."""
+    declared = read_model_map(path)
+    for family in declared:
+        REGISTERED[family.prefix] = family
+    kept = {family.prefix for family in declared}
+    for name in before:
+        if bare_name(name) not in kept:
+            REGISTERED.pop(bare_name(name), None)
+    return declared
+
+
+def read_model_map(path: str | os.PathLike[str]) -> list[ModelFamily]:
+    """The families a model map file declares, each checked (`declared_family`), none
+    recorded; errors name the file and the model's field."""
     from cotplan.io import read_document
 
     document = read_document(path)
@@ -117,7 +160,7 @@ def load_model_map(path: str | os.PathLike[str]) -> list[ModelFamily]:
             )
         options: dict[str, Any] = dict(entry)
         try:
-            declared.append(register_model(str(name), **options))
+            declared.append(declared_family(str(name), **options))
         except InputError as exc:
             field = f"models.{name}" + (f".{exc.field}" if exc.field != "name" else "")
             message = str(exc).removeprefix(f"`{exc.field}`: ")

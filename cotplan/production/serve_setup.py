@@ -82,10 +82,13 @@ def serve_gateway(
     size_policy: str = "largest",
     model_map: str | os.PathLike[str] | None = None,
     workers: int = 1,
+    responses_uncapped: bool = False,
 ) -> Served:
     """A `Gateway` for the plan files `plans` (one per model, routed by the call's model),
     every input checked before anything starts; `InputError` names the one at fault.
-    `model_map` declares the team's own model names first (`cotplan.register_model`)."""
+    `model_map` declares the team's own model names first (`cotplan.register_model`);
+    `responses_uncapped` passes Responses calls the upstream cannot cap on uncapped, flagged,
+    instead of refusing them (`cotplan.production.responses_cap`)."""
     from cotplan.backends.budgets import rule_for_model
     from cotplan.backends.keys import find_key
     from cotplan.production.gateway_workers import check_workers
@@ -123,7 +126,8 @@ def serve_gateway(
         if not key:
             raise MissingKeyError(api_key_env, "the upstream")
     gateway = Gateway(
-        paths if len(paths) > 1 else saved[0],
+        # The files, not what was read from them: a plan file that changes is read again.
+        paths,
         upstream,
         port=port,
         api_key=key,
@@ -135,5 +139,7 @@ def serve_gateway(
         provider=provider,
         client_keys=keys,
         size_policy=size_policy,
+        responses="uncapped" if responses_uncapped else "refuse",
+        model_map=model_map,
     )
     return Served(gateway, saved, exits, upstream, call_log, provider, keys)

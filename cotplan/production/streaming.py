@@ -13,7 +13,10 @@ counts come from the upstream's usage as they do unstreamed:
   `delta.reasoning_content` (the first request's `max_tokens` stops it at the cap), then the
   forced answer as `delta.content`, as the unstreamed reply's `content` reads (the marker
   before the model's first words, trailing whitespace dropped); a tool call is read whole and
-  sent as one `delta.tool_calls` after the thinking. All chunks carry one id.
+  sent as one `delta.tool_calls` after the thinking. With logprobs, each answer chunk carries
+  `logprobs.content` for the upstream tokens it hands on; with n > 1, the choices are streamed
+  one after the other, each under its own `index` with its own finish chunk. All chunks carry
+  one id.
 - ``hidden`` (the provider's cap): the upstream's chunks are passed on as they come (a retry
   for an answer the cap ate is streamed after them, under the first id).
 - the certified early exit (`cotplan.production.exiting`): its short requests are made
@@ -48,7 +51,7 @@ import openai
 from openai.types.chat import ChatCompletionChunk
 
 from cotplan.backends.base import Usage
-from cotplan.production.answer_phase import answer_message
+from cotplan.production.answer_phase import answer_message, chat_logprobs
 from cotplan.production.calls import CallArgs, CapReport, usage_body, usage_of
 from cotplan.production.phases import OneRequest, TwoPhase
 from cotplan.production.server_cap import (
@@ -75,6 +78,7 @@ __all__ = [
     "CappedStream",
     "Chunks",
     "Finish",
+    "Marked",
     "StreamSteps",
     "Trim",
     "stream_steps",
@@ -182,14 +186,19 @@ class Chunks:
         }
         return ChatCompletionChunk.model_validate(body)
 
-    def delta(self, **delta: Any) -> ChatCompletionChunk:
-        return self.make([{"index": 0, "delta": delta, "finish_reason": None}])
+    def delta(
+        self, *, index: int = 0, logprobs: dict[str, Any] | None = None, **delta: Any
+    ) -> ChatCompletionChunk:
+        choice = {"index": index, "delta": delta, "finish_reason": None}
+        if logprobs is not None:
+            choice["logprobs"] = logprobs
+        return self.make([choice])
 
     def last(
-        self, finish_reason: str, report: CapReport, *, include_usage: bool
+        self, finish_reason: str, report: CapReport, *, include_usage: bool, index: int = 0
     ) -> list[ChatCompletionChunk]:
         """The closing chunk(s): the finish, then the usage and the report (see the module)."""
-        finish = [{"index": 0, "delta": {}, "finish_reason": finish_reason}]
+        finish = [{"index": index, "delta": {}, "finish_reason": finish_reason}]
         extra = {"usage": usage_body(report), "cotplan": report.to_dict()}
         if include_usage:
             return [self.make(finish), self.make([], **extra)]
@@ -202,9 +211,14 @@ def _streamed(arguments: dict[str, Any]) -> dict[str, Any]:
 
 
 def _relay_text(
-    request: dict[str, Any], phase: _Phase, hand_on: Callable[[str], ChatCompletionChunk | None]
+    request: dict[str, Any],
+    phase: _Phase,
+    hand_on: Callable[[str], ChatCompletionChunk | None],
+    *,
+    took: Callable[[object], None] | None = None,
 ) -> StreamSteps:
-    """Stream one text completion, handing each piece of text on as a chunk."""
+    """Stream one text completion, handing each piece of text on as a chunk; `took` is given
+    each chunk's log-probabilities first (the answer phase's, when the client asked)."""
     yield _Open("completions", _streamed(request))
     phase.opened = True
     while (chunk := (yield NEXT)) is not None:
@@ -213,6 +227,8 @@ def _relay_text(
             phase.usage = usage_of(chunk.usage)
         for choice in chunk.choices or ():
             phase.finish_reason = choice.finish_reason or phase.finish_reason
+            if took is not None and choice.logprobs is not None:
+                took(choice.logprobs)
             if choice.text:
                 phase.text += text_of(choice.text)
                 phase.pieces += 1
@@ -245,53 +261,63 @@ class Marked:
         return kept
 
 
+@dataclass
+class _Choice:
+    """One choice of a streamed two-phase call: its two phases, and whether the client's limit
+    left its answer no room."""
+
+    thinking: _Phase = field(default_factory=_Phase)
+    answer: _Phase = field(default_factory=_Phase)
+    no_room: bool = False
+
+    def answered(self) -> bool:
+        # Only a finished answer phase can be said to have written nothing.
+        return bool(self.answer.text.strip()) or (
+            not self.no_room and self.answer.finish_reason is None
+        )
+
+
+def _summed(usages: list[Usage | None]) -> Usage | None:
+    known = [u for u in usages if u is not None]
+    if not known:
+        return None
+    total = known[0]
+    for usage in known[1:]:
+        total = total + usage
+    return total
+
+
 def _template_steps(call: CallArgs, finish: Finish) -> StreamSteps:
+    """Both phases for each of the call's `n` choices in turn, each choice's chunks under its
+    own `index` (as OpenAI streams n > 1); with logprobs, each answer chunk carries the
+    log-probabilities of the upstream tokens it hands on."""
     phases = TwoPhase(call)
-    spec = phases.spec
     chunks = Chunks(f"chatcmpl-cotplan-{uuid.uuid4().hex}", int(time.time()), call.model)
-    thinking, answer = _Phase(), _Phase()
-    no_room: list[bool] = []  # the client's limit left the answer no room
-    trim: Callable[[str], str] = Marked(call.words.marker) if spec.kind == "text" else Trim()
+    choices: list[_Choice] = []
 
     def report() -> CapReport:
-        cut = phases.cut(thinking.finish_reason)
-        # Only a finished answer phase can be said to have written nothing.
-        answered = bool(answer.text.strip()) or (not no_room and answer.finish_reason is None)
-        return phases.report(thinking.seen(), answer.seen(), cut=cut, answered=answered)
-
-    def answer_piece(text: str) -> ChatCompletionChunk | None:
-        if spec.kind == "tools":  # a tool call is read whole, at the end
-            return None
-        kept = trim(text)
-        return chunks.delta(content=kept) if kept else None
+        return phases.report(
+            _summed([c.thinking.seen() for c in choices]),
+            _summed([c.answer.seen() for c in choices]),
+            cut=any(phases.cut(c.thinking.finish_reason) for c in choices),
+            answered=all(c.answered() for c in choices),
+            requests=sum(c.thinking.opened + c.answer.opened for c in choices),
+        )
 
     outcome = "stopped"
     try:
-        yield chunks.delta(role="assistant", content="")
-        request = phases.thinking_request()
-        if request is not None:
-            yield from _relay_text(
-                request, thinking, lambda text: chunks.delta(reasoning_content=text)
-            )
-        second = phases.answer_request(
-            thinking.text,
-            cut=phases.cut(thinking.finish_reason),
-            thought=phases.thought(thinking.finish_reason, thinking.usage),
+        count = call.rest.get("n") or 1
+        finish_reason = "stop"
+        for index in range(count):
+            one = _Choice()
+            choices.append(one)
+            finish_reason = yield from _template_choice(call, phases, chunks, one, index)
+            if index < count - 1:
+                yield chunks.make([{"index": index, "delta": {}, "finish_reason": finish_reason}])
+        report_now = report()
+        yield from chunks.last(
+            finish_reason, report_now, include_usage=call.include_usage, index=count - 1
         )
-        if second is None:
-            no_room.append(True)
-        else:
-            yield from _relay_text(second, answer, answer_piece)
-        finish_reason = answer.finish_reason or "stop"
-        if not answer.text.strip():
-            finish_reason = "length"
-        elif spec.kind == "tools":
-            message, finish_reason = answer_message(
-                answer.text, spec, marker=call.words.marker, finish_reason=finish_reason
-            )
-            calls = [{"index": 0, **c} for c in message.get("tool_calls") or ()]
-            yield chunks.delta(content=message["content"], tool_calls=calls or None)
-        yield from chunks.last(finish_reason, report(), include_usage=call.include_usage)
         outcome = "complete"
     except GeneratorExit:
         raise
@@ -299,8 +325,68 @@ def _template_steps(call: CallArgs, finish: Finish) -> StreamSteps:
         outcome = "error"
         raise
     finally:
-        if thinking.opened or answer.opened:
+        if any(c.thinking.opened or c.answer.opened for c in choices):
             finish(report(), chunks.id, outcome)
+
+
+def _template_choice(
+    call: CallArgs, phases: TwoPhase, chunks: Chunks, one: _Choice, index: int
+) -> Generator[_Event, Any, str]:
+    """One choice's two phases, streamed under `index`; returns its finish reason."""
+    spec = phases.spec
+    trim: Callable[[str], str] = Marked(call.words.marker) if spec.kind == "text" else Trim()
+    pending: list[Any] = []  # log-probabilities not yet handed on with a chunk
+
+    def took(raw: object) -> None:
+        got = chat_logprobs(raw) if spec.logprobs is not None else None
+        pending.extend((got or {}).get("content") or ())
+
+    def answer_piece(text: str) -> ChatCompletionChunk | None:
+        if spec.kind == "tools":  # a tool call is read whole, at the end
+            return None
+        kept = trim(text)
+        if not kept:
+            return None
+        return chunks.delta(content=kept, index=index, logprobs=_taken(pending))
+
+    yield chunks.delta(role="assistant", content="", index=index)
+    request = phases.thinking_request()
+    if request is not None:
+        yield from _relay_text(
+            request,
+            one.thinking,
+            lambda text: chunks.delta(reasoning_content=text, index=index),
+        )
+    second = phases.answer_request(
+        one.thinking.text,
+        cut=phases.cut(one.thinking.finish_reason),
+        thought=phases.thought(one.thinking.finish_reason, one.thinking.usage),
+    )
+    if second is None:
+        one.no_room = True
+    else:
+        yield from _relay_text(second, one.answer, answer_piece, took=took)
+    finish_reason = one.answer.finish_reason or "stop"
+    if not one.answer.text.strip():
+        finish_reason = "length"
+    elif spec.kind == "tools":
+        message, finish_reason = answer_message(
+            one.answer.text, spec, marker=call.words.marker, finish_reason=finish_reason
+        )
+        calls = [{"index": 0, **c} for c in message.get("tool_calls") or ()]
+        yield chunks.delta(content=message["content"], tool_calls=calls or None, index=index)
+    if pending:  # tokens whose text was held back (trailing whitespace) or never handed on
+        yield chunks.delta(content="", index=index, logprobs=_taken(pending))
+    return finish_reason
+
+
+def _taken(pending: list[Any]) -> dict[str, Any] | None:
+    """The pending log-probabilities in the chat shape, emptied (None: there are none)."""
+    if not pending:
+        return None
+    out = {"content": list(pending)}
+    pending.clear()
+    return out
 
 
 def _relay_chat(request: dict[str, Any], phase: _Phase, ident: str) -> StreamSteps:

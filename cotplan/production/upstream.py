@@ -17,6 +17,7 @@ the CLI path:
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -98,6 +99,10 @@ async def send_async(
 _OPTIONS = ("extra_headers", "extra_query", "extra_body", "timeout")
 
 
+#: Numbers the gateway's plain requests (see `plain_chat`).
+_REQUESTS = itertools.count(1)
+
+
 def _is_plain(value: object, depth: int = 0) -> bool:
     """Whether `value` is JSON as parsed (str, numbers, bools, None, lists, str-keyed dicts)."""
     if value is None or isinstance(value, str | int | float):
@@ -133,6 +138,10 @@ def plain_chat(
         extra_body=arguments.get("extra_body"),
         timeout=arguments.get("timeout", not_given),
         security={"bearer_auth": True},
+        # The SDK makes one (a uuid4, a system call for its randomness) for every request it
+        # sends and sends it to no OpenAI server (the client has no idempotency header); a
+        # counter is as unique within the process and costs nothing.
+        idempotency_key=f"cotplan-{next(_REQUESTS)}",
     )
     return resource._post(
         "/chat/completions", body=body, options=options, cast_to=ChatCompletion, stream=False

@@ -343,6 +343,15 @@ class _Capper:
             )
         )
 
+    def checked(self, kwargs: dict[str, Any]) -> CallArgs:
+        """A call's arguments checked as `create` checks them (the gateway checks a Responses
+        call so, `cotplan.production.responses_cap`)."""
+        return self._check(kwargs)
+
+    def record(self, model: str, report: CapReport, call_id: str, *, tags: str = "") -> None:
+        """Log a call answered outside `create` (a Responses call) as `create` logs one."""
+        self._log_call(model, report, call_id, "complete", tags=tags)
+
     def _check(self, kwargs: dict[str, Any]) -> CallArgs:
         args = dict(kwargs)
         model = args.pop("model", None)
@@ -390,7 +399,7 @@ class _Capper:
             raise InputError(f"must be 1 (one answer per call), got {args['n']!r}", field="n")
         if mode == "template":
             # OpenAI's meaning: the limit bounds thinking and answer together.
-            limit = _template_args(args, stream=stream, exits=exit_rule is not None)
+            limit = _template_args(args, exits=exit_rule is not None)
             answer_tokens = DEFAULT_ANSWER_TOKENS if limit is None else limit
         elif mode != "server":
             args.pop("n", None)
@@ -548,7 +557,7 @@ class _Capper:
         return reply, report
 
 
-def _template_args(args: dict[str, Any], *, stream: bool, exits: bool) -> int | None:
+def _template_args(args: dict[str, Any], *, exits: bool) -> int | None:
     """Checks what two-phase forcing can apply (naming the first field it cannot) before the
     first request; the client's completion limit, popped (None: none given)."""
     unknown = sorted(set(args) - TEMPLATE_ARGS)
@@ -565,12 +574,6 @@ def _template_args(args: dict[str, Any], *, stream: bool, exits: bool) -> int | 
     n = args.get("n")
     if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
         raise InputError(f"must be a whole number ≥ 1, got {n!r}", field="n")
-    if stream and n not in (None, 1):
-        raise InputError("must be 1 for a streamed two-phase call", field="n")
-    if stream and args.get("logprobs"):
-        raise InputError(
-            "is not streamed in two-phase mode: call without stream=True", field="logprobs"
-        )
     return completion_limit(args)
 
 
