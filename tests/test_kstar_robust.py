@@ -238,6 +238,11 @@ def test_the_law_reads_both_k_stars_and_words_a_failed_premise() -> None:
         == "reproduced; premise not testable at 1 of 1 sizes"
     )
     assert law_verdict(math.nan, math.nan, ["holds"]) == "not testable"
+    # An interval without a point estimate (k* reached at fewer than two sizes, the interval
+    # from the few resamples that reached it) decides nothing, however far from 1/2 it lies.
+    assert law_verdict(0.0, 0.0, ["holds"]) == "not reproduced"
+    assert law_verdict(0.0, 0.0, ["holds"], estimate=math.nan) == "not testable"
+    assert law_verdict(0.0, 0.0, ["fails"], estimate=math.nan) == "outside the theorem's premise"
     convex = logloss_curve_rows(_law_frame("convex"), (0.5, 0.4, 0.1), 60, 0, vocab)
     assert (convex.premise[convex.premise["measure"] == "B"]["premise"] == "holds").all()
     assert "outside the theorem's premise" not in set(convex.exponents["law"])

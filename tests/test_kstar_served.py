@@ -90,6 +90,9 @@ def test_length_word_tells_trace_length_from_information() -> None:
     assert length_word(0.45, 0.55, 1.0).startswith("information law")
     assert length_word(0.3, 1.1, 1.0).startswith("cannot tell")
     assert length_word(math.nan, 1.0, 1.0).startswith("cannot tell")
+    # No estimate (k* not reached at a size): a degenerate interval near δ decides nothing.
+    assert length_word(0.0, 0.0, 0.08).startswith("trace-length law")
+    assert length_word(0.0, 0.0, 0.08, beta=math.nan).startswith("cannot tell")
 
 
 @pytest.mark.model

@@ -419,6 +419,27 @@ def test_a_real_step_runs_through_the_subprocess_runner(tmp_path: Path) -> None:
     assert plan_reproduction("quick", "laplace", tmp_path, steps=[step]).finished == {"order"}
 
 
+@pytest.mark.slow
+def test_the_quick_reproduction_runs_end_to_end_as_one_command(tmp_path: Path) -> None:
+    # The whole command as a user runs it, every step a real `cotplan` subprocess, at its
+    # quickest settings: the quick preset on an exact reference (no model server; the lab
+    # steps use the lab's shipped weights, the controls their quick preset).
+    out = tmp_path / "repro"
+    args = ["reproduce", "--preset", "quick", "-b", "laplace", "--yes", "--out", str(out)]
+    result = runner.invoke(app, args, env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    ledger = json.loads((out / LEDGER).read_text(encoding="utf-8"))
+    names = [s.name for s in reproduction_steps("quick")]
+    assert names == ["experiments", "lamp-law", "controls"]
+    assert plan_reproduction("quick", "laplace", out).finished == set(names)
+    md = (out / "reproduction.md").read_text(encoding="utf-8")
+    for name in names:
+        assert f"## {name}" in md
+    assert "### Reproduction report: Laplace" in md
+    assert "### controls.csv" in md  # the controls step's table, in the combined report
+    assert list(ledger["steps"]) == names
+
+
 @pytest.fixture
 def bare_vllm(
     vllm: tuple[str, type[double._VLLM]],  # noqa: F811

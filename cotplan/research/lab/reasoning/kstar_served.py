@@ -409,16 +409,21 @@ def _length_law(law: LogLossStudy, lengths: pd.DataFrame, measure: str) -> pd.Da
                 "low": low,
                 "high": high,
                 "delta": delta,
-                "reading_word": length_word(low, high, delta),
+                "reading_word": length_word(low, high, delta, beta=beta),
                 "law": law_word,
             }
         )
     return pd.DataFrame(rows)
 
 
-def length_word(low: float, high: float, delta: float) -> str:
-    """Trace-length law, information law, or cannot tell (`RULES`, last rule)."""
+def length_word(low: float, high: float, delta: float, *, beta: float = 0.0) -> str:
+    """Trace-length law, information law, or cannot tell (`RULES`, last rule). No word without
+    an estimate: where k* was not reached at some size, `beta` is NaN and its interval's ends
+    are whatever the resamples that reached it gave (a single point, say), so they decide
+    nothing."""
     m = EXPONENT_MARGIN
+    if not math.isfinite(beta):
+        return "cannot tell (k* not reached at every size)"
     if not (math.isfinite(low) and math.isfinite(high) and math.isfinite(delta)):
         return "cannot tell (no interval)"
     sqrt_band = 0.5 - m <= low and high <= 0.5 + m

@@ -406,22 +406,26 @@ def _exponent_rows(
         low_d, high_d = _interval(np.array(domain_betas, dtype=float))
         used = [n for n, k in zip(sizes, ks_point, strict=True) if math.isfinite(k) and k > 0]
         used_d = [sizes[i] for i in inside if math.isfinite(ks_point[i]) and ks_point[i] > 0]
+        beta = fitted_slope(sizes, ks_point)
+        beta_d = fitted_slope(sub_sizes, [ks_point[i] for i in inside])
         exponent_rows.append(
             {
                 "measure": measure,
                 "reading": reading,
                 "eps": float(eps),
-                "beta": fitted_slope(sizes, ks_point),
+                "beta": beta,
                 "low": low,
                 "high": high,
                 "sizes_reached": len(used),
-                "law": law_verdict(low, high, [premise_of[(measure, n)] for n in used]),
-                "beta_domain": fitted_slope(sub_sizes, [ks_point[i] for i in inside]),
+                "law": law_verdict(
+                    low, high, [premise_of[(measure, n)] for n in used], estimate=beta
+                ),
+                "beta_domain": beta_d,
                 "low_domain": low_d,
                 "high_domain": high_d,
                 "sizes_in_domain": len(inside),
                 "law_domain": law_verdict(
-                    low_d, high_d, [premise_of[(measure, n)] for n in used_d]
+                    low_d, high_d, [premise_of[(measure, n)] for n in used_d], estimate=beta_d
                 ),
             }
         )

@@ -214,14 +214,16 @@ def premise_test(
 OUTSIDE_PREMISE: str = OUTSIDE_PREMISE_VERDICT
 
 
-def law_verdict(low: float, high: float, premises: Sequence[str]) -> str:
+def law_verdict(low: float, high: float, premises: Sequence[str], *, estimate: float = 0.0) -> str:
     """The verdict on "the n-exponent of k* is 1/2" from its interval and the premise test's
     verdicts at the sizes it was read over: `OUTSIDE_PREMISE` where the premise fails at any
     of them, else `exponent_verdict`'s two-sided rule (reproduced / not reproduced / not
-    testable), noting sizes where the premise could not be tested."""
+    testable), noting sizes where the premise could not be tested. A NaN `estimate` (the point
+    exponent: k* not reached at two sizes) reads "not testable" whatever the interval, which
+    then comes from the few resamples that reached k* and speaks for none of the data."""
     if "fails" in premises:
         return OUTSIDE_PREMISE
-    finite = math.isfinite(low) and math.isfinite(high)
+    finite = math.isfinite(low) and math.isfinite(high) and math.isfinite(estimate)
     verdict, _ = exponent_verdict(Interval(low, high) if finite else None)
     untested = sum(p != "holds" for p in premises)
     if verdict != "not testable" and untested:
