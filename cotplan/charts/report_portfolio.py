@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from cotplan.charts.report_html import is_nan, table
-from cotplan.charts.report_spend import Reader, Sections, _figures, _frame_table
+from cotplan.charts.report_spend import Reader, Sections, figure_sections, frame_table_section
 
 __all__ = ["portfolio_sections"]
 
@@ -59,7 +59,7 @@ def portfolio_sections(csv: Reader) -> Sections:
             "<h2>Portfolio spend (USD): P10, P50, P90 per month</h2>",
             table(["month", "P10", "P50", "P90", "mean"], rows, text={0}),
         ]
-    charts = _figures(
+    charts = figure_sections(
         [
             ("Company spend per month: the P50, with the band from P10 to P90.",
              _band_chart(months)),
@@ -71,8 +71,8 @@ def portfolio_sections(csv: Reader) -> Sections:
     )  # fmt: skip
     # The per-workload view belongs with the charts, before the statistics.
     charts += _workload_table(workloads)
-    statistics = _frame_table("Horizon", "portfolio_total.csv", total)
-    statistics += _frame_table("Months", "portfolio_months.csv", months)
+    statistics = frame_table_section("Horizon", "portfolio_total.csv", total)
+    statistics += frame_table_section("Months", "portfolio_months.csv", months)
     return answer, charts, (["<h2>Statistics</h2>", *statistics] if statistics else [])
 
 

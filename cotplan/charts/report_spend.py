@@ -19,7 +19,14 @@ import pandas as pd
 
 from cotplan.charts.report_html import cell, is_nan, svg, table
 
-__all__ = ["Sections", "monitor_sections", "spend_sections"]
+__all__ = [
+    "Reader",
+    "Sections",
+    "figure_sections",
+    "frame_table_section",
+    "monitor_sections",
+    "spend_sections",
+]
 
 #: (answer, charts, statistics): lists of HTML fragments.
 Sections = tuple[list[str], list[str], list[str]]
@@ -34,7 +41,8 @@ def _share(value: Any) -> str:
     return "–" if value is None or is_nan(value) else f"{float(value):.0%}"
 
 
-def _figures(drawings: list[tuple[str, Any]]) -> list[str]:
+def figure_sections(drawings: list[tuple[str, Any]]) -> list[str]:
+    """The page's charts section: each drawn chart as SVG with its caption, or a note."""
     out = []
     for caption, chart in drawings:
         if chart is None:
@@ -47,7 +55,8 @@ def _figures(drawings: list[tuple[str, Any]]) -> list[str]:
     return ["<h2>Charts</h2>", *out] if out else []
 
 
-def _frame_table(title: str, name: str, frame: pd.DataFrame | None) -> list[str]:
+def frame_table_section(title: str, name: str, frame: pd.DataFrame | None) -> list[str]:
+    """A statistics table from the folder's file `name`, under `title` (none if empty)."""
     if frame is None or frame.empty:
         return []
     rows = [[cell(v) for v in record] for record in frame.itertuples(index=False)]
@@ -91,7 +100,7 @@ def spend_sections(csv: Reader) -> Sections:
             table(["scenario", "policy", "per query", "P10", "P50", "P90", "saved"], rows,
                   text={0, 1}),
         ]  # fmt: skip
-    charts = _figures(
+    charts = figure_sections(
         [
             ("Spend per month: the P50, with the band from P10 to P90.", _months_chart(months)),
             (
@@ -110,7 +119,7 @@ def spend_sections(csv: Reader) -> Sections:
         found = csv(name)
         if found is not None and name == "comparison.csv" and "scenario" not in found:
             continue
-        statistics += _frame_table(title, name, found)
+        statistics += frame_table_section(title, name, found)
     return answer, charts, (["<h2>Statistics</h2>", *statistics] if statistics else [])
 
 
@@ -196,7 +205,7 @@ def monitor_sections(csv: Reader, summary: dict[str, Any] | None) -> Sections:
             )
         )
     days = csv("monitor_days.csv")
-    charts = _figures(
+    charts = figure_sections(
         [
             (
                 "Share of calls whose thinking the cap cut, day by day, per size; the dashed rule "
@@ -209,8 +218,8 @@ def monitor_sections(csv: Reader, summary: dict[str, Any] | None) -> Sections:
             ),
         ]
     )
-    statistics = _frame_table("By size", "monitor.csv", sizes)
-    statistics += _frame_table("By day", "monitor_days.csv", days)
+    statistics = frame_table_section("By size", "monitor.csv", sizes)
+    statistics += frame_table_section("By day", "monitor_days.csv", days)
     return answer, charts, (["<h2>Statistics</h2>", *statistics] if statistics else [])
 
 

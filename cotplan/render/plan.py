@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 
 from cotplan.errors import InputError
-from cotplan.planner.data import ALPHA_MAX
 from cotplan.render import plan_details
 from cotplan.render.tables import compact_table, pct
 
@@ -101,6 +100,8 @@ def law_sentence(planner: BudgetPlanner) -> str:
                 "shows no spread in the exponent)"
             )
             return "; ".join(parts) + "."
+        from cotplan.planner.data import ALPHA_MAX  # here: the planner loads scipy
+
         paper = laws is None or laws.selected.startswith("paper")
         grow = "the budget grows as" if paper else "under the paper's law the budget grows as"
         if alpha.value >= ALPHA_MAX - 0.02:
