@@ -10,10 +10,11 @@ The ranges are `cotplan.validation`'s (the checks the library uses too); each ch
 from __future__ import annotations
 
 import contextlib
+import inspect
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -51,6 +52,7 @@ __all__ = [
     "MAX_COUNT",
     "MAX_RETRIES",
     "MAX_TIMEOUT_S",
+    "REQUIRED",
     "AllowOtherModel",
     "BackendSpec",
     "BaseUrl",
@@ -68,6 +70,7 @@ __all__ = [
     "Sizes",
     "TasksFile",
     "TimeoutOption",
+    "arg",
     "check_at_least",
     "check_backend",
     "check_budgets",
@@ -81,8 +84,42 @@ __all__ = [
     "console",
     "mode_and_protocol",
     "noted_in_tables",
+    "opt",
     "parse_ints",
+    "takes",
 ]
+
+#: The default of an option or argument the user must give.
+REQUIRED: Any = inspect.Parameter.empty
+#: One option of a command's table: its type (with typer's flags and help) and its default.
+Spec = tuple[Any, Any]
+C = TypeVar("C", bound=Callable[..., None])
+
+
+def opt(kind: Any, default: Any, help: str, *flags: str, **extra: Any) -> Spec:
+    """An option (`--name`, or `flags`) of type `kind`, its default and its help."""
+    return Annotated[kind, typer.Option(*flags, help=help, **extra)], default
+
+
+def arg(kind: Any, default: Any, help: str) -> Spec:
+    """A positional argument of type `kind`, its default and its help."""
+    return Annotated[kind, typer.Argument(help=help)], default
+
+
+def takes(table: Mapping[str, Spec]) -> Callable[[C], C]:
+    """Give a command the options of `table`, in its order (the order `--help` lists them):
+    typer reads the signature made here, and the command gets them as keyword arguments. Each
+    option is declared once, in one row, and options shared by commands are shared rows."""
+
+    def give(command: C) -> C:
+        keyword = inspect.Parameter.KEYWORD_ONLY
+        params = [inspect.Parameter(name, keyword, default=default, annotation=kind)
+                  for name, (kind, default) in table.items()]  # fmt: skip
+        command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        return command
+
+    return give
+
 
 #: The console every planner command prints to.
 console = Console()
