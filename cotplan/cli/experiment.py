@@ -21,14 +21,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from cotplan.cli.options import (
-    DEFAULT_MAX_RETRIES,
-    DEFAULT_TIMEOUT_S,
-    MaxRetriesOption,
-    TimeoutOption,
-    check_timeouts,
-    connect_options,
-)
+from cotplan.backends.connect_options import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_S
+from cotplan.cli.options import MAX_RETRIES_OPTION, TIMEOUT, check_timeouts, connect_options
 from cotplan.cli.report_folders import finish_report, start_report
 from cotplan.io.reports import ReportFolder
 
@@ -111,8 +105,8 @@ _LAST = {
     "charts": Charts,
     "instruction": Instruction,
     "concurrency": Concurrency,
-    "timeout": TimeoutOption,
-    "max_retries": MaxRetriesOption,
+    "timeout": TIMEOUT[0],
+    "max_retries": MAX_RETRIES_OPTION[0],
     "prompt_logprobs": PromptLogprobs,
 }
 

@@ -22,8 +22,6 @@ from rich.console import Console
 from cotplan.backends.connect_options import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT_S,
-    MAX_RETRIES,
-    MAX_TIMEOUT_S,
     check_timeouts,
     connect_options,
 )
@@ -45,31 +43,27 @@ if TYPE_CHECKING:
     from cotplan.backends import Backend
 
 __all__ = [
-    "DEFAULT_MAX_RETRIES",
-    "DEFAULT_TIMEOUT_S",
+    "ALLOW_OTHER_MODEL",
+    "BACKEND_SPEC",
+    "BASE_URL",
+    "CONCURRENCY",
+    "CONNECTION",
+    "COUNT",
+    "DELTA",
+    "DETAILS",
+    "EXIT_CHOICE",
+    "EXIT_PLAN_FILE",
+    "FAMILY",
     "MAX_BUDGET",
     "MAX_CONCURRENCY",
     "MAX_COUNT",
-    "MAX_RETRIES",
-    "MAX_TIMEOUT_S",
+    "MAX_RETRIES_OPTION",
+    "OUT_NEXT_TO",
     "REQUIRED",
-    "AllowOtherModel",
-    "BackendSpec",
-    "BaseUrl",
-    "Concurrency",
-    "Count",
-    "Delta",
-    "Details",
-    "ExitChoice",
-    "ExitPlanFile",
-    "Family",
-    "MaxRetriesOption",
-    "OutNextTo",
-    "ProtocolOption",
-    "ShowProgress",
-    "Sizes",
-    "TasksFile",
-    "TimeoutOption",
+    "SHOW_PROGRESS",
+    "SIZES",
+    "TASKS_FILE",
+    "TIMEOUT",
     "arg",
     "check_at_least",
     "check_backend",
@@ -129,64 +123,40 @@ MAX_COUNT = 10_000
 #: Requests in flight at once.
 MAX_CONCURRENCY = 256
 
-TimeoutOption = Annotated[
-    float,
-    typer.Option(
-        help="Seconds one attempt waits for an answer (long by default: a reasoning model says "
-        "nothing until it has thought). A hung endpoint costs at most timeout x (retries + 1) "
-        "per request; Ctrl-C stops at once."
-    ),
-]
-MaxRetriesOption = Annotated[
-    int,
-    typer.Option(
-        help="Retries of a request after a 429, a 5xx, a dropped connection or a timeout."
-    ),
-]
-ProtocolOption = Annotated[
-    str,
-    typer.Option(
-        help="How the model writes and closes its thinking: 'auto' (the model registry's, by "
-        "name), 'plain' (cotplan's 'Think step by step ... Answer:'), 'think' (<think> ... "
-        "</think>: R1 distills, QwQ) or 'qwen3'. Set it for a thinking model served under a "
-        "name cotplan does not know."
-    ),
-]
-Family = Annotated[
-    str | None, typer.Option(help="A built-in task family (see `cotplan tasks list`).")
-]
-TasksFile = Annotated[Path | None, typer.Option(help="A JSONL task file instead of a family.")]
-Sizes = Annotated[list[str] | None, typer.Option("--n", help="Sizes, e.g. --n 4,8.")]
-Count = Annotated[int, typer.Option(help="Items per size (built-in families).")]
-BackendSpec = Annotated[str, typer.Option(help="'local', 'local:PATH' or 'openai:MODEL'.")]
-BaseUrl = Annotated[str | None, typer.Option(help="An OpenAI-compatible endpoint.")]
-Concurrency = Annotated[int | None, typer.Option(help="Items answered at once.")]
-ShowProgress = Annotated[bool, typer.Option(help="Show a progress bar.")]
-Delta = Annotated[float, typer.Option(help="1 − confidence of the certified budgets (0.05: 95%).")]
-OutNextTo = Annotated[
-    Path | None, typer.Option(help="Report folder (default: the calibration's folder).")
-]
-Details = Annotated[
-    bool,
-    typer.Option("--details", help="Also print the statistics (fit, laws, tests, certificates)."),
-]
-ExitChoice = Annotated[
-    str,
-    typer.Option(
-        "--exit", help="'none' (the fixed cap) or 'certified' (certified early exit under it)."
-    ),
-]
-ExitPlanFile = Annotated[
-    Path | None,
-    typer.Option(help="With --exit certified: exit.json (default: beside the plan)."),
-]
-AllowOtherModel = Annotated[
-    bool,
-    typer.Option(
-        "--allow-other-model",
-        help="Apply a plan made for another model or reasoning protocol anyway.",
-    ),
-]
+# fmt: off
+TIMEOUT = opt(float, DEFAULT_TIMEOUT_S, "Seconds one attempt waits for an answer (long by "
+              "default: a reasoning model says nothing until it has thought). A hung endpoint "
+              "costs at most timeout x (retries + 1) per request; Ctrl-C stops at once.")
+MAX_RETRIES_OPTION = opt(int, DEFAULT_MAX_RETRIES, "Retries of a request after a 429, a 5xx, a "
+                         "dropped connection or a timeout.")
+#: The connection options of the planner commands, in their `--help` order.
+CONNECTION = {
+    "timeout": TIMEOUT,
+    "max_retries": MAX_RETRIES_OPTION,
+    "protocol": opt(str, "auto", "How the model writes and closes its thinking: 'auto' (the "
+                    "model registry's, by name), 'plain' (cotplan's 'Think step by step ... "
+                    "Answer:'), 'think' (<think> ... </think>: R1 distills, QwQ) or 'qwen3'. Set "
+                    "it for a thinking model served under a name cotplan does not know."),
+}
+FAMILY = opt(str | None, None, "A built-in task family (see `cotplan tasks list`).")
+TASKS_FILE = opt(Path | None, None, "A JSONL task file instead of a family.")
+SIZES = opt(list[str] | None, None, "Sizes, e.g. --n 4,8.", "--n")
+COUNT = opt(int, 12, "Items per size (built-in families).")
+BACKEND_SPEC = opt(str, "local", "'local', 'local:PATH' or 'openai:MODEL'.")
+BASE_URL = opt(str | None, None, "An OpenAI-compatible endpoint.")
+CONCURRENCY = opt(int | None, None, "Items answered at once.")
+SHOW_PROGRESS = opt(bool, True, "Show a progress bar.")
+DELTA = opt(float, 0.05, "1 − confidence of the certified budgets (0.05: 95%).")
+OUT_NEXT_TO = opt(Path | None, None, "Report folder (default: the calibration's folder).")
+DETAILS = opt(bool, False, "Also print the statistics (fit, laws, tests, certificates).",
+              "--details")
+EXIT_CHOICE = opt(str, "none", "'none' (the fixed cap) or 'certified' (certified early exit "
+                  "under it).", "--exit")
+EXIT_PLAN_FILE = opt(Path | None, None, "With --exit certified: exit.json (default: beside the "
+                     "plan).")
+ALLOW_OTHER_MODEL = opt(bool, False, "Apply a plan made for another model or reasoning protocol "
+                        "anyway.", "--allow-other-model")
+# fmt: on
 
 
 def check_int(value: int | None, field: str, *, low: int = 1, high: int | None = None) -> None:
