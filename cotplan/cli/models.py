@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -10,6 +11,7 @@ from rich.table import Table
 
 from cotplan.backends import models as model_files
 from cotplan.backends.adapters import KNOWN_ADAPTERS, locate_adapter
+from cotplan.cli.options import REQUIRED, opt, takes
 from cotplan.errors import ModelFileError
 
 __all__ = ["app"]
@@ -50,41 +52,36 @@ def pull(
     _console.print(f"{name}: {path}")
 
 
+# fmt: off
+TRAIN_THINKING = {
+    "out": opt(Path, REQUIRED, "Folder for the adapter (PEFT folder, GGUF, record)."),
+    "examples": opt(int | None, None, "Training examples (thinking traces); the preset's by "
+                    "default (1400, 900)."),
+    "seed": opt(int, 0, "Seed of the examples and of the LoRA initialisation."),
+    "max_seconds": opt(float | None, None, "Stop training after this long."),
+    "resume": opt(Path | None, None, "Train further the adapter in this folder."),
+    "learning_rate": opt(float | None, None, "Peak learning rate; the preset's by default (1e-3, "
+                         "5e-4)."),
+    "rechecks": opt(str, "1-3", "Re-checks after the settled answer, fewest-most (the second "
+                    "stage: 2-3)."),
+    "install": opt(bool, False, "Also install the result as the shipped adapter (for "
+                   "maintainers)."),
+    "preset": opt(str, "short", "What to train: 'short' (local:thinking), 'long' "
+                  "(local:thinking-long, traces of hundreds to thousands of tokens) or "
+                  "'long-focus' (its second stage, with --resume)."),
+    "checkpoint_every": opt(int | None, None, "Also save the adapter every this many steps "
+                            "(OUT/checkpoint, resumable)."),
+}
+# fmt: on
+
+
 @app.command("train-thinking")
-def train_thinking(
-    *,
-    out: Path = typer.Option(..., help="Folder for the adapter (PEFT folder, GGUF, record)."),
-    examples: int | None = typer.Option(
-        None, help="Training examples (thinking traces); the preset's by default (1400, 900)."
-    ),
-    seed: int = typer.Option(0, help="Seed of the examples and of the LoRA initialisation."),
-    max_seconds: float | None = typer.Option(None, help="Stop training after this long."),
-    resume: Path | None = typer.Option(None, help="Train further the adapter in this folder."),
-    learning_rate: float | None = typer.Option(
-        None, help="Peak learning rate; the preset's by default (1e-3, 5e-4)."
-    ),
-    rechecks: str = typer.Option(
-        "1-3", help="Re-checks after the settled answer, fewest-most (the second stage: 2-3)."
-    ),
-    install: bool = typer.Option(
-        False, help="Also install the result as the shipped adapter (for maintainers)."
-    ),
-    preset: str = typer.Option(
-        "short",
-        help="What to train: 'short' (local:thinking), 'long' (local:thinking-long, traces "
-        "of hundreds to thousands of tokens) or 'long-focus' (its second stage, with --resume).",
-    ),
-    checkpoint_every: int | None = typer.Option(
-        None, help="Also save the adapter every this many steps (OUT/checkpoint, resumable)."
-    ),
-) -> None:
+@takes(TRAIN_THINKING)
+def train_thinking(**options: Any) -> None:
     """Train the embedded thinking model's LoRA adapter (needs `pip install 'cotplan[train]'`)."""
     from cotplan.thinking.adapter_training import train_thinking
 
-    done = train_thinking(out, preset=preset, examples=examples, seed=seed,
-                          max_seconds=max_seconds, resume=resume, learning_rate=learning_rate,
-                          rechecks=rechecks, install=install, checkpoint_every=checkpoint_every,
-                          log=_console.print)  # fmt: skip
+    done = train_thinking(**options, log=_console.print)
     _console.print(done.report.to_dict())
     if done.installed is not None:
         _console.print(f"installed: {done.installed}")
