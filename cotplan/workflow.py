@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from cotplan.planner import BudgetPlanner, SavedPlan
     from cotplan.planner.calibrate import Calibration
     from cotplan.planner.calibration_estimate import CalibrationEstimate
+    from cotplan.planner.exit_plan import ExitPlan
     from cotplan.planner.held_out import HeldOut
     from cotplan.planner.records import Budget
     from cotplan.planner.run import PlanRun
@@ -59,6 +60,7 @@ __all__ = [
     "DemoPreset",
     "DemoSetup",
     "auto_target",
+    "before_run",
     "build_items",
     "check_backend",
     "default_uncapped",
@@ -70,6 +72,7 @@ __all__ = [
     "preview_calibration",
     "project_run_costs",
     "run_demo",
+    "save_demo_step",
 ]
 
 #: The family the demo uses when the registry marks none as suited (measured; docs/planner.md).
@@ -454,6 +457,42 @@ def held_out_items(
     return choose_held_out(plan, items, sizes=None if tasks is not None else chosen)
 
 
+def before_run(
+    plan: Path,
+    exit: str,
+    exit_plan: Path | None,
+    *,
+    backend: str,
+    base_url: str | None,
+    protocol: str,
+    allow_other_model: bool,
+    family: str | None,
+    tasks: Path | None,
+    sizes: list[int],
+    count: int,
+    seed: int,
+) -> tuple[SavedPlan, ExitPlan | None, list[str], HeldOut]:
+    """The plan at `plan`, its exit plan (with `exit` "certified"), the notes on binding it to
+    this backend and protocol, and the held-out items: everything `cotplan run` refuses before
+    the model (maybe paid, maybe slow) starts."""
+    from cotplan.planner.exit_plan import exit_plan_for
+    from cotplan.planner.held_out import binding_notes
+    from cotplan.planner.run import SavedPlan
+
+    saved = SavedPlan.load(plan)
+    exits = None
+    if exit == "certified":
+        exits = exit_plan_for(exit_plan, plan, eps=saved.eps, model=saved.model)
+    notes = binding_notes(
+        saved, backend=backend, base_url=base_url, protocol=protocol,
+        allow_other_model=allow_other_model,
+    )  # fmt: skip
+    held = held_out_items(
+        saved, family=family, tasks=tasks, sizes=sizes, count=count, seed=seed, backend=backend
+    )
+    return saved, exits, notes, held
+
+
 @dataclass(frozen=True)
 class CalibrationPreview:
     """What a calibration will take before its first request (`estimate`), and whether the
@@ -516,3 +555,24 @@ def preview_calibration(
         describe=words,
     )
     return CalibrationPreview(estimate, is_paid(backend) and not _on_loopback(base_url))
+
+
+def save_demo_step(step: str, result: Demo, folder: Path) -> None:
+    """Write the tables and charts of the step `run_demo` just finished into `folder`."""
+    from cotplan.charts import chart
+    from cotplan.charts.planner import budget_chart, calibration_chart
+    from cotplan.io import write_csv
+    from cotplan.io.reports import save_chart
+
+    if step == "calibrate" and result.calibration is not None:
+        result.calibration.to_csv(folder / "calibration.csv")
+    elif step == "plan" and result.planner is not None:
+        write_csv(result.planner.report().to_frame(), folder / "constants.csv")
+        if result.planned:
+            write_csv(pd.concat([b.to_frame() for b in result.planned]), folder / "plan.csv")
+            save_chart(budget_chart(result.planner, eps=result.target), folder / "budget.png")
+        save_chart(calibration_chart(result.planner), folder / "calibration.png")
+    elif step == "run" and result.run is not None:
+        write_csv(result.run.frame, folder / "run.csv")
+        write_csv(result.run.comparison, folder / "comparison.csv")
+        save_chart(chart(result.run), folder / "comparison.png")

@@ -31,7 +31,7 @@ from cotplan.cli.report_folders import finish_report, start_report
 from cotplan.cli.report_page import add_report_page
 from cotplan.io import write_csv
 from cotplan.render.demo import print_demo_costs, print_demo_setup, print_demo_step
-from cotplan.workflow import FULL, QUICK, WHAT_IF_MODEL
+from cotplan.workflow import FULL, QUICK, WHAT_IF_MODEL, save_demo_step
 
 if TYPE_CHECKING:
     from cotplan.workflow import Demo
@@ -121,29 +121,7 @@ def _on_step(folder: Path, *, eps: float | None, details: bool) -> Callable[[str
     """What the demo does as each step finishes: save its files, print its answer."""
 
     def step(name: str, done: Demo) -> None:
-        _save_step(name, done, folder)
+        save_demo_step(name, done, folder)
         print_demo_step(console, name, done, eps=eps, details=details)
 
     return step
-
-
-def _save_step(step: str, result: Demo, folder: Path) -> None:
-    """Write the tables and charts of the step `run_demo` just finished into `folder`."""
-    import pandas as pd
-
-    from cotplan.charts import chart
-    from cotplan.charts.planner import budget_chart, calibration_chart
-    from cotplan.io.reports import save_chart
-
-    if step == "calibrate" and result.calibration is not None:
-        result.calibration.to_csv(folder / "calibration.csv")
-    elif step == "plan" and result.planner is not None:
-        write_csv(result.planner.report().to_frame(), folder / "constants.csv")
-        if result.planned:
-            write_csv(pd.concat([b.to_frame() for b in result.planned]), folder / "plan.csv")
-            save_chart(budget_chart(result.planner, eps=result.target), folder / "budget.png")
-        save_chart(calibration_chart(result.planner), folder / "calibration.png")
-    elif step == "run" and result.run is not None:
-        write_csv(result.run.frame, folder / "run.csv")
-        write_csv(result.run.comparison, folder / "comparison.csv")
-        save_chart(chart(result.run), folder / "comparison.png")

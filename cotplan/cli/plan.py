@@ -12,7 +12,7 @@ run's tables.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cotplan.cli.options import (
     ALLOW_OTHER_MODEL,
@@ -48,11 +48,7 @@ from cotplan.cli.report_page import add_report_page
 from cotplan.errors import InputError
 from cotplan.render.plan import render_plan, render_plan_header, render_run
 from cotplan.validation import check_call, require_choice, trusting
-
-if TYPE_CHECKING:
-    from cotplan.planner import SavedPlan
-    from cotplan.planner.exit_plan import ExitPlan
-    from cotplan.planner.held_out import HeldOut
+from cotplan.workflow import before_run
 
 __all__ = ["plan", "run"]
 
@@ -145,7 +141,8 @@ def run(**o: Any) -> None:
     check_protocol(o["protocol"])
     _check_exit(o["exit"], o["exit_plan"])
     plan, backend, allow = o["plan"], o["backend"], o["allow_other_model"]
-    saved, exits, notes, held = _before_start(
+    check_read(plan)
+    saved, exits, notes, held = before_run(
         plan, o["exit"], o["exit_plan"], backend=backend, base_url=o["base_url"],
         protocol=o["protocol"], allow_other_model=allow, family=o["family"], tasks=o["tasks"],
         sizes=asked, count=o["count"], seed=o["seed"],
@@ -190,40 +187,3 @@ def _check_exit(exit_: str, exit_plan: Path | None) -> None:
     require_choice(exit_, "exit", EXIT_CHOICES)
     if exit_plan is not None and exit_ != "certified":
         raise InputError("is read only with --exit certified", field="exit_plan")
-
-
-def _before_start(
-    plan: Path,
-    exit_: str,
-    exit_plan: Path | None,
-    *,
-    backend: str,
-    base_url: str | None,
-    protocol: str,
-    allow_other_model: bool,
-    family: str | None,
-    tasks: Path | None,
-    sizes: list[int],
-    count: int,
-    seed: int,
-) -> tuple[SavedPlan, ExitPlan | None, list[str], HeldOut]:
-    """The plan, its exit plan, the binding notes and the held-out items: everything `run`
-    refuses before the model (maybe paid, maybe slow) starts."""
-    from cotplan.planner.exit_plan import exit_plan_for
-    from cotplan.planner.held_out import binding_notes
-    from cotplan.planner.run import SavedPlan
-    from cotplan.workflow import held_out_items
-
-    check_read(plan)
-    saved = SavedPlan.load(plan)
-    exits = None
-    if exit_ == "certified":
-        exits = exit_plan_for(exit_plan, plan, eps=saved.eps, model=saved.model)
-    notes = binding_notes(
-        saved, backend=backend, base_url=base_url, protocol=protocol,
-        allow_other_model=allow_other_model,
-    )  # fmt: skip
-    held = held_out_items(
-        saved, family=family, tasks=tasks, sizes=sizes, count=count, seed=seed, backend=backend
-    )
-    return saved, exits, notes, held
