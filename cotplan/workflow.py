@@ -68,6 +68,8 @@ __all__ = [
     "demo_setup",
     "family_items",
     "held_out_items",
+    "jupyterlab_command",
+    "make_task_items",
     "native_thinker",
     "preview_calibration",
     "project_run_costs",
@@ -437,6 +439,38 @@ def build_items(
     ]
 
 
+def make_task_items(
+    family: str | None,
+    family_option: str | None,
+    *,
+    sizes: Sequence[int] | None,
+    count: int,
+    seed: int,
+    backend: str | None,
+    out: Path | None,
+) -> tuple[str, list[TaskItem]]:
+    """`cotplan tasks make`'s items: the family (given once, as the argument or as the option)
+    and `count` items of it at each of `sizes`, every input checked first."""
+    from cotplan.errors import InputError
+
+    if (family is None) == (family_option is None):
+        raise InputError("give the family once: as an argument or as --family", field="family")
+    name = family if family is not None else family_option
+    assert name is not None
+    if not sizes:
+        raise InputError("give at least one size, e.g. --n 4", field="n")
+    if out is not None and out.is_dir():
+        raise InputError(f"{out} is a folder; name a file in it, e.g. tasks.jsonl", field="out")
+    if backend is not None:
+        check_backend(backend)
+    items = [
+        item
+        for size in sizes
+        for item in family_items(name, n=size, count=count, seed=seed, backend=backend)
+    ]
+    return name, items
+
+
 def held_out_items(
     plan: SavedPlan,
     *,
@@ -576,3 +610,34 @@ def save_demo_step(step: str, result: Demo, folder: Path) -> None:
         write_csv(result.run.frame, folder / "run.csv")
         write_csv(result.run.comparison, folder / "comparison.csv")
         save_chart(chart(result.run), folder / "comparison.png")
+
+
+def jupyterlab_command(notebooks: Path, port: int, open_browser: bool) -> list[str]:
+    """The JupyterLab command line (`cotplan notebooks`): loopback only, root allowed where we
+    run as root."""
+    import importlib.util
+    import os
+    import sys
+
+    from cotplan.errors import ConfigError, InputError
+
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
+        raise InputError(f"must be in 1..65535, got {port!r}", field="port")
+    if not notebooks.is_dir():
+        raise InputError(f"{notebooks} is not a folder", field="notebooks")
+    if importlib.util.find_spec("jupyterlab") is None:
+        raise ConfigError("JupyterLab is not installed: pip install 'cotplan[dev]'")
+    command = [
+        sys.executable,
+        "-m",
+        "jupyter",
+        "lab",
+        "--ip=127.0.0.1",
+        f"--port={port}",
+        f"--notebook-dir={notebooks.resolve()}",
+    ]
+    if not open_browser:
+        command.append("--no-browser")
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        command.append("--allow-root")
+    return command

@@ -7,12 +7,9 @@ from typing import Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from cotplan.backends import models as model_files
-from cotplan.backends.adapters import KNOWN_ADAPTERS, locate_adapter
 from cotplan.cli.options import REQUIRED, opt, takes
-from cotplan.errors import ModelFileError
 
 __all__ = ["app"]
 
@@ -23,23 +20,9 @@ _console = Console()
 @app.command("list")
 def list_() -> None:
     """Show the known models and whether each is on this machine."""
-    table = Table(title="Embedded models")
-    for column in ("name", "present", "size (MB)", "license", "path"):
-        table.add_column(column)
-    for row in model_files.list_models():
-        table.add_row(
-            row.name, "yes" if row.present else "no", f"{row.size_mb:.1f}", row.license, row.path
-        )
-    for spec in KNOWN_ADAPTERS.values():
-        try:
-            _, where = locate_adapter(spec.name) or (None, "")
-            present = "yes"
-        except ModelFileError:
-            present, where = "no", ""
-        table.add_row(
-            f"{spec.name} (adapter on {spec.base})", present, "", "Apache-2.0", str(where)
-        )
-    _console.print(table)
+    from cotplan.render.tasks import render_models
+
+    render_models(_console)
     _console.print("Any local GGUF file works too: `--backend local:/path/to/model.gguf`.")
 
 
