@@ -20,19 +20,16 @@ from cotplan.cli.options import (
     TIMEOUT,
     arg,
     check_backend,
-    check_out,
     check_timeouts,
     connect_options,
     opt,
     takes,
 )
-from cotplan.errors import InputError
 from cotplan.render.permutation import answer_json, print_answer
 
 __all__ = ["answer"]
 
 _console = Console()
-CHART_SUFFIXES = (".png", ".svg", ".html")
 
 # fmt: off
 #: `prepare_answer`'s options, with the connection's and the output's among them.
@@ -79,12 +76,12 @@ def answer(**options: Any) -> None:
     """Answer --query from the few-shot EXAMPLES, averaged over orderings of the examples."""
     from cotplan.backends.registry import connect
     from cotplan.permutation.average import permutation_average
-    from cotplan.permutation.request import prepare_answer
+    from cotplan.permutation.request import check_chart, prepare_answer
 
     own = ("backend", "base_url", "chart", "timeout", "max_retries", "as_json")
     backend, base_url, chart, timeout, max_retries, as_json = map(options.pop, own)
     request = prepare_answer(**options)
-    _check_chart(chart)
+    check_chart(chart)
     check_backend(backend, base_url)
     check_timeouts(timeout, max_retries)
     with connect(
@@ -102,16 +99,3 @@ def answer(**options: Any) -> None:
     print_answer(_console, result, request.default_choices)
     if chart is not None:
         _console.print(f"saved {escape(str(chart))}")
-
-
-def _check_chart(chart: Path | None) -> None:
-    """`--chart`: a file name with a chart suffix, in a folder we could write."""
-    if chart is None:
-        return
-    if chart.suffix.lower() not in CHART_SUFFIXES:
-        raise InputError(
-            f"must end in {', '.join(CHART_SUFFIXES)}, got {chart.name!r}", field="chart"
-        )
-    if chart.is_dir():
-        raise InputError(f"{chart} is a folder", field="chart")
-    check_out(chart.parent, field="chart")
