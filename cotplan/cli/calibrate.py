@@ -36,14 +36,13 @@ from cotplan.cli.options import (
     mode_and_protocol,
     noted_in_tables,
     opt,
-    parse_ints,
     takes,
 )
 from cotplan.cli.report_folders import finish_report, start_report
 from cotplan.cli.report_page import add_report_page
 from cotplan.errors import InputError
 from cotplan.render.calibration import print_calibration
-from cotplan.validation import check_call, trusting
+from cotplan.validation import check_call, require_ints, trusting
 
 __all__ = ["calibrate"]
 
@@ -90,7 +89,7 @@ def calibrate(**o: Any) -> None:
         return
     batched = o["batch"] or o["batch_file"] or bool(o["batch_output"])
     backend, base_url, out, eps = o["backend"], o["base_url"], o["out"], o["eps"]
-    sizes = parse_ints(o["n"], "n")
+    sizes = require_ints(o["n"], "n")
     check_item_source(o["family"], o["tasks"], sizes)
     check_timeouts(o["timeout"], o["max_retries"])
     check_protocol(o["protocol"])

@@ -79,7 +79,6 @@ __all__ = [
     "mode_and_protocol",
     "noted_in_tables",
     "opt",
-    "parse_ints",
     "takes",
 ]
 
@@ -177,11 +176,6 @@ def check_at_least(value: float | None, name: str, low: float) -> None:
     """`value` ≥ `low` (None passes: the option was not given)."""
     if value is not None:
         require_number(value, name, low=low)
-
-
-def parse_ints(values: Sequence[str] | None, name: str, *, low: int | None = None) -> list[int]:
-    """`["4,8", "16"]` -> [4, 8, 16]; names the option in errors; each at least `low`."""
-    return require_ints(values, name, low=low)
 
 
 def check_budgets(text: str) -> list[int] | str:

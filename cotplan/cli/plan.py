@@ -40,14 +40,13 @@ from cotplan.cli.options import (
     console,
     mode_and_protocol,
     opt,
-    parse_ints,
     takes,
 )
 from cotplan.cli.report_folders import check_read, finish_report, start_report
 from cotplan.cli.report_page import add_report_page
 from cotplan.errors import InputError
 from cotplan.render.plan import render_plan, render_plan_header, render_run
-from cotplan.validation import check_call, require_choice, trusting
+from cotplan.validation import check_call, require_choice, require_ints, trusting
 from cotplan.workflow import before_run
 
 __all__ = ["plan", "run"]
@@ -107,7 +106,7 @@ def plan(*, calibration: Path, eps: float, n: list[str] | None, **options: Any) 
     from cotplan.planner.held_out import plan_savings
     from cotplan.planner.plan_result import plan_from_calibration
 
-    sizes = parse_ints(n, "n", low=1)
+    sizes = require_ints(n, "n", low=1)
     out, details = options.pop("out"), options.pop("details")
     check_out(out)  # the rest is checked by the library, all before the file is read
     check_read(calibration)
@@ -134,7 +133,7 @@ def run(**o: Any) -> None:
     from cotplan.planner.held_out import started_notes
     from cotplan.planner.run import run_plan
 
-    asked = parse_ints(o["n"], "n", low=1)
+    asked = require_ints(o["n"], "n", low=1)
     check_item_source(o["family"], o["tasks"], asked)
     _check_run(o["count"], o["uncapped"], o["concurrency"], o["seed"], o["out"])
     check_timeouts(o["timeout"], o["max_retries"])
