@@ -43,6 +43,7 @@ __all__ = [
     "ResponseFormatError",
     "ServerUnreachableError",
     "UnknownModelError",
+    "describe_uncaught",
 ]
 
 
@@ -157,3 +158,19 @@ class CacheError(CotplanError):
 
 class NotFittedError(CotplanError, AttributeError):
     """An estimator was used before `fit` was called."""
+
+
+def describe_uncaught(exc: BaseException) -> str:
+    """One line for an error no check caught (a file, an encoding, an overflow, memory),
+    saying what kind of input to look at."""
+    if isinstance(exc, MemoryError):
+        return "not enough memory: an option asks for more items or draws than this machine holds"
+    if isinstance(exc, UnicodeError):
+        return f"a file is not UTF-8 text: {exc}"
+    if isinstance(exc, OverflowError):
+        return f"a number is too large to work with: {exc}"
+    return (
+        f"{exc.strerror or type(exc).__name__}: {exc.filename or exc}"
+        if isinstance(exc, OSError)
+        else str(exc)
+    )

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from cotplan.planner import BudgetPlanner, SavedPlan
     from cotplan.planner.calibrate import Calibration
     from cotplan.planner.calibration_estimate import CalibrationEstimate
+    from cotplan.planner.exit_plan import ExitPlan
     from cotplan.planner.held_out import HeldOut
     from cotplan.planner.records import Budget
     from cotplan.planner.run import PlanRun
@@ -59,6 +60,7 @@ __all__ = [
     "DemoPreset",
     "DemoSetup",
     "auto_target",
+    "before_run",
     "build_items",
     "check_backend",
     "default_uncapped",
@@ -66,10 +68,13 @@ __all__ = [
     "demo_setup",
     "family_items",
     "held_out_items",
+    "jupyterlab_command",
+    "make_task_items",
     "native_thinker",
     "preview_calibration",
     "project_run_costs",
     "run_demo",
+    "save_demo_step",
 ]
 
 #: The family the demo uses when the registry marks none as suited (measured; docs/planner.md).
@@ -434,6 +439,38 @@ def build_items(
     ]
 
 
+def make_task_items(
+    family: str | None,
+    family_option: str | None,
+    *,
+    sizes: Sequence[int] | None,
+    count: int,
+    seed: int,
+    backend: str | None,
+    out: Path | None,
+) -> tuple[str, list[TaskItem]]:
+    """`cotplan tasks make`'s items: the family (given once, as the argument or as the option)
+    and `count` items of it at each of `sizes`, every input checked first."""
+    from cotplan.errors import InputError
+
+    if (family is None) == (family_option is None):
+        raise InputError("give the family once: as an argument or as --family", field="family")
+    name = family if family is not None else family_option
+    assert name is not None
+    if not sizes:
+        raise InputError("give at least one size, e.g. --n 4", field="n")
+    if out is not None and out.is_dir():
+        raise InputError(f"{out} is a folder; name a file in it, e.g. tasks.jsonl", field="out")
+    if backend is not None:
+        check_backend(backend)
+    items = [
+        item
+        for size in sizes
+        for item in family_items(name, n=size, count=count, seed=seed, backend=backend)
+    ]
+    return name, items
+
+
 def held_out_items(
     plan: SavedPlan,
     *,
@@ -452,6 +489,42 @@ def held_out_items(
     chosen = list(sizes) or list(plan.sizes_)
     items = build_items(family, tasks, chosen, count, seed, backend=backend)
     return choose_held_out(plan, items, sizes=None if tasks is not None else chosen)
+
+
+def before_run(
+    plan: Path,
+    exit: str,
+    exit_plan: Path | None,
+    *,
+    backend: str,
+    base_url: str | None,
+    protocol: str,
+    allow_other_model: bool,
+    family: str | None,
+    tasks: Path | None,
+    sizes: list[int],
+    count: int,
+    seed: int,
+) -> tuple[SavedPlan, ExitPlan | None, list[str], HeldOut]:
+    """The plan at `plan`, its exit plan (with `exit` "certified"), the notes on binding it to
+    this backend and protocol, and the held-out items: everything `cotplan run` refuses before
+    the model (maybe paid, maybe slow) starts."""
+    from cotplan.planner.exit_plan import exit_plan_for
+    from cotplan.planner.held_out import binding_notes
+    from cotplan.planner.run import SavedPlan
+
+    saved = SavedPlan.load(plan)
+    exits = None
+    if exit == "certified":
+        exits = exit_plan_for(exit_plan, plan, eps=saved.eps, model=saved.model)
+    notes = binding_notes(
+        saved, backend=backend, base_url=base_url, protocol=protocol,
+        allow_other_model=allow_other_model,
+    )  # fmt: skip
+    held = held_out_items(
+        saved, family=family, tasks=tasks, sizes=sizes, count=count, seed=seed, backend=backend
+    )
+    return saved, exits, notes, held
 
 
 @dataclass(frozen=True)
@@ -516,3 +589,55 @@ def preview_calibration(
         describe=words,
     )
     return CalibrationPreview(estimate, is_paid(backend) and not _on_loopback(base_url))
+
+
+def save_demo_step(step: str, result: Demo, folder: Path) -> None:
+    """Write the tables and charts of the step `run_demo` just finished into `folder`."""
+    from cotplan.charts import chart
+    from cotplan.charts.planner import budget_chart, calibration_chart
+    from cotplan.io import write_csv
+    from cotplan.io.reports import save_chart
+
+    if step == "calibrate" and result.calibration is not None:
+        result.calibration.to_csv(folder / "calibration.csv")
+    elif step == "plan" and result.planner is not None:
+        write_csv(result.planner.report().to_frame(), folder / "constants.csv")
+        if result.planned:
+            write_csv(pd.concat([b.to_frame() for b in result.planned]), folder / "plan.csv")
+            save_chart(budget_chart(result.planner, eps=result.target), folder / "budget.png")
+        save_chart(calibration_chart(result.planner), folder / "calibration.png")
+    elif step == "run" and result.run is not None:
+        write_csv(result.run.frame, folder / "run.csv")
+        write_csv(result.run.comparison, folder / "comparison.csv")
+        save_chart(chart(result.run), folder / "comparison.png")
+
+
+def jupyterlab_command(notebooks: Path, port: int, open_browser: bool) -> list[str]:
+    """The JupyterLab command line (`cotplan notebooks`): loopback only, root allowed where we
+    run as root."""
+    import importlib.util
+    import os
+    import sys
+
+    from cotplan.errors import ConfigError, InputError
+
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
+        raise InputError(f"must be in 1..65535, got {port!r}", field="port")
+    if not notebooks.is_dir():
+        raise InputError(f"{notebooks} is not a folder", field="notebooks")
+    if importlib.util.find_spec("jupyterlab") is None:
+        raise ConfigError("JupyterLab is not installed: pip install 'cotplan[dev]'")
+    command = [
+        sys.executable,
+        "-m",
+        "jupyter",
+        "lab",
+        "--ip=127.0.0.1",
+        f"--port={port}",
+        f"--notebook-dir={notebooks.resolve()}",
+    ]
+    if not open_browser:
+        command.append("--no-browser")
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        command.append("--allow-root")
+    return command

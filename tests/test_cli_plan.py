@@ -11,10 +11,10 @@ import pytest
 from typer.testing import CliRunner
 
 from cotplan.cli import app, main
-from cotplan.cli.options import parse_ints
 from cotplan.errors import InputError
 from cotplan.io.reports import ChartNotSavedWarning
 from cotplan.planner.run import SCHEMA_VERSION, SavedPlan
+from cotplan.validation import require_ints
 
 runner = CliRunner()
 
@@ -36,11 +36,11 @@ def planted_calibration(path: Path, seed: int = 0) -> Path:
     return path
 
 
-def test_parse_ints_accepts_commas_and_repeats() -> None:
-    assert parse_ints(["4,8", "16"], "n") == [4, 8, 16]
-    assert parse_ints(None, "n") == []
+def test_require_ints_accepts_commas_and_repeats() -> None:
+    assert require_ints(["4,8", "16"], "n") == [4, 8, 16]
+    assert require_ints(None, "n") == []
     with pytest.raises(InputError, match="`n`: must be whole numbers, got 'x'"):
-        parse_ints(["4,x"], "n")
+        require_ints(["4,x"], "n")
 
 
 def test_plan_prints_constants_and_k_star_and_writes_artefacts(tmp_path: Path) -> None:

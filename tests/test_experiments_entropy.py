@@ -17,7 +17,7 @@ from cotplan.research.experiments.entropy import (
     laplace_threshold_table,
     limit_flags,
 )
-from cotplan.research.experiments.entropy_exact import (
+from cotplan.research.experiments.entropy import (
     expected_prior_entropy as _expected_prior_entropy,
 )
 from cotplan.research.experiments.predictors import BetaBernoulli, ClippedMLE, Oracle, kt, laplace

@@ -15,6 +15,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+import pandas as pd
 import pytest
 from test_plan_artifact import planted
 
@@ -89,6 +90,28 @@ def test_eps_is_checked_once_from_plan_from_calibration(
     plan_from_calibration(planted(tmp_path / "c.csv"), 0.3, sizes=[4], delta=0.05, n_bootstrap=0)
     assert checks["eps"] == 1
     assert checks["delta"] == 1
+
+
+def test_eps_and_delta_are_checked_once_on_the_way_to_the_early_exit(
+    checks: Counter[str], tmp_path: Path
+) -> None:
+    # `certify_early_exit` declares eps and delta (no alias of the check of its own): under the
+    # plan, which checked them at the boundary, it trusts them.
+    calibration = planted(tmp_path / "c.csv")
+    plan_from_calibration(calibration, 0.3, sizes=[4], n_bootstrap=0, exit="certified")
+    assert checks["eps"] == 1
+    assert checks["delta"] == 1
+    assert checks["reach"] == 1
+
+
+def test_the_early_exit_checks_eps_and_delta_when_called_itself(tmp_path: Path) -> None:
+    from cotplan.planner.early_exit import certify_early_exit
+
+    frame = pd.read_csv(planted(tmp_path / "c.csv"))
+    with pytest.raises(InputError, match="`eps`"):
+        certify_early_exit(frame, 1.5)
+    with pytest.raises(InputError, match="`delta`"):
+        certify_early_exit(frame, 0.3, delta=0.0)
 
 
 def test_one_ceiling_for_a_budget_everywhere() -> None:

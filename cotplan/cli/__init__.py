@@ -16,6 +16,12 @@ from rich.console import Console
 from rich.markup import escape
 
 from cotplan.backends.keys import scrub_secrets
+from cotplan.backends.process_end import (
+    known_secrets,
+    scrubbed_traceback,
+    sigterm_as_interrupt,
+    terminated,
+)
 from cotplan.cli import (
     answer,
     cache,
@@ -34,13 +40,7 @@ from cotplan.cli import (
     serve,
     tasks,
 )
-from cotplan.cli.failures import (
-    known_secrets,
-    scrubbed_traceback,
-    sigterm_as_interrupt,
-    terminated,
-)
-from cotplan.errors import CotplanError
+from cotplan.errors import CotplanError, describe_uncaught
 
 __all__ = ["COMMANDS", "GROUPS", "HIDDEN", "app", "main"]
 
@@ -88,21 +88,6 @@ for _name, _group in GROUPS:
 _stderr = Console(stderr=True)
 
 
-def _describe(exc: BaseException) -> str:
-    """One line for an error no check caught, saying what kind of input to look at."""
-    if isinstance(exc, MemoryError):
-        return "not enough memory: an option asks for more items or draws than this machine holds"
-    if isinstance(exc, UnicodeError):
-        return f"a file is not UTF-8 text: {exc}"
-    if isinstance(exc, OverflowError):
-        return f"a number is too large to work with: {exc}"
-    return (
-        f"{exc.strerror or type(exc).__name__}: {exc.filename or exc}"
-        if isinstance(exc, OSError)
-        else str(exc)
-    )
-
-
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the console script.
 
@@ -122,7 +107,7 @@ def main(argv: list[str] | None = None) -> None:
         # What a file, a folder or an absurd size the user gave can raise below the checks
         # (a folder where a file goes, bytes that are not UTF-8, a number past what floats or
         # memory hold): one line that says what failed, not a traceback.
-        _fail(exc, escape(_describe(exc)), 1, debug)
+        _fail(exc, escape(describe_uncaught(exc)), 1, debug)
     except KeyboardInterrupt:
         _interrupted()
         sys.exit(_interrupt_status())

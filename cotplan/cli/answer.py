@@ -8,123 +8,80 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from cotplan.cli.options import (
-    DEFAULT_MAX_RETRIES,
-    DEFAULT_TIMEOUT_S,
-    MaxRetriesOption,
-    TimeoutOption,
+    MAX_RETRIES_OPTION,
+    REQUIRED,
+    TIMEOUT,
+    arg,
     check_backend,
-    check_out,
     check_timeouts,
     connect_options,
+    opt,
+    takes,
 )
-from cotplan.errors import InputError
 from cotplan.render.permutation import answer_json, print_answer
 
 __all__ = ["answer"]
 
 _console = Console()
-Opt = typer.Option
-CHART_SUFFIXES = (".png", ".svg", ".html")
 
-Examples = Annotated[
-    Path, typer.Argument(help="Examples file: .jsonl/.json ({input, output}) or .csv/.tsv.")
-]
-Query = Annotated[str, Opt("--query", "-q", help="The input to answer.")]
-Choice = Annotated[
-    list[str] | None,
-    Opt(
-        "--choice",
-        "-c",
-        help="A candidate answer (repeat; default: the examples' distinct outputs).",
-    ),
-]
-M = Annotated[int, Opt("--m", help="Orderings (the most, with --target-width/--settle).")]
-ScheduleName = Annotated[
-    str, Opt("--schedule", help="random, banded or balanced (Latin-square cycles).")
-]
-Bands = Annotated[int | None, Opt("--bands", help="Number of bands (schedule banded).")]
-Backend = Annotated[
-    str,
-    Opt(
-        "--backend",
-        "-b",
-        help="'local' (the embedded model), 'local:PATH', 'openai:MODEL', or a model name with "
-        "--base-url (any OpenAI-compatible server).",
-    ),
-]
-BaseUrl = Annotated[str | None, Opt("--base-url", help="Endpoint of an OpenAI-compatible server.")]
-Template = Annotated[
-    str | None,
-    Opt(
-        "--template",
-        help="Example template with {input} and {output}; \\n for a "
-        "newline (default 'Input: {input}\\nOutput: {output}').",
-    ),
-]
-Separator = Annotated[str | None, Opt("--separator", help="Between examples (default \\n\\n).")]
-Header = Annotated[str | None, Opt("--header", help="Text before the examples.")]
-Method = Annotated[
-    str, Opt("--method", help="auto, logprobs or sampled (no logprobs: answer counts).")
-]
-TargetWidth = Annotated[
-    float | None, Opt("--target-width", help="Stop once the leader's interval is this narrow.")
-]
-Settle = Annotated[
-    bool, Opt("--settle", help="Stop once the leader's interval clears the others'.")
-]
-K = Annotated[
-    int | None, Opt("--k", help="Budgeted CoT: reason at most K tokens per ordering, then answer.")
-]
-Chart = Annotated[Path | None, Opt("--chart", help="Save the orderings chart (.png/.svg/.html).")]
+# fmt: off
+#: `prepare_answer`'s options, with the connection's and the output's among them.
+ANSWER = {
+    "examples": arg(Path, REQUIRED, "Examples file: .jsonl/.json ({input, output}) or "
+                    ".csv/.tsv."),
+    "query": opt(str, REQUIRED, "The input to answer.", "--query", "-q"),
+    "choices": opt(list[str] | None, None, "A candidate answer (repeat; default: the examples' "
+                   "distinct outputs).", "--choice", "-c"),
+    "m": opt(int, 20, "Orderings (the most, with --target-width/--settle).", "--m"),
+    "schedule": opt(str, "balanced", "random, banded or balanced (Latin-square cycles).",
+                    "--schedule"),
+    "seed": opt(int, 0, "Seed of the orderings (and samples).", "--seed"),
+    "bands": opt(int | None, None, "Number of bands (schedule banded).", "--bands"),
+    "backend": opt(str, "local", "'local' (the embedded model), 'local:PATH', 'openai:MODEL', "
+                   "or a model name with --base-url (any OpenAI-compatible server).",
+                   "--backend", "-b"),
+    "base_url": opt(str | None, None, "Endpoint of an OpenAI-compatible server.", "--base-url"),
+    "template": opt(str | None, None, "Example template with {input} and {output}; \\n for a "
+                    "newline (default 'Input: {input}\\nOutput: {output}').", "--template"),
+    "separator": opt(str | None, None, "Between examples (default \\n\\n).", "--separator"),
+    "header": opt(str | None, None, "Text before the examples.", "--header"),
+    "method": opt(str, "auto", "auto, logprobs or sampled (no logprobs: answer counts).",
+                  "--method"),
+    "samples": opt(int, 8, "Samples per ordering (sampled).", "--samples"),
+    "temperature": opt(float, 1.0, "Sampling temperature (sampled).", "--temperature"),
+    "target_width": opt(float | None, None, "Stop once the leader's interval is this narrow.",
+                        "--target-width"),
+    "stop_when_settled": opt(bool, False, "Stop once the leader's interval clears the others'.",
+                             "--settle"),
+    "confidence": opt(float, 0.95, "Interval level.", "--confidence"),
+    "k": opt(int | None, None, "Budgeted CoT: reason at most K tokens per ordering, then "
+             "answer.", "--k"),
+    "as_json": opt(bool, False, "Print one JSON object instead.", "--json"),
+    "chart": opt(Path | None, None, "Save the orderings chart (.png/.svg/.html).", "--chart"),
+    "timeout": TIMEOUT,
+    "max_retries": MAX_RETRIES_OPTION,
+}
+# fmt: on
 
 
-def answer(
-    *,
-    examples: Examples,
-    query: Query,
-    choice: Choice = None,
-    m: M = 20,
-    schedule: ScheduleName = "balanced",
-    seed: Annotated[int, Opt("--seed", help="Seed of the orderings (and samples).")] = 0,
-    bands: Bands = None,
-    backend: Backend = "local",
-    base_url: BaseUrl = None,
-    template: Template = None,
-    separator: Separator = None,
-    header: Header = None,
-    method: Method = "auto",
-    samples: Annotated[int, Opt("--samples", help="Samples per ordering (sampled).")] = 8,
-    temperature: Annotated[
-        float, Opt("--temperature", help="Sampling temperature (sampled).")
-    ] = 1.0,
-    target_width: TargetWidth = None,
-    settle: Settle = False,
-    confidence: Annotated[float, Opt("--confidence", help="Interval level.")] = 0.95,
-    k: K = None,
-    as_json: Annotated[bool, Opt("--json", help="Print one JSON object instead.")] = False,
-    chart: Chart = None,
-    timeout: TimeoutOption = DEFAULT_TIMEOUT_S,
-    max_retries: MaxRetriesOption = DEFAULT_MAX_RETRIES,
-) -> None:
+@takes(ANSWER)
+def answer(**options: Any) -> None:
     """Answer --query from the few-shot EXAMPLES, averaged over orderings of the examples."""
     from cotplan.backends.registry import connect
     from cotplan.permutation.average import permutation_average
-    from cotplan.permutation.request import prepare_answer
+    from cotplan.permutation.request import check_chart, prepare_answer
 
-    request = prepare_answer(
-        examples, query, choice, template=template, separator=separator, header=header, m=m,
-        schedule=schedule, seed=seed, bands=bands, method=method, samples=samples,
-        temperature=temperature, target_width=target_width, stop_when_settled=settle,
-        confidence=confidence, k=k,
-    )  # fmt: skip
-    _check_chart(chart)
+    own = ("backend", "base_url", "chart", "timeout", "max_retries", "as_json")
+    backend, base_url, chart, timeout, max_retries, as_json = map(options.pop, own)
+    request = prepare_answer(**options)
+    check_chart(chart)
     check_backend(backend, base_url)
     check_timeouts(timeout, max_retries)
     with connect(
@@ -142,16 +99,3 @@ def answer(
     print_answer(_console, result, request.default_choices)
     if chart is not None:
         _console.print(f"saved {escape(str(chart))}")
-
-
-def _check_chart(chart: Path | None) -> None:
-    """`--chart`: a file name with a chart suffix, in a folder we could write."""
-    if chart is None:
-        return
-    if chart.suffix.lower() not in CHART_SUFFIXES:
-        raise InputError(
-            f"must end in {', '.join(CHART_SUFFIXES)}, got {chart.name!r}", field="chart"
-        )
-    if chart.is_dir():
-        raise InputError(f"{chart} is a folder", field="chart")
-    check_out(chart.parent, field="chart")

@@ -8,26 +8,22 @@ table `cotplan.render.calibration`'s. The batch path is `cotplan.cli.calibrate_b
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
 from cotplan.cli.options import (
-    DEFAULT_MAX_RETRIES,
-    DEFAULT_TIMEOUT_S,
+    BACKEND_SPEC,
+    BASE_URL,
+    CONCURRENCY,
+    CONNECTION,
+    COUNT,
+    FAMILY,
     MAX_CONCURRENCY,
     MAX_COUNT,
-    BackendSpec,
-    BaseUrl,
-    Concurrency,
-    Count,
-    Family,
-    MaxRetriesOption,
-    ProtocolOption,
-    ShowProgress,
-    Sizes,
-    TasksFile,
-    TimeoutOption,
+    SHOW_PROGRESS,
+    SIZES,
+    TASKS_FILE,
     check_backend,
     check_budgets,
     check_int,
@@ -39,106 +35,84 @@ from cotplan.cli.options import (
     console,
     mode_and_protocol,
     noted_in_tables,
-    parse_ints,
+    opt,
+    takes,
 )
 from cotplan.cli.report_folders import finish_report, start_report
 from cotplan.cli.report_page import add_report_page
 from cotplan.errors import InputError
 from cotplan.render.calibration import print_calibration
-from cotplan.validation import check_call, trusting
+from cotplan.validation import check_call, require_ints, trusting
 
 __all__ = ["calibrate"]
 
-Budgets = Annotated[
-    str,
-    typer.Option(
-        help="Reasoning budgets: 'auto' (a grid from 0 to about the 95th percentile of the "
-        "model's own uncapped thinking, measured by each item's first request), "
-        "comma-separated numbers, or 'paper'."
-    ),
-]
-UncappedTokens = Annotated[
-    int | None,
-    typer.Option(
-        help="Cap of each item's uncapped run (--budgets auto). Default 16384, or 4096 on "
-        "the embedded and lab models, whose runs on 2 cores take minutes at that length."
-    ),
-]
-Eps = Annotated[
-    float | None,
-    typer.Option(
-        help="With --budgets auto: add budgets where the error crosses this target and "
-        "certify there (answers only; the thinking comes from the same runs)."
-    ),
-]
-Out = Annotated[Path | None, typer.Option(help="Report folder (default reports/<time>-<random>/).")]
-Batch = Annotated[bool, typer.Option(help="Submit the requests through the endpoint's Batch API.")]
-BatchFile = Annotated[
-    bool, typer.Option(help="Write batch files for an executor (vLLM's run-batch).")
-]
-BatchOutput = Annotated[
-    list[Path] | None, typer.Option(help="An executor's output file to read back.")
-]
-Status = Annotated[Path | None, typer.Option(help="Show where a report folder's batches stand.")]
-Yes = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask before paid requests.")]
+# fmt: off
+CALIBRATE = {
+    "family": FAMILY,
+    "tasks": TASKS_FILE,
+    "n": SIZES,
+    "count": COUNT,
+    "seed": opt(int, 0, "Seed of the generated items."),
+    "budgets": opt(str, "auto", "Reasoning budgets: 'auto' (a grid from 0 to about the 95th "
+                   "percentile of the model's own uncapped thinking, measured by each item's "
+                   "first request), comma-separated numbers, or 'paper'."),
+    "backend": BACKEND_SPEC,
+    "base_url": BASE_URL,
+    "concurrency": CONCURRENCY,
+    "answer_tokens": opt(int, 16, "Cap of the answer phase."),
+    "out": opt(Path | None, None, "Report folder (default reports/<time>-<random>/)."),
+    "progress": SHOW_PROGRESS,
+    **CONNECTION,
+    "batch": opt(bool, False, "Submit the requests through the endpoint's Batch API."),
+    "batch_file": opt(bool, False, "Write batch files for an executor (vLLM's run-batch)."),
+    "batch_output": opt(list[Path] | None, None, "An executor's output file to read back."),
+    "status": opt(Path | None, None, "Show where a report folder's batches stand."),
+    "uncapped_tokens": opt(int | None, None, "Cap of each item's uncapped run (--budgets auto). "
+                           "Default 16384, or 4096 on the embedded and lab models, whose runs "
+                           "on 2 cores take minutes at that length."),
+    "eps": opt(float | None, None, "With --budgets auto: add budgets where the error crosses "
+               "this target and certify there (answers only; the thinking comes from the same "
+               "runs)."),
+    "yes": opt(bool, False, "Do not ask before paid requests.", "--yes", "-y"),
+}
+# fmt: on
 
 
-def calibrate(
-    *,
-    family: Family = None,
-    tasks: TasksFile = None,
-    n: Sizes = None,
-    count: Count = 12,
-    seed: Annotated[int, typer.Option(help="Seed of the generated items.")] = 0,
-    budgets: Budgets = "auto",
-    backend: BackendSpec = "local",
-    base_url: BaseUrl = None,
-    concurrency: Concurrency = None,
-    answer_tokens: Annotated[int, typer.Option(help="Cap of the answer phase.")] = 16,
-    out: Out = None,
-    progress: ShowProgress = True,
-    timeout: TimeoutOption = DEFAULT_TIMEOUT_S,
-    max_retries: MaxRetriesOption = DEFAULT_MAX_RETRIES,
-    protocol: ProtocolOption = "auto",
-    batch: Batch = False,
-    batch_file: BatchFile = False,
-    batch_output: BatchOutput = None,
-    status: Status = None,
-    uncapped_tokens: UncappedTokens = None,
-    eps: Eps = None,
-    yes: Yes = False,
-) -> None:
+@takes(CALIBRATE)
+def calibrate(**o: Any) -> None:
     """Answer items at several reasoning budgets and save the calibration table."""
     from cotplan.cli import calibrate_batch
     from cotplan.workflow import build_items, default_uncapped
 
-    if status is not None:  # the batch path (docs/batch.md)
-        calibrate_batch.show_status(status)
+    if o["status"] is not None:  # the batch path (docs/batch.md)
+        calibrate_batch.show_status(o["status"])
         return
-    batched = batch or batch_file or bool(batch_output)
-    sizes = parse_ints(n, "n")
-    check_item_source(family, tasks, sizes)
-    check_timeouts(timeout, max_retries)
-    check_protocol(protocol)
-    check_int(seed, "seed", low=0)
-    grid = check_budgets(budgets)
-    _check_run(count, concurrency, answer_tokens, out, backend=backend, base_url=base_url)
-    cap = uncapped_tokens if uncapped_tokens is not None else default_uncapped(backend)
+    batched = o["batch"] or o["batch_file"] or bool(o["batch_output"])
+    backend, base_url, out, eps = o["backend"], o["base_url"], o["out"], o["eps"]
+    sizes = require_ints(o["n"], "n")
+    check_item_source(o["family"], o["tasks"], sizes)
+    check_timeouts(o["timeout"], o["max_retries"])
+    check_protocol(o["protocol"])
+    check_int(o["seed"], "seed", low=0)
+    grid = check_budgets(o["budgets"])
+    _check_run(o["count"], o["concurrency"], o["answer_tokens"], out, backend=backend,
+               base_url=base_url)  # fmt: skip
+    cap = o["uncapped_tokens"]
+    cap = cap if cap is not None else default_uncapped(backend)
     _check_grid(grid, cap, eps, batched=batched)
-    items = build_items(family, tasks, sizes, count, seed, backend=backend)
-    options = connect_options(backend, timeout, max_retries, protocol)
+    items = build_items(o["family"], o["tasks"], sizes, o["count"], o["seed"], backend=backend)
+    options = connect_options(backend, o["timeout"], o["max_retries"], o["protocol"])
     if batched:
         calibrate_batch.calibrate_in_batches(
             backend=backend, base_url=base_url, options=options, items=items, grid=grid,
-            answer_tokens=answer_tokens, uncapped_tokens=cap, out=out, submit=batch,
-            write_files=batch_file,
-            outputs=batch_output or [], yes=yes,
+            answer_tokens=o["answer_tokens"], uncapped_tokens=cap, out=out, submit=o["batch"],
+            write_files=o["batch_file"], outputs=o["batch_output"] or [], yes=o["yes"],
         )  # fmt: skip
         return
-    run = {"concurrency": concurrency, "progress": progress, "eps": eps}
+    run = {"concurrency": o["concurrency"], "progress": o["progress"], "eps": eps}
     _calibrate(
         items, grid, backend=backend, base_url=base_url, options=options, cap=cap,
-        answer_tokens=answer_tokens, out=out, yes=yes, run=run,
+        answer_tokens=o["answer_tokens"], out=out, yes=o["yes"], run=run,
     )  # fmt: skip
 
 

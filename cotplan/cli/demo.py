@@ -11,17 +11,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
-
-import typer
+from typing import TYPE_CHECKING, Any
 
 from cotplan.cli.options import (
-    DEFAULT_MAX_RETRIES,
-    DEFAULT_TIMEOUT_S,
-    BaseUrl,
-    MaxRetriesOption,
-    ProtocolOption,
-    TimeoutOption,
+    BASE_URL,
+    CONNECTION,
     check_at_least,
     check_probability,
     check_protocol,
@@ -30,99 +24,76 @@ from cotplan.cli.options import (
     console,
     mode_and_protocol,
     noted_in_tables,
+    opt,
+    takes,
 )
 from cotplan.cli.report_folders import finish_report, start_report
 from cotplan.cli.report_page import add_report_page
 from cotplan.io import write_csv
 from cotplan.render.demo import print_demo_costs, print_demo_setup, print_demo_step
-from cotplan.workflow import FULL, QUICK, WHAT_IF_MODEL
+from cotplan.workflow import FULL, QUICK, WHAT_IF_MODEL, save_demo_step
 
 if TYPE_CHECKING:
     from cotplan.workflow import Demo
 
 __all__ = ["demo"]
 
-DemoBackend = Annotated[
-    str,
-    typer.Option(
-        help="'local:thinking' (the embedded thinking model), 'local' (plain "
-        "SmolLM2), 'local:PATH', 'lab:parity-overthink' or 'openai:MODEL'."
-    ),
-]
-DemoFamily = Annotated[
-    str | None, typer.Option(help="Task family (default: the demo's measured choice).")
-]
-Quick = Annotated[bool, typer.Option(help="Fewer items and budgets: about a minute.")]
-Eps = Annotated[
-    float | None, typer.Option(help="Target error rate (default: chosen from the fit).")
-]
-QueriesPerDay = Annotated[float, typer.Option(help="Workload for the cost projection.")]
-WhatIf = Annotated[str, typer.Option(help="API model whose prices the what-if projection uses.")]
-DemoCount = Annotated[
-    int | None, typer.Option(help="Calibration items per size (default: the preset's).")
-]
-HeldOut = Annotated[
-    int | None, typer.Option(help="Held-out items per size (default: the preset's).")
-]
-Out = Annotated[
-    Path | None, typer.Option(help="Report folder (default reports/demo-<time>-<random>/).")
-]
-Progress = Annotated[bool, typer.Option(help="Show progress bars.")]
-StepDetails = Annotated[
-    bool, typer.Option("--details", help="Also print the statistics of each step.")
-]
+# fmt: off
+DEMO = {
+    "backend": opt(str, "local:thinking", "'local:thinking' (the embedded thinking model), "
+                   "'local' (plain SmolLM2), 'local:PATH', 'lab:parity-overthink' or "
+                   "'openai:MODEL'."),
+    "base_url": BASE_URL,
+    "family": opt(str | None, None, "Task family (default: the demo's measured choice)."),
+    "quick": opt(bool, False, "Fewer items and budgets: about a minute."),
+    "eps": opt(float | None, None, "Target error rate (default: chosen from the fit)."),
+    "queries_per_day": opt(float, 10_000, "Workload for the cost projection."),
+    "what_if": opt(str, WHAT_IF_MODEL, "API model whose prices the what-if projection uses."),
+    "count": opt(int | None, None, "Calibration items per size (default: the preset's)."),
+    "held_out": opt(int | None, None, "Held-out items per size (default: the preset's)."),
+    "seed": opt(int, 0, "Seed of the calibration items."),
+    "out": opt(Path | None, None, "Report folder (default reports/demo-<time>-<random>/)."),
+    "progress": opt(bool, True, "Show progress bars."),
+    **CONNECTION,
+    "details": opt(bool, False, "Also print the statistics of each step.", "--details"),
+}
+# fmt: on
 
 
-def demo(
-    *,
-    backend: DemoBackend = "local:thinking",
-    base_url: BaseUrl = None,
-    family: DemoFamily = None,
-    quick: Quick = False,
-    eps: Eps = None,
-    queries_per_day: QueriesPerDay = 10_000,
-    what_if: WhatIf = WHAT_IF_MODEL,
-    count: DemoCount = None,
-    held_out: HeldOut = None,
-    seed: Annotated[int, typer.Option(help="Seed of the calibration items.")] = 0,
-    out: Out = None,
-    progress: Progress = True,
-    timeout: TimeoutOption = DEFAULT_TIMEOUT_S,
-    max_retries: MaxRetriesOption = DEFAULT_MAX_RETRIES,
-    protocol: ProtocolOption = "auto",
-    details: StepDetails = False,
-) -> None:
+@takes(DEMO)
+def demo(**o: Any) -> None:
     """Calibrate, plan and run on a built-in task, then project the cost."""
     from cotplan.backends import connect
     from cotplan.workflow import demo_setup, run_demo
 
     # Every option is checked before the model starts.
-    _check(eps, queries_per_day, count, held_out)
-    check_timeouts(timeout, max_retries)
-    check_protocol(protocol)
+    eps, per_day, what_if, backend = o["eps"], o["queries_per_day"], o["what_if"], o["backend"]
+    _check(eps, per_day, o["count"], o["held_out"])
+    check_timeouts(o["timeout"], o["max_retries"])
+    check_protocol(o["protocol"])
     started = time.perf_counter()
     _check_model(what_if)
     setup = demo_setup(
-        family, backend=backend, preset=QUICK if quick else FULL, count=count,
-        held_out=held_out, seed=seed,
+        o["family"], backend=backend, preset=QUICK if o["quick"] else FULL, count=o["count"],
+        held_out=o["held_out"], seed=o["seed"],
     )  # fmt: skip
-    report = start_report(out, kind="demo", command="demo")
+    report = start_report(o["out"], kind="demo", command="demo")
     staging = report.path  # every step writes here; moved into place together at the end
     console.print(f"[bold]cotplan demo:[/] {setup.family} ({setup.description})")
-    options = connect_options(backend, timeout, max_retries, protocol)
-    with report, connect(backend, base_url=base_url, **options) as model:
+    options = connect_options(backend, o["timeout"], o["max_retries"], o["protocol"])
+    with report, connect(backend, base_url=o["base_url"], **options) as model:
         print_demo_setup(console, setup, model.model, mode_and_protocol(model))
         console.rule("1. calibrate")
         with noted_in_tables():
             finished = run_demo(
-                model, setup, eps=eps, queries_per_day=queries_per_day, what_if=what_if,
-                progress=progress, on_step=_on_step(staging, eps=eps, details=details),
+                model, setup, eps=eps, queries_per_day=per_day, what_if=what_if,
+                progress=o["progress"], on_step=_on_step(staging, eps=eps, details=o["details"]),
             )  # fmt: skip
         assert finished.costs is not None
         write_csv(finished.costs, staging / "costs.csv")
         folder = finish_report(report)
     page = add_report_page(folder, command="demo")
-    print_demo_costs(console, finished.costs, queries_per_day, what_if)
+    print_demo_costs(console, finished.costs, per_day, what_if)
     console.rule()
     console.print(
         f"report folder: {folder} ({page.name + ', ' if page else ''}calibration.csv, "
@@ -150,29 +121,7 @@ def _on_step(folder: Path, *, eps: float | None, details: bool) -> Callable[[str
     """What the demo does as each step finishes: save its files, print its answer."""
 
     def step(name: str, done: Demo) -> None:
-        _save_step(name, done, folder)
+        save_demo_step(name, done, folder)
         print_demo_step(console, name, done, eps=eps, details=details)
 
     return step
-
-
-def _save_step(step: str, result: Demo, folder: Path) -> None:
-    """Write the tables and charts of the step `run_demo` just finished into `folder`."""
-    import pandas as pd
-
-    from cotplan.charts import chart
-    from cotplan.charts.planner import budget_chart, calibration_chart
-    from cotplan.io.reports import save_chart
-
-    if step == "calibrate" and result.calibration is not None:
-        result.calibration.to_csv(folder / "calibration.csv")
-    elif step == "plan" and result.planner is not None:
-        write_csv(result.planner.report().to_frame(), folder / "constants.csv")
-        if result.planned:
-            write_csv(pd.concat([b.to_frame() for b in result.planned]), folder / "plan.csv")
-            save_chart(budget_chart(result.planner, eps=result.target), folder / "budget.png")
-        save_chart(calibration_chart(result.planner), folder / "calibration.png")
-    elif step == "run" and result.run is not None:
-        write_csv(result.run.frame, folder / "run.csv")
-        write_csv(result.run.comparison, folder / "comparison.csv")
-        save_chart(chart(result.run), folder / "comparison.png")

@@ -9,25 +9,25 @@ ends). The eleven options every experiment shares are declared once (`shared_opt
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
+from cotplan.backends.connect_options import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_S
 from cotplan.cli.options import (
-    DEFAULT_MAX_RETRIES,
-    DEFAULT_TIMEOUT_S,
-    MaxRetriesOption,
-    TimeoutOption,
+    MAX_RETRIES_OPTION,
+    TIMEOUT,
+    Spec,
     check_timeouts,
     connect_options,
+    opt,
+    takes,
 )
 from cotplan.cli.report_folders import finish_report, start_report
 from cotplan.io.reports import ReportFolder
@@ -42,36 +42,37 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 console = Console()
+_I = int | None
 
-BACKEND_HELP = (
-    "'local' (the embedded model), 'local:PATH', 'openai:MODEL' (add --base-url for any "
-    "OpenAI-compatible server), or an exact reference: 'laplace', 'kt', 'mle', 'beta:A,B', "
-    "'recency:DECAY', 'oracle:P'; or a positional-encoding lab model: "
-    "'pe:PE[:states][:quick]' with PE one of none, learned, sinusoidal, rope, alibi (trained "
-    "on first use, then loaded)."
-)
-Opt = typer.Option
-Backend = Annotated[str, Opt("--backend", "-b", help=BACKEND_HELP)]
-BaseUrl = Annotated[str | None, Opt("--base-url", help="Endpoint of an OpenAI-compatible server.")]
-Quick = Annotated[
-    bool, Opt("--quick/--full", help="Quick preset (seconds) or the paper's full grid.")
-]
-Seed = Annotated[int, Opt("--seed", min=0, help="Seed of every random draw.")]
-Out = Annotated[
-    Path | None, Opt("--out", "-o", help="Report folder (default: reports/NAME-<time>-...).")
-]
-Charts = Annotated[bool, Opt("--charts/--no-charts", help="Save PNG charts.")]
-Instruction = Annotated[str, Opt("--instruction", help="Text before the bits in each prompt.")]
-Concurrency = Annotated[int | None, Opt("--concurrency", help="Sequences scored at once.")]
-PromptLogprobs = Annotated[
-    bool,
-    Opt(
-        "--prompt-logprobs",
-        help="Read every position of a sequence from one request (vLLM's prompt_logprobs) "
-        "instead of one request per position. Needs a vLLM server: -b openai:MODEL "
-        "--base-url URL.",
-    ),
-]
+# fmt: off
+SEED = opt(int, 0, "Seed of every random draw.", "--seed", min=0)
+OUT = opt(Path | None, None, "Report folder (default: reports/NAME-<time>-...).", "--out", "-o")
+CHARTS = opt(bool, True, "Save PNG charts.", "--charts/--no-charts")
+#: The shared options: three before a command's own options in `--help`, the rest after them.
+FIRST = {
+    "backend": opt(str, "local", "'local' (the embedded model), 'local:PATH', 'openai:MODEL' "
+                   "(add --base-url for any OpenAI-compatible server), or an exact reference: "
+                   "'laplace', 'kt', 'mle', 'beta:A,B', 'recency:DECAY', 'oracle:P'; or a "
+                   "positional-encoding lab model: 'pe:PE[:states][:quick]' with PE one of "
+                   "none, learned, sinusoidal, rope, alibi (trained on first use, then loaded).",
+                   "--backend", "-b"),
+    "base_url": opt(str | None, None, "Endpoint of an OpenAI-compatible server.", "--base-url"),
+    "quick": opt(bool, False, "Quick preset (seconds) or the paper's full grid.",
+                 "--quick/--full"),
+}
+LAST = {
+    "seed": SEED,
+    "out": OUT,
+    "charts": CHARTS,
+    "instruction": opt(str, "", "Text before the bits in each prompt.", "--instruction"),
+    "concurrency": opt(int | None, None, "Sequences scored at once.", "--concurrency"),
+    "timeout": TIMEOUT,
+    "max_retries": MAX_RETRIES_OPTION,
+    "prompt_logprobs": opt(bool, False, "Read every position of a sequence from one request "
+                           "(vLLM's prompt_logprobs) instead of one request per position. Needs "
+                           "a vLLM server: -b openai:MODEL --base-url URL.", "--prompt-logprobs"),
+}
+# fmt: on
 
 
 @dataclass(frozen=True)
@@ -102,38 +103,21 @@ class Shared:
                              self.prompt_logprobs, connection)  # fmt: skip
 
 
-#: The shared options' types (with their flags and help): three before a command's own
-#: options in `--help`, the rest after them.
-_FIRST = {"backend": Backend, "base_url": BaseUrl, "quick": Quick}
-_LAST = {
-    "seed": Seed,
-    "out": Out,
-    "charts": Charts,
-    "instruction": Instruction,
-    "concurrency": Concurrency,
-    "timeout": TimeoutOption,
-    "max_retries": MaxRetriesOption,
-    "prompt_logprobs": PromptLogprobs,
-}
+def shared_options(
+    own: Mapping[str, Spec],
+) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Give `command(shared, **own)` the shared options around its `own` ones: typer reads the
+    signature made here, and the command gets the shared ones as one `Shared`."""
 
+    def wrap(command: Callable[..., None]) -> Callable[..., None]:
+        @functools.wraps(command)
+        def with_shared(**given: Any) -> None:
+            shared = {name: given.pop(name) for name in (*FIRST, *LAST)}
+            command(Shared(**shared), **given)
 
-def shared_options(command: Callable[..., None]) -> Callable[..., None]:
-    """Give `command(shared, **own)` the shared options around its own ones: typer reads the
-    signature made here, and the command gets them as one `Shared`."""
-    own = [p for p in inspect.signature(command, eval_str=True).parameters.values()][1:]
-    defaults = {f.name: f.default for f in dataclasses.fields(Shared)}
+        return takes({**FIRST, **own, **LAST})(with_shared)
 
-    def option(name: str, kind: Any) -> inspect.Parameter:
-        keyword = inspect.Parameter.KEYWORD_ONLY
-        return inspect.Parameter(name, keyword, default=defaults[name], annotation=kind)
-
-    @functools.wraps(command)
-    def with_shared(**given: Any) -> None:
-        command(Shared(**{name: given.pop(name) for name in defaults}), **given)
-
-    params = [option(*o) for o in _FIRST.items()] + own + [option(*o) for o in _LAST.items()]
-    with_shared.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
-    return with_shared
+    return wrap
 
 
 def _report(shared: Shared, name: str, label: str | None = None) -> ReportFolder:
@@ -167,38 +151,31 @@ def _run(name: str, shared: Shared, **options: Any) -> None:
         _save(report, result, shared.charts)
 
 
+# fmt: off
 @app.command()
-@shared_options
-def martingale(
-    shared: Shared,
-    *,
-    design: Annotated[
-        str, Opt(help="'nested' (one pass per sequence) or 'independent'.")
-    ] = "nested",
-    n_sequences: Annotated[int | None, Opt(help="Sequences per n (preset if omitted).")] = None,
-) -> None:
+@shared_options({
+    "design": opt(str, "nested", "'nested' (one pass per sequence) or 'independent'."),
+    "n_sequences": opt(_I, None, "Sequences per n (preset if omitted)."),
+})
+def martingale(shared: Shared, **options: Any) -> None:
     """The martingale gap Δ̂n with its A·log n/n + B fit, beside the exact Bayes reference."""
-    _run("martingale", shared, design=design, n_sequences=n_sequences)
+    _run("martingale", shared, **options)
 
 
 @app.command()
-@shared_options
-def debias(
-    shared: Shared,
-    *,
-    source: Annotated[
-        Path | None,
-        Opt("--from", help="A saved martingale folder or martingale_per_sequence.csv to reuse."),
-    ] = None,
-    all_positions: Annotated[bool, Opt(help="Use every position of a nested run.")] = False,
-) -> None:
+@shared_options({
+    "source": opt(Path | None, None, "A saved martingale folder or martingale_per_sequence.csv "
+                  "to reuse.", "--from"),
+    "all_positions": opt(bool, False, "Use every position of a nested run."),
+})
+def debias(shared: Shared, *, source: Path | None, all_positions: bool) -> None:
     """Find, fit and remove the periodic positional part of the per-position gaps."""
     from cotplan.charts import save as save_result
     from cotplan.research.render import progress, render_debias
     from cotplan.research.runs import prepare_debias
 
     run = prepare_debias(shared.predictor(), quick=shared.quick, seed=shared.seed,
-                         source=source, all_positions=all_positions)  # fmt: skip
+                         source=source, all_positions=all_positions)
     with _report(shared, "debias", "gaps" if source is not None else None) as report:
         outcome = run.run(progress(console))
         if outcome.gaps is not None:
@@ -208,115 +185,83 @@ def debias(
 
 
 @app.command()
-@shared_options
-def order(
-    shared: Shared,
-    *,
-    n_orderings: Annotated[
-        int | None, Opt(help="Orderings per multiset (preset if omitted).")
-    ] = None,
-) -> None:
+@shared_options({"n_orderings": opt(_I, None, "Orderings per multiset (preset if omitted).")})
+def order(shared: Shared, **options: Any) -> None:
     """Spread of P(next = 1) over orderings of one multiset, versus orderings averaged."""
-    _run("order", shared, n_orderings=n_orderings)
+    _run("order", shared, **options)
 
 
 @app.command()
-@shared_options
-def entropy(
-    shared: Shared,
-    *,
-    p: Annotated[str | None, Opt("--p", help="Bernoulli p, or 'prior' (p ~ Beta(1,1)).")] = None,
-    n_max: Annotated[int | None, Opt(help="Sequence length (preset if omitted).")] = None,
-    n_sequences: Annotated[int | None, Opt(help="Sequences (preset if omitted).")] = None,
-) -> None:
+@shared_options({
+    "p": opt(str | None, None, "Bernoulli p, or 'prior' (p ~ Beta(1,1)).", "--p"),
+    "n_max": opt(_I, None, "Sequence length (preset if omitted)."),
+    "n_sequences": opt(_I, None, "Sequences (preset if omitted)."),
+})
+def entropy(shared: Shared, *, p: str | None, **options: Any) -> None:
     """Cross-entropy per position against H(p), beside Laplace, KT, the MLE and the Bayes limit."""
     from cotplan.research.experiments import read_p
 
     # `read_p` gives None for the uniform prior, which is not the preset: passed as given.
     extra = {} if p is None else {"p": read_p(p)}
-    _run("entropy", shared, n_max=n_max, n_sequences=n_sequences, **extra)
+    _run("entropy", shared, **options, **extra)
 
 
 @app.command()
-@shared_options
-def falck(
-    shared: Shared,
-    *,
-    n_paths: Annotated[
-        int | None, Opt(help="Sampled paths per setting (preset if omitted).")
-    ] = None,
-    t3_contexts: Annotated[
-        int | None,
-        Opt(help="Contexts per n for T3 (preset if omitted: 2 quick, 4 full; Falck et al.: 9)."),
-    ] = None,
-) -> None:
+@shared_options({
+    "n_paths": opt(_I, None, "Sampled paths per setting (preset if omitted)."),
+    "t3_contexts": opt(_I, None, "Contexts per n for T3 (preset if omitted: 2 quick, 4 full; "
+                       "Falck et al.: 9)."),
+})
+def falck(shared: Shared, **options: Any) -> None:
     """Falck et al.'s T1, T2, T3 checks: bayes_icl's definitions beside cotplan's exact bands."""
-    _run("falck", shared, n_paths=n_paths, t3_contexts=t3_contexts)
+    _run("falck", shared, **options)
 
 
 @app.command()
-@shared_options
-def report(
-    shared: Shared,
-    *,
-    only: Annotated[
-        str | None,
-        Opt(help="Comma-separated experiments (martingale,debias,order,entropy,falck)."),
-    ] = None,
-    cot_lab: Annotated[
-        str | None,
-        Opt(
-            help="Also test the k* law on lab reasoning models of these families "
-            "(e.g. parity,state; the lab extra; trains on first use)."
-        ),
-    ] = None,
-    cot_lab_preset: Annotated[
-        str, Opt(help="Lab model preset for --cot-lab: tiny, quick or standard.")
-    ] = "quick",
-    p: Annotated[
-        str | None,
-        Opt("--p", help="Entropy experiment: Bernoulli p, or 'prior' (p ~ Beta(1,1))."),
-    ] = None,
-) -> None:
+@shared_options({
+    "only": opt(str | None, None, "Comma-separated experiments (martingale,debias,order,entropy,"
+                "falck)."),
+    "cot_lab": opt(str | None, None, "Also test the k* law on lab reasoning models of these "
+                   "families (e.g. parity,state; the lab extra; trains on first use)."),
+    "cot_lab_preset": opt(str, "quick", "Lab model preset for --cot-lab: tiny, quick or "
+                          "standard."),
+    "p": opt(str | None, None, "Entropy experiment: Bernoulli p, or 'prior' (p ~ Beta(1,1)).",
+             "--p"),
+})
+def report(shared: Shared, **options: Any) -> None:
     """Every headline number of the paper beside what this backend gives, with verdicts."""
     from cotplan.research.render import progress, render_report
     from cotplan.research.runs import prepare_report
 
-    run = prepare_report(shared.predictor(), quick=shared.quick, seed=shared.seed, only=only,
-                         cot_lab=cot_lab, cot_lab_preset=cot_lab_preset, p=p)  # fmt: skip
+    run = prepare_report(shared.predictor(), quick=shared.quick, seed=shared.seed, **options)
     with _report(shared, "report") as folder:
         result = run.run(progress(console))
         render_report(result, console)
         _save(folder, result, shared.charts)
 
 
+PREPARE_ABLATION = {
+    "quick": opt(bool, False, "Tiny models (seconds) or the pinned full preset.",
+                 "--quick/--full"),
+    "encodings": opt(str | None, None, "Comma-separated encodings (default: none,learned,"
+                     "sinusoidal,rope,alibi)."),
+    "ordinary": opt(bool, True, "Add the ordinary decoder without an encoding.",
+                    "--ordinary/--no-ordinary"),
+    "seed": SEED,
+    "steps": opt(_I, None, "Training steps (preset if omitted)."),
+    "threads": opt(_I, None, "torch threads (default: the idle cores, 1 to 4)."),
+    "retrain": opt(bool, False, "Train again even where a stored model matches."),
+    "seeds": opt(int, 1, "Training seeds (seed, seed+1, ...); 3 or more print the spread "
+                 "across seeds."),
+    "out": OUT,
+    "charts": CHARTS,
+}
+# fmt: on
+
+
 @app.command("pe-ablation")
-def pe_ablation(
-    *,
-    quick: Annotated[
-        bool, Opt("--quick/--full", help="Tiny models (seconds) or the pinned full preset.")
-    ] = False,
-    encodings: Annotated[
-        str | None,
-        Opt(help="Comma-separated encodings (default: none,learned,sinusoidal,rope,alibi)."),
-    ] = None,
-    ordinary: Annotated[
-        bool,
-        Opt("--ordinary/--no-ordinary", help="Add the ordinary decoder without an encoding."),
-    ] = True,
-    seed: Seed = 0,
-    steps: Annotated[int | None, Opt(help="Training steps (preset if omitted).")] = None,
-    threads: Annotated[
-        int | None, Opt(help="torch threads (default: the idle cores, 1 to 4).")
-    ] = None,
-    retrain: Annotated[bool, Opt(help="Train again even where a stored model matches.")] = False,
-    seeds: Annotated[
-        int,
-        Opt(help="Training seeds (seed, seed+1, ...); 3 or more print the spread across seeds."),
-    ] = 1,
-    out: Out = None,
-    charts: Charts = True,
-) -> None:
+@takes(PREPARE_ABLATION)
+def pe_ablation(*, out: Path | None, charts: bool, **options: Any) -> None:
     """Train one small transformer per positional encoding and compare order effects.
 
     Models differ only in the encoding; each is stored in the user folder, so a second run only
@@ -326,8 +271,7 @@ def pe_ablation(
     from cotplan.research.render import progress, render_ablation
     from cotplan.research.runs import prepare_ablation
 
-    run = prepare_ablation(quick=quick, encodings=encodings, ordinary=ordinary, seed=seed,
-                           steps=steps, threads=threads, retrain=retrain, seeds=seeds)  # fmt: skip
+    run = prepare_ablation(**options)
     with _report(Shared(out=out), "pe-ablation", run.preset) as report:
         result = run.run(progress(console))
         render_ablation(result, console)

@@ -1,98 +1,58 @@
 """`cotplan monitor LOG`: a shipped cap's call log against its plan, and the error alarm.
 
-Every option is checked before the log is read; the work is `cotplan.production.monitor`.
-Exit status 1 when the error alarm fires, so a scheduled job can act on it.
+Every option is checked before the log is read; the work is `cotplan.production.monitor`, the
+report folder's files `cotplan.production.monitor_files`'. Exit status 1 when the error alarm
+fires, so a scheduled job can act on it.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Any
 
 import typer
 from rich.console import Console
 
-from cotplan.cli.monitor_out import save_monitor_report
-from cotplan.errors import InputError
+from cotplan.cli.options import REQUIRED, arg, opt, takes
+from cotplan.cli.report_folders import finish_report, start_report
+from cotplan.cli.report_page import add_report_page
 from cotplan.render.production import print_monitor
 
 __all__ = ["monitor"]
 
 _console = Console(highlight=False)
+_P = Path | None
+
+# fmt: off
+MONITOR_FILES = {
+    "log": arg(Path, REQUIRED, "The call log (SQLite) the wrapper or gateway wrote."),
+    "labels": opt(_P, None, "CSV of labelled calls: call_id (the reply's id), correct (1/0)."),
+    "plan": opt(_P, None, "The plan the calls applied (plan.json)."),
+    "calibration": opt(_P, None, "The plan's calibration CSV, if not where the plan records it."),
+    "eps": opt(float | None, None, "Target error for the labels (default: the plan's)."),
+    "delta": opt(float | None, None, "False-alarm probability of the test (default: the plan's "
+                 "δ)."),
+    "exit_plan": opt(_P, None, "The exit plan the calls ran under (default: exit.json by the "
+                     "plan)."),
+    "out": opt(_P, None, "Report folder: the tables by size and day, and report.html."),
+}
+# fmt: on
 
 
-def _existing(path: Path | None, field: str) -> None:
-    if path is not None and not path.is_file():
-        raise InputError(f"no such file: {path}", field=field, source=str(path))
-
-
-ExitPlanFile = Annotated[
-    Path | None,
-    typer.Option(help="The exit plan the calls ran under (default: exit.json by the plan)."),
-]
-ReportOut = Annotated[
-    Path | None,
-    typer.Option(help="Report folder: the tables by size and day, and report.html."),
-]
-
-
-def monitor(
-    *,
-    log: Annotated[
-        Path, typer.Argument(help="The call log (SQLite) the wrapper or gateway wrote.")
-    ],
-    labels: Annotated[
-        Path | None,
-        typer.Option(help="CSV of labelled calls: call_id (the reply's id), correct (1/0)."),
-    ] = None,
-    plan: Annotated[
-        Path | None, typer.Option(help="The plan the calls applied (plan.json).")
-    ] = None,
-    calibration: Annotated[
-        Path | None,
-        typer.Option(help="The plan's calibration CSV, if not where the plan records it."),
-    ] = None,
-    eps: Annotated[
-        float | None, typer.Option(help="Target error for the labels (default: the plan's).")
-    ] = None,
-    delta: Annotated[
-        float | None,
-        typer.Option(help="False-alarm probability of the test (default: the plan's δ)."),
-    ] = None,
-    exit_plan: ExitPlanFile = None,
-    out: ReportOut = None,
-) -> None:
+@takes(MONITOR_FILES)
+def monitor(*, out: Path | None, **options: Any) -> None:
     """Spend, cap bites and forced answers by size against the plan's calibration, and where
     the certified early exit stopped; with --labels, an anytime-valid test that the error still
     meets ε (alarm: exit status 1)."""
-    from cotplan.planner import SavedPlan
-    from cotplan.production.monitor import load_labels
-    from cotplan.production.monitor import monitor as run_monitor
-    from cotplan.production.sequential import error_test
+    from cotplan.production.monitor import monitor_files
+    from cotplan.production.monitor_files import write_monitor_files
 
-    _existing(log, "log")
-    _existing(calibration, "calibration")
-    _existing(exit_plan, "exit_plan")
-    if exit_plan is not None and plan is None:
-        raise InputError("is replayed on the plan's calibration: give --plan", field="exit_plan")
-    saved = SavedPlan.load(plan) if plan is not None else None
-    if eps is not None or delta is not None:
-        error_test([], 0.5 if eps is None else eps, 0.05 if delta is None else delta)
-    if labels is not None and eps is None and saved is None:
-        raise InputError("labels are tested against ε: give --plan or --eps", field="eps")
-    marks = load_labels(labels) if labels is not None else None
-    report = run_monitor(
-        # The plan's path, not the loaded plan: its calibration is looked for beside it.
-        log,
-        plan=plan,
-        labels=marks,
-        calibration=calibration,
-        eps=eps,
-        delta=delta,
-        exit_plan=exit_plan,
-    )
+    report, model = monitor_files(**options)
     print_monitor(_console, report)
     if out is not None:
-        save_monitor_report(report, out, model=saved.model if saved is not None else None)
+        with start_report(out, kind="monitor", command="monitor") as staged:
+            write_monitor_files(report, staged.path, model=model)
+            folder = finish_report(staged)
+        add_report_page(folder, command="monitor")
     if report.alarm:
         raise typer.Exit(1)

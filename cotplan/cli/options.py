@@ -10,10 +10,11 @@ The ranges are `cotplan.validation`'s (the checks the library uses too); each ch
 from __future__ import annotations
 
 import contextlib
+import inspect
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -21,8 +22,6 @@ from rich.console import Console
 from cotplan.backends.connect_options import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT_S,
-    MAX_RETRIES,
-    MAX_TIMEOUT_S,
     check_timeouts,
     connect_options,
 )
@@ -44,30 +43,28 @@ if TYPE_CHECKING:
     from cotplan.backends import Backend
 
 __all__ = [
-    "DEFAULT_MAX_RETRIES",
-    "DEFAULT_TIMEOUT_S",
+    "ALLOW_OTHER_MODEL",
+    "BACKEND_SPEC",
+    "BASE_URL",
+    "CONCURRENCY",
+    "CONNECTION",
+    "COUNT",
+    "DELTA",
+    "DETAILS",
+    "EXIT_CHOICE",
+    "EXIT_PLAN_FILE",
+    "FAMILY",
     "MAX_BUDGET",
     "MAX_CONCURRENCY",
     "MAX_COUNT",
-    "MAX_RETRIES",
-    "MAX_TIMEOUT_S",
-    "AllowOtherModel",
-    "BackendSpec",
-    "BaseUrl",
-    "Concurrency",
-    "Count",
-    "Delta",
-    "Details",
-    "ExitChoice",
-    "ExitPlanFile",
-    "Family",
-    "MaxRetriesOption",
-    "OutNextTo",
-    "ProtocolOption",
-    "ShowProgress",
-    "Sizes",
-    "TasksFile",
-    "TimeoutOption",
+    "MAX_RETRIES_OPTION",
+    "OUT_NEXT_TO",
+    "REQUIRED",
+    "SHOW_PROGRESS",
+    "SIZES",
+    "TASKS_FILE",
+    "TIMEOUT",
+    "arg",
     "check_at_least",
     "check_backend",
     "check_budgets",
@@ -81,8 +78,41 @@ __all__ = [
     "console",
     "mode_and_protocol",
     "noted_in_tables",
-    "parse_ints",
+    "opt",
+    "takes",
 ]
+
+#: The default of an option or argument the user must give.
+REQUIRED: Any = inspect.Parameter.empty
+#: One option of a command's table: its type (with typer's flags and help) and its default.
+Spec = tuple[Any, Any]
+C = TypeVar("C", bound=Callable[..., None])
+
+
+def opt(kind: Any, default: Any, help: str, *flags: str, **extra: Any) -> Spec:
+    """An option (`--name`, or `flags`) of type `kind`, its default and its help."""
+    return Annotated[kind, typer.Option(*flags, help=help, **extra)], default
+
+
+def arg(kind: Any, default: Any, help: str) -> Spec:
+    """A positional argument of type `kind`, its default and its help."""
+    return Annotated[kind, typer.Argument(help=help)], default
+
+
+def takes(table: Mapping[str, Spec]) -> Callable[[C], C]:
+    """Give a command the options of `table`, in its order (the order `--help` lists them):
+    typer reads the signature made here, and the command gets them as keyword arguments. Each
+    option is declared once, in one row, and options shared by commands are shared rows."""
+
+    def give(command: C) -> C:
+        keyword = inspect.Parameter.KEYWORD_ONLY
+        params = [inspect.Parameter(name, keyword, default=default, annotation=kind)
+                  for name, (kind, default) in table.items()]  # fmt: skip
+        command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        return command
+
+    return give
+
 
 #: The console every planner command prints to.
 console = Console()
@@ -92,64 +122,40 @@ MAX_COUNT = 10_000
 #: Requests in flight at once.
 MAX_CONCURRENCY = 256
 
-TimeoutOption = Annotated[
-    float,
-    typer.Option(
-        help="Seconds one attempt waits for an answer (long by default: a reasoning model says "
-        "nothing until it has thought). A hung endpoint costs at most timeout x (retries + 1) "
-        "per request; Ctrl-C stops at once."
-    ),
-]
-MaxRetriesOption = Annotated[
-    int,
-    typer.Option(
-        help="Retries of a request after a 429, a 5xx, a dropped connection or a timeout."
-    ),
-]
-ProtocolOption = Annotated[
-    str,
-    typer.Option(
-        help="How the model writes and closes its thinking: 'auto' (the model registry's, by "
-        "name), 'plain' (cotplan's 'Think step by step ... Answer:'), 'think' (<think> ... "
-        "</think>: R1 distills, QwQ) or 'qwen3'. Set it for a thinking model served under a "
-        "name cotplan does not know."
-    ),
-]
-Family = Annotated[
-    str | None, typer.Option(help="A built-in task family (see `cotplan tasks list`).")
-]
-TasksFile = Annotated[Path | None, typer.Option(help="A JSONL task file instead of a family.")]
-Sizes = Annotated[list[str] | None, typer.Option("--n", help="Sizes, e.g. --n 4,8.")]
-Count = Annotated[int, typer.Option(help="Items per size (built-in families).")]
-BackendSpec = Annotated[str, typer.Option(help="'local', 'local:PATH' or 'openai:MODEL'.")]
-BaseUrl = Annotated[str | None, typer.Option(help="An OpenAI-compatible endpoint.")]
-Concurrency = Annotated[int | None, typer.Option(help="Items answered at once.")]
-ShowProgress = Annotated[bool, typer.Option(help="Show a progress bar.")]
-Delta = Annotated[float, typer.Option(help="1 − confidence of the certified budgets (0.05: 95%).")]
-OutNextTo = Annotated[
-    Path | None, typer.Option(help="Report folder (default: the calibration's folder).")
-]
-Details = Annotated[
-    bool,
-    typer.Option("--details", help="Also print the statistics (fit, laws, tests, certificates)."),
-]
-ExitChoice = Annotated[
-    str,
-    typer.Option(
-        "--exit", help="'none' (the fixed cap) or 'certified' (certified early exit under it)."
-    ),
-]
-ExitPlanFile = Annotated[
-    Path | None,
-    typer.Option(help="With --exit certified: exit.json (default: beside the plan)."),
-]
-AllowOtherModel = Annotated[
-    bool,
-    typer.Option(
-        "--allow-other-model",
-        help="Apply a plan made for another model or reasoning protocol anyway.",
-    ),
-]
+# fmt: off
+TIMEOUT = opt(float, DEFAULT_TIMEOUT_S, "Seconds one attempt waits for an answer (long by "
+              "default: a reasoning model says nothing until it has thought). A hung endpoint "
+              "costs at most timeout x (retries + 1) per request; Ctrl-C stops at once.")
+MAX_RETRIES_OPTION = opt(int, DEFAULT_MAX_RETRIES, "Retries of a request after a 429, a 5xx, a "
+                         "dropped connection or a timeout.")
+#: The connection options of the planner commands, in their `--help` order.
+CONNECTION = {
+    "timeout": TIMEOUT,
+    "max_retries": MAX_RETRIES_OPTION,
+    "protocol": opt(str, "auto", "How the model writes and closes its thinking: 'auto' (the "
+                    "model registry's, by name), 'plain' (cotplan's 'Think step by step ... "
+                    "Answer:'), 'think' (<think> ... </think>: R1 distills, QwQ) or 'qwen3'. Set "
+                    "it for a thinking model served under a name cotplan does not know."),
+}
+FAMILY = opt(str | None, None, "A built-in task family (see `cotplan tasks list`).")
+TASKS_FILE = opt(Path | None, None, "A JSONL task file instead of a family.")
+SIZES = opt(list[str] | None, None, "Sizes, e.g. --n 4,8.", "--n")
+COUNT = opt(int, 12, "Items per size (built-in families).")
+BACKEND_SPEC = opt(str, "local", "'local', 'local:PATH' or 'openai:MODEL'.")
+BASE_URL = opt(str | None, None, "An OpenAI-compatible endpoint.")
+CONCURRENCY = opt(int | None, None, "Items answered at once.")
+SHOW_PROGRESS = opt(bool, True, "Show a progress bar.")
+DELTA = opt(float, 0.05, "1 − confidence of the certified budgets (0.05: 95%).")
+OUT_NEXT_TO = opt(Path | None, None, "Report folder (default: the calibration's folder).")
+DETAILS = opt(bool, False, "Also print the statistics (fit, laws, tests, certificates).",
+              "--details")
+EXIT_CHOICE = opt(str, "none", "'none' (the fixed cap) or 'certified' (certified early exit "
+                  "under it).", "--exit")
+EXIT_PLAN_FILE = opt(Path | None, None, "With --exit certified: exit.json (default: beside the "
+                     "plan).")
+ALLOW_OTHER_MODEL = opt(bool, False, "Apply a plan made for another model or reasoning protocol "
+                        "anyway.", "--allow-other-model")
+# fmt: on
 
 
 def check_int(value: int | None, field: str, *, low: int = 1, high: int | None = None) -> None:
@@ -170,11 +176,6 @@ def check_at_least(value: float | None, name: str, low: float) -> None:
     """`value` ≥ `low` (None passes: the option was not given)."""
     if value is not None:
         require_number(value, name, low=low)
-
-
-def parse_ints(values: Sequence[str] | None, name: str, *, low: int | None = None) -> list[int]:
-    """`["4,8", "16"]` -> [4, 8, 16]; names the option in errors; each at least `low`."""
-    return require_ints(values, name, low=low)
 
 
 def check_budgets(text: str) -> list[int] | str:

@@ -13,18 +13,18 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
+from cotplan.cli.options import opt, takes
 from cotplan.io.reports import reports_root
 
 __all__ = ["reproduce_command", "run_in_subprocess"]
 
 console = Console()
-Opt = typer.Option
 
 
 def run_in_subprocess(argv: list[str]) -> int:
@@ -40,70 +40,37 @@ def _default_out(preset: str, backend: str) -> Path:
     return reports_root() / f"reproduce-{preset}-{re.sub(r'[^A-Za-z0-9_.-]+', '-', backend)}"
 
 
-Preset = Annotated[str, Opt(help="'quick' (minutes) or 'full' (the docs' full grids).")]
-Backend = Annotated[
-    str,
-    Opt(
-        "--backend",
-        "-b",
-        help="Model of the experiment steps: 'local', 'local:NAME', 'openai:MODEL' or an "
-        "exact reference (laplace, kt, ...). Lab steps use the lab's own models.",
-    ),
-]
-BaseUrl = Annotated[
-    str | None,
-    Opt(
-        "--base-url",
-        help="Endpoint of the OpenAI-compatible server of -b openai:MODEL, passed to every "
-        "experiment step.",
-    ),
-]
-PromptLogprobs = Annotated[
-    bool,
-    Opt(
-        "--prompt-logprobs",
-        help="Every experiment step reads a sequence's positions from one request (vLLM's "
-        "prompt_logprobs): martingale and entropy make one request per sequence, order and "
-        "falck as many as without. Needs a vLLM server: -b openai:MODEL --base-url URL.",
-    ),
-]
-Out = Annotated[
-    Path | None,
-    Opt(
-        "--out",
-        "-o",
-        help="Report folder; the same folder resumes (default: reports/reproduce-PRESET-BACKEND).",
-    ),
-]
-Seed = Annotated[int, Opt(help="Seed of every experiment.")]
-Yes = Annotated[bool, Opt("--yes", "-y", help="Do not ask before paid requests.")]
-DryRun = Annotated[bool, Opt("--dry-run", help="Print the plan and estimate only; start nothing.")]
+# fmt: off
+REPRODUCE = {
+    "preset": opt(str, "quick", "'quick' (minutes) or 'full' (the docs' full grids)."),
+    "backend": opt(str, "local", "Model of the experiment steps: 'local', 'local:NAME', "
+                   "'openai:MODEL' or an exact reference (laplace, kt, ...). Lab steps use the "
+                   "lab's own models.", "--backend", "-b"),
+    "base_url": opt(str | None, None, "Endpoint of the OpenAI-compatible server of -b "
+                    "openai:MODEL, passed to every experiment step.", "--base-url"),
+    "prompt_logprobs": opt(bool, False, "Every experiment step reads a sequence's positions from "
+                           "one request (vLLM's prompt_logprobs): martingale and entropy make "
+                           "one request per sequence, order and falck as many as without. Needs "
+                           "a vLLM server: -b openai:MODEL --base-url URL.", "--prompt-logprobs"),
+    "out": opt(Path | None, None, "Report folder; the same folder resumes (default: "
+               "reports/reproduce-PRESET-BACKEND).", "--out", "-o"),
+    "seed": opt(int, 0, "Seed of every experiment."),
+    "yes": opt(bool, False, "Do not ask before paid requests.", "--yes", "-y"),
+    "dry_run": opt(bool, False, "Print the plan and estimate only; start nothing.", "--dry-run"),
+}
+# fmt: on
 
 
+@takes(REPRODUCE)
 def reproduce_command(
-    *,
-    preset: Preset = "quick",
-    backend: Backend = "local",
-    base_url: BaseUrl = None,
-    prompt_logprobs: PromptLogprobs = False,
-    out: Out = None,
-    seed: Seed = 0,
-    yes: Yes = False,
-    dry_run: DryRun = False,
+    *, preset: str, backend: str, out: Path | None, yes: bool, dry_run: bool, **options: Any
 ) -> None:
     """Run the documented reproduction: plan and estimate first, resumable, one report."""
     # Imported here: planning reads every experiment module (scipy), which no other command needs.
     from cotplan.research.render import render_plan
     from cotplan.research.reproduce_plan import plan_reproduction, run_plan
 
-    plan = plan_reproduction(
-        preset,
-        backend,
-        out or _default_out(preset, backend),
-        seed=seed,
-        base_url=base_url,
-        prompt_logprobs=prompt_logprobs,
-    )
+    plan = plan_reproduction(preset, backend, out or _default_out(preset, backend), **options)
     render_plan(plan, console)
     if dry_run:
         console.print("dry run: nothing started, no requests sent")

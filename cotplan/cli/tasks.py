@@ -10,14 +10,13 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from cotplan.errors import InputError
 from cotplan.tasks import (
     item_to_dict,
     list_families,
     load_tasks,
     save_tasks,
 )
-from cotplan.workflow import check_backend, family_items
+from cotplan.workflow import make_task_items
 
 __all__ = ["app"]
 
@@ -70,28 +69,15 @@ def make_command(
     ] = None,
 ) -> None:
     """Generate COUNT items of FAMILY at each size n, reproducibly from SEED."""
-    if (family is None) == (family_option is None):
-        raise InputError("give the family once: as an argument or as --family", field="family")
-    family = family if family is not None else family_option
-    assert family is not None
-    if not n:
-        raise InputError("give at least one size, e.g. --n 4", field="n")
-    if out is not None and out.is_dir():
-        raise InputError(f"{out} is a folder; name a file in it, e.g. tasks.jsonl", field="out")
-    if backend is not None:
-        check_backend(backend)
-    items = [
-        item
-        for size in n
-        for item in family_items(family, n=size, count=count, seed=seed, backend=backend)
-    ]
+    family, items = make_task_items(family, family_option, sizes=n, count=count, seed=seed,
+                                    backend=backend, out=out)  # fmt: skip
     if out is None:
         for item in items:
             typer.echo(json.dumps(item_to_dict(item), ensure_ascii=False))
         return
     path = save_tasks(items, out)
     console = _console()
-    sizes = ", ".join(str(size) for size in n)
+    sizes = ", ".join(str(size) for size in n or ())
     where = escape(str(path))
     console.print(
         f"wrote {len(items)} {family} items (n = {sizes}, seed {seed}) to [bold]{where}[/]"
@@ -115,22 +101,11 @@ def split_command(
 ) -> None:
     """Split FILE by item into FILE.calibration.jsonl and FILE.held-out.jsonl (per size, items
     asking the same question kept together) for `cotplan calibrate` and `cotplan run`."""
-    from cotplan.tasks.files import split_tasks
+    from cotplan.tasks.files import split_task_file
 
-    if not 0.0 < held_out < 1.0:  # checked before the file is read
-        raise InputError(f"must be a fraction in (0, 1), got {held_out!r}", field="held_out")
-    if out is not None and out.exists() and not out.is_dir():
-        raise InputError(f"{out} is a file; name a folder", field="out")
-    split = split_tasks(load_tasks(path), held_out, seed=seed)
-    folder = out or path.parent
-    stem = path.name.removesuffix(".jsonl")
-    written = [
-        save_tasks(split.calibration, folder / f"{stem}.calibration.jsonl"),
-        save_tasks(split.held_out, folder / f"{stem}.held-out.jsonl"),
-    ]
     console = _console()
-    for items, target in zip((split.calibration, split.held_out), written, strict=True):
-        console.print(f"wrote {len(items)} items to [bold]{escape(str(target))}[/]")
+    for count, target in split_task_file(path, held_out, seed=seed, out=out):
+        console.print(f"wrote {count} items to [bold]{escape(str(target))}[/]")
 
 
 @app.command("check")

@@ -21,9 +21,12 @@ import pandas as pd
 from cotplan.errors import InputError
 from cotplan.permutation.fewshot import Example, FewShotTemplate, load_examples
 from cotplan.permutation.schedules import check_schedule, make_orderings
-from cotplan.validation import MAX_BUDGET, require_int, require_unit
+from cotplan.validation import MAX_BUDGET, require_folder_target, require_int, require_unit
 
-__all__ = ["MAX_M", "AnswerRequest", "prepare_answer"]
+__all__ = ["CHART_SUFFIXES", "MAX_M", "AnswerRequest", "check_chart", "prepare_answer"]
+
+#: What an orderings chart may be saved as.
+CHART_SUFFIXES = (".png", ".svg", ".html")
 
 #: The most orderings one answer may ask for.
 MAX_M = 100_000
@@ -148,3 +151,16 @@ def prepare_answer(
     return AnswerRequest(
         loaded, query, tuple(chosen), default_choices, fewshot, tuple(sorted(options.items()))
     )
+
+
+def check_chart(chart: Path | None) -> None:
+    """`chart` (None: no chart) is a file name with a chart suffix, in a folder we could write."""
+    if chart is None:
+        return
+    if chart.suffix.lower() not in CHART_SUFFIXES:
+        raise InputError(
+            f"must end in {', '.join(CHART_SUFFIXES)}, got {chart.name!r}", field="chart"
+        )
+    if chart.is_dir():
+        raise InputError(f"{chart} is a folder", field="chart")
+    require_folder_target(chart.parent, "chart")

@@ -13,11 +13,6 @@ from numpy.typing import NDArray
 from cotplan.errors import InputError
 from cotplan.intervals import Interval, percentile_interval
 from cotplan.planner.records import LOG_BASES, LogBase
-from cotplan.validation import require_positive, require_unit
-
-# Older names of the shared checks (`cotplan.validation`), still imported by early_exit.
-check_fraction = require_unit
-_check_positive = require_positive
 
 __all__: list[str] = []
 

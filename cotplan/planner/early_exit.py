@@ -72,7 +72,7 @@ from numpy.typing import NDArray
 from cotplan.errors import InputError
 from cotplan.generate.probing import StoppingRule
 from cotplan.planner.certify import Certification, clopper_pearson_upper
-from cotplan.planner.data import check_fraction, validate_frame
+from cotplan.planner.data import validate_frame
 from cotplan.planner.exit_probes import (
     ProbeSequence,
     apply_rule,
@@ -81,6 +81,7 @@ from cotplan.planner.exit_probes import (
     probes_have_prob,
 )
 from cotplan.planner.probe_interval import ProbeInterval, choose_interval
+from cotplan.validation import SHARE, validate_params
 
 __all__ = [
     "DEER_THRESHOLD",
@@ -257,6 +258,7 @@ class EarlyExit:
         return pd.concat([c.to_frame() for c in self.sizes], ignore_index=True)
 
 
+@validate_params(eps=SHARE, delta=SHARE)
 def certify_early_exit(
     frame: pd.DataFrame,
     eps: float,
@@ -278,8 +280,6 @@ def certify_early_exit(
     None probes at every calibrated budget. `bill_prompt`: charge each earlier probe's prompt
     again.
     """
-    eps = check_fraction(eps, "eps")
-    delta = check_fraction(delta, "delta")
     frame = check_frame(frame)
     caps = fixed_caps(frame, eps, delta) if ceilings is None else dict(ceilings)
     interval: ProbeInterval | None = None

@@ -47,10 +47,10 @@ from cotplan.planner.fit import BudgetPlanner
 from cotplan.planner.records import Budget, CertifiedBudget
 from cotplan.planner.saved_plan import DEFAULT_REACH, SavedPlan
 from cotplan.validation import (
+    REACH,
     SHARE,
     require_choice,
     require_int,
-    require_number,
     validate_params,
 )
 
@@ -138,7 +138,7 @@ class PlanResult:
         return written
 
 
-@validate_params(eps=SHARE)
+@validate_params(eps=SHARE, reach=REACH)
 def plan_from_calibration(
     calibration: str | os.PathLike[str],
     eps: float,
@@ -169,7 +169,6 @@ def plan_from_calibration(
     """
     n_bootstrap = require_int(n_bootstrap, "bootstrap", low=0, high=MAX_BOOTSTRAP)
     seed = require_int(seed, "seed", low=0, high=MAX_SEED)
-    reach = require_number(reach, "reach", low=1.0)
     asked = [require_int(n, "n", low=1) for n in sizes]
     require_choice(exit, "exit", EXIT_CHOICES)
     probe_every = require_int(probe_every, "probe_every", low=1)

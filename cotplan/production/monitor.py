@@ -59,7 +59,14 @@ from cotplan.planner.exit_plan import ExitPlan, exit_plan_for
 from cotplan.production.log import CallLog, LogRecord
 from cotplan.production.sequential import ErrorTest, error_test
 
-__all__ = ["Label", "MonitorReport", "SizeLine", "load_labels", "monitor"]
+__all__ = [
+    "Label",
+    "MonitorReport",
+    "SizeLine",
+    "load_labels",
+    "monitor",
+    "monitor_files",
+]
 
 _TRUE = frozenset({"1", "true", "yes", "y", "t"})
 _FALSE = frozenset({"0", "false", "no", "n", "f"})
@@ -534,3 +541,37 @@ def monitor(
         test=test,
         notes=tuple(notes),
     )
+
+
+def _existing(path: Path | None, field: str) -> None:
+    if path is not None and not path.is_file():
+        raise InputError(f"no such file: {path}", field=field, source=str(path))
+
+
+def monitor_files(
+    log: Path,
+    *,
+    labels: Path | None = None,
+    plan: Path | None = None,
+    calibration: Path | None = None,
+    eps: float | None = None,
+    delta: float | None = None,
+    exit_plan: Path | None = None,
+) -> tuple[MonitorReport, str | None]:
+    """`monitor` on files (`cotplan monitor`), every input checked before the log is read; the
+    report and the plan's model (None without a plan)."""
+    _existing(log, "log")
+    _existing(calibration, "calibration")
+    _existing(exit_plan, "exit_plan")
+    if exit_plan is not None and plan is None:
+        raise InputError("is replayed on the plan's calibration: give --plan", field="exit_plan")
+    saved = SavedPlan.load(plan) if plan is not None else None
+    if eps is not None or delta is not None:
+        error_test([], 0.5 if eps is None else eps, 0.05 if delta is None else delta)
+    if labels is not None and eps is None and saved is None:
+        raise InputError("labels are tested against ε: give --plan or --eps", field="eps")
+    marks = load_labels(labels) if labels is not None else None
+    # The plan's path, not the loaded plan: its calibration is looked for beside it.
+    report = monitor(log, plan=plan, labels=marks, calibration=calibration, eps=eps,
+                     delta=delta, exit_plan=exit_plan)  # fmt: skip
+    return report, saved.model if saved is not None else None

@@ -1,5 +1,6 @@
-"""What `cotplan tasks` and `cotplan cache` print: the built-in task families, a task file's
-summary, and what the call cache holds and whether it is intact."""
+"""What `cotplan tasks`, `cotplan cache` and `cotplan models list` print: the built-in task
+families, a task file's summary, what the call cache holds and whether it is intact, and the
+embedded engine's model files."""
 
 from __future__ import annotations
 
@@ -12,7 +13,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-__all__ = ["render_cache_check", "render_cache_info", "render_families", "render_task_file"]
+__all__ = [
+    "render_cache_check",
+    "render_cache_info",
+    "render_families",
+    "render_models",
+    "render_task_file",
+]
 
 #: Damaged rows listed one by one before the rest are only counted.
 _SHOWN = 20
@@ -110,3 +117,28 @@ def render_cache_check(report: Any, console: Console, *, discard: bool) -> None:
         f"{report.checked} recorded calls checked, {len(report.damaged)} damaged"
         + (f", {report.discarded} discarded" if discard else "")
     )
+
+
+def render_models(console: Console) -> None:
+    """The embedded engine's known models and shipped adapters, and whether each is here."""
+    from cotplan.backends import models as model_files
+    from cotplan.backends.adapters import KNOWN_ADAPTERS, locate_adapter
+    from cotplan.errors import ModelFileError
+
+    table = Table(title="Embedded models")
+    for column in ("name", "present", "size (MB)", "license", "path"):
+        table.add_column(column)
+    for row in model_files.list_models():
+        table.add_row(
+            row.name, "yes" if row.present else "no", f"{row.size_mb:.1f}", row.license, row.path
+        )
+    for spec in KNOWN_ADAPTERS.values():
+        try:
+            _, where = locate_adapter(spec.name) or (None, "")
+            present = "yes"
+        except ModelFileError:
+            present, where = "no", ""
+        table.add_row(
+            f"{spec.name} (adapter on {spec.base})", present, "", "Apache-2.0", str(where)
+        )
+    console.print(table)

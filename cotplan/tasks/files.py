@@ -38,6 +38,7 @@ __all__ = [
     "item_to_dict",
     "load_tasks",
     "save_tasks",
+    "split_task_file",
     "split_tasks",
 ]
 
@@ -424,3 +425,25 @@ def split_tasks(items: Iterable[TaskItem], held_out: float, *, seed: int = 0) ->
         fraction=float(held_out),
         seed=seed,
     )
+
+
+def split_task_file(
+    path: Path, held_out: float, *, seed: int = 0, out: Path | None = None
+) -> list[tuple[int, Path]]:
+    """Split the task file at `path` (`split_tasks`) into NAME.calibration.jsonl and
+    NAME.held-out.jsonl in `out` (default: the file's folder); the items and the file written,
+    per side. `held_out` and `out` are checked before the file is read."""
+    if not 0.0 < held_out < 1.0:
+        raise InputError(f"must be a fraction in (0, 1), got {held_out!r}", field="held_out")
+    if out is not None and out.exists() and not out.is_dir():
+        raise InputError(f"{out} is a file; name a folder", field="out")
+    split = split_tasks(load_tasks(path), held_out, seed=seed)
+    folder = out or path.parent
+    stem = path.name.removesuffix(".jsonl")
+    return [
+        (
+            len(split.calibration),
+            save_tasks(split.calibration, folder / f"{stem}.calibration.jsonl"),
+        ),
+        (len(split.held_out), save_tasks(split.held_out, folder / f"{stem}.held-out.jsonl")),
+    ]

@@ -1,9 +1,9 @@
-"""How the command line ends when something fails: a traceback that shows no key, and SIGTERM
-handled as Ctrl-C is.
+"""How a process that talks to models ends when something fails: a traceback that shows no key,
+and SIGTERM handled as Ctrl-C is (the command line's entry point uses both).
 
 `COTPLAN_DEBUG=1` prints the traceback of a failure, and a traceback quotes exception messages,
 including the ones an upstream server wrote (an SDK error chained under ours holds the raw
-body, which may echo the request's `Authorization` header). Every traceback the CLI prints
+body, which may echo the request's `Authorization` header). Every traceback the command line prints
 therefore passes through `cotplan.backends.keys.scrub_secrets`, with the key values this
 process can see.
 """
