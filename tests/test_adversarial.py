@@ -62,6 +62,7 @@ from cotplan.backends.openai_compat import OpenAICompatibleBackend
 from cotplan.errors import CotplanError
 from cotplan.production import capped
 from cotplan.production.gateway import Gateway, make_app
+from cotplan.production.log import CallLog
 
 #: The key every client here sends: it must come back in nothing.
 CANARY = "sk-adversarial-canary-3c9e7b10f4d2"
@@ -244,6 +245,8 @@ def _gateway_case(
     tracebacks = sum(1 for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR)
     tracebacks += "Traceback" in response.text  # a bare 500 is also judged malformed below
     wrong, malformed = _judge_gateway(response, stream=stream)
+    if fault in BAD_COUNTS and response.status_code == 200:  # kept, its counts unknown
+        wrong += sum(r.tokens_known for r in CallLog(tmp_path / "log.sqlite").records())
     logged = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())
     secrets = _secret_in(response.text, *(r.getMessage() for r in caplog.records))
     secrets += CANARY.encode() in logged

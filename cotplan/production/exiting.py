@@ -318,6 +318,7 @@ class _Probing:
             probes=len(self.probes),
             probe_tokens=probe_answers + (extra_prompts if bill else 0),
             probe_prompt_tokens=extra_prompts,
+            usage_trusted=all(u.trusted for u in usages),
         )
 
 

@@ -318,6 +318,7 @@ class _Capper:
     ) -> None:
         if self.log is None:
             return
+        trusted = report.usage_trusted
         self.log.append(
             LogRecord(
                 time=datetime.now(UTC).isoformat(timespec="seconds"),
@@ -326,9 +327,10 @@ class _Capper:
                 cap=report.cap,
                 basis=report.basis,
                 mode=report.mode,
-                reasoning_tokens=report.reasoning_tokens,
-                answer_tokens=report.answer_tokens,
-                prompt_tokens=report.prompt_tokens,
+                # Counts no upstream measured are unknown (NULL in the log), never 0.
+                reasoning_tokens=report.reasoning_tokens if trusted else None,
+                answer_tokens=report.answer_tokens if trusted else None,
+                prompt_tokens=report.prompt_tokens if trusted else None,
                 cap_bitten=report.cap_bitten,
                 answer_forced=report.answer_forced,
                 cost_usd=report.cost_usd,
@@ -340,6 +342,7 @@ class _Capper:
                 stop_k=report.stop_k,
                 probe_tokens=report.probe_tokens,
                 tags=tags,
+                usage_trusted=trusted,
             )
         )
 
