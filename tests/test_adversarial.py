@@ -68,10 +68,16 @@ from cotplan.production.log import CallLog
 CANARY = "sk-adversarial-canary-3c9e7b10f4d2"
 PROMPTS = ["2 + 2 =", "the capital of France is"]
 #: A good answer whose counts cannot be right: kept (it was paid for), its counts unknown.
-BAD_COUNTS = frozenset({"no-usage", "negative-usage"})
+BAD_COUNTS = frozenset(
+    {"no-usage", "negative-usage", "usage-null", "string-usage", "absurd-usage",
+     "reasoning-over-completion"}
+)  # fmt: skip
 #: Faults a client must retry through when they happen once (transient); the others are
-#: answers that are wrong for good, or (429 asking for a day) not worth waiting for.
-TRANSIENT = frozenset(CLIENT_FAULTS) - {"429-retry-after-huge", "echo-headers", *BAD_COUNTS}
+#: answers that are wrong for good, refusals (a 400, 401 or 404 is the caller's to fix), or
+#: (429 asking for a day) not worth waiting for.
+TRANSIENT = frozenset(CLIENT_FAULTS) - {
+    "429-retry-after-huge", "echo-headers", "401-echo", "404", *BAD_COUNTS
+}  # fmt: skip
 
 
 class Tally:
@@ -178,7 +184,7 @@ def _client_case(
     assert wrong == 0, (first, clean)
     assert cached_bad == 0, (again, clean)
     assert dropped == 0, f"{server.received - before} requests on the rerun, {failed} failed"
-    if fault == "echo-headers":  # the server really saw the key it echoed
+    if fault in {"echo-headers", "401-echo"}:  # the server really saw the key it echoed
         assert any(CANARY in key for key in server.seen_keys)
 
 
