@@ -13,7 +13,10 @@ categories:
 - the gateway in front of the fault server, streamed and not, and under concurrent calls;
 - a corrupt, deeply nested, duplicate-key and non-UTF-8 file for every command that reads one;
 - ``cotplan calibrate`` against the fault server killed with SIGKILL, SIGINT and SIGTERM, then
-  run again: the same final table, no request repeated for an answer already paid for.
+  run again: the same final table, no request repeated for an answer already paid for;
+- hostile requests to the gateway (bodies, headers, paths, clients hanging up mid-body);
+- the issue's other findings, each the test that covers it rerun under the tally (marked slow:
+  each also runs in its own file).
 
 ``python tests/test_adversarial.py`` prints the number of cases per category;
 docs/reliability.md cites it.
@@ -360,6 +363,7 @@ REQUEST_CASES: list[tuple[str, str, str, bytes, dict[str, str]]] = [
      {"x-cotplan-tags": "team"}),
     ("a streamed pass-through call", "POST", "/v1/completions",
      json.dumps({"model": "m", "prompt": "hi", "stream": True}).encode(), {}),
+    ("n of 1,000 (two paid requests each)", "POST", "/v1/chat/completions", _body(n=1000), {}),
     ("GET on chat completions", "GET", "/v1/chat/completions", b"", {}),
     ("a path the gateway does not serve", "POST", "/v1/nothing", _body(), {}),
 ]  # fmt: skip
@@ -718,7 +722,7 @@ CORPUS_FINDINGS = ["run on a version-3 plan without a model", "run on a plan tha
 API_FINDINGS = ["SavedPlan.load of a str path to a plan nested 100,000 deep"]
 
 
-#: The finding whose test is slow (three plans, each with its bootstrap): marked so here too.
+#: The finding whose own test is slow (three plans, each with its bootstrap).
 SLOW_FINDINGS = [
     ("7", "a calibration CSV's rows reversed: the same bootstrap", "test_wrong_facts",
      "test_a_seeded_plan_does_not_depend_on_the_calibrations_row_order"),
@@ -727,12 +731,14 @@ SLOW_FINDINGS = [
 
 @pytest.mark.parametrize(
     ("module", "name"),
-    [pytest.param(*case[2:], id=f"finding {case[0]}: {case[1]}") for case in FINDING_CASES]
-    + [
-        pytest.param(*case[2:], id=f"finding {case[0]}: {case[1]}", marks=pytest.mark.slow)
-        for case in SLOW_FINDINGS
+    [
+        pytest.param(*case[2:], id=f"finding {case[0]}: {case[1]}")
+        for case in FINDING_CASES + SLOW_FINDINGS
     ],
 )
+# Each is also a test of its own file, which every test run runs: here they are the rerun's,
+# counted under the tally, so they run with the slow part and do not lengthen the fast one.
+@pytest.mark.slow
 def test_a_finding_of_the_pass_stays_fixed(
     module: str,
     name: str,
@@ -760,6 +766,7 @@ _CORPUS = {case.name: case for case in bad_input.CASES}
 _API = {case.name: case for case in bad_input.API_CASES}
 
 
+@pytest.mark.slow  # also cases of tests/test_bad_input.py, as above
 @pytest.mark.parametrize("name", CORPUS_FINDINGS + API_FINDINGS)
 def test_a_finding_in_the_bad_input_corpus_stays_fixed(
     name: str, case_folder: Path, capsys: pytest.CaptureFixture[str]

@@ -566,8 +566,10 @@ def _template_args(args: dict[str, Any], *, stream: bool, exits: bool) -> int | 
     stop_list(args.get("stop"))
     answer_spec(args)
     n = args.get("n")
-    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
-        raise InputError(f"must be a whole number ≥ 1, got {n!r}", field="n")
+    # OpenAI's own bound: each choice is two paid requests here, so `n` unbounded let one call
+    # buy thousands.
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 128):
+        raise InputError(f"must be a whole number from 1 to 128, got {n!r}", field="n")
     if stream and n not in (None, 1):
         raise InputError("must be 1 for a streamed two-phase call", field="n")
     if stream and args.get("logprobs"):
