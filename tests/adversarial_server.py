@@ -48,9 +48,30 @@ CLIENT_FAULTS = (
     "negative-usage",
     "huge-answer",
     "echo-headers",
+    # Grown for the issue's 224 cases: each a fault of its own on the wire or in the body.
+    "huge-answer-20mb",
+    "usage-null",
+    "string-usage",
+    "absurd-usage",
+    "reasoning-over-completion",
+    "401-echo",
+    "404",
+    "empty-200",
+    "html-500",
+    "429-retry-after-negative",
+    "503-retry-after-date",
+    "message-missing",
 )
 #: Faults that only a streamed request can meet.
-STREAM_FAULTS = ("stream-as-json", "stream-garbage", "stream-bad-event", "stream-no-finish")
+STREAM_FAULTS = (
+    "stream-as-json",
+    "stream-garbage",
+    "stream-bad-event",
+    "stream-no-finish",
+    "stream-empty",
+    "stream-done-only",
+    "stream-error-echo",
+)
 
 
 def good_reply(path: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -196,9 +217,16 @@ class FaultServer:
             def _fault(self, fault: str, reply: dict[str, Any], chat: bool, body: Any) -> bool:
                 """Send the fault; False when it is a change to a good answer sent as usual."""
                 choice = reply["choices"][0]
-                if fault.startswith("429-retry-after-"):
-                    wait = {"nan": "nan", "inf": "inf", "huge": "100000"}[fault.rsplit("-", 1)[1]]
-                    self._send(429, {"error": {"message": "slow down"}}, {"retry-after": wait})
+                if fault.startswith(("429-retry-after-", "503-retry-after-")):
+                    wait = {
+                        "nan": "nan",
+                        "inf": "inf",
+                        "huge": "100000",
+                        "negative": "-1",
+                        "date": "Wed, 21 Oct 2015 07:28:00 GMT",
+                    }[fault.rsplit("-", 1)[1]]
+                    status = int(fault[:3])
+                    self._send(status, {"error": {"message": "slow down"}}, {"retry-after": wait})
                 elif fault in {"500", "502", "503"}:
                     self._send(int(fault), {"error": {"message": f"injected {fault}"}})
                 elif fault == "reset":
@@ -244,9 +272,54 @@ class FaultServer:
                         choice["text"] = text
                     reply["usage"]["completion_tokens"] = 419_430
                     self._send(200, reply)
-                elif fault == "echo-headers":
+                elif fault in {"echo-headers", "401-echo"}:
                     echoed = "; ".join(f"{k}: {v}" for k, v in self.headers.items())
-                    self._send(400, {"error": {"message": f"bad request; headers: {echoed}"}})
+                    status = 400 if fault == "echo-headers" else 401
+                    self._send(status, {"error": {"message": f"bad request; headers: {echoed}"}})
+                elif fault == "huge-answer-20mb":
+                    text = "word " * 4_194_304  # 20 MB, as the pass sent to a 16-token request
+                    if chat:
+                        choice["message"]["content"] = text
+                    else:
+                        choice["text"] = text
+                    reply["usage"]["completion_tokens"] = 4_194_307
+                    self._send(200, reply)
+                elif fault in {
+                    "usage-null",
+                    "string-usage",
+                    "absurd-usage",
+                    "reasoning-over-completion",
+                }:
+                    usage = reply["usage"]
+                    if fault == "usage-null":
+                        reply["usage"] = None
+                    elif fault == "string-usage":
+                        usage["prompt_tokens"] = "seven"
+                    elif fault == "absurd-usage":
+                        usage["prompt_tokens"] = 10**12
+                    else:
+                        usage["completion_tokens_details"] = {"reasoning_tokens": 99}
+                    return False  # a good answer with counts that cannot be right: paid for
+                elif fault == "404":
+                    self._send(404, {"error": {"message": "no such model", "type": "not_found"}})
+                elif fault == "empty-200":
+                    self._raw(200, b"", "application/json")
+                elif fault == "html-500":
+                    self._raw(500, b"<html><body>Internal Server Error</body></html>", "text/html")
+                elif fault == "message-missing":
+                    choice.pop("message" if chat else "text")
+                    self._send(200, reply)
+                elif fault == "stream-empty":
+                    self._raw(200, b"", "text/event-stream")
+                elif fault == "stream-done-only":
+                    self._raw(200, b"data: [DONE]\n\n", "text/event-stream")
+                elif fault == "stream-error-echo":
+                    echoed = "; ".join(f"{k}: {v}" for k, v in self.headers.items())
+                    first = _stream_events(reply, chat).split(b"\n\n")[0] + b"\n\n"
+                    error = {"error": {"message": f"slot died; headers: {echoed}"}}
+                    self._raw(
+                        200, first + f"data: {json.dumps(error)}\n\n".encode(), "text/event-stream"
+                    )
                 elif fault == "stream-as-json":
                     self._send(200, reply)
                 elif fault == "stream-garbage":

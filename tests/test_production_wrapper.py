@@ -28,7 +28,7 @@ import cotplan
 from cotplan.errors import CacheError, InputError
 from cotplan.production import CallLog, capped, report_of
 from cotplan.production.gateway import check_port, check_upstream, make_app
-from cotplan.production.log import LOG_COLUMNS
+from cotplan.production.log import LOG_COLUMNS, MIGRATIONS
 from cotplan.production.wrapper import AsyncCappedClient, provider_of
 
 
@@ -279,7 +279,7 @@ def test_the_log_keeps_rows_in_order_with_null_for_no_price(tmp_path: Path) -> N
     assert second.cost_usd == 0.5
     assert not second.cap_bitten
     with sqlite3.connect(log.path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 5
+        assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
         assert db.execute("SELECT cost_usd FROM calls ORDER BY id").fetchall() == [(None,), (0.5,)]
     assert list(log.to_frame().columns) == list(LOG_COLUMNS)
 

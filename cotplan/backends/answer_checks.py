@@ -59,6 +59,11 @@ def check_response(
     if operation == "completions" and extra_body.get("prompt_logprobs"):
         parse_prompt_logprobs(raw, str(params.get("prompt", "")))
         return
+    field = "text" if operation == "completions" else "message"
+    if field not in choices[0]:
+        # A choice without its answer is a broken body, not `content: null` (a paid answer
+        # that says nothing, kept): read as the latter it was cached and replayed as no answer.
+        raise ResponseFormatError(f"{where} sent `choices[0]` without `{field}`")
     completion = parse_completion(raw, model=str(params.get("model", "")), params=params)
     cap = request_cap(params)
     written = len(completion.text) + len(completion.reasoning)

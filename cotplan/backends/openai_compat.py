@@ -464,7 +464,9 @@ class OpenAICompatibleBackend(Backend):
                 f"{self._where} sent a response we cannot parse: {exc}"
             ) from exc
         try:
-            dumped: dict[str, Any] = response.model_dump()
+            # What the server sent, not the SDK's defaults: a choice without its `message`
+            # must stay without it (check_response refuses it), not read as `content: null`.
+            dumped: dict[str, Any] = response.model_dump(exclude_unset=True)
         except Exception as exc:
             raise ResponseFormatError(
                 f"{self._where} sent a response we cannot parse: {exc}"

@@ -122,6 +122,7 @@ def parse_json(
     max_bytes: int = MAX_JSON_BYTES,
     repeated_keys: bool = False,
     line: int | None = None,
+    allow_nan: bool = True,
 ) -> Any:
     """Parse one JSON document from an untrusted file or request body.
 
@@ -129,7 +130,9 @@ def parse_json(
     the line: bytes that are not UTF-8, more than `max_bytes`, nesting deeper than `max_depth`,
     bad JSON, and (unless `repeated_keys`) an object that names one key twice, where the last
     would silently win. `line` is the file line where the document starts (one record of a
-    JSONL file): every error then names the file line.
+    JSONL file): every error then names the file line. A number of more digits than Python
+    converts (4,300) is refused; so are ``NaN`` and ``Infinity`` unless `allow_nan` (a request
+    body must be JSON as its standard has it: what it holds is sent on as JSON).
     """
     size = len(text.encode("utf-8") if isinstance(text, str) else text)
     if size > max_bytes:
@@ -145,8 +148,15 @@ def parse_json(
             ) from None
     if _nesting_depth(text) > max_depth:
         raise InputError(f"nested more than {max_depth} levels deep", line=line, source=source)
+    hook = None if repeated_keys else _refuse_repeated_keys
     try:
-        return json.loads(text, object_pairs_hook=None if repeated_keys else _refuse_repeated_keys)
+        if allow_nan:
+            return json.loads(text, object_pairs_hook=hook)
+        return json.loads(text, object_pairs_hook=hook, parse_constant=_refuse_constant)
+    except _ConstantError as exc:
+        raise InputError(
+            f"{exc.args[0]} is not a JSON number: give a finite number", line=line, source=source
+        ) from None
     except _RepeatedKeyError as exc:
         raise InputError(
             f"the key {exc.key!r} appears twice in one object", line=line, source=source
@@ -158,6 +168,20 @@ def parse_json(
         raise InputError(
             f"nested more than {max_depth} levels deep", line=line, source=source
         ) from None
+    except ValueError:  # a number past Python's 4,300 digits: no JSONDecodeError
+        raise InputError(
+            "holds a number of more than 4,300 digits: not a number this can take",
+            line=line,
+            source=source,
+        ) from None
+
+
+class _ConstantError(ValueError):
+    """``NaN``, ``Infinity`` or ``-Infinity`` where only JSON's own numbers are taken."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _ConstantError(name)
 
 
 def read_json_text(path: str | os.PathLike[str], **limits: Any) -> tuple[Any, str]:

@@ -141,7 +141,8 @@ class CapReport:
     `mode` is ``template`` (two-phase) or ``hidden`` (one request); `reasoning_tokens`,
     `answer_tokens` and `prompt_tokens` come from the usage of every request made (`requests`);
     `cap_bitten`: the cap stopped the reasoning; `answer_forced`: the answer was asked for
-    after such a cut; `cost_usd`: list price (NaN, with `note`, when the model has no price).
+    after such a cut; `cost_usd`: list price (NaN, with `note`, when the model has no price
+    or the counts are unknown); `usage_trusted`: False when any request's counts are unknown.
 
     Under the certified early exit (`capped(..., exit="certified")`) `exit_rule` names the rule
     ("" for a call under the fixed cap), `stopped_by` says what stopped the thinking ("rule",
@@ -175,6 +176,10 @@ class CapReport:
     #: The completion ended (the client's `max_tokens`) before any answer: the reply's empty
     #: content is not an answer.
     answer_missing: bool = False
+    #: False when a request's token counts are no measurement (the upstream sent no usage,
+    #: or counts that cannot be right: `cotplan.backends.parsing.read_usage`): the three
+    #: counts above are then placeholders, unknown, and the call log stores them as NULL.
+    usage_trusted: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (null for a missing cost). Every field is a plain value, so no

@@ -324,6 +324,7 @@ class _Probing:
             probe_tokens=probe_answers + (extra_prompts if bill else 0),
             probe_prompt_tokens=extra_prompts,
             answer_missing=answer is not None and not answer.text.strip(),
+            usage_trusted=all(u.trusted for u in usages),
         )
 
 

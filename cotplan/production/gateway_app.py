@@ -76,6 +76,16 @@ def _error(status: int, message: str, *, kind: str, param: str | None = None) ->
     return Failure(status, kind, message, param).response()
 
 
+async def _no_route(request: Request, exc: Exception) -> Response:
+    """A path or method the gateway does not serve, in OpenAI's error shape (an SDK reads the
+    message from it; Starlette's default is a plain-text line)."""
+    status = int(getattr(exc, "status_code", 404))
+    what = "no such route" if status == 404 else "method not allowed on"
+    return _error(
+        status, f"{what} {request.method} {request.url.path}", kind="invalid_request_error"
+    )
+
+
 async def _events(
     stream: CappedStream, secrets: tuple[str, ...], done: Callable[..., None]
 ) -> AsyncIterator[str]:
@@ -150,7 +160,7 @@ def _arguments(raw: bytes, size_header: str | None, known: frozenset[str]) -> di
     """The `create` arguments of a request body (`InputError` naming what is wrong): fields
     the SDK's `create` takes by name go by name, the rest in `extra_body`, as a direct call
     with `extra_body` would send them."""
-    body = parse_json(raw, source="request body")
+    body = parse_json(raw, source="request body", allow_nan=False)
     if not isinstance(body, dict):
         raise InputError("must be a JSON object", source="request body")
     if body.get("size") is None and size_header is not None:
@@ -198,7 +208,7 @@ async def _body(request: Request, limit: int) -> bytes | Response:
 
 def _forwarded(raw: bytes) -> dict[str, Any]:
     """A pass-through body, checked: JSON, an object, unstreamed."""
-    body = parse_json(raw, source="request body")
+    body = parse_json(raw, source="request body", allow_nan=False)
     if not isinstance(body, dict):
         raise InputError("must be a JSON object", source="request body")
     if body.get("stream"):
@@ -468,6 +478,7 @@ def make_app(
 
     return Starlette(
         lifespan=lifespan,
+        exception_handlers={404: _no_route, 405: _no_route},
         routes=[
             Route("/v1/chat/completions", handlers.chat_completions, methods=["POST"]),
             Route("/v1/models", handlers.models, methods=["GET"]),

@@ -249,13 +249,15 @@ class CotplanCallback(CustomLogger):
                 cap=applied["cap"],
                 basis=applied["basis"],
                 mode="fields",
-                reasoning_tokens=reasoning,
-                answer_tokens=usage.completion_tokens - reasoning,
-                prompt_tokens=usage.prompt_tokens,
+                # Counts the upstream never measured are unknown (NULL), not 0.
+                reasoning_tokens=reasoning if usage.trusted else None,
+                answer_tokens=usage.completion_tokens - reasoning if usage.trusted else None,
+                prompt_tokens=usage.prompt_tokens if usage.trusted else None,
                 cap_bitten=finish == "length" or reasoning >= applied["cap"] > 0,
                 answer_forced=False,
                 cost_usd=cost,
                 via="litellm",
                 call_id=str(getattr(response, "id", "") or ""),
+                usage_trusted=usage.trusted,
             )
         )

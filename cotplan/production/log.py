@@ -18,9 +18,10 @@ cap                  INTEGER  the reasoning cap k applied (`SavedPlan.cap(size).
 basis                TEXT     what backs the cap: certified, scaled, law or not_credited
 mode                 TEXT     how it was applied: template (two-phase), hidden (one request), or
                               fields (the LiteLLM callback: the request's fields only)
-reasoning_tokens     INTEGER  reasoning tokens generated (from the usage, never re-counted)
-answer_tokens        INTEGER  visible answer tokens
-prompt_tokens        INTEGER  prompt tokens of every request the call made
+reasoning_tokens     INTEGER  reasoning tokens generated (from the usage, never re-counted);
+                              NULL when the counts are unknown (`usage_trusted` 0)
+answer_tokens        INTEGER  visible answer tokens; NULL when unknown
+prompt_tokens        INTEGER  prompt tokens of every request the call made; NULL when unknown
 cap_bitten           INTEGER  1 when the cap stopped the reasoning, else 0
 answer_forced        INTEGER  1 when the answer was asked for after such a cut, else 0
 cost_usd             REAL     list price of the call's requests; NULL when the model has no price
@@ -45,6 +46,15 @@ tags                 TEXT     the call's tags (team, feature, ...) as a JSON obj
                               metadata, a ``tags=`` argument or the gateway's ``X-Cotplan-Tags``
                               header (`cotplan.production.tags`); "" for none and in rows
                               written before schema 5
+usage_trusted        INTEGER  1 when every request's usage was a measurement; 0 when the upstream
+                              sent none (or counts that cannot be right,
+                              `cotplan.backends.parsing.read_usage`; a stream that finished
+                              without it): the three counts are then NULL, unknown, never 0, and
+                              `cotplan monitor` and `cotplan cost actuals` leave the call out of
+                              token averages and spend, saying how many they left out. Rows
+                              written before schema 6 are judged when the file is migrated (or
+                              read): a complete call with 0 prompt tokens had no usage (every
+                              request has a prompt), so its counts become unknown
 ===================  =======  =====================================================================
 
 Changes to the schema are numbered migration functions (`MIGRATIONS`), applied in order to any
@@ -67,7 +77,7 @@ import pandas as pd
 from cotplan import paths
 from cotplan.errors import CacheError, InputError
 
-__all__ = ["LOG_COLUMNS", "CallLog", "LogRecord", "default_log_path"]
+__all__ = ["LOG_COLUMNS", "TOKEN_COLUMNS", "CallLog", "LogRecord", "default_log_path"]
 
 
 @dataclass(frozen=True)
@@ -80,9 +90,9 @@ class LogRecord:
     cap: int
     basis: str
     mode: str
-    reasoning_tokens: int
-    answer_tokens: int
-    prompt_tokens: int
+    reasoning_tokens: int | None
+    answer_tokens: int | None
+    prompt_tokens: int | None
     cap_bitten: bool
     answer_forced: bool
     cost_usd: float
@@ -94,6 +104,16 @@ class LogRecord:
     stop_k: int | None = None
     probe_tokens: int = 0
     tags: str = ""
+    usage_trusted: bool = True
+
+    @property
+    def tokens_known(self) -> bool:
+        """Whether the call's token counts are a measurement (all three known)."""
+        return self.usage_trusted and None not in (
+            self.reasoning_tokens,
+            self.answer_tokens,
+            self.prompt_tokens,
+        )
 
 
 #: The columns of the `calls` table after the id, in order.
@@ -148,8 +168,62 @@ def _v5(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE calls ADD COLUMN tags TEXT NOT NULL DEFAULT ''")
 
 
+#: The token columns, NULL when the call's usage was no measurement.
+TOKEN_COLUMNS: tuple[str, ...] = ("reasoning_tokens", "answer_tokens", "prompt_tokens")
+
+#: Which rows written before schema 6 had no usage: a complete call counted 0 prompt tokens,
+#: which no request that reached a model has (a streamed call cut short kept what it showed).
+_UNMEASURED = "outcome = 'complete' AND prompt_tokens = 0"
+
+
+def _unmeasured(row: dict[str, object]) -> bool:
+    """`_UNMEASURED` for a row read from a file older than schema 6 (not migrated)."""
+    return row.get("outcome", "complete") == "complete" and row.get("prompt_tokens") == 0
+
+
+def _v6(db: sqlite3.Connection) -> None:
+    # Unknown token counts are NULL with a flag, never 0: a call whose upstream sent no usage
+    # was logged as 0 tokens and averaged in. SQLite cannot drop NOT NULL from a column, so
+    # the table is rebuilt with the same rows (ids kept) and the flag set for the old rows
+    # that had no usage.
+    db.execute(
+        """
+        CREATE TABLE calls_v6 (
+            id INTEGER PRIMARY KEY,
+            time TEXT NOT NULL,
+            model TEXT NOT NULL,
+            size REAL NOT NULL,
+            cap INTEGER NOT NULL,
+            basis TEXT NOT NULL,
+            mode TEXT NOT NULL,
+            reasoning_tokens INTEGER,
+            answer_tokens INTEGER,
+            prompt_tokens INTEGER,
+            cap_bitten INTEGER NOT NULL,
+            answer_forced INTEGER NOT NULL,
+            cost_usd REAL,
+            via TEXT NOT NULL,
+            call_id TEXT NOT NULL DEFAULT '',
+            outcome TEXT NOT NULL DEFAULT 'complete',
+            exit_rule TEXT NOT NULL DEFAULT '',
+            stopped_by TEXT NOT NULL DEFAULT '',
+            stop_k INTEGER,
+            probe_tokens INTEGER NOT NULL DEFAULT 0,
+            tags TEXT NOT NULL DEFAULT '',
+            usage_trusted INTEGER NOT NULL DEFAULT 1
+        )
+        """
+    )
+    old = ", ".join(("id", *LOG_COLUMNS[: LOG_COLUMNS.index("usage_trusted")]))
+    db.execute(f"INSERT INTO calls_v6 ({old}) SELECT {old} FROM calls")
+    nulls = ", ".join(f"{name} = NULL" for name in TOKEN_COLUMNS)
+    db.execute(f"UPDATE calls_v6 SET usage_trusted = 0, {nulls} WHERE {_UNMEASURED}")
+    db.execute("DROP TABLE calls")
+    db.execute("ALTER TABLE calls_v6 RENAME TO calls")
+
+
 #: Migration n + 1 takes a file at `user_version` n to n + 1.
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3, _v4, _v5)
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3, _v4, _v5, _v6)
 
 
 def _create_private(path: Path) -> None:
@@ -251,6 +325,12 @@ class CallLog:
         row["answer_forced"] = int(record.answer_forced)
         # NULL, not NaN, for "no price": other tools reading the file expect SQL's own missing.
         row["cost_usd"] = None if math.isnan(record.cost_usd) else record.cost_usd
+        # Unknown counts are NULL whatever placeholder the record holds, and any NULL count
+        # makes the row's usage untrusted: the flag and the columns never disagree.
+        trusted = record.tokens_known
+        row["usage_trusted"] = int(trusted)
+        for name in TOKEN_COLUMNS:
+            row[name] = row[name] if trusted else None
         names = ", ".join(LOG_COLUMNS)
         marks = ", ".join(f":{name}" for name in LOG_COLUMNS)
         with self._lock, self._connect() as db:
@@ -335,6 +415,11 @@ class CallLog:
             values["cap_bitten"] = bool(values["cap_bitten"])
             values["answer_forced"] = bool(values["answer_forced"])
             values["cost_usd"] = math.nan if values["cost_usd"] is None else values["cost_usd"]
+            if "usage_trusted" not in present:  # an older file, read as migrating would
+                values["usage_trusted"] = not _unmeasured(values)
+            values["usage_trusted"] = bool(values["usage_trusted"])
+            if not values["usage_trusted"]:
+                values.update(dict.fromkeys(TOKEN_COLUMNS))
             out.append(LogRecord(**values))
         return out
 

@@ -101,6 +101,10 @@ class SizeLine:
     stopped, `probe_tokens` the total probing added (all calls) and `probe_share` its share of
     the reasoning spend (the thinking to `stop_k` plus `probe_tokens`). Their `predicted_*`
     come from the exit replayed on the calibration; `projected_cost_usd` stays NaN.
+
+    `unknown_tokens` counts the calls whose token counts are unknown (the log's
+    `usage_trusted` 0: the upstream sent no usage): they are left out of `reasoning_tokens`
+    (NaN when no call's counts are known) and, their cost unknown too, counted in `unpriced`.
     """
 
     size: float
@@ -128,6 +132,7 @@ class SizeLine:
     probe_share: float = math.nan
     predicted_stop_k: float = math.nan
     predicted_probe_tokens: float = math.nan
+    unknown_tokens: int = 0
 
 
 @dataclass(frozen=True)
@@ -139,7 +144,9 @@ class MonitorReport:
     `reasoning_tokens` / `projected_reasoning_tokens` the totals (projections NaN unless every
     size has one); `test` the sequential error test on the labels (None without labels);
     `alarm` True when that test fired; `exit_calls` how many calls ran under the certified
-    early exit; `notes` what could not be compared and why.
+    early exit; `notes` what could not be compared and why; `unknown_tokens` how many calls'
+    token counts are unknown (the upstream sent no usage): left out of `reasoning_tokens` and
+    of every line's mean, with a note saying how many.
     """
 
     log: str
@@ -152,6 +159,7 @@ class MonitorReport:
     projected_reasoning_tokens: float
     test: ErrorTest | None
     notes: tuple[str, ...] = field(default=())
+    unknown_tokens: int = 0
 
     @property
     def alarm(self) -> bool:
@@ -365,6 +373,21 @@ def _exit_fields(rows: Sequence[LogRecord], whole: Sequence[LogRecord]) -> dict[
     }
 
 
+def _mean_known(rows: Sequence[LogRecord]) -> float:
+    """The mean reasoning tokens of the rows whose counts are known; NaN when none are."""
+    known = [r.reasoning_tokens for r in rows if r.tokens_known and r.reasoning_tokens is not None]
+    return float(np.mean(known)) if known else math.nan
+
+
+def unknown_note(unknown: int, calls: int) -> str:
+    """What a reader of the log is told when some calls' token counts are unknown."""
+    return (
+        f"the token counts of {unknown} of {calls} call(s) are unknown (the upstream sent no "
+        "usage, or counts that cannot be right): left out of the token means and totals, "
+        "and their spend is not priced"
+    )
+
+
 def _size_lines(
     records: Sequence[LogRecord],
     labels: dict[str, bool],
@@ -404,8 +427,10 @@ def _size_lines(
                 cap_bitten=float(np.mean([r.cap_bitten for r in whole])),
                 answer_forced=float(np.mean([r.answer_forced for r in whole])),
                 # Under the exit these already hold the earlier probes' answers, and cost_usd
-                # every request probing made: nothing is added for probing here.
-                reasoning_tokens=float(np.mean([r.reasoning_tokens for r in whole])),
+                # every request probing made: nothing is added for probing here. Calls whose
+                # counts are unknown are left out of the mean (and counted), never read as 0.
+                reasoning_tokens=_mean_known(whole),
+                unknown_tokens=sum(not r.tokens_known for r in rows),
                 cost_usd=float(sum(priced)),
                 unpriced=len(rows) - len(priced),
                 labelled=len(marked),
@@ -513,6 +538,9 @@ def monitor(
                 notes.append(beside)
             else:
                 exits = beside
+    unmeasured = sum(not r.tokens_known for r in records)
+    if unmeasured:
+        notes.append(unknown_note(unmeasured, len(records)))
     lines = _size_lines(
         records,
         {m.call_id: m.correct for m in marks},
@@ -522,7 +550,10 @@ def monitor(
         notes=notes,
     )
     projected = [line.projected_cost_usd for line in lines]
-    tokens = [line.predicted_reasoning_tokens * line.calls for line in lines]
+    # Projected over the calls whose counts are known: the total it is read against.
+    tokens = [
+        line.predicted_reasoning_tokens * (line.calls - line.unknown_tokens) for line in lines
+    ]
     test = None
     if marks:
         assert target is not None
@@ -536,7 +567,8 @@ def monitor(
         spend_usd=float(sum(line.cost_usd for line in lines)),
         projected_usd=float(sum(projected)) if projected else math.nan,
         # Probe answers are already in each row's reasoning_tokens: not added again.
-        reasoning_tokens=int(sum(r.reasoning_tokens for r in records)),
+        reasoning_tokens=sum(r.reasoning_tokens or 0 for r in records if r.tokens_known),
+        unknown_tokens=unmeasured,
         projected_reasoning_tokens=float(sum(tokens)) if tokens else math.nan,
         test=test,
         notes=tuple(notes),

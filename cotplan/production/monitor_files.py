@@ -44,7 +44,8 @@ def monitor_days(records: list[LogRecord]) -> pd.DataFrame:
             {"day": day, "size": size, "cap": cap, "calls": len(group),
              "cap_bitten": float(ended["cap_bitten"].mean()),
              "answer_forced": float(ended["answer_forced"].mean()),
-             "reasoning_tokens": float(ended["reasoning_tokens"].mean()),
+             # Unknown counts (NULL in the log) are left out of the mean, never read as 0.
+             "reasoning_tokens": float(pd.to_numeric(ended["reasoning_tokens"]).mean()),
              "cost_usd": float(group["cost_usd"].sum())}
         )  # fmt: skip
     return pd.DataFrame(rows, columns=columns)

@@ -192,6 +192,7 @@ class TwoPhase:
             requests=len(usages) if requests is None else requests,
             note="; ".join(p for p in (self.call.note, cost_note) if p),
             answer_missing=not answered,
+            usage_trusted=all(u.trusted for u in usages),
         )
 
 
@@ -271,4 +272,5 @@ class OneRequest:
             cost_usd=cost,
             requests=len(usages),
             note="; ".join(p for p in (self.call.note, *fields_.notes, cost_note) if p),
+            usage_trusted=all(u.trusted for u in usages),
         )

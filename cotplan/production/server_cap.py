@@ -133,6 +133,7 @@ class ServerCap:
             requests=1,
             note="; ".join(p for p in notes if p),
             answer_missing=not answered,
+            usage_trusted=usage.trusted,
         )
 
 

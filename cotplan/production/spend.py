@@ -9,6 +9,7 @@ production in the layers; the pricing functions take these readers as arguments.
 from __future__ import annotations
 
 import sqlite3
+import warnings
 from datetime import date
 from decimal import Decimal
 from pathlib import Path
@@ -27,7 +28,13 @@ from cotplan.pricing.actuals import (
 from cotplan.pricing.reconcile import LoggedCall
 from cotplan.production.tags import decode_tags
 
-__all__ = ["logged_calls", "read_actuals"]
+__all__ = ["UnknownSpendWarning", "logged_calls", "read_actuals"]
+
+
+class UnknownSpendWarning(UserWarning):
+    """Calls of the production log left out of a spend because their cost is unknown (the
+    upstream sent no usage, or the model has no price); the text says how many."""
+
 
 _SQLITE = (".sqlite", ".sqlite3", ".db")
 
@@ -72,11 +79,33 @@ def logged_calls(path: Path, table: Any, today: date | None = None) -> list[Logg
 
     frame = CallLog(path).to_frame()
     out = []
+    unmeasured = unpriced = 0
     for number, rec in enumerate(frame.to_dict("records"), start=1):
+        if not rec["usage_trusted"]:
+            unmeasured += 1  # no usage, so no cost: never a call that cost nothing
+            continue
         if pd.isna(rec["cost_usd"]):
+            unpriced += 1
             continue
         moment = utc_time(rec["time"], field=f"calls[{number}].time", source=str(path))
         provider = table.lookup(rec["model"], warn=False).provider
         usd = Decimal(str(rec["cost_usd"]))
         out.append(LoggedCall(moment.date(), provider, rec["model"], usd, decode_tags(rec["tags"])))
+    if unmeasured or unpriced:
+        warnings.warn(
+            _left_out(path, len(frame), unmeasured, unpriced), UnknownSpendWarning, stacklevel=2
+        )
     return out
+
+
+def _left_out(path: Path, calls: int, unmeasured: int, unpriced: int) -> str:
+    why = [
+        f"{unmeasured} with unknown token counts (the upstream sent no usage)"
+        if unmeasured
+        else "",
+        f"{unpriced} whose model has no price" if unpriced else "",
+    ]
+    return (
+        f"{unmeasured + unpriced} of {calls} call(s) in {path} left out of the spend, their "
+        f"cost unknown: {' and '.join(w for w in why if w)}"
+    )

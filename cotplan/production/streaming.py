@@ -144,7 +144,14 @@ class _Phase:
         it was never opened."""
         if not self.opened:
             return None
-        return self.usage or Usage(completion_tokens=self.pieces)
+        return self.usage or self.counted()
+
+    def counted(self) -> Usage:
+        """The chunks seen, as a usage. A stream cut short (no finish yet) keeps what it
+        showed; one that finished without the usage it was asked for is no measurement (its
+        prompt was never counted): its counts are unknown, as an unstreamed reply's without
+        `usage` are."""
+        return Usage(completion_tokens=self.pieces, trusted=self.finish_reason is None)
 
 
 class Trim:
@@ -518,7 +525,7 @@ def _server_steps(call: CallArgs, provider: str, finish: Finish) -> StreamSteps:
     reasoning = 0
 
     def report() -> CapReport:
-        usage = seen.phase.usage or Usage(completion_tokens=seen.phase.pieces)
+        usage = seen.phase.usage or seen.phase.counted()
         counted = seen.reported is None and bool(seen.thinking)
         answered = seen.tools or any(is_answer(c, call.words) for c in seen.content.values())
         return one.report(usage, reasoning, answered=answered, counted=counted)

@@ -318,6 +318,7 @@ class _Capper:
     ) -> None:
         if self.log is None:
             return
+        trusted = report.usage_trusted
         self.log.append(
             LogRecord(
                 time=datetime.now(UTC).isoformat(timespec="seconds"),
@@ -326,9 +327,10 @@ class _Capper:
                 cap=report.cap,
                 basis=report.basis,
                 mode=report.mode,
-                reasoning_tokens=report.reasoning_tokens,
-                answer_tokens=report.answer_tokens,
-                prompt_tokens=report.prompt_tokens,
+                # Counts no upstream measured are unknown (NULL in the log), never 0.
+                reasoning_tokens=report.reasoning_tokens if trusted else None,
+                answer_tokens=report.answer_tokens if trusted else None,
+                prompt_tokens=report.prompt_tokens if trusted else None,
                 cap_bitten=report.cap_bitten,
                 answer_forced=report.answer_forced,
                 cost_usd=report.cost_usd,
@@ -340,6 +342,7 @@ class _Capper:
                 stop_k=report.stop_k,
                 probe_tokens=report.probe_tokens,
                 tags=tags,
+                usage_trusted=trusted,
             )
         )
 
@@ -572,8 +575,10 @@ def _template_args(args: dict[str, Any], *, exits: bool) -> int | None:
     stop_list(args.get("stop"))
     answer_spec(args)
     n = args.get("n")
-    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
-        raise InputError(f"must be a whole number ≥ 1, got {n!r}", field="n")
+    # OpenAI's own bound: each choice is two paid requests here, so `n` unbounded let one call
+    # buy thousands.
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 128):
+        raise InputError(f"must be a whole number from 1 to 128, got {n!r}", field="n")
     return completion_limit(args)
 
 
