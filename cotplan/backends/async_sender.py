@@ -16,6 +16,8 @@ key), so the answers are the same, row for row.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextlib
 import threading
 from collections.abc import Callable
 from contextvars import ContextVar
@@ -46,6 +48,12 @@ class AsyncSender:
         self.peak = 0
         self._running = 0
         self._on_attempt = on_attempt
+        # Requests waited on from the map's threads; on close each still waiting is cancelled,
+        # so no thread waits forever on a loop that has stopped (an interrupted run would then
+        # hang at exit, joining it).
+        self._waiting: set[concurrent.futures.Future[Any]] = set()
+        self._closed = False
+        self._lock = threading.Lock()
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="cotplan-async-requests", daemon=True
@@ -77,7 +85,17 @@ class AsyncSender:
         self._http, self._client, self._slots = self._run(build())
 
     def _run(self, coroutine: Any) -> Any:
-        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
+        with self._lock:
+            if self._closed:
+                coroutine.close()
+                raise concurrent.futures.CancelledError("the calibration's requests were closed")
+            future = asyncio.run_coroutine_threadsafe(coroutine, self._loop)
+            self._waiting.add(future)
+        try:
+            return future.result()
+        finally:
+            with self._lock:
+                self._waiting.discard(future)
 
     def send(self, operation: str, params: dict[str, Any], attempts: list[int]) -> Any:
         """The SDK's response to one request (`operation` "chat" or "completions", `params`
@@ -107,12 +125,22 @@ class AsyncSender:
         await self._client.close()
 
     def close(self) -> None:
-        if self._loop.is_closed():
-            return
+        with self._lock:
+            if self._closed or self._loop.is_closed():
+                return
+            # From here no request is sent; those already submitted are scheduled on the loop
+            # before the shutdown below (the loop runs callbacks in order), so it cancels them.
+            self._closed = True
         try:
-            self._run(self._shutdown())
+            shutdown = asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop)
+            # A request that ignores its cancellation: the loop stops regardless.
+            with contextlib.suppress(TimeoutError):
+                shutdown.result(timeout=10.0)
         finally:
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(timeout=5.0)
+            with self._lock:
+                for future in self._waiting:
+                    future.cancel()
             if not self._thread.is_alive():
                 self._loop.close()
