@@ -25,6 +25,7 @@ from starlette.routing import Route
 
 from cotplan.errors import InputError, ResponseFormatError
 from cotplan.io import MAX_JSON_BYTES, parse_json
+from cotplan.production.calls import CapReport
 from cotplan.production.gateway_errors import Failure, failure_of
 from cotplan.production.metrics import CONTENT_TYPE_LATEST, GatewayMetrics
 from cotplan.production.responses_cap import (
@@ -35,6 +36,7 @@ from cotplan.production.responses_cap import (
     not_capped_message,
     responses_check_args,
 )
+from cotplan.production.responses_stream import open_responses_stream, responses_events
 from cotplan.production.routes import ROUTE_HEADER, Capped, Routes
 from cotplan.production.streaming import AsyncCappedStream, CappedStream
 from cotplan.production.tags import TAGS_HEADER, with_header_tags
@@ -206,12 +208,24 @@ async def _body(request: Request, limit: int) -> bytes | Response:
         )
 
 
-def _forwarded(raw: bytes) -> dict[str, Any]:
-    """A pass-through body, checked: JSON, an object, unstreamed."""
+def _responses_body(raw: bytes, size_header: str | None) -> dict[str, Any]:
+    """A Responses call's body (streamed or not), its size from the header where the body
+    has none."""
+    body = _forwarded(raw, streamed=True)
+    if body.get("size") is None and size_header is not None:
+        try:
+            body["size"] = float(size_header)
+        except ValueError:
+            raise InputError(f"must be a number, got {size_header!r}", field=SIZE_HEADER) from None
+    return body
+
+
+def _forwarded(raw: bytes, *, streamed: bool = False) -> dict[str, Any]:
+    """A pass-through body, checked: JSON, an object, unstreamed (unless `streamed`)."""
     body = parse_json(raw, source="request body", allow_nan=False)
     if not isinstance(body, dict):
         raise InputError("must be a JSON object", source="request body")
-    if body.get("stream"):
+    if body.get("stream") and not streamed:
         raise InputError("is not passed on streamed: send it unstreamed", field="stream")
     return body
 
@@ -362,15 +376,7 @@ class _Handlers:
             )
 
         try:
-            body = _forwarded(raw)
-            size_header = request.headers.get(SIZE_HEADER)
-            if body.get("size") is None and size_header is not None:
-                try:
-                    body["size"] = float(size_header)
-                except ValueError:
-                    raise InputError(
-                        f"must be a number, got {size_header!r}", field=SIZE_HEADER
-                    ) from None
+            body = _responses_body(raw, request.headers.get(SIZE_HEADER))
             model = str(body.get("model", "-"))[:200]
             client = self.table.pick(body.get("model"), request.headers.get(ROUTE_HEADER))
             route = client.plan.model or "default"
@@ -378,6 +384,9 @@ class _Handlers:
             call = client.checked(check)
             provider = client.provider_for(call.model)
             if call.mode != "server" or provider not in RESPONSES_CAP_FIELDS:
+                if body.get("stream"):  # streamed only where capped
+                    why = not_capped_message(call.model, provider)
+                    raise InputError(f"is taken only where the cap holds: {why}", field="stream")
                 if self.responses != "uncapped":
                     raise InputError(not_capped_message(call.model, provider), field="model")
                 answer = await _post(client.client, "/responses", body)
@@ -390,6 +399,8 @@ class _Handlers:
                     headers={CAPPED_HEADER: "false"},
                 )
             one = ResponsesCall(call, body, provider)
+            if body.get("stream"):
+                return await self.responses_stream(client, one, done)
             reply = _reply_json(await _post(client.client, "/responses", one.request()))
             counted = None
             if text := one.reasoning_text(reply):
@@ -406,6 +417,22 @@ class _Handlers:
             return failure.response()
         done(200, reply["cotplan"])
         return JSONResponse(reply, headers=_answer_headers(reply))
+
+    async def responses_stream(
+        self, client: Capped, one: ResponsesCall, done: Callable[..., None]
+    ) -> StreamingResponse:
+        """A capped Responses call streamed (`cotplan.production.responses_stream`): the
+        upstream's stream opened here, so that its refusal is a plain error reply."""
+        opened = await open_responses_stream(client.client, one.request())
+        call = one.call
+
+        def record(report: CapReport, call_id: str, outcome: str) -> None:
+            client.record(call.model, report, call_id, tags=call.tags, outcome=outcome)
+
+        events = responses_events(
+            one, client.client, opened, secrets=self.secrets, done=done, record=record
+        )
+        return StreamingResponse(events, media_type="text/event-stream")
 
     async def models(self, request: Request) -> Response:
         if (denied := self.refused(request)) is not None:

@@ -4,10 +4,10 @@ bare 500 or a traceback, and never a secret.
 `failure_of(exc, secrets)` turns whatever a call raised into a `Failure` (HTTP status, OpenAI
 error `type`, message, `param`); `Failure.response()` is the JSON error reply and
 `Failure.event()` the server-sent event sent instead once a stream's 200 has gone (the OpenAI
-SDKs raise it as an `APIError`). Every message passes through
-`cotplan.backends.keys.scrub_secrets` with the upstream's key among the secrets: an upstream
-that echoes the request's headers in its error body must not show the key to the gateway's
-clients.
+SDKs raise it as an `APIError`; `Failure.responses_event()` on a Responses stream). Every
+message passes through `cotplan.backends.keys.scrub_secrets` with the upstream's key among the
+secrets: an upstream that echoes the request's headers in its error body must not show the key
+to the gateway's clients.
 
 | raised                                        | status              | type                  |
 |-----------------------------------------------|---------------------|-----------------------|
@@ -69,6 +69,15 @@ class Failure:
     def event(self) -> str:
         """The failure as one server-sent event (after a stream's 200 has gone)."""
         return f"data: {json.dumps(self.body(), separators=(',', ':'))}\n\n"
+
+    def responses_event(self, sequence_number: int) -> str:
+        """The failure as a Responses stream's ``error`` event (`type`, `code`, `message`,
+        `param`, `sequence_number`, as OpenAI sends one), with the error object beside them
+        so that the OpenAI SDKs raise it as an `APIError`, as they do a chat stream's."""
+        error = self.body()["error"]
+        fields = {k: error[k] for k in ("code", "message", "param")}
+        body = {"type": "error", **fields, "sequence_number": sequence_number, "error": error}
+        return f"event: error\ndata: {json.dumps(body, separators=(',', ':'))}\n\n"
 
 
 def _upstream_status(exc: openai.APIStatusError) -> int:

@@ -351,9 +351,18 @@ class _Capper:
         call so, `cotplan.production.responses_cap`)."""
         return self._check(kwargs)
 
-    def record(self, model: str, report: CapReport, call_id: str, *, tags: str = "") -> None:
-        """Log a call answered outside `create` (a Responses call) as `create` logs one."""
-        self._log_call(model, report, call_id, "complete", tags=tags)
+    def record(
+        self,
+        model: str,
+        report: CapReport,
+        call_id: str,
+        *,
+        tags: str = "",
+        outcome: str = "complete",
+    ) -> None:
+        """Log a call answered outside `create` (a Responses call) as `create` logs one;
+        `outcome` as a stream's (``complete``, ``stopped`` or ``error``)."""
+        self._log_call(model, report, call_id, outcome, tags=tags)
 
     def _check(self, kwargs: dict[str, Any]) -> CallArgs:
         args = dict(kwargs)
