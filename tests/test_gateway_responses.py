@@ -111,6 +111,20 @@ class Upstream:
             return httpx2.Response(200, headers=headers, content=self.events())
         return httpx2.Response(200, json=self.reply)
 
+    def async_client(self) -> openai.AsyncOpenAI:
+        """The gateway's own kind of client (its stream read on the event loop)."""
+
+        async def answer(request: httpx2.Request) -> httpx2.Response:
+            got = self(request)
+            return httpx2.Response(got.status_code, headers=got.headers, content=got.read())
+
+        return openai.AsyncOpenAI(
+            api_key="k",
+            base_url="http://127.0.0.1:9/v1",
+            max_retries=0,
+            http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(answer)),
+        )
+
     def events(self) -> Iterator[bytes]:
         for part in self.stream:
             if isinstance(part, Exception):
@@ -352,3 +366,46 @@ def test_a_streamed_call_the_upstream_cannot_cap_is_refused_naming_stream() -> N
         assert refused.json()["error"]["param"] == "stream"
         assert "cannot be capped" in refused.json()["error"]["message"]
     assert upstream.requests == []
+
+
+def test_a_streamed_call_through_the_gateways_async_client(tmp_path: Path) -> None:
+    upstream = Upstream(responses_reply())
+    log = tmp_path / "log.sqlite"
+    plan = make_plan(THINKER)
+    client = capped(upstream.async_client(), plan, provider="llama.cpp-thinking", log=log)
+    with TestClient(make_app(client)) as http:
+        stream = sdk(http).responses.create(
+            model=THINKER, input="What is 1 + 4 + 8?", stream=True, extra_body={"size": 3}
+        )
+        events = list(stream)
+    assert [e.type for e in events] == [e["type"] for e in streamed(responses_reply())]
+    assert (events[-1].response.model_extra or {})["cotplan"]["reasoning_tokens"] == 4
+    [(_, sent)] = upstream.requests
+    assert sent["thinking_budget_tokens"] == 6
+    [row] = CallLog(log).records()
+    assert (row.reasoning_tokens, row.outcome) == (4, "complete")
+
+
+def test_a_leaked_close_is_dropped_from_the_streamed_answer() -> None:
+    reply = responses_reply(text="</think>\n\nAnswer: 13")
+    events = streamed(reply)
+    # llama.cpp streams the leaked close in pieces of its own
+    events[6:8] = [
+        {**events[6], "delta": "</th"},
+        {**events[6], "delta": "ink>\n\n"},
+        {**events[6], "delta": "Answer: 13"},
+    ]
+    events = [{**e, "sequence_number": number} for number, e in enumerate(events)]
+    upstream = Upstream(reply, sse(events))
+    client = capped(upstream.client(), make_plan(THINKER), provider="llama.cpp-thinking", log=False)
+    with TestClient(make_app(client)) as http:
+        stream = sdk(http).responses.create(
+            model=THINKER, input="What is 1 + 4 + 8?", stream=True, extra_body={"size": 3}
+        )
+        got = list(stream)
+    assert [e.type for e in got] == [e["type"] for e in events]  # none dropped or added
+    deltas = [e.delta for e in got if e.type == "response.output_text.delta"]
+    assert deltas == ["", "", "Answer: 13"]
+    done = next(e for e in got if e.type == "response.output_item.done" and e.output_index == 1)
+    assert done.item.content[0].text == "Answer: 13"
+    assert got[-1].response.output[1].content[0].text == "Answer: 13"

@@ -43,3 +43,37 @@ def test_the_responses_api_is_capped_on_the_thinking_model(
     assert report["reasoning_tokens"] == reasoning
     [row] = CallLog(log).records()
     assert (row.cap, row.reasoning_tokens, row.via) == (CAP, reasoning, "gateway")
+
+
+def test_a_streamed_responses_call_is_capped_on_the_thinking_model(
+    thinking_model: LocalModel, tmp_path: Path
+) -> None:
+    model = thinking_model.model_id
+    plan = make_plan(model).save(tmp_path / "plan.json")
+    log = tmp_path / "log.sqlite"
+    with Gateway(plan, thinking_model.base_url, log=log) as gateway:
+        sdk = openai.OpenAI(base_url=gateway.base_url, api_key="none")
+        stream = sdk.responses.create(
+            model=model,
+            input="What is 1 + 4 + 8?",
+            temperature=0,
+            max_output_tokens=40,
+            stream=True,
+            extra_body={"size": 3},
+        )
+        events = list(stream)
+    kinds = [event.type for event in events]
+    assert kinds[0] == "response.created"
+    assert kinds[-1] in ("response.completed", "response.incomplete")
+    final = events[-1].response  # type: ignore[union-attr]
+    text = "".join(e.delta for e in events if e.type == "response.output_text.delta")  # type: ignore[union-attr]
+    assert not text.lstrip().startswith("</think>")  # the leaked close dropped
+    assert text == final.output_text
+    assert final.usage is not None
+    reasoning = final.usage.output_tokens_details.reasoning_tokens
+    assert 0 < reasoning <= CAP + 2  # the server's cap held (its close and line break aside)
+    report = (final.model_extra or {})["cotplan"]
+    assert (report["cap"], report["mode"], report["requests"]) == (CAP, "server", 1)
+    assert report["reasoning_tokens"] == reasoning
+    [row] = CallLog(log).records()
+    assert (row.cap, row.reasoning_tokens, row.outcome) == (CAP, reasoning, "complete")

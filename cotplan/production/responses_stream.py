@@ -33,7 +33,7 @@ from cotplan.errors import ResponseFormatError
 from cotplan.production.calls import CapReport
 from cotplan.production.gateway_errors import failure_of
 from cotplan.production.responses_cap import ResponsesCall
-from cotplan.production.server_cap import ServerCap
+from cotplan.production.server_cap import CloseFilter, ServerCap, without_close
 from cotplan.production.upstream import tokenize, tokenize_async
 
 __all__ = ["FINAL_EVENTS", "OpenedStream", "open_responses_stream", "responses_events"]
@@ -139,6 +139,13 @@ def _payload(data: str) -> dict[str, Any] | None:
     return body if isinstance(body, dict) else None
 
 
+def _written(name: str | None, body: dict[str, Any]) -> str:
+    """An event the gateway changed, written out under the upstream's name."""
+    data = json.dumps(body, separators=(",", ":"))
+    head = f"event: {name}\n" if name is not None else ""
+    return f"{head}data: {data}\n\n"
+
+
 class _Relay:
     """One streamed call's state: the last sequence number, how it ended."""
 
@@ -149,6 +156,7 @@ class _Relay:
         self.report: CapReport | None = None
         self.call_id = ""
         self.failed = False
+        self.filters: dict[tuple[object, ...], CloseFilter] = {}
 
     async def finished(self, name: str | None, body: dict[str, Any]) -> str:
         """The final event with the unstreamed reply's additions (see the module)."""
@@ -164,9 +172,7 @@ class _Relay:
                 counted = await run_in_threadpool(tokenize, self.upstream, asked)
         self.report = self.one.finish(response, counted)
         self.call_id = str(response.get("id", ""))
-        data = json.dumps(body, separators=(",", ":"))
-        head = f"event: {name}\n" if name is not None else ""
-        return f"{head}data: {data}\n\n"
+        return _written(name, body)
 
     async def relay(self, lines: list[str]) -> str:
         """One upstream event as the client gets it."""
@@ -182,7 +188,36 @@ class _Relay:
                 return await self.finished(name, body)
             if name_or_kind in _FAILED_EVENTS:
                 self.failed = True
+            if self.one.call.words.close and self._without_close(name_or_kind, body):
+                return _written(name, body)
         return "\n".join(lines) + "\n\n"
+
+    def _without_close(self, kind: str | None, body: dict[str, Any]) -> bool:
+        """The thinking close llama.cpp leaks before the answer after a forced close
+        (`server_cap.CloseFilter`) dropped from an output text event, as the final response
+        and a chat stream drop it; whether `body` changed (else it goes on as it came)."""
+        words = self.one.call.words
+        if kind == "response.output_text.delta" and isinstance(body.get("delta"), str):
+            key = (body.get("item_id"), body.get("output_index"), body.get("content_index"))
+            closer = self.filters.setdefault(key, CloseFilter(words.close.strip()))
+            kept = closer(body["delta"])
+            changed = bool(kept != body["delta"])
+            body["delta"] = kept  # an event emptied stays, so that the order and numbers hold
+            return changed
+        parts: list[Any] = []
+        if kind == "response.output_text.done":
+            parts = [body]
+        elif kind == "response.content_part.done":
+            parts = [body.get("part")]
+        elif kind == "response.output_item.done" and isinstance(body.get("item"), dict):
+            parts = list(body["item"].get("content") or [])
+        changed = False
+        for part in parts:
+            if isinstance(part, dict) and isinstance(part.get("text"), str):
+                kept = without_close(part["text"], words)
+                changed = changed or bool(kept != part["text"])
+                part["text"] = kept
+        return changed
 
     def unfinished(self) -> CapReport:
         """The report of a call that never reached its final response: no usage measured."""
