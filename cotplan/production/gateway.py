@@ -22,12 +22,14 @@ plan file and the model map without dropping a call (`cotplan.production.routes`
 (asked once at start, `cotplan.production.detect`), each call is its own one request with the
 cap added and every field passed on (`cotplan.production.server_cap`).
 
-``POST /v1/responses`` (unstreamed) is capped as a chat call is where the upstream takes its
-cap on a Responses body (llama.cpp), with the reasoning tokens in
+``POST /v1/responses`` is capped as a chat call is where the upstream takes its cap on a
+Responses body (llama.cpp), with the reasoning tokens in
 `usage.output_tokens_details.reasoning_tokens`, the ``cotplan`` report, the call log and the
-metrics; elsewhere it is refused with an error that says so, or passed on uncapped with the
-header ``X-Cotplan-Capped: false`` where the operator asked for that (`responses="uncapped"`,
-`cotplan serve --responses-uncapped`; `cotplan.production.responses_cap`).
+metrics; streamed, the upstream's events are relayed and the final response carries them
+(`cotplan.production.responses_stream`). Elsewhere it is refused with an error that says so,
+or, unstreamed, passed on uncapped with the header ``X-Cotplan-Capped: false`` where the
+operator asked for that (`responses="uncapped"`, `cotplan serve --responses-uncapped`;
+`cotplan.production.responses_cap`).
 Also served: ``POST /v1/completions`` and ``/v1/embeddings``, passed on unchanged (unstreamed):
 a text completion has no chat to cap. And ``GET /v1/models`` (the plans' models), ``GET
 /health`` (the process answers), ``GET /ready`` (the upstream answers too; 503 when it does

@@ -18,7 +18,8 @@ rule, the protocol the plan was calibrated with), then:
   says so and how to get the cap (send a chat completion), unless the operator started the
   gateway to pass such calls on uncapped (`responses="uncapped"`, `cotplan serve
   --responses-uncapped`): then it goes on as it came, and the reply carries the header
-  ``X-Cotplan-Capped: false``.
+  ``X-Cotplan-Capped: false``. A streamed call is refused there either way (naming
+  ``stream``); where the cap holds, it is streamed (`cotplan.production.responses_stream`).
 
 Which servers take the cap on a Responses body. llama.cpp's ``/v1/responses`` copies the
 request body into the chat completion it runs (ggml-org/llama.cpp tools/server
