@@ -54,7 +54,7 @@ SERVE_GATEWAY = {
                      "server of the team's own model names (see cotplan.register_model)."),
     "workers": opt(int, 1, "Processes serving the port, sharing the call log and /metrics (each "
                    "reloads its plans on SIGHUP, which the first process passes on)."),
-    "responses_uncapped": opt(bool, False, "Pass uncappable /v1/responses calls on uncapped."),
+    "responses_uncapped": opt(bool, False, "Pass uncappable unstreamed /v1/responses calls on."),
 }
 # fmt: on
 
