@@ -56,12 +56,10 @@ def test_closing_cancels_the_requests_waited_on_and_refuses_new_ones() -> None:
     while len(held) < 2 and time.monotonic() < deadline:
         time.sleep(0.02)
     assert len(held) == 2  # two in flight at the server, the third waiting for a slot
-    began = time.monotonic()
     sender.close()
     for thread in threads:
         thread.join(timeout=10)
-    assert not any(thread.is_alive() for thread in threads)
-    assert time.monotonic() - began < 10
+    assert not any(thread.is_alive() for thread in threads)  # none waits on the stopped loop
     assert len(outcomes) == 3
     assert all(isinstance(o, concurrent.futures.CancelledError) for o in outcomes), outcomes
     with pytest.raises(concurrent.futures.CancelledError):
