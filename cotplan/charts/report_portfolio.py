@@ -17,7 +17,13 @@ from typing import Any
 import pandas as pd
 
 from cotplan.charts.report_html import is_nan, table
-from cotplan.charts.report_spend import Reader, Sections, figure_sections, frame_table_section
+from cotplan.charts.report_spend import (
+    Reader,
+    Sections,
+    figure_sections,
+    frame_table_section,
+    spend_band_chart,
+)
 
 __all__ = ["portfolio_sections"]
 
@@ -62,7 +68,7 @@ def portfolio_sections(csv: Reader) -> Sections:
     charts = figure_sections(
         [
             ("Company spend per month: the P50, with the band from P10 to P90.",
-             _band_chart(months)),
+             spend_band_chart(months, "label:O")),
             ("Each workload's mean spend per month, stacked: the months' means add up.",
              _stacked_chart(months, workloads)),
             ("Each workload's spend over the horizon at list price: P50, with the P10 to P90 "
@@ -91,21 +97,6 @@ def _workload_table(workloads: pd.DataFrame | None) -> list[str]:
         "<h2>Per workload, over the horizon (USD, list price)</h2>",
         table(head, rows, text=set(range(3 + len(tags)))),
     ]
-
-
-def _band_chart(months: pd.DataFrame | None) -> Any:
-    if months is None or months.empty:
-        return None
-    import altair as alt
-
-    x = alt.X("label:O", title="month")
-    band = (
-        alt.Chart(months)
-        .mark_area(opacity=0.3)
-        .encode(x=x, y=alt.Y("p10_usd:Q", title="USD a month"), y2="p90_usd:Q")
-    )
-    line = alt.Chart(months).mark_line(point=True).encode(x=x, y="p50_usd:Q")
-    return alt.layer(band, line).properties(width=560, height=260)
 
 
 def _stacked_chart(months: pd.DataFrame | None, workloads: pd.DataFrame | None) -> Any:

@@ -25,6 +25,7 @@ __all__ = [
     "figure_sections",
     "frame_table_section",
     "monitor_sections",
+    "spend_band_chart",
     "spend_sections",
 ]
 
@@ -102,7 +103,7 @@ def spend_sections(csv: Reader) -> Sections:
         ]  # fmt: skip
     charts = figure_sections(
         [
-            ("Spend per month: the P50, with the band from P10 to P90.", _months_chart(months)),
+            ("Spend per month: the P50, with the band from P10 to P90.", spend_band_chart(months)),
             (
                 "Spend over the horizon per scenario: P50, with the P10 to P90 band.",
                 _scenarios_chart(scenarios),
@@ -131,12 +132,14 @@ def _scenarios(csv: Reader) -> pd.DataFrame | None:
     return frame
 
 
-def _months_chart(months: pd.DataFrame | None) -> Any:
+def spend_band_chart(months: pd.DataFrame | None, month_field: str = "start:T") -> Any:
+    """Monthly spend as its P10-P90 band with the P50 line (`month_field`: the month column
+    with its altair type); None without months."""
     if months is None or months.empty:
         return None
     import altair as alt
 
-    x = alt.X("start:T", title="month")
+    x = alt.X(month_field, title="month")
     band = (
         alt.Chart(months)
         .mark_area(opacity=0.3)
